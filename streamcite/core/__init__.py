@@ -1,0 +1,1 @@
+"""Sans-I/O core: SSE decoding, chunk interpretation, footnotes, answer accumulation."""

@@ -1,0 +1,87 @@
+"""Small strict readers for cold-path JSON (citations, sources, grounding).
+
+Each raises :class:`MalformedResponse` naming the offending path, so a bad body
+from a provider becomes a clear typed error instead of a ``KeyError`` deep inside.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamcite.core.errors import MalformedResponse
+
+
+def obj(value: Any, path: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise MalformedResponse(f"{path}: expected an object, got {type(value).__name__}")
+    return value
+
+
+def arr(value: Any, path: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise MalformedResponse(f"{path}: expected an array, got {type(value).__name__}")
+    return value
+
+
+def opt_str(d: dict[str, Any], key: str, path: str, *, coerce_num: bool = False) -> str | None:
+    v = d.get(key)
+    if v is None or isinstance(v, str):
+        return v
+    if coerce_num and isinstance(v, int | float) and not isinstance(v, bool):
+        return str(v)
+    raise MalformedResponse(f"{path}.{key}: expected a string or null, got {type(v).__name__}")
+
+
+def req_str(d: dict[str, Any], key: str, path: str) -> str:
+    v = d.get(key)
+    if not isinstance(v, str):
+        raise MalformedResponse(f"{path}.{key}: expected a string, got {type(v).__name__}")
+    return v
+
+
+def opt_int(d: dict[str, Any], key: str, path: str) -> int | None:
+    v = d.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int):
+        # Google's JSON mapping sends int64 as strings; accept digit strings.
+        if isinstance(v, str) and v.lstrip("-").isdigit():
+            return int(v)
+        raise MalformedResponse(f"{path}.{key}: expected an integer or null, got {v!r}")
+    return v
+
+
+def opt_float(d: dict[str, Any], key: str, path: str) -> float | None:
+    v = d.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        raise MalformedResponse(f"{path}.{key}: expected a number, got a boolean")
+    if isinstance(v, int | float):
+        return float(v)
+    if isinstance(v, str):
+        try:
+            return float(v)
+        except ValueError:
+            pass
+    raise MalformedResponse(f"{path}.{key}: expected a number or null, got {v!r}")
+
+
+def opt_bool(d: dict[str, Any], key: str, path: str) -> bool | None:
+    v = d.get(key)
+    if v is None or isinstance(v, bool):
+        return v
+    raise MalformedResponse(f"{path}.{key}: expected a boolean or null, got {v!r}")
+
+
+def str_map(d: dict[str, Any], key: str, path: str) -> dict[str, str]:
+    v = d.get(key)
+    if v is None:
+        return {}
+    m = obj(v, f"{path}.{key}")
+    out: dict[str, str] = {}
+    for k, val in m.items():
+        if not isinstance(val, str):
+            raise MalformedResponse(f"{path}.{key}.{k}: expected a string, got {val!r}")
+        out[k] = val
+    return out

@@ -1,0 +1,184 @@
+"""The typed events of a citation-aware stream — the wire format of DESIGN.md.
+
+Each event is a slotted dataclass whose first field is ``type``; ``orjson.dumps(event)``
+is its wire form (one JSON object, ``type`` first, unknown fields ``null``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+import orjson
+
+from streamcite.core.grounding import CitedChunk, GroundingClaim, GroundingFact, GroundingResult
+from streamcite.core.models import Citation, CitedAnswer, Usage
+from streamcite.core.sources import QuotedSource
+
+__all__ = [
+    "CitationRefEvent",
+    "CitationsEvent",
+    "DoneEvent",
+    "ErrorEvent",
+    "Event",
+    "FinishEvent",
+    "GroundingEvent",
+    "MetaEvent",
+    "SourcesEvent",
+    "TokenEvent",
+    "UsageEvent",
+    "event_to_json",
+]
+
+
+class _Wire:
+    """Mixin: wire serialisation shared by every event."""
+
+    __slots__ = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = orjson.loads(orjson.dumps(self))
+        return out
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(self)
+
+
+@dataclass(slots=True)
+class MetaEvent(_Wire):
+    type: str = field(default="meta", init=False)
+    id: str | None = None
+    model: str | None = None
+    created: int | None = None
+
+
+@dataclass(slots=True)
+class TokenEvent(_Wire):
+    """A non-empty ``delta.content``, exactly as received (never coalesced).
+
+    ``display`` is what a UI shows for this token under the marker mode: in ``keep``
+    mode it is ``text``; in ``strip``/render mode a partial footnote marker is held
+    back until it is known, so ``display`` may be empty or hold earlier text.
+    """
+
+    type: str = field(default="token", init=False)
+    index: int = 0
+    text: str = ""
+    display: str = ""
+
+
+@dataclass(slots=True)
+class CitationRefEvent(_Wire):
+    type: str = field(default="citation_ref", init=False)
+    index: int = 0
+    number: int = 0
+    document_index: int = 0
+    offset: int = 0
+
+
+@dataclass(slots=True)
+class FinishEvent(_Wire):
+    type: str = field(default="finish", init=False)
+    index: int = 0
+    reason: str | None = None
+
+
+@dataclass(slots=True)
+class CitationsEvent(_Wire):
+    type: str = field(default="citations", init=False)
+    citations: list[Citation] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class UsageEvent(_Wire):
+    type: str = field(default="usage", init=False)
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+
+    def to_usage(self) -> Usage:
+        return Usage(self.prompt_tokens, self.completion_tokens, self.total_tokens)
+
+
+@dataclass(slots=True)
+class SourcesEvent(_Wire):
+    type: str = field(default="sources", init=False)
+    provider: str = "wikit"
+    query_id: str | None = None
+    sources: list[QuotedSource] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class GroundingEvent(_Wire):
+    type: str = field(default="grounding", init=False)
+    provider: str = "local"
+    support_score: float | None = None
+    claims: list[GroundingClaim] = field(default_factory=list)
+    cited_chunks: list[CitedChunk] = field(default_factory=list)
+    cited_facts: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    facts: list[GroundingFact] = field(default_factory=list)
+
+    @classmethod
+    def from_result(cls, r: GroundingResult) -> GroundingEvent:
+        return cls(
+            provider=r.provider,
+            support_score=r.support_score,
+            claims=r.claims,
+            cited_chunks=r.cited_chunks,
+            cited_facts=r.cited_facts,
+            warnings=r.warnings,
+            facts=r.facts,
+        )
+
+    def to_result(self) -> GroundingResult:
+        return GroundingResult(
+            provider=self.provider,
+            support_score=self.support_score,
+            claims=self.claims,
+            cited_chunks=self.cited_chunks,
+            cited_facts=self.cited_facts,
+            warnings=self.warnings,
+            facts=self.facts,
+        )
+
+
+@dataclass(slots=True)
+class ErrorEvent(_Wire):
+    """A fault. The stream goes on where it can; ``done`` always follows eventually."""
+
+    type: str = field(default="error", init=False)
+    code: str = "error"
+    message: str = ""
+    retryable: bool = False
+    stage: str = "chunk"
+    """connect, http, sse, chunk, sources, grounding, timeout or cancelled."""
+    status: int | None = None
+    """HTTP status, when the fault is an HTTP response."""
+    retry_after: float | None = None
+    """Seconds the provider asked to wait (``Retry-After``)."""
+
+
+@dataclass(slots=True)
+class DoneEvent(_Wire):
+    type: str = field(default="done", init=False)
+    answer: CitedAnswer = field(default_factory=CitedAnswer)
+
+
+Event: TypeAlias = (
+    MetaEvent
+    | TokenEvent
+    | CitationRefEvent
+    | FinishEvent
+    | CitationsEvent
+    | UsageEvent
+    | SourcesEvent
+    | GroundingEvent
+    | ErrorEvent
+    | DoneEvent
+)
+
+
+def event_to_json(event: Event) -> bytes:
+    """The wire form of an event: one JSON object, ``type`` first."""
+    return orjson.dumps(event)

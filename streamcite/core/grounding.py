@@ -1,0 +1,107 @@
+"""Grounding check results (Google ``groundingConfigs.check`` shape, or the local checker)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["CitedChunk", "GroundingClaim", "GroundingFact", "GroundingResult"]
+
+
+@dataclass(slots=True)
+class GroundingFact:
+    """A fact the answer is checked against (``factText`` + ``attributes``)."""
+
+    text: str
+    attributes: dict[str, str] = field(default_factory=dict)
+    origin_kind: str | None = None
+    """What the fact was built from: ``citation``, ``source`` (Wikit) or None (caller's text)."""
+    origin_index: int | None = None
+    """Index in ``answer.citations`` / ``answer.sources`` (windows of one long fact share it)."""
+
+    def to_request(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"factText": self.text}
+        if self.attributes:
+            out["attributes"] = dict(self.attributes)
+        return out
+
+
+@dataclass(slots=True)
+class CitedChunk:
+    """A fact chunk cited by at least one claim (``citedChunks[i]``)."""
+
+    chunk_text: str
+    source: str | None = None
+    """As received: the index (as a string) of the fact in the request."""
+    fact_index: int | None = None
+    """``source`` resolved to an int index into the request's facts."""
+    index: int | None = None
+    source_metadata: dict[str, str] = field(default_factory=dict)
+    uri: str | None = None
+    title: str | None = None
+    domain: str | None = None
+
+
+@dataclass(slots=True)
+class GroundingClaim:
+    """One claim (a sentence) of the answer and the facts that support it.
+
+    ``start``/``end`` are CHARACTER offsets into the raw answer the user saw (end
+    exclusive); ``start_byte``/``end_byte`` are as received (UTF-8 bytes of the text
+    that was sent); ``start_utf16``/``end_utf16`` are for JavaScript strings.
+    """
+
+    claim_text: str
+    start: int | None = None
+    end: int | None = None
+    start_byte: int | None = None
+    end_byte: int | None = None
+    start_utf16: int | None = None
+    end_utf16: int | None = None
+    citation_indices: list[int] = field(default_factory=list)
+    """Indices into ``GroundingResult.cited_chunks``."""
+    grounding_check_required: bool | None = None
+    score: float | None = None
+
+    @property
+    def supported(self) -> bool:
+        return bool(self.citation_indices)
+
+
+@dataclass(slots=True)
+class GroundingResult:
+    provider: str
+    """``google`` or ``local``."""
+    support_score: float | None = None
+    claims: list[GroundingClaim] = field(default_factory=list)
+    cited_chunks: list[CitedChunk] = field(default_factory=list)
+    cited_facts: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    """Policies applied to fit the API's limits (facts dropped, facts split, ...)."""
+    facts: list[GroundingFact] = field(default_factory=list, repr=False)
+    """The facts that were sent, so ``cited_chunks[i].fact_index`` can be resolved."""
+
+    def fact_for_chunk(self, chunk_index: int) -> GroundingFact | None:
+        """The request fact behind ``cited_chunks[chunk_index]``."""
+        if not 0 <= chunk_index < len(self.cited_chunks):
+            return None
+        fi = self.cited_chunks[chunk_index].fact_index
+        if fi is None or not 0 <= fi < len(self.facts):
+            return None
+        return self.facts[fi]
+
+    def origins_for(
+        self, claim: GroundingClaim, citations: list[Any] = (), sources: list[Any] = ()  # type: ignore[assignment]
+    ) -> list[Any]:
+        """The original Citations / QuotedSources (from the answer) that support a claim."""
+        out: list[Any] = []
+        for ci in claim.citation_indices:
+            fact = self.fact_for_chunk(ci)
+            if fact is None or fact.origin_index is None:
+                continue
+            pool = citations if fact.origin_kind == "citation" else sources
+            if fact.origin_kind in ("citation", "source") and 0 <= fact.origin_index < len(pool):
+                item = pool[fact.origin_index]
+                if item not in out:
+                    out.append(item)
+        return out

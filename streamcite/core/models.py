@@ -1,0 +1,141 @@
+"""Answer-level data: citations, references, usage, timings and the final answer.
+
+Slotted dataclasses. They serialise with ``orjson.dumps`` directly (field order is
+the wire order) and expose ``to_dict()`` for callers who want plain objects.
+Parsing of provider JSON into these models is a cold path and validates strictly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from streamcite.core.grounding import GroundingResult
+from streamcite.core.sources import QuotedSource
+
+__all__ = [
+    "CitationRef",
+    "Citation",
+    "CitedAnswer",
+    "Timings",
+    "Usage",
+]
+
+
+def _plain(obj: Any) -> Any:
+    """Plain-JSON view of a dataclass tree (orjson does the walking in C)."""
+    return orjson.loads(orjson.dumps(obj))
+
+
+@dataclass(slots=True)
+class Citation:
+    """One cited document, in the Magisterium schema (all eight fields, ``None`` where absent).
+
+    ``document_index`` is zero-based; the answer's inline footnote ``[n]`` points at
+    ``document_index == n - 1``.
+    """
+
+    cited_text: str | None = None
+    cited_text_heading: str | None = None
+    document_title: str | None = None
+    document_index: int | None = None
+    document_author: str | None = None
+    document_year: str | None = None
+    document_reference: str | None = None
+    source_url: str | None = None
+
+    @property
+    def footnote(self) -> int | None:
+        """The one-based footnote number that points at this citation."""
+        return None if self.document_index is None else self.document_index + 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cited_text": self.cited_text,
+            "cited_text_heading": self.cited_text_heading,
+            "document_title": self.document_title,
+            "document_index": self.document_index,
+            "document_author": self.document_author,
+            "document_year": self.document_year,
+            "document_reference": self.document_reference,
+            "source_url": self.source_url,
+        }
+
+
+@dataclass(slots=True)
+class CitationRef:
+    """An inline footnote marker seen in the answer text."""
+
+    index: int
+    """Choice index."""
+    number: int
+    """Footnote number as written (one-based)."""
+    document_index: int
+    """``number - 1``: the citation it points at."""
+    offset: int
+    """Character offset of the marker's ``[`` in the choice's raw text."""
+
+
+@dataclass(slots=True)
+class Usage:
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+
+
+@dataclass(slots=True)
+class Timings:
+    """Stage timings in milliseconds, measured from the moment the request was sent."""
+
+    ttft_ms: float | None = None
+    """Request sent → first token."""
+    stream_ms: float | None = None
+    """Request sent → end of the upstream stream."""
+    citations_ms: float | None = None
+    """Request sent → finish chunk (citations captured)."""
+    sources_ms: float | None = None
+    """Duration of quoted-source retrieval."""
+    grounding_ms: float | None = None
+    """Duration of the grounding check."""
+    total_ms: float | None = None
+    """Request sent → ``done``."""
+
+
+@dataclass(slots=True)
+class CitedAnswer:
+    """Everything known about one answer: text, citations, sources, grounding, faults."""
+
+    text: str = ""
+    """Raw text of choice 0: exactly the concatenation of its token texts."""
+    display_text: str = ""
+    """Text as displayed under the marker mode (equal to ``text`` in ``keep`` mode)."""
+    finish_reason: str | None = None
+    id: str | None = None
+    model: str | None = None
+    citations: list[Citation] = field(default_factory=list)
+    citation_refs: list[CitationRef] = field(default_factory=list)
+    dangling_refs: list[int] = field(default_factory=list)
+    """Footnote numbers written in the text that point at no citation."""
+    uncited_documents: list[int] = field(default_factory=list)
+    """``document_index`` values of citations no footnote points at."""
+    sources: list[QuotedSource] = field(default_factory=list)
+    grounding: GroundingResult | None = None
+    usage: Usage | None = None
+    errors: list[Any] = field(default_factory=list)
+    """``ErrorEvent`` objects, in the order they happened."""
+    timings: Timings = field(default_factory=Timings)
+    complete: bool = False
+    """True when the upstream stream ended cleanly (``[DONE]`` or a finish reason)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = _plain(self)
+        return out
+
+    def citation_for(self, number: int) -> Citation | None:
+        """The citation a one-based footnote ``[number]`` points at, if any."""
+        for c in self.citations:
+            if c.document_index == number - 1:
+                return c
+        return None

@@ -1,0 +1,1 @@
+"""The embedded local backend: offline chat completions, Wikit sources and grounding."""

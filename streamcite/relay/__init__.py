@@ -1,0 +1,1 @@
+"""WebSocket/SSE relay between browsers and a citation-aware upstream."""

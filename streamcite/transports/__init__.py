@@ -1,0 +1,1 @@
+"""HTTP transports (httpx + httpx-sse, aiohttp) that feed the sans-I/O core."""
