@@ -1,3 +1,77 @@
-"""streamcite: citation-aware streaming of LLM answers."""
+"""streamcite: citation-aware streaming of LLM answers.
+
+Bytes in → incremental SSE decode → chunk interpretation → typed events as they
+arrive (tokens, live footnote references) → citations at the finish chunk → after
+the stream, quoted sources and grounding checks, concurrently → one CitedAnswer.
+"""
+
+from streamcite.core.api import ChatStreamParser, aiter_events, iter_events
+from streamcite.core.answer import AnswerBuilder
+from streamcite.core.chunks import ChunkInterpreter
+from streamcite.core.errors import EventTooLarge, MalformedResponse, StreamciteError, UpstreamError
+from streamcite.core.events import (
+    CitationRefEvent,
+    CitationsEvent,
+    DoneEvent,
+    ErrorEvent,
+    Event,
+    FinishEvent,
+    GroundingEvent,
+    MetaEvent,
+    SourcesEvent,
+    TokenEvent,
+    UsageEvent,
+    event_to_json,
+)
+from streamcite.core.grounding import CitedChunk, GroundingClaim, GroundingFact, GroundingResult
+from streamcite.core.markers import FootnoteDetector, MarkerMode, render_superscript
+from streamcite.core.models import Citation, CitationRef, CitedAnswer, Timings, Usage
+from streamcite.core.sources import DataSource, QuotedSource, SourceChunk, SourceDocument
+from streamcite.core.sse import SSEDecoder, ServerSentEvent
+from streamcite.enrich.base import EnrichContext, Enricher
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "AnswerBuilder",
+    "ChatStreamParser",
+    "ChunkInterpreter",
+    "Citation",
+    "CitationRef",
+    "CitationRefEvent",
+    "CitationsEvent",
+    "CitedAnswer",
+    "CitedChunk",
+    "DataSource",
+    "DoneEvent",
+    "EnrichContext",
+    "Enricher",
+    "ErrorEvent",
+    "Event",
+    "EventTooLarge",
+    "FinishEvent",
+    "FootnoteDetector",
+    "GroundingClaim",
+    "GroundingEvent",
+    "GroundingFact",
+    "GroundingResult",
+    "MalformedResponse",
+    "MarkerMode",
+    "MetaEvent",
+    "QuotedSource",
+    "SSEDecoder",
+    "ServerSentEvent",
+    "SourceChunk",
+    "SourceDocument",
+    "SourcesEvent",
+    "StreamciteError",
+    "Timings",
+    "TokenEvent",
+    "UpstreamError",
+    "Usage",
+    "UsageEvent",
+    "aiter_events",
+    "event_to_json",
+    "iter_events",
+    "render_superscript",
+]

@@ -1,0 +1,130 @@
+"""Accumulates a stream's events into a :class:`CitedAnswer`. Sans-I/O.
+
+The chunk interpreter appends to the public lists directly on the hot path (one
+``list.append`` per token); everything else arrives through :meth:`add`.
+"""
+
+from __future__ import annotations
+
+from streamcite.core.events import (
+    CitationRefEvent,
+    CitationsEvent,
+    ErrorEvent,
+    Event,
+    FinishEvent,
+    GroundingEvent,
+    MetaEvent,
+    SourcesEvent,
+    TokenEvent,
+    UsageEvent,
+)
+from streamcite.core.grounding import GroundingResult
+from streamcite.core.models import Citation, CitationRef, CitedAnswer, Timings, Usage
+from streamcite.core.sources import QuotedSource
+
+__all__ = ["AnswerBuilder"]
+
+
+class AnswerBuilder:
+    """Collects the parts of one answer; :meth:`snapshot` returns the answer so far."""
+
+    __slots__ = (
+        "citations",
+        "complete",
+        "display_parts",
+        "errors",
+        "finish_reason",
+        "grounding",
+        "id",
+        "model",
+        "refs",
+        "sources",
+        "text_parts",
+        "timings",
+        "usage",
+    )
+
+    def __init__(self) -> None:
+        self.text_parts: list[str] = []
+        """Raw token texts of choice 0."""
+        self.display_parts: list[str] = []
+        self.refs: list[CitationRef] = []
+        self.citations: list[Citation] = []
+        self.sources: list[QuotedSource] = []
+        self.grounding: GroundingResult | None = None
+        self.usage: Usage | None = None
+        self.errors: list[ErrorEvent] = []
+        self.finish_reason: str | None = None
+        self.id: str | None = None
+        self.model: str | None = None
+        self.timings = Timings()
+        self.complete = False
+
+    def add(self, ev: Event) -> None:
+        """Fold one event into the answer (events already folded by the interpreter are
+        recognised by identity of type and need not be passed again)."""
+        t = type(ev)
+        if t is TokenEvent:
+            assert isinstance(ev, TokenEvent)
+            if ev.index == 0:
+                self.text_parts.append(ev.text)
+                self.display_parts.append(ev.display)
+        elif t is CitationRefEvent:
+            assert isinstance(ev, CitationRefEvent)
+            self.refs.append(CitationRef(ev.index, ev.number, ev.document_index, ev.offset))
+        elif t is CitationsEvent:
+            assert isinstance(ev, CitationsEvent)
+            if ev.citations:
+                self.citations = ev.citations
+        elif t is FinishEvent:
+            assert isinstance(ev, FinishEvent)
+            if ev.index == 0:
+                self.finish_reason = ev.reason
+                self.complete = True
+        elif t is UsageEvent:
+            assert isinstance(ev, UsageEvent)
+            self.usage = ev.to_usage()
+        elif t is MetaEvent:
+            assert isinstance(ev, MetaEvent)
+            self.id = self.id or ev.id
+            self.model = self.model or ev.model
+        elif t is ErrorEvent:
+            assert isinstance(ev, ErrorEvent)
+            self.errors.append(ev)
+        elif t is SourcesEvent:
+            assert isinstance(ev, SourcesEvent)
+            self.sources = ev.sources
+        elif t is GroundingEvent:
+            assert isinstance(ev, GroundingEvent)
+            self.grounding = ev.to_result()
+
+    def snapshot(self) -> CitedAnswer:
+        """The answer as known now (joins the text; cheap enough to call per UI frame)."""
+        refs0 = [r for r in self.refs if r.index == 0]
+        known = {c.document_index for c in self.citations}
+        known.update(n - 1 for s in self.sources if (n := s.number) is not None)
+        referenced = {r.document_index for r in refs0}
+        dangling: list[int] = []
+        for r in refs0:
+            if r.document_index not in known and r.number not in dangling:
+                dangling.append(r.number)
+        uncited = sorted(
+            {c.document_index for c in self.citations if c.document_index is not None} - referenced
+        )
+        return CitedAnswer(
+            text="".join(self.text_parts),
+            display_text="".join(self.display_parts),
+            finish_reason=self.finish_reason,
+            id=self.id,
+            model=self.model,
+            citations=list(self.citations),
+            citation_refs=list(self.refs),
+            dangling_refs=dangling,
+            uncited_documents=uncited,
+            sources=list(self.sources),
+            grounding=self.grounding,
+            usage=self.usage,
+            errors=list(self.errors),
+            timings=Timings(**{k: getattr(self.timings, k) for k in Timings.__slots__}),  # type: ignore[attr-defined]
+            complete=self.complete,
+        )

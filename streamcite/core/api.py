@@ -1,0 +1,110 @@
+"""The sans-I/O entry points: bytes of a chat SSE stream in, typed events out."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from typing import Any
+
+import orjson
+
+from streamcite.core.answer import AnswerBuilder
+from streamcite.core.chunks import ChunkInterpreter
+from streamcite.core.errors import EventTooLarge
+from streamcite.core.events import DoneEvent, ErrorEvent, Event
+from streamcite.core.markers import MarkerMode
+from streamcite.core.models import CitedAnswer
+from streamcite.core.sse import DEFAULT_MAX_EVENT_SIZE, SSEDecoder
+
+__all__ = ["ChatStreamParser", "aiter_events", "iter_events"]
+
+
+class ChatStreamParser:
+    """SSE decoder + chunk interpreter + answer accumulator, fed bytes.
+
+    >>> p = ChatStreamParser()
+    >>> [e.type for e in p.feed(b'data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}\\n\\n')]
+    ['token']
+    """
+
+    __slots__ = ("_decoder", "_interpreter", "builder", "closed")
+
+    def __init__(
+        self, marker_mode: MarkerMode = "keep", max_event_size: int = DEFAULT_MAX_EVENT_SIZE
+    ) -> None:
+        self._decoder = SSEDecoder(max_event_size)
+        self.builder = AnswerBuilder()
+        self._interpreter = ChunkInterpreter(self.builder, marker_mode)
+        self.closed = False
+
+    @property
+    def finished(self) -> bool:
+        """Choice 0's finish chunk has been seen."""
+        return self._interpreter.finished
+
+    @property
+    def done(self) -> bool:
+        """``[DONE]`` (or a whole non-streaming body) has been seen."""
+        return self._interpreter.done
+
+    @property
+    def answer(self) -> CitedAnswer:
+        return self.builder.snapshot()
+
+    def feed(self, data: bytes) -> list[Event]:
+        """Events completed by ``data`` (any split of the stream)."""
+        try:
+            pairs = self._decoder.feed_raw(data)
+        except EventTooLarge as exc:
+            return [self.add_error(ErrorEvent(code=exc.code, message=exc.message, stage="sse"))]
+        out: list[Event] = []
+        feed = self._interpreter.feed
+        for event, payload in pairs:
+            feed(payload, event, out)
+        return out
+
+    def feed_body(self, body: bytes) -> list[Event]:
+        """A non-streaming ``chat.completion`` JSON body → the same events as a stream."""
+        try:
+            obj: Any = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            return [self.add_error(ErrorEvent(code="invalid_json", message=f"response body is not JSON: {exc}", stage="chunk"))]
+        return self._interpreter.feed_completion(obj)
+
+    def close(self) -> list[Event]:
+        """End of input: held markers released, truncation reported as an error event."""
+        if self.closed:
+            return []
+        self.closed = True
+        self._decoder.close()
+        return self._interpreter.close(truncated_block=self._decoder.truncated)
+
+    def add_error(self, ev: ErrorEvent) -> ErrorEvent:
+        """Record an error that happened outside the byte stream (transport, timeout...)."""
+        self.builder.errors.append(ev)
+        return ev
+
+    def done_event(self) -> DoneEvent:
+        return DoneEvent(answer=self.builder.snapshot())
+
+
+def iter_events(chunks: Iterable[bytes], *, marker_mode: MarkerMode = "keep") -> Iterator[Event]:
+    """Events of a recorded chat SSE stream given as byte chunks; the last is ``done``."""
+    parser = ChatStreamParser(marker_mode)
+    for chunk in chunks:
+        yield from parser.feed(chunk)
+    yield from parser.close()
+    yield parser.done_event()
+
+
+async def aiter_events(
+    chunks: AsyncIterable[bytes], *, marker_mode: MarkerMode = "keep"
+) -> AsyncIterator[Event]:
+    """Async twin of :func:`iter_events`, for byte streams read from a socket."""
+    parser = ChatStreamParser(marker_mode)
+    for_events = parser.feed
+    async for chunk in chunks:
+        for ev in for_events(chunk):
+            yield ev
+    for ev in parser.close():
+        yield ev
+    yield parser.done_event()

@@ -1,0 +1,302 @@
+"""``chat.completion.chunk`` payloads → typed events. Sans-I/O.
+
+Hot path per chunk: ``orjson.loads`` on the data bytes, a few dict lookups, one
+slotted :class:`TokenEvent`. Everything rarer (citations, usage, errors, shapes
+that are wrong) goes through cold helpers that validate strictly and never lose
+what was already delivered.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from streamcite.core.answer import AnswerBuilder
+from streamcite.core.citations import citations_from_chunk
+from streamcite.core.events import (
+    CitationRefEvent,
+    CitationsEvent,
+    ErrorEvent,
+    Event,
+    FinishEvent,
+    MetaEvent,
+    TokenEvent,
+    UsageEvent,
+)
+from streamcite.core.markers import FootnoteDetector, MarkerMode
+from streamcite.core.models import CitationRef, Usage
+
+__all__ = ["ChunkInterpreter", "error_from_payload"]
+
+_loads = orjson.loads
+_JSONDecodeError = orjson.JSONDecodeError
+_RETRYABLE_CODES = frozenset(
+    {
+        "rate_limit_exceeded",
+        "rate_limit_error",
+        "overloaded",
+        "overloaded_error",
+        "server_error",
+        "api_error",
+        "timeout",
+        "service_unavailable",
+        "upstream_overloaded",
+        "internal_error",
+    }
+)
+
+
+def error_from_payload(err: Any, stage: str) -> ErrorEvent:
+    """An OpenAI/Anthropic-style ``{"error": ...}`` object (or a bare string) → ErrorEvent."""
+    if isinstance(err, dict):
+        code = err.get("code") or err.get("type") or "upstream_error"
+        message = err.get("message") or ""
+        status = err.get("status") if isinstance(err.get("status"), int) else None
+    else:
+        code, message, status = "upstream_error", str(err), None
+    code = str(code)
+    retryable = code in _RETRYABLE_CODES or (status is not None and (status == 429 or status >= 500))
+    return ErrorEvent(
+        code=code, message=str(message), retryable=retryable, stage=stage, status=status
+    )
+
+
+class ChunkInterpreter:
+    """Interprets the data payloads of one chat stream and folds them into an answer."""
+
+    __slots__ = (
+        "_builder",
+        "_detectors",
+        "_disp0",
+        "_finished",
+        "_last_citations",
+        "_meta_seen",
+        "_mode",
+        "_raw0",
+        "_refs",
+        "done",
+    )
+
+    def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
+        self._builder = builder if builder is not None else AnswerBuilder()
+        self._mode = marker_mode
+        FootnoteDetector(marker_mode)  # validate the mode now, not at the first token
+        self._detectors: dict[int, FootnoteDetector] = {}
+        self._raw0 = self._builder.text_parts
+        self._disp0 = self._builder.display_parts
+        self._refs = self._builder.refs
+        self._meta_seen = False
+        self._last_citations: Any = None
+        self._finished: set[int] = set()
+        self.done = False
+        """``[DONE]`` was seen (or a non-streaming body was interpreted)."""
+
+    @property
+    def builder(self) -> AnswerBuilder:
+        return self._builder
+
+    @property
+    def finished(self) -> bool:
+        """Choice 0 has its ``finish_reason``."""
+        return 0 in self._finished
+
+    # -- hot path ------------------------------------------------------------------
+
+    def feed(self, payload: bytes, event: bytes = b"", out: list[Event] | None = None) -> list[Event]:
+        """Interpret one SSE ``data`` payload (bytes) of event type ``event``."""
+        if out is None:
+            out = []
+        if event and event != b"message":
+            if event == b"error":
+                self._sse_error(payload, out)
+            # Other event types (pings, provider extensions) carry no chat chunk.
+            return out
+        if self.done:
+            return out  # anything after [DONE] is not part of the answer
+        if payload == b"[DONE]":
+            self.done = True
+            return out
+        try:
+            obj = _loads(payload)
+        except _JSONDecodeError as exc:
+            return self._fault(out, "invalid_json", f"chunk is not valid JSON ({exc}): {payload[:120]!r}")
+        if type(obj) is not dict:
+            return self._fault(out, "bad_chunk", f"chunk is not a JSON object: {payload[:120]!r}")
+        self._interpret(obj, "delta", out)
+        return out
+
+    def _interpret(self, obj: dict[str, Any], key: str, out: list[Event]) -> None:
+        if not self._meta_seen:
+            self._meta(obj, out)
+        finishes: list[FinishEvent] | None = None
+        choices = obj.get("choices")
+        if choices:
+            if type(choices) is not list:
+                self._fault(out, "bad_chunk", f"choices is not an array: {choices!r:.120}")
+                choices = ()
+            for ch in choices:
+                if type(ch) is not dict:
+                    self._fault(out, "bad_chunk", f"choice is not an object: {ch!r:.120}")
+                    continue
+                delta = ch.get(key)
+                if delta:
+                    if type(delta) is not dict:
+                        self._fault(out, "bad_chunk", f"{key} is not an object: {delta!r:.120}")
+                        delta = {}
+                    content = delta.get("content")
+                    if content:
+                        if type(content) is not str:
+                            self._fault(out, "bad_chunk", f"content is not a string: {content!r:.120}")
+                        else:
+                            idx = ch.get("index", 0)
+                            self._token(idx if type(idx) is int else 0, content, out)
+                reason = ch.get("finish_reason")
+                if reason:
+                    idx = ch.get("index", 0)
+                    if type(idx) is not int:
+                        idx = 0
+                    self._flush(idx, out)
+                    if finishes is None:
+                        finishes = []
+                    finishes.append(FinishEvent(index=idx, reason=str(reason)))
+        # Cold: chunk-level fields. Citations come before the finish event so that
+        # whoever reacts to ``finish`` (enrichers) sees them in the answer.
+        if "citations" in obj or "search_results" in obj:
+            self._citations(obj, out)
+        if finishes is not None:
+            for f in finishes:
+                self._finished.add(f.index)
+                if f.index == 0:
+                    self._builder.finish_reason = f.reason
+                    self._builder.complete = True
+            out.extend(finishes)
+        usage = obj.get("usage")
+        if usage:
+            self._usage(usage, out)
+        err = obj.get("error")
+        if err:
+            ev = error_from_payload(err, "chunk")
+            self._builder.errors.append(ev)
+            out.append(ev)
+
+    def _token(self, idx: int, content: str, out: list[Event]) -> None:
+        det = self._detectors.get(idx)
+        if det is None:
+            det = self._detectors[idx] = FootnoteDetector(self._mode)
+        if det.keep and not det.held and "[" not in content:
+            det.offset += len(content)
+            out.append(TokenEvent(idx, content, content))
+            if idx == 0:
+                self._raw0.append(content)
+                self._disp0.append(content)
+            return
+        display, refs = det.feed(content)
+        out.append(TokenEvent(idx, content, display))
+        if idx == 0:
+            self._raw0.append(content)
+            self._disp0.append(display)
+        if refs:
+            self._add_refs(idx, refs, out)
+
+    # -- cold paths ----------------------------------------------------------------
+
+    def _add_refs(self, idx: int, refs: list[tuple[int, int]], out: list[Event]) -> None:
+        for number, offset in refs:
+            out.append(CitationRefEvent(idx, number, number - 1, offset))
+            self._refs.append(CitationRef(idx, number, number - 1, offset))
+
+    def _flush(self, idx: int, out: list[Event]) -> None:
+        det = self._detectors.get(idx)
+        if det is None or not det.held:
+            return
+        display, refs = det.flush()
+        if display:
+            # The tail a strip/render mode held back: no new raw text, only display.
+            out.append(TokenEvent(idx, "", display))
+            if idx == 0:
+                self._disp0.append(display)
+        if refs:
+            self._add_refs(idx, refs, out)
+
+    def _meta(self, obj: dict[str, Any], out: list[Event]) -> None:
+        cid, model, created = obj.get("id"), obj.get("model"), obj.get("created")
+        if cid is None and model is None and created is None:
+            return
+        self._meta_seen = True
+        ev = MetaEvent(
+            id=cid if isinstance(cid, str) else None,
+            model=model if isinstance(model, str) else None,
+            created=created if isinstance(created, int) and not isinstance(created, bool) else None,
+        )
+        self._builder.id = ev.id
+        self._builder.model = ev.model
+        out.append(ev)
+
+    def _citations(self, obj: dict[str, Any], out: list[Event]) -> None:
+        raw = (obj.get("citations"), obj.get("search_results"))
+        if raw == self._last_citations:
+            return  # Perplexity repeats the set on every chunk
+        self._last_citations = raw
+        parsed = citations_from_chunk(obj)
+        if parsed is None:
+            return
+        citations, problems = parsed
+        if problems:
+            self._fault(out, "bad_citations", "; ".join(problems[:5]))
+        if citations:
+            self._builder.citations = citations
+            out.append(CitationsEvent(citations=citations))
+
+    def _usage(self, usage: Any, out: list[Event]) -> None:
+        if type(usage) is not dict:
+            self._fault(out, "bad_chunk", f"usage is not an object: {usage!r:.120}")
+            return
+        vals = []
+        for k in ("prompt_tokens", "completion_tokens", "total_tokens"):
+            v = usage.get(k)
+            vals.append(v if isinstance(v, int) and not isinstance(v, bool) else None)
+        self._builder.usage = Usage(*vals)
+        out.append(UsageEvent(prompt_tokens=vals[0], completion_tokens=vals[1], total_tokens=vals[2]))
+
+    def _sse_error(self, payload: bytes, out: list[Event]) -> None:
+        try:
+            obj = _loads(payload)
+        except _JSONDecodeError:
+            obj = payload.decode("utf-8", "replace")
+        if isinstance(obj, dict) and "error" in obj:
+            obj = obj["error"]
+        ev = error_from_payload(obj, "sse")
+        self._builder.errors.append(ev)
+        out.append(ev)
+
+    def _fault(self, out: list[Event], code: str, message: str, stage: str = "chunk") -> list[Event]:
+        ev = ErrorEvent(code=code, message=message, retryable=False, stage=stage)
+        self._builder.errors.append(ev)
+        out.append(ev)
+        return out
+
+    # -- whole bodies and the end --------------------------------------------------
+
+    def feed_completion(self, obj: Any, out: list[Event] | None = None) -> list[Event]:
+        """Interpret a non-streaming ``chat.completion`` body (already parsed)."""
+        if out is None:
+            out = []
+        if type(obj) is not dict:
+            return self._fault(out, "bad_chunk", f"response is not a JSON object: {obj!r:.120}")
+        self._interpret(obj, "message", out)
+        self.done = True
+        return out
+
+    def close(self, *, truncated_block: bool = False) -> list[Event]:
+        """End of input: release held markers; report truncation (never a clean stop)."""
+        out: list[Event] = []
+        for idx in list(self._detectors):
+            self._flush(idx, out)
+        if not self.done and (not self.finished or truncated_block):
+            why = "the stream ended without [DONE]"
+            why += " in the middle of an event" if truncated_block else " or a finish_reason"
+            ev = ErrorEvent(code="truncated", message=why, retryable=True, stage="sse")
+            self._builder.errors.append(ev)
+            out.append(ev)
+        return out

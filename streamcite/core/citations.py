@@ -1,0 +1,95 @@
+"""Citations found in chat chunks: Magisterium objects, Perplexity URLs and search results.
+
+A cold path (once per answer, or when the set changes): validated strictly, item
+by item, so one bad item is reported without losing the good ones.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamcite.core.models import Citation
+
+__all__ = ["citations_from_chunk", "parse_citation"]
+
+_STR_FIELDS = (
+    "cited_text",
+    "cited_text_heading",
+    "document_title",
+    "document_author",
+    "document_year",
+    "document_reference",
+    "source_url",
+)
+# Providers send years and reference numbers as numbers too; they are strings in the schema.
+_NUMERIC_OK = frozenset({"document_year", "document_reference"})
+
+
+def parse_citation(item: Any, position: int) -> Citation:
+    """One Magisterium citation object → :class:`Citation`. Raises ``ValueError``."""
+    if not isinstance(item, dict):
+        raise ValueError(f"citations[{position}]: expected an object, got {type(item).__name__}")
+    values: dict[str, Any] = {}
+    for name in _STR_FIELDS:
+        v = item.get(name)
+        if v is None or isinstance(v, str):
+            values[name] = v
+        elif name in _NUMERIC_OK and isinstance(v, int | float) and not isinstance(v, bool):
+            values[name] = str(v)
+        else:
+            raise ValueError(f"citations[{position}].{name}: expected a string or null, got {v!r}")
+    idx = item.get("document_index")
+    if idx is None:
+        idx = position
+    elif isinstance(idx, bool) or not isinstance(idx, int) or idx < 0:
+        raise ValueError(f"citations[{position}].document_index: expected an integer >= 0, got {idx!r}")
+    return Citation(document_index=idx, **values)
+
+
+def _from_url(url: Any, position: int) -> Citation:
+    if not isinstance(url, str):
+        raise ValueError(f"citations[{position}]: expected a URL string, got {url!r}")
+    return Citation(source_url=url, document_index=position)
+
+
+def _from_search_result(item: Any, position: int) -> Citation:
+    if not isinstance(item, dict):
+        raise ValueError(f"search_results[{position}]: expected an object, got {item!r}")
+    title, url, date = item.get("title"), item.get("url"), item.get("date")
+    snippet = item.get("snippet")
+    for name, v in (("title", title), ("url", url), ("date", date), ("snippet", snippet)):
+        if v is not None and not isinstance(v, str):
+            raise ValueError(f"search_results[{position}].{name}: expected a string, got {v!r}")
+    year = date[:4] if date and date[:4].isdigit() else None
+    return Citation(
+        cited_text=snippet, document_title=title, source_url=url, document_year=year, document_index=position
+    )
+
+
+def citations_from_chunk(obj: dict[str, Any]) -> tuple[list[Citation], list[str]] | None:
+    """Citations carried by a chunk (None if it carries none) and the problems found.
+
+    Magisterium: ``citations`` is a list of objects. Perplexity: ``citations`` is a
+    list of URL strings and ``search_results`` a list of objects; search results,
+    being richer, win when both are present.
+    """
+    raw = obj.get("citations")
+    results = obj.get("search_results")
+    problems: list[str] = []
+    out: list[Citation] = []
+    if isinstance(results, list) and results:
+        source, build = results, _from_search_result
+    elif raw is None:
+        return None
+    elif not isinstance(raw, list):
+        return [], [f"citations: expected an array, got {type(raw).__name__}"]
+    elif raw and all(isinstance(x, str) for x in raw):
+        source, build = raw, _from_url
+    else:
+        source, build = raw, parse_citation
+    for i, item in enumerate(source):
+        try:
+            out.append(build(item, i))
+        except ValueError as exc:
+            problems.append(str(exc))
+    return out, problems

@@ -1,0 +1,155 @@
+"""Streaming footnote detector: finds ``[n]``, ``[n, m]``, ``[n][m]`` across deltas.
+
+Fed one choice's token texts in order, it reports each complete marker as soon as
+it is known to be one, with its character offset in the raw text, and produces the
+text to display under a marker mode:
+
+- ``keep``: display is the raw text;
+- ``strip``: markers are removed;
+- ``superscript`` or a callable ``number -> str``: each number is rendered.
+
+A marker is ``[`` + one or more comma-separated footnote numbers (1–4 digits, no
+leading zero) + ``]``, not followed by ``(`` (that would be a markdown link). So a
+complete ``[n]`` at the very end of a delta waits for one more character (or the
+end of the text) before it is confirmed. In strip/render mode only the shortest
+possible partial marker is held back, and released as soon as it cannot be one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeAlias
+
+__all__ = ["FootnoteDetector", "MarkerMode", "render_superscript"]
+
+MarkerMode: TypeAlias = str | Callable[[int], str]
+
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+_MAX_DIGITS = 4
+_PARTIAL = -1
+_INVALID = -2
+
+
+def render_superscript(number: int) -> str:
+    """``3`` → ``³``: a compact rendering of a footnote for terminals and plain text."""
+    return str(number).translate(_SUPERSCRIPT)
+
+
+def _scan(s: str, p: int, nums: list[int]) -> int:
+    """Parse a marker at ``s[p] == "["``.
+
+    Returns the end index (exclusive) of a complete marker and fills ``nums``, or
+    ``_PARTIAL`` if ``s`` ends while it could still become one, or ``_INVALID``.
+    """
+    n = len(s)
+    i = p + 1
+    while True:
+        j = i
+        while j < n and "0" <= s[j] <= "9":
+            j += 1
+        digits = j - i
+        if digits > _MAX_DIGITS or (digits and s[i] == "0"):
+            return _INVALID
+        if j == n:
+            return _PARTIAL
+        if digits == 0:
+            return _INVALID
+        nums.append(int(s[i:j]))
+        c = s[j]
+        if c == "]":
+            return j + 1
+        if c != ",":
+            return _INVALID
+        j += 1
+        while j < n and s[j] == " ":
+            j += 1
+        if j == n:
+            return _PARTIAL
+        i = j
+
+
+class FootnoteDetector:
+    """Footnote markers of one choice's text, detected incrementally."""
+
+    __slots__ = ("_render", "_strip", "held", "held_start", "keep", "offset")
+
+    def __init__(self, mode: MarkerMode = "keep") -> None:
+        self.keep = mode == "keep"
+        self._strip = mode == "strip"
+        if mode == "superscript":
+            self._render: Callable[[int], str] | None = render_superscript
+        elif callable(mode):
+            self._render = mode
+        elif mode in ("keep", "strip"):
+            self._render = None
+        else:
+            raise ValueError(f"unknown marker mode {mode!r}: keep, strip, superscript or a callable")
+        self.offset = 0
+        """Characters of raw text seen so far."""
+        self.held = ""
+        """Raw text held back because it may be (the start of) a marker."""
+        self.held_start = 0
+
+    def feed(self, text: str) -> tuple[str, list[tuple[int, int]] | None]:
+        """Consume one delta. Returns ``(display text, [(number, offset), ...] or None)``."""
+        if not self.held and "[" not in text:
+            self.offset += len(text)
+            return text, None
+        if self.held:
+            s = self.held + text
+            base = self.held_start
+        else:
+            s = text
+            base = self.offset
+        self.offset += len(text)
+        display, refs = self._process(s, base, final=False)
+        return (text if self.keep else display), refs
+
+    def flush(self) -> tuple[str, list[tuple[int, int]] | None]:
+        """End of the text: a held complete marker is confirmed, a partial one released."""
+        if not self.held:
+            return "", None
+        s, base = self.held, self.held_start
+        self.held = ""
+        display, refs = self._process(s, base, final=True)
+        return ("" if self.keep else display), refs
+
+    def _process(self, s: str, base: int, *, final: bool) -> tuple[str, list[tuple[int, int]] | None]:
+        refs: list[tuple[int, int]] | None = None
+        out: list[str] = []
+        emitted = 0  # s[:emitted] has been written to out (display) or dropped
+        p = s.find("[")
+        self.held = ""
+        while p != -1:
+            nums: list[int] = []
+            end = _scan(s, p, nums)
+            if end == _INVALID:
+                p = s.find("[", p + 1)
+                continue
+            if end == _PARTIAL or (end == len(s) and not final):
+                if end == _PARTIAL and final:
+                    p = s.find("[", p + 1)
+                    continue
+                self.held = s[p:]
+                self.held_start = base + p
+                break
+            if end < len(s) and s[end] == "(":
+                p = s.find("[", end)  # a markdown link, not a footnote
+                continue
+            if refs is None:
+                refs = []
+            offset = base + p
+            for number in nums:
+                refs.append((number, offset))
+            if not self.keep:
+                out.append(s[emitted:p])
+                if self._render is not None:
+                    out.append("".join(self._render(n) for n in nums))
+                emitted = end
+            p = s.find("[", end)
+        if self.keep:
+            # Display is exactly the raw delta; the caller passes it through.
+            return "", refs
+        stop = len(s) - len(self.held)
+        out.append(s[emitted:stop])
+        return "".join(out), refs

@@ -1,0 +1,220 @@
+"""WHATWG Server-Sent Events decoder: feed it bytes, ask it for events. No I/O.
+
+Implements the HTML standard's "event stream interpretation" exactly:
+
+- one leading U+FEFF BOM is stripped (a later one is data);
+- lines end at CRLF, LF or CR — and only those (U+2028, U+0085 are text) —
+  including a CR that ends one read and an LF that starts the next;
+- a field line is split at the first colon, one leading space of the value removed;
+  a line starting with a colon is a comment; a line without colon is a field with
+  an empty value;
+- ``id`` values containing NUL are ignored; ``retry`` only when all ASCII digits;
+- a blank line dispatches the block; a block with no ``data`` is not dispatched
+  (its ``id`` still updates the last event id);
+- at end of input an unterminated block is discarded (``pending`` tells you).
+
+Performance: lines are split on bytes (``bytes.split`` in C, after turning CRLF
+and CR into LF), field values are decoded once, and :meth:`SSEDecoder.feed_raw`
+hands ``data`` as bytes so JSON can be parsed by orjson without a ``str``
+round-trip. Only the newly arrived bytes are scanned for line ends, so one huge
+event arriving in small reads costs linear time; ``max_event_size`` bounds memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from streamcite.core.errors import EventTooLarge
+
+__all__ = ["DEFAULT_MAX_EVENT_SIZE", "SSEDecoder", "ServerSentEvent"]
+
+DEFAULT_MAX_EVENT_SIZE = 16 * 1024 * 1024
+
+_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(slots=True, frozen=True)
+class ServerSentEvent:
+    """One dispatched SSE event."""
+
+    event: str = "message"
+    data: str = ""
+    id: str = ""
+    """The last event id in force when this event was dispatched ("" if none)."""
+    retry: int | None = None
+    """The last valid ``retry`` value seen so far, in milliseconds."""
+
+    def to_dict(self) -> dict[str, object]:
+        return {"event": self.event, "data": self.data, "id": self.id, "retry": self.retry}
+
+
+class SSEDecoder:
+    """Incremental, sans-I/O SSE decoder.
+
+    >>> d = SSEDecoder()
+    >>> d.feed(b"data: hel")
+    []
+    >>> d.feed(b"lo\\n\\n")
+    [ServerSentEvent(event='message', data='hello', id='', retry=None)]
+    """
+
+    __slots__ = (
+        "_bom_done",
+        "_data",
+        "_data_size",
+        "_event",
+        "_in_block",
+        "_skip_lf",
+        "_tail",
+        "last_event_id",
+        "max_event_size",
+        "retry",
+        "truncated",
+    )
+
+    def __init__(self, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
+        self.max_event_size = max_event_size
+        self.last_event_id = ""
+        self.retry: int | None = None
+        self._tail = bytearray()  # bytes of an unterminated line
+        self._data: list[bytes] = []
+        self._data_size = 0
+        self._event = b""
+        self._in_block = False  # a field line was seen since the last blank line
+        self._skip_lf = False  # the previous read ended with CR: a leading LF is its pair
+        self._bom_done = False
+        self.truncated = False
+        """Set by :meth:`close` when an unterminated block had to be discarded."""
+
+    @property
+    def pending(self) -> bool:
+        """True when input is buffered that has not been terminated by a blank line."""
+        return bool(self._tail) or self._in_block
+
+    # -- public API ----------------------------------------------------------------
+
+    def feed(self, data: bytes) -> list[ServerSentEvent]:
+        """Decode ``data`` (any split of the stream) and return the events it completed."""
+        return [
+            ServerSentEvent(
+                "message" if not ev else ev.decode("utf-8", "replace"),
+                payload.decode("utf-8", "replace"),
+                self.last_event_id if lid is None else lid,
+                retry,
+            )
+            for ev, payload, lid, retry in self._feed(data)
+        ]
+
+    def close(self) -> list[ServerSentEvent]:
+        """End of input. Per the standard, an unterminated final block is discarded."""
+        self.truncated = self.pending
+        self._reset_block()
+        return []
+
+    def feed_raw(self, data: bytes) -> list[tuple[bytes, bytes]]:
+        """Hot-path variant of :meth:`feed`: ``(event type bytes, data bytes)`` pairs.
+
+        The event type is ``b""`` for the default ``message``. ``last_event_id`` and
+        ``retry`` are available as attributes.
+        """
+        return [(ev, payload) for ev, payload, _lid, _retry in self._feed(data)]
+
+    # -- internals -----------------------------------------------------------------
+
+    def _feed(self, chunk: bytes) -> list[tuple[bytes, bytes, str | None, int | None]]:
+        if not self._bom_done:
+            buffered = bytes(self._tail) + chunk
+            if len(buffered) < 3 and _BOM.startswith(buffered):
+                # Not yet known whether this is a BOM: wait for more bytes.
+                self._tail[:] = buffered
+                return []
+            self._bom_done = True
+            self._tail.clear()
+            chunk = buffered[3:] if buffered.startswith(_BOM) else buffered
+        if self._skip_lf:
+            self._skip_lf = False
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+        if not chunk:
+            return []
+        has_cr = b"\r" in chunk
+        if not has_cr and b"\n" not in chunk:
+            # No line end in this read: only append (linear in total size).
+            self._tail += chunk
+            if len(self._tail) > self.max_event_size:
+                self._too_large()
+            return []
+        if has_cr:
+            if chunk[-1:] == b"\r":
+                self._skip_lf = True
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if self._tail:
+            self._tail += chunk
+            lines = bytes(self._tail).split(b"\n")
+            self._tail.clear()
+        else:
+            lines = chunk.split(b"\n")
+        last = lines.pop()
+        if last:
+            if len(last) > self.max_event_size:
+                self._too_large()
+            self._tail += last
+        return self._lines(lines)
+
+    def _lines(self, lines: list[bytes]) -> list[tuple[bytes, bytes, str | None, int | None]]:
+        out: list[tuple[bytes, bytes, str | None, int | None]] = []
+        data = self._data
+        for line in lines:
+            if not line:
+                if data:
+                    payload = data[0] if len(data) == 1 else b"\n".join(data)
+                    out.append((self._event, payload, self.last_event_id, self.retry))
+                    data.clear()
+                    self._data_size = 0
+                self._event = b""
+                self._in_block = False
+                continue
+            self._in_block = True
+            # Fast path: the overwhelmingly common "data: ..." line.
+            if line[:6] == b"data: ":
+                value = line[6:]
+            else:
+                colon = line.find(b":")
+                if colon == 0:
+                    continue  # comment
+                if colon == -1:
+                    field, value = line, b""
+                else:
+                    field = line[:colon]
+                    value = line[colon + 2 :] if line[colon + 1 : colon + 2] == b" " else line[colon + 1 :]
+                if field != b"data":
+                    self._field(field, value)
+                    continue
+            self._data_size += len(value) + 1
+            if self._data_size > self.max_event_size:
+                self._too_large()
+            data.append(value)
+        return out
+
+    def _field(self, field: bytes, value: bytes) -> None:
+        if field == b"event":
+            self._event = value
+        elif field == b"id":
+            if b"\x00" not in value:
+                self.last_event_id = value.decode("utf-8", "replace")
+        elif field == b"retry":
+            if value.isdigit():  # bytes.isdigit is ASCII-only, as the standard requires
+                self.retry = int(value)
+        # Any other field is ignored, as the standard requires.
+
+    def _reset_block(self) -> None:
+        self._tail.clear()
+        self._data.clear()
+        self._data_size = 0
+        self._event = b""
+        self._in_block = False
+
+    def _too_large(self) -> None:
+        limit = self.max_event_size
+        self._reset_block()
+        raise EventTooLarge(f"an SSE event exceeded max_event_size ({limit} bytes)")
