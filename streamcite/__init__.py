@@ -29,11 +29,13 @@ from streamcite.core.models import Citation, CitationRef, CitedAnswer, Timings, 
 from streamcite.core.sources import DataSource, QuotedSource, SourceChunk, SourceDocument
 from streamcite.core.sse import SSEDecoder, ServerSentEvent
 from streamcite.enrich.base import EnrichContext, Enricher
+from streamcite.pipeline import ChatStream, Timeouts, stream_chat
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AnswerBuilder",
+    "ChatStream",
     "ChatStreamParser",
     "ChunkInterpreter",
     "Citation",
@@ -65,6 +67,7 @@ __all__ = [
     "SourceDocument",
     "SourcesEvent",
     "StreamciteError",
+    "Timeouts",
     "Timings",
     "TokenEvent",
     "UpstreamError",
@@ -74,4 +77,5 @@ __all__ = [
     "event_to_json",
     "iter_events",
     "render_superscript",
+    "stream_chat",
 ]

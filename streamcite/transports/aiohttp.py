@@ -1,0 +1,89 @@
+"""aiohttp transport."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+
+import aiohttp
+
+from streamcite.transports.base import TransportError
+
+__all__ = ["AiohttpTransport"]
+
+_READ_SIZE = 64 * 1024
+
+
+class _Response:
+    __slots__ = ("_resp", "headers", "status")
+
+    def __init__(self, resp: aiohttp.ClientResponse) -> None:
+        self._resp = resp
+        self.status = resp.status
+        self.headers: Mapping[str, str] = resp.headers
+
+    @property
+    def content_type(self) -> str:
+        return self._resp.content_type.lower()
+
+    async def aiter_bytes(self) -> AsyncIterator[bytes]:
+        read = self._resp.content.readany
+        try:
+            while True:
+                data = await read()
+                if not data:
+                    return
+                yield data
+        except aiohttp.ClientPayloadError as exc:
+            raise TransportError(f"connection lost mid-body: {exc}", code="connection_lost", stage="http") from exc
+        except aiohttp.ClientError as exc:
+            raise TransportError(f"read failed: {type(exc).__name__}: {exc}", code="connection_lost", stage="http") from exc
+
+    async def read(self, limit: int = 1 << 20) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async for data in self.aiter_bytes():
+                chunks.append(data)
+                size += len(data)
+                if size >= limit:
+                    break
+        except TransportError:
+            pass  # an error body cut short is still worth reporting
+        return b"".join(chunks)[:limit]
+
+    async def aclose(self) -> None:
+        if self._resp.content.at_eof():
+            self._resp.release()
+        else:
+            self._resp.close()  # unread body: drop the connection, don't reuse it
+
+
+class AiohttpTransport:
+    """POSTs with an :class:`aiohttp.ClientSession` (the caller's, or one of its own)."""
+
+    name = "aiohttp"
+
+    def __init__(self, session: aiohttp.ClientSession | None = None) -> None:
+        self._session = session
+        self._owned = session is None
+
+    async def open(
+        self, url: str, headers: Mapping[str, str], body: bytes, connect_timeout: float | None
+    ) -> _Response:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(auto_decompress=True)
+        timeout = aiohttp.ClientTimeout(total=None, connect=connect_timeout, sock_read=None)
+        try:
+            resp = await self._session.post(url, data=body, headers=dict(headers), timeout=timeout)
+        except TimeoutError as exc:
+            raise TransportError("connect timed out", code="connect_timeout", stage="timeout") from exc
+        except aiohttp.ClientConnectorError as exc:
+            raise TransportError(f"cannot connect: {exc.os_error}", code="connect_failed") from exc
+        except aiohttp.ClientError as exc:
+            raise TransportError(f"{type(exc).__name__}: {exc}", code="connect_failed") from exc
+        return _Response(resp)
+
+    async def aclose(self) -> None:
+        if self._owned and self._session is not None:
+            await self._session.close()
+            self._session = None
