@@ -5,8 +5,8 @@ arrive (tokens, live footnote references) → citations at the finish chunk → 
 the stream, quoted sources and grounding checks, concurrently → one CitedAnswer.
 """
 
-from streamcite.core.api import ChatStreamParser, aiter_events, iter_events
 from streamcite.core.answer import AnswerBuilder
+from streamcite.core.api import ChatStreamParser, aiter_events, iter_events
 from streamcite.core.chunks import ChunkInterpreter
 from streamcite.core.errors import EventTooLarge, MalformedResponse, StreamciteError, UpstreamError
 from streamcite.core.events import (
@@ -27,7 +27,7 @@ from streamcite.core.grounding import CitedChunk, GroundingClaim, GroundingFact,
 from streamcite.core.markers import FootnoteDetector, MarkerMode, render_superscript
 from streamcite.core.models import Citation, CitationRef, CitedAnswer, Timings, Usage
 from streamcite.core.sources import DataSource, QuotedSource, SourceChunk, SourceDocument
-from streamcite.core.sse import SSEDecoder, ServerSentEvent
+from streamcite.core.sse import ServerSentEvent, SSEDecoder
 from streamcite.enrich.base import EnrichContext, Enricher
 from streamcite.pipeline import ChatStream, Timeouts, stream_chat
 

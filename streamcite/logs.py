@@ -20,7 +20,9 @@ __all__ = ["configure_logging", "redact_secrets"]
 _SECRET_KEYS = ("authorization", "api_key", "apikey", "token", "secret", "password")
 
 
-def redact_secrets(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+def redact_secrets(
+    _logger: Any, _method: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
     """structlog processor: mask values of keys that look like credentials."""
     for key in list(event_dict):
         if any(w in key.lower() for w in _SECRET_KEYS) and key != "event":
@@ -28,11 +30,15 @@ def redact_secrets(_logger: Any, _method: str, event_dict: MutableMapping[str, A
     return event_dict
 
 
-def configure_logging(level: str | int = "WARNING", *, stream: TextIO | None = None, json: bool = False) -> None:
+def configure_logging(
+    level: str | int = "WARNING", *, stream: TextIO | None = None, json: bool = False
+) -> None:
     """Route streamcite's structlog output to ``stream`` (stderr) at ``level``."""
     if isinstance(level, str):
         level = logging.getLevelNamesMapping().get(level.upper(), logging.WARNING)
-    renderer: Any = structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
+    renderer: Any = (
+        structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
+    )
     structlog.configure(
         processors=[
             structlog.processors.add_log_level,

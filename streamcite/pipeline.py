@@ -110,7 +110,9 @@ def _http_error(status: int, body: bytes, headers: Mapping[str, str]) -> ErrorEv
             provider_code = str(code) if code else None
         elif isinstance(err, str):
             message = err
-    code = _STATUS_CODES.get(status) or ("upstream_unavailable" if status >= 500 else f"http_{status}")
+    code = _STATUS_CODES.get(status) or (
+        "upstream_unavailable" if status >= 500 else f"http_{status}"
+    )
     if provider_code and provider_code != code:
         message = f"{message} ({provider_code})" if message else provider_code
     return ErrorEvent(
@@ -174,7 +176,9 @@ class ChatStream:
             self._headers["Authorization"] = f"Bearer {api_key}"
             self._secrets.append(api_key)
         host = urlsplit(self.url).netloc
-        self._log = _log.bind(stream_id=self.stream_id, upstream=host, model=self.request.get("model"))
+        self._log = _log.bind(
+            stream_id=self.stream_id, upstream=host, model=self.request.get("model")
+        )
         self._gen: AsyncIterator[Event] | None = None
         self._resp: UpstreamResponse | None = None
         self._tasks: list[asyncio.Task[Event | None]] = []
@@ -260,7 +264,9 @@ class ChatStream:
             )
             yield done
         except asyncio.CancelledError:
-            self._parser.add_error(ErrorEvent(code="cancelled", message="the stream was cancelled", stage="cancelled"))
+            self._parser.add_error(
+                ErrorEvent(code="cancelled", message="the stream was cancelled", stage="cancelled")
+            )
             self._log.info("stream.cancelled")
             raise
         finally:
@@ -275,7 +281,9 @@ class ChatStream:
                 resp = await self._transport.open(self.url, self._headers, body, connect)
             except TransportError as exc:
                 raise _OpenFailed(
-                    ErrorEvent(code=exc.code, message=exc.message, retryable=exc.retryable, stage=exc.stage)
+                    ErrorEvent(
+                        code=exc.code, message=exc.message, retryable=exc.retryable, stage=exc.stage
+                    )
                 ) from exc
             if resp.status >= 400:
                 try:
@@ -322,7 +330,14 @@ class ChatStream:
                 async with asyncio.timeout(self._bounded(self.timeouts.first_token)):
                     body = await resp.read(64 * 1024 * 1024)
             except TimeoutError:
-                yield self._error(ErrorEvent(code="first_token_timeout", message="no response body in time", retryable=True, stage="timeout"))
+                yield self._error(
+                    ErrorEvent(
+                        code="first_token_timeout",
+                        message="no response body in time",
+                        retryable=True,
+                        stage="timeout",
+                    )
+                )
                 return
             for ev in parser.feed_body(body):
                 if type(ev) is TokenEvent and timings.ttft_ms is None:
@@ -342,7 +357,15 @@ class ChatStream:
                         retryable=False,
                     )
             except TransportError as exc:
-                yield self._error(ErrorEvent(code=exc.code, message=exc.message, retryable=False, stage="http", status=resp.status))
+                yield self._error(
+                    ErrorEvent(
+                        code=exc.code,
+                        message=exc.message,
+                        retryable=False,
+                        stage="http",
+                        status=resp.status,
+                    )
+                )
                 return
         reads = resp.aiter_bytes().__aiter__()
         feed = parser.feed
@@ -360,7 +383,11 @@ class ChatStream:
                 yield self._error(self._timeout_error(waiting_first))
                 break
             except TransportError as exc:
-                yield self._error(ErrorEvent(code=exc.code, message=exc.message, retryable=exc.retryable, stage=exc.stage))
+                yield self._error(
+                    ErrorEvent(
+                        code=exc.code, message=exc.message, retryable=exc.retryable, stage=exc.stage
+                    )
+                )
                 break
             for ev in feed(data):
                 t = type(ev)
@@ -387,7 +414,9 @@ class ChatStream:
         """Cold-path reactions to an event: start enrichers on finish, log errors."""
         if type(ev) is FinishEvent and ev.index == 0:
             self._parser.builder.timings.citations_ms = (time.perf_counter() - self._t0) * 1000
-            self._log.info("stream.finish", reason=ev.reason, citations=len(self._parser.builder.citations))
+            self._log.info(
+                "stream.finish", reason=ev.reason, citations=len(self._parser.builder.citations)
+            )
             self._start_enrichers()
         elif type(ev) is ErrorEvent:
             ev.message = self._scrub(ev.message)
@@ -403,10 +432,25 @@ class ChatStream:
     def _timeout_error(self, waiting_first: bool) -> ErrorEvent:
         remaining = self._remaining()
         if remaining is not None and remaining <= 0.001:
-            return ErrorEvent(code="total_timeout", message=f"the stream took longer than {self.timeouts.total} s", retryable=True, stage="timeout")
+            return ErrorEvent(
+                code="total_timeout",
+                message=f"the stream took longer than {self.timeouts.total} s",
+                retryable=True,
+                stage="timeout",
+            )
         if waiting_first:
-            return ErrorEvent(code="first_token_timeout", message=f"no token within {self.timeouts.first_token} s", retryable=True, stage="timeout")
-        return ErrorEvent(code="idle_timeout", message=f"no data for {self.timeouts.idle} s", retryable=True, stage="timeout")
+            return ErrorEvent(
+                code="first_token_timeout",
+                message=f"no token within {self.timeouts.first_token} s",
+                retryable=True,
+                stage="timeout",
+            )
+        return ErrorEvent(
+            code="idle_timeout",
+            message=f"no data for {self.timeouts.idle} s",
+            retryable=True,
+            stage="timeout",
+        )
 
     def _remaining(self) -> float | None:
         if self.timeouts.total is None:
@@ -439,7 +483,10 @@ class ChatStream:
             response_headers=dict(self.response_headers),
             wait_for=self._wait_for,
         )
-        self._tasks = [asyncio.create_task(self._enrich(e, ctx), name=f"{self.stream_id}:{e.kind}") for e in self.after]
+        self._tasks = [
+            asyncio.create_task(self._enrich(e, ctx), name=f"{self.stream_id}:{e.kind}")
+            for e in self.after
+        ]
 
     async def _wait_for(self, kind: str) -> Event | None:
         fut = self._results.get(kind)
@@ -453,7 +500,12 @@ class ChatStream:
             async with asyncio.timeout(enricher.timeout):
                 result = await enricher.enrich(ctx)
         except TimeoutError:
-            result = ErrorEvent(code=f"{kind}_timeout", message=f"{kind} took longer than {enricher.timeout} s", retryable=True, stage=kind)
+            result = ErrorEvent(
+                code=f"{kind}_timeout",
+                message=f"{kind} took longer than {enricher.timeout} s",
+                retryable=True,
+                stage=kind,
+            )
         except StreamciteError as exc:
             result = ErrorEvent(
                 code=exc.code,
@@ -464,7 +516,11 @@ class ChatStream:
                 retry_after=getattr(exc, "retry_after", None),
             )
         except Exception as exc:
-            result = ErrorEvent(code=f"{kind}_failed", message=self._scrub(f"{type(exc).__name__}: {exc}"), stage=kind)
+            result = ErrorEvent(
+                code=f"{kind}_failed",
+                message=self._scrub(f"{type(exc).__name__}: {exc}"),
+                stage=kind,
+            )
         elapsed = (time.perf_counter() - started) * 1000
         timings = self._parser.builder.timings
         if kind == "sources":
@@ -550,4 +606,3 @@ def stream_chat(
         retries=retries,
         stream_id=stream_id,
     )
-

@@ -67,7 +67,15 @@ class ChatStreamParser:
         try:
             obj: Any = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
-            return [self.add_error(ErrorEvent(code="invalid_json", message=f"response body is not JSON: {exc}", stage="chunk"))]
+            return [
+                self.add_error(
+                    ErrorEvent(
+                        code="invalid_json",
+                        message=f"response body is not JSON: {exc}",
+                        stage="chunk",
+                    )
+                )
+            ]
         return self._interpreter.feed_completion(obj)
 
     def close(self) -> list[Event]:

@@ -56,7 +56,9 @@ def error_from_payload(err: Any, stage: str) -> ErrorEvent:
     else:
         code, message, status = "upstream_error", str(err), None
     code = str(code)
-    retryable = code in _RETRYABLE_CODES or (status is not None and (status == 429 or status >= 500))
+    retryable = code in _RETRYABLE_CODES or (
+        status is not None and (status == 429 or status >= 500)
+    )
     return ErrorEvent(
         code=code, message=str(message), retryable=retryable, stage=stage, status=status
     )
@@ -103,7 +105,9 @@ class ChunkInterpreter:
 
     # -- hot path ------------------------------------------------------------------
 
-    def feed(self, payload: bytes, event: bytes = b"", out: list[Event] | None = None) -> list[Event]:
+    def feed(
+        self, payload: bytes, event: bytes = b"", out: list[Event] | None = None
+    ) -> list[Event]:
         """Interpret one SSE ``data`` payload (bytes) of event type ``event``."""
         if out is None:
             out = []
@@ -120,7 +124,9 @@ class ChunkInterpreter:
         try:
             obj = _loads(payload)
         except _JSONDecodeError as exc:
-            return self._fault(out, "invalid_json", f"chunk is not valid JSON ({exc}): {payload[:120]!r}")
+            return self._fault(
+                out, "invalid_json", f"chunk is not valid JSON ({exc}): {payload[:120]!r}"
+            )
         if type(obj) is not dict:
             return self._fault(out, "bad_chunk", f"chunk is not a JSON object: {payload[:120]!r}")
         self._interpret(obj, "delta", out)
@@ -147,7 +153,9 @@ class ChunkInterpreter:
                     content = delta.get("content")
                     if content:
                         if type(content) is not str:
-                            self._fault(out, "bad_chunk", f"content is not a string: {content!r:.120}")
+                            self._fault(
+                                out, "bad_chunk", f"content is not a string: {content!r:.120}"
+                            )
                         else:
                             idx = ch.get("index", 0)
                             self._token(idx if type(idx) is int else 0, content, out)
@@ -257,7 +265,9 @@ class ChunkInterpreter:
             v = usage.get(k)
             vals.append(v if isinstance(v, int) and not isinstance(v, bool) else None)
         self._builder.usage = Usage(*vals)
-        out.append(UsageEvent(prompt_tokens=vals[0], completion_tokens=vals[1], total_tokens=vals[2]))
+        out.append(
+            UsageEvent(prompt_tokens=vals[0], completion_tokens=vals[1], total_tokens=vals[2])
+        )
 
     def _sse_error(self, payload: bytes, out: list[Event]) -> None:
         try:
@@ -270,7 +280,9 @@ class ChunkInterpreter:
         self._builder.errors.append(ev)
         out.append(ev)
 
-    def _fault(self, out: list[Event], code: str, message: str, stage: str = "chunk") -> list[Event]:
+    def _fault(
+        self, out: list[Event], code: str, message: str, stage: str = "chunk"
+    ) -> list[Event]:
         ev = ErrorEvent(code=code, message=message, retryable=False, stage=stage)
         self._builder.errors.append(ev)
         out.append(ev)

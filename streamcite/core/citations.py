@@ -6,6 +6,7 @@ by item, so one bad item is reported without losing the good ones.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from streamcite.core.models import Citation
@@ -42,7 +43,9 @@ def parse_citation(item: Any, position: int) -> Citation:
     if idx is None:
         idx = position
     elif isinstance(idx, bool) or not isinstance(idx, int) or idx < 0:
-        raise ValueError(f"citations[{position}].document_index: expected an integer >= 0, got {idx!r}")
+        raise ValueError(
+            f"citations[{position}].document_index: expected an integer >= 0, got {idx!r}"
+        )
     return Citation(document_index=idx, **values)
 
 
@@ -62,7 +65,11 @@ def _from_search_result(item: Any, position: int) -> Citation:
             raise ValueError(f"search_results[{position}].{name}: expected a string, got {v!r}")
     year = date[:4] if date and date[:4].isdigit() else None
     return Citation(
-        cited_text=snippet, document_title=title, source_url=url, document_year=year, document_index=position
+        cited_text=snippet,
+        document_title=title,
+        source_url=url,
+        document_year=year,
+        document_index=position,
     )
 
 
@@ -77,6 +84,8 @@ def citations_from_chunk(obj: dict[str, Any]) -> tuple[list[Citation], list[str]
     results = obj.get("search_results")
     problems: list[str] = []
     out: list[Citation] = []
+    build: Callable[[Any, int], Citation]
+    source: list[Any]
     if isinstance(results, list) and results:
         source, build = results, _from_search_result
     elif raw is None:

@@ -91,7 +91,10 @@ class GroundingResult:
         return self.facts[fi]
 
     def origins_for(
-        self, claim: GroundingClaim, citations: list[Any] = (), sources: list[Any] = ()  # type: ignore[assignment]
+        self,
+        claim: GroundingClaim,
+        citations: list[Any] = (),
+        sources: list[Any] = (),  # type: ignore[assignment]
     ) -> list[Any]:
         """The original Citations / QuotedSources (from the answer) that support a claim."""
         out: list[Any] = []

@@ -83,7 +83,9 @@ class FootnoteDetector:
         elif mode in ("keep", "strip"):
             self._render = None
         else:
-            raise ValueError(f"unknown marker mode {mode!r}: keep, strip, superscript or a callable")
+            raise ValueError(
+                f"unknown marker mode {mode!r}: keep, strip, superscript or a callable"
+            )
         self.offset = 0
         """Characters of raw text seen so far."""
         self.held = ""
@@ -114,7 +116,9 @@ class FootnoteDetector:
         display, refs = self._process(s, base, final=True)
         return ("" if self.keep else display), refs
 
-    def _process(self, s: str, base: int, *, final: bool) -> tuple[str, list[tuple[int, int]] | None]:
+    def _process(
+        self, s: str, base: int, *, final: bool
+    ) -> tuple[str, list[tuple[int, int]] | None]:
         refs: list[tuple[int, int]] | None = None
         out: list[str] = []
         emitted = 0  # s[:emitted] has been written to out (display) or dropped

@@ -16,8 +16,8 @@ from streamcite.core.grounding import GroundingResult
 from streamcite.core.sources import QuotedSource
 
 __all__ = [
-    "CitationRef",
     "Citation",
+    "CitationRef",
     "CitedAnswer",
     "Timings",
     "Usage",

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamcite.core import _validate as v
+from streamcite.core.errors import MalformedResponse
 
 __all__ = ["DataSource", "QuotedSource", "SourceChunk", "SourceDocument"]
 
@@ -118,7 +119,7 @@ class QuotedSource:
         if isinstance(quoted, int) and not isinstance(quoted, bool):
             quoted = str(quoted)
         if not isinstance(quoted, str):
-            raise v.MalformedResponse(f"{path}.quoted_as: expected a string, got {quoted!r}")
+            raise MalformedResponse(f"{path}.quoted_as: expected a string, got {quoted!r}")
         ds = d.get("data_source")
         return cls(
             quoted_as=quoted,

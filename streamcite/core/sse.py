@@ -186,7 +186,11 @@ class SSEDecoder:
                     field, value = line, b""
                 else:
                     field = line[:colon]
-                    value = line[colon + 2 :] if line[colon + 1 : colon + 2] == b" " else line[colon + 1 :]
+                    value = (
+                        line[colon + 2 :]
+                        if line[colon + 1 : colon + 2] == b" "
+                        else line[colon + 1 :]
+                    )
                 if field != b"data":
                     self._field(field, value)
                     continue
@@ -202,9 +206,9 @@ class SSEDecoder:
         elif field == b"id":
             if b"\x00" not in value:
                 self.last_event_id = value.decode("utf-8", "replace")
-        elif field == b"retry":
-            if value.isdigit():  # bytes.isdigit is ASCII-only, as the standard requires
-                self.retry = int(value)
+        elif field == b"retry" and value.isdigit():
+            # bytes.isdigit is ASCII-only, as the standard requires.
+            self.retry = int(value)
         # Any other field is ignored, as the standard requires.
 
     def _reset_block(self) -> None:

@@ -14,7 +14,7 @@ from streamcite.core.grounding import GroundingFact
 from streamcite.core.models import Citation
 from streamcite.core.sources import QuotedSource
 
-__all__ = ["MAX_FACT_CHARS", "MAX_FACTS", "build_facts", "fact_from", "split_fact"]
+__all__ = ["MAX_FACTS", "MAX_FACT_CHARS", "build_facts", "fact_from", "split_fact"]
 
 MAX_FACTS = 200
 MAX_FACT_CHARS = 10_000
@@ -70,7 +70,11 @@ def split_fact(fact: GroundingFact, max_chars: int = MAX_FACT_CHARS) -> list[Gro
             cut = text.rfind(" ", start + max_chars // 2, end)
             if cut > start:
                 end = cut
-        out.append(GroundingFact(text[start:end], dict(fact.attributes), fact.origin_kind, fact.origin_index))
+        out.append(
+            GroundingFact(
+                text[start:end], dict(fact.attributes), fact.origin_kind, fact.origin_index
+            )
+        )
         if end >= len(text):
             break
         start = max(end - overlap, start + 1)

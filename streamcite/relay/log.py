@@ -50,7 +50,9 @@ class StreamLog(Protocol):
         """The stream is over (``done`` appended): keep it for the retention time, then drop it."""
         ...
 
-    async def read(self, stream_id: str, after_seq: int, *, block: float | None = None) -> list[LogEntry]:
+    async def read(
+        self, stream_id: str, after_seq: int, *, block: float | None = None
+    ) -> list[LogEntry]:
         """Entries with ``seq > after_seq``, in order. If there are none yet and ``block``
         is set, wait up to ``block`` seconds for the next ones; ``[]`` on timeout."""
         ...

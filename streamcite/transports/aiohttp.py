@@ -34,9 +34,13 @@ class _Response:
                     return
                 yield data
         except aiohttp.ClientPayloadError as exc:
-            raise TransportError(f"connection lost mid-body: {exc}", code="connection_lost", stage="http") from exc
+            raise TransportError(
+                f"connection lost mid-body: {exc}", code="connection_lost", stage="http"
+            ) from exc
         except aiohttp.ClientError as exc:
-            raise TransportError(f"read failed: {type(exc).__name__}: {exc}", code="connection_lost", stage="http") from exc
+            raise TransportError(
+                f"read failed: {type(exc).__name__}: {exc}", code="connection_lost", stage="http"
+            ) from exc
 
     async def read(self, limit: int = 1 << 20) -> bytes:
         chunks: list[bytes] = []
@@ -76,7 +80,9 @@ class AiohttpTransport:
         try:
             resp = await self._session.post(url, data=body, headers=dict(headers), timeout=timeout)
         except TimeoutError as exc:
-            raise TransportError("connect timed out", code="connect_timeout", stage="timeout") from exc
+            raise TransportError(
+                "connect timed out", code="connect_timeout", stage="timeout"
+            ) from exc
         except aiohttp.ClientConnectorError as exc:
             raise TransportError(f"cannot connect: {exc.os_error}", code="connect_failed") from exc
         except aiohttp.ClientError as exc:

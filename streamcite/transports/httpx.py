@@ -37,14 +37,17 @@ class _Response:
 
     @property
     def content_type(self) -> str:
-        return self._resp.headers.get("content-type", "").partition(";")[0].strip().lower()
+        value: str = self._resp.headers.get("content-type", "")
+        return value.partition(";")[0].strip().lower()
 
     def check_event_stream(self) -> None:
         """Raise TransportError unless the response is ``text/event-stream`` (httpx-sse's rule)."""
         try:
             httpx_sse.EventSource(self._resp)._check_content_type()
         except httpx_sse.SSEError as exc:
-            raise TransportError(str(exc), code="unexpected_content_type", stage="http", retryable=False) from exc
+            raise TransportError(
+                str(exc), code="unexpected_content_type", stage="http", retryable=False
+            ) from exc
 
     async def aiter_bytes(self) -> AsyncIterator[bytes]:
         try:
@@ -52,7 +55,11 @@ class _Response:
                 if data:
                     yield data
         except httpx.TransportError as exc:
-            raise TransportError(f"connection lost mid-body: {type(exc).__name__}: {exc}", code="connection_lost", stage="http") from exc
+            raise TransportError(
+                f"connection lost mid-body: {type(exc).__name__}: {exc}",
+                code="connection_lost",
+                stage="http",
+            ) from exc
 
     async def read(self, limit: int = 1 << 20) -> bytes:
         chunks: list[bytes] = []
@@ -85,7 +92,9 @@ class HttpxTransport:
     ) -> _Response:
         if self._client is None:
             self._client = httpx.AsyncClient(verify=_ssl_context())
-        timeout = httpx.Timeout(connect=connect_timeout, read=None, write=connect_timeout, pool=connect_timeout)
+        timeout = httpx.Timeout(
+            connect=connect_timeout, read=None, write=connect_timeout, pool=connect_timeout
+        )
         stack = contextlib.AsyncExitStack()
         try:
             source = await stack.enter_async_context(
@@ -95,10 +104,14 @@ class HttpxTransport:
             )
         except httpx.TimeoutException as exc:
             await stack.aclose()
-            raise TransportError("connect timed out", code="connect_timeout", stage="timeout") from exc
+            raise TransportError(
+                "connect timed out", code="connect_timeout", stage="timeout"
+            ) from exc
         except httpx.TransportError as exc:
             await stack.aclose()
-            raise TransportError(f"cannot connect: {type(exc).__name__}: {exc}", code="connect_failed") from exc
+            raise TransportError(
+                f"cannot connect: {type(exc).__name__}: {exc}", code="connect_failed"
+            ) from exc
         except BaseException:
             await stack.aclose()
             raise

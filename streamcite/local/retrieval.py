@@ -1,0 +1,189 @@
+"""BM25 retrieval over the corpus chunks (bm25s), with multilingual tokenisation.
+
+Tokenisation folds case and accents (``télétravail`` → ``teletravail``), drops Hebrew
+points, removes stopwords of English, French, Italian and Hebrew, applies a light
+suffix stemmer to Latin-script words (plural and final vowels: ``giorni``/``giorno``,
+``policies``/``policy``) and, for Hebrew, also indexes each word without its
+one-letter prefixes (ו ה ב ל מ ש כ: ``מהבית`` → ``הבית``, ``בית``), since Hebrew
+writes prepositions and the article as part of the word.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import bm25s
+import numpy as np
+
+from streamcite.local.corpus import Chunk, Corpus
+
+__all__ = ["Hit", "Retriever", "STOPWORDS", "fold", "tokenize"]
+
+_WORD = re.compile(r"\w+")
+_HEBREW_PREFIXES = frozenset("והבלמשכ")
+
+STOPWORDS: frozenset[str] = frozenset(
+    # English
+    "a an the and or but if of to in on at by for with from as is are was were be been being "
+    "do does did have has had i you he she it we they me my your our their its this that these "
+    "those there here what which who whom whose when where why how can could may might must "
+    "shall should will would not no nor so than too very just about into over under up down out "
+    "any all each every some such only own same other more most much many also per please tell "
+    "know get got am us them him her his hers ours yours theirs let does don".split()
+    # French
+    + "le la les l un une des du de d et ou mais donc or ni car a au aux en dans par pour sur "
+    "avec sans sous chez ce cet cette ces c qui que quoi qu dont ou est sont etre etait ai as "
+    "avons avez ont il elle ils elles on nous vous je tu me te se s y ne pas plus moins tres "
+    "son sa ses leur leurs mon ma mes ton ta tes notre nos votre vos quel quelle quels quelles "
+    "comment combien pourquoi quand peut peuvent puis".split()
+    # Italian
+    + "il lo la i gli le un uno una di a da in con su per tra fra e ed o ma che chi cui non "
+    "del dello della dei degli delle al allo alla ai agli alle dal dallo dalla dai dagli dalle "
+    "nel nello nella nei negli nelle sul sullo sulla sui sugli sulle si ci mi ti vi ne sono "
+    "sei siamo siete essere ha hanno ho hai come quanto quanti quante quale quali quando dove "
+    "perche cosa questo questa questi queste quello quella posso puo possono sta".split()
+    # Hebrew (without points; prefixed forms are reduced by the prefix rule)
+    + "של את על עם אל גם לא כן אם או כי זה זו זאת אלה הוא היא הם הן אני אתה את אנחנו אתם "
+    "מה מי איך כמה למה מתי איפה יש אין היה היו יהיה כל רק עוד".split()
+)
+
+
+def fold(text: str) -> str:
+    """Lower-case ``text`` and remove accents and Hebrew points (combining marks)."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def _is_hebrew(word: str) -> bool:
+    return "\u0590" <= word[0] <= "\u05ff"
+
+
+@lru_cache(maxsize=65536)
+def _stem_latin(word: str) -> str:
+    """A light suffix stemmer shared by English, French and Italian.
+
+    It only needs to make inflected forms of the same word meet (``days``/``day``,
+    ``giorni``/``giorno``, ``remotely``/``remote``); it does not need to be linguistic.
+    """
+    if len(word) <= 4 or word.isdigit():
+        return word
+    if word.endswith("ies"):
+        word = word[:-3] + "i"
+    elif word.endswith("ly") and len(word) > 5:
+        word = word[:-2]
+    if len(word) > 4 and word.endswith(("s", "x")):
+        word = word[:-1]
+    if len(word) > 4 and word[-1] in "aeiouy":
+        word = word[:-1]
+    return word
+
+
+def _hebrew_forms(word: str) -> list[str]:
+    """The word and the word without up to two one-letter prefixes (ו, ה, ב, ל, מ, ש, כ)."""
+    forms = [word]
+    stem = word
+    for _ in range(2):
+        if len(stem) >= 4 and stem[0] in _HEBREW_PREFIXES:
+            stem = stem[1:]
+            forms.append(stem)
+        else:
+            break
+    return forms
+
+
+def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
+    """Index terms of ``text`` (folded, stemmed, stopwords removed; Hebrew prefix variants added)."""
+    out: list[str] = []
+    for word in _WORD.findall(fold(text)):
+        if word.isdigit():
+            out.append(word)
+            continue
+        if len(word) < 2 or (not keep_stopwords and word in STOPWORDS):
+            continue
+        if _is_hebrew(word):
+            out.extend(f for f in _hebrew_forms(word) if f not in STOPWORDS)
+        else:
+            out.append(_stem_latin(word.replace("_", "")))
+    return out
+
+
+@dataclass(slots=True)
+class Hit:
+    """A chunk retrieved for a query."""
+
+    chunk: Chunk
+    score: float
+    """BM25 score (unbounded, larger is better)."""
+    coverage: float
+    """Share of the query's IDF weight whose terms occur in the chunk (0..1)."""
+
+
+class Retriever:
+    """BM25 (bm25s, Lucene variant) over the chunks of a corpus.
+
+    Each chunk is indexed with its document title and heading, so a question naming a
+    policy or a section finds it. ``coverage`` tells how much of the question the chunk
+    speaks about; the answerer uses it to say "no source found" rather than answer off topic.
+    """
+
+    __slots__ = ("_bm25", "_df", "_n", "corpus")
+
+    def __init__(self, corpus: Corpus):
+        self.corpus = corpus
+        titles = {d.id: d.title for d in corpus.documents}
+        token_lists = [
+            tokenize(" ".join(filter(None, (titles.get(c.document_id), c.heading, c.text))))
+            for c in corpus.chunks
+        ]
+        self._n = len(token_lists)
+        self._df: Counter[str] = Counter()
+        for tokens in token_lists:
+            self._df.update(set(tokens))
+        self._bm25 = bm25s.BM25(method="lucene")
+        self._bm25.index(token_lists, show_progress=False)
+
+    def idf(self, term: str) -> float:
+        """Lucene BM25 IDF; a term the corpus never uses gets the highest weight."""
+        df = self._df.get(term, 0)
+        return math.log(1.0 + (self._n - df + 0.5) / (df + 0.5))
+
+    def query_terms(self, query: str) -> list[str]:
+        """The distinct index terms of a query, in order."""
+        return list(dict.fromkeys(tokenize(query)))
+
+    def search(self, query: str, k: int = 8) -> list[Hit]:
+        """The ``k`` best chunks for ``query`` with a positive score, best first."""
+        terms = self.query_terms(query)
+        if not terms or self._n == 0:
+            return []
+        scores = np.asarray(self._bm25.get_scores(terms), dtype=np.float64)
+        order = np.argsort(-scores, kind="stable")[:k]
+        total = sum(self.idf(t) for t in terms)
+        hits: list[Hit] = []
+        for i in order:
+            score = float(scores[i])
+            if score <= 0.0:
+                break
+            chunk = self.corpus.chunks[int(i)]
+            hits.append(Hit(chunk, score, self.coverage(terms, self._chunk_terms(chunk), total)))
+        return hits
+
+    def _chunk_terms(self, chunk: Chunk) -> set[str]:
+        doc = self.corpus.document(chunk.document_id)
+        title = doc.title if doc else ""
+        return set(tokenize(" ".join(filter(None, (title, chunk.heading, chunk.text)))))
+
+    def coverage(self, terms: Sequence[str], present: Iterable[str], total: float | None = None) -> float:
+        """Share of the IDF weight of ``terms`` found in ``present``."""
+        if total is None:
+            total = sum(self.idf(t) for t in terms)
+        if total <= 0.0:
+            return 0.0
+        have = set(present)
+        return sum(self.idf(t) for t in terms if t in have) / total
