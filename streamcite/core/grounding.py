@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,8 +94,8 @@ class GroundingResult:
     def origins_for(
         self,
         claim: GroundingClaim,
-        citations: list[Any] = (),
-        sources: list[Any] = (),  # type: ignore[assignment]
+        citations: Sequence[Any] = (),
+        sources: Sequence[Any] = (),
     ) -> list[Any]:
         """The original Citations / QuotedSources (from the answer) that support a claim."""
         out: list[Any] = []
