@@ -30,10 +30,10 @@ if ! command -v apt-get >/dev/null 2>&1; then
 fi
 
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q chromium
+$SUDO apt-get -o DPkg::Lock::Timeout=600 update -q
+$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -q chromium
 # Fonts make the screenshot legible; harmless when already installed.
-$SUDO apt-get install -y -q --no-install-recommends fonts-dejavu-core >/dev/null 2>&1 || true
+$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends fonts-dejavu-core >/dev/null 2>&1 || true
 
 if [ ! -x "$CHROMIUM" ]; then
     echo "install-chromium: apt-get finished but $CHROMIUM is still missing" >&2

@@ -27,6 +27,7 @@ MarkerMode: TypeAlias = str | Callable[[int], str]
 _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 _MAX_DIGITS = 4
 _PARTIAL = -1
+_SPACE = " \t"
 _INVALID = -2
 
 
@@ -94,7 +95,7 @@ class FootnoteDetector:
 
     def feed(self, text: str) -> tuple[str, list[tuple[int, int]] | None]:
         """Consume one delta. Returns ``(display text, [(number, offset), ...] or None)``."""
-        if not self.held and "[" not in text:
+        if not self.held and "[" not in text and (self.keep or text[-1:] not in _SPACE):
             self.offset += len(text)
             return text, None
         if self.held:
@@ -116,26 +117,20 @@ class FootnoteDetector:
         display, refs = self._process(s, base, final=True)
         return ("" if self.keep else display), refs
 
-    def _process(
-        self, s: str, base: int, *, final: bool
-    ) -> tuple[str, list[tuple[int, int]] | None]:
+    def _process(self, s: str, base: int, *, final: bool) -> tuple[str, list[tuple[int, int]] | None]:
         refs: list[tuple[int, int]] | None = None
         out: list[str] = []
         emitted = 0  # s[:emitted] has been written to out (display) or dropped
+        hold = -1  # index in s from which text is held back
         p = s.find("[")
-        self.held = ""
         while p != -1:
             nums: list[int] = []
             end = _scan(s, p, nums)
-            if end == _INVALID:
+            if end == _INVALID or (end == _PARTIAL and final):
                 p = s.find("[", p + 1)
                 continue
             if end == _PARTIAL or (end == len(s) and not final):
-                if end == _PARTIAL and final:
-                    p = s.find("[", p + 1)
-                    continue
-                self.held = s[p:]
-                self.held_start = base + p
+                hold = p
                 break
             if end < len(s) and s[end] == "(":
                 p = s.find("[", end)  # a markdown link, not a footnote
@@ -146,14 +141,27 @@ class FootnoteDetector:
             for number in nums:
                 refs.append((number, offset))
             if not self.keep:
-                out.append(s[emitted:p])
+                # "Cameron [1]." displays as "Cameron." (strip) or "Cameron¹." (render).
+                q = p
+                while q > emitted and s[q - 1] in _SPACE:
+                    q -= 1
+                out.append(s[emitted:q])
                 if self._render is not None:
                     out.append("".join(self._render(n) for n in nums))
                 emitted = end
             p = s.find("[", end)
+        if not self.keep and not final:
+            # Spaces right before a (possible) marker are held too, so they can go with it.
+            if hold == -1:
+                hold = len(s)
+            while hold > emitted and s[hold - 1] in _SPACE:
+                hold -= 1
+        if hold == -1 or hold >= len(s):
+            self.held = ""
+        else:
+            self.held = s[hold:]
+            self.held_start = base + hold
         if self.keep:
-            # Display is exactly the raw delta; the caller passes it through.
-            return "", refs
-        stop = len(s) - len(self.held)
-        out.append(s[emitted:stop])
+            return "", refs  # display is exactly the raw delta; feed() passes it through
+        out.append(s[emitted : len(s) - len(self.held)])
         return "".join(out), refs

@@ -95,7 +95,7 @@ class RetryPolicy:
         "Equal jitter": half the exponential step is fixed, half random, so retries of
         many clients spread out while a single client still backs off steadily.
         """
-        step = min(self.backoff_max, self.backoff_base * (2 ** (retry_number - 1)))
+        step: float = min(self.backoff_max, self.backoff_base * 2.0 ** (retry_number - 1))
         wait = step / 2 + random.uniform(0, step / 2)
         if retry_after is not None and retry_after > 0:
             wait = max(wait, min(retry_after, self.retry_after_cap))

@@ -35,7 +35,9 @@ STOPWORDS: frozenset[str] = frozenset(
     "those there here what which who whom whose when where why how can could may might must "
     "shall should will would not no nor so than too very just about into over under up down out "
     "any all each every some such only own same other more most much many also per please tell "
-    "know get got am us them him her his hers ours yours theirs let does don".split()
+    "know get got am us them him her his hers ours yours theirs let does don "
+    # words that ask rather than say what is asked about
+    "apply applies rule rules regarding concerning say says explain need want".split()
     # French
     + "le la les l un une des du de d et ou mais donc or ni car a au aux en dans par pour sur "
     "avec sans sous chez ce cet cette ces c qui que quoi qu dont ou est sont etre etait ai as "
@@ -74,7 +76,13 @@ def _stem_latin(word: str) -> str:
     if len(word) <= 4 or word.isdigit():
         return word
     if word.endswith("ies"):
-        word = word[:-3] + "i"
+        word = word[:-3] + "y"
+    elif word.endswith("ing") and len(word) > 5:
+        word = word[:-3]
+        if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "aeiouls":
+            word = word[:-1]  # "planning" -> "plan"
+        elif word.endswith("ll"):
+            word = word[:-1]  # "travelling" -> "travel"
     elif word.endswith("ly") and len(word) > 5:
         word = word[:-2]
     if len(word) > 4 and word.endswith(("s", "x")):
@@ -127,8 +135,7 @@ class Hit:
 class Retriever:
     """BM25 (bm25s, Lucene variant) over the chunks of a corpus.
 
-    Each chunk is indexed with its document title and heading, so a question naming a
-    policy or a section finds it. ``coverage`` tells how much of the question the chunk
+    Each chunk is indexed with its heading, so a question naming a section finds it. ``coverage`` tells how much of the question the chunk
     speaks about; the answerer uses it to say "no source found" rather than answer off topic.
     """
 
@@ -136,11 +143,7 @@ class Retriever:
 
     def __init__(self, corpus: Corpus):
         self.corpus = corpus
-        titles = {d.id: d.title for d in corpus.documents}
-        token_lists = [
-            tokenize(" ".join(filter(None, (titles.get(c.document_id), c.heading, c.text))))
-            for c in corpus.chunks
-        ]
+        token_lists = [self._chunk_tokens(c) for c in corpus.chunks]
         self._n = len(token_lists)
         self._df: Counter[str] = Counter()
         for tokens in token_lists:
@@ -171,13 +174,19 @@ class Retriever:
             if score <= 0.0:
                 break
             chunk = self.corpus.chunks[int(i)]
-            hits.append(Hit(chunk, score, self.coverage(terms, self._chunk_terms(chunk), total)))
+            hits.append(Hit(chunk, score, self.coverage(terms, self.chunk_terms(chunk), total)))
         return hits
 
-    def _chunk_terms(self, chunk: Chunk) -> set[str]:
-        doc = self.corpus.document(chunk.document_id)
-        title = doc.title if doc else ""
-        return set(tokenize(" ".join(filter(None, (title, chunk.heading, chunk.text)))))
+    @staticmethod
+    def _chunk_tokens(chunk: Chunk) -> list[str]:
+        # The heading is indexed with the passage ("Sick leave" names what the passage is
+        # about); the document title is not, or every chunk of "Remote Work Policy" would
+        # match a question about remote work equally.
+        return tokenize(f"{chunk.heading}\n{chunk.text}" if chunk.heading else chunk.text)
+
+    def chunk_terms(self, chunk: Chunk) -> set[str]:
+        """The index terms of a chunk (heading included)."""
+        return set(self._chunk_tokens(chunk))
 
     def coverage(self, terms: Sequence[str], present: Iterable[str], total: float | None = None) -> float:
         """Share of the IDF weight of ``terms`` found in ``present``."""

@@ -1,0 +1,63 @@
+"""``streamcite parse [FILE]``: a recorded chat SSE stream → events as JSON Lines."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+
+import click
+import orjson
+
+from streamcite.apps._io import read_chunks
+from streamcite.core.api import iter_events
+from streamcite.core.events import CitationRefEvent, ErrorEvent, Event, TokenEvent
+from streamcite.core.markers import MarkerMode
+
+
+@click.command("parse")
+@click.argument("file", required=False, type=click.Path(dir_okay=False, allow_dash=True))
+@click.option(
+    "--marker-mode",
+    type=click.Choice(["keep", "strip", "superscript"]),
+    default="keep",
+    show_default=True,
+    help="How footnote markers appear in each token's `display`.",
+)
+@click.option(
+    "--jsonl/--pretty",
+    default=None,
+    help="JSON Lines (default when stdout is not a terminal) or a readable rendering.",
+)
+def command(file: str | None, marker_mode: str, jsonl: bool | None) -> None:
+    """Interpret a recorded chat.completion.chunk SSE stream (FILE or stdin) and print
+    its events (meta, token, citation_ref, finish, citations, usage, error, done)."""
+    if jsonl is None:
+        jsonl = not sys.stdout.isatty()
+    mode: MarkerMode = marker_mode  # validated by click.Choice
+    events = iter_events(read_chunks(file), marker_mode=mode)
+    if jsonl:
+        out = sys.stdout.buffer
+        for ev in events:
+            out.write(orjson.dumps(ev, option=orjson.OPT_APPEND_NEWLINE))
+        out.flush()
+        return
+    _pretty(events)
+
+
+def _pretty(events: Iterator[Event]) -> None:
+    from rich.console import Console
+
+    console = Console(highlight=False)
+    for ev in events:
+        if type(ev) is TokenEvent:
+            console.print(ev.display, end="", markup=False)
+        elif type(ev) is CitationRefEvent:
+            continue
+        elif type(ev) is ErrorEvent:
+            console.print(f"\n[red]error[/red] {ev.code} ({ev.stage}): {ev.message}", markup=True)
+        elif ev.type == "done":
+            console.print()
+            console.print_json(orjson.dumps(ev.to_dict()["answer"]).decode())
+        elif ev.type in ("citations", "usage", "finish"):
+            console.print(f"\n[dim]{ev.type}[/dim]", markup=True)
+

@@ -1,0 +1,30 @@
+"""Shared fixtures: real aiohttp servers on 127.0.0.1 with an ephemeral port."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import pytest
+from aiohttp import web
+
+ServeFn = Callable[[web.Application], Awaitable[str]]
+
+
+@pytest.fixture
+async def serve() -> AsyncIterator[ServeFn]:
+    """``url = await serve(app)`` starts ``app`` on 127.0.0.1:0; stopped after the test."""
+    runners: list[web.AppRunner] = []
+
+    async def start(app: web.Application) -> str:
+        runner = web.AppRunner(app, shutdown_timeout=1.0)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        runners.append(runner)
+        port = runner.addresses[0][1]
+        return f"http://127.0.0.1:{port}"
+
+    yield start
+    for runner in runners:
+        await asyncio.wait_for(runner.cleanup(), 5)
