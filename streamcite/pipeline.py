@@ -152,7 +152,7 @@ class ChatStream:
         *,
         base_url: str,
         api_key: str | None = None,
-        transport: str | Transport = "httpx",
+        transport: str | Transport = "aiohttp",
         headers: Mapping[str, str] | None = None,
         session: Any = None,
         timeouts: Timeouts = Timeouts(),
@@ -394,7 +394,11 @@ class ChatStream:
                 if t is TokenEvent:
                     if waiting_first:
                         waiting_first = False
-                        self._first_token()
+                        timings.ttft_ms = (time.perf_counter() - self._t0) * 1000
+                        yield ev
+                        # Logged after the consumer has the token: logging is not on the TTFT path.
+                        self._log.info("stream.first_token", ttft_ms=round(timings.ttft_ms, 3))
+                        continue
                 elif t is FinishEvent or t is ErrorEvent:
                     self._note(ev)
                 yield ev
@@ -570,7 +574,7 @@ def stream_chat(
     *,
     base_url: str,
     api_key: str | None = None,
-    transport: str | Transport = "httpx",
+    transport: str | Transport = "aiohttp",
     headers: Mapping[str, str] | None = None,
     session: Any = None,
     timeouts: Timeouts = Timeouts(),

@@ -417,10 +417,19 @@ def expected_refs(text: str) -> list[RefSpec]:
 
 
 def render_markers(text: str, render: Callable[[int], str]) -> str:
+    """Display text with each marker rendered (strip: rendered as "").
+
+    Display convention (streamcite's, chosen by the lead and documented in
+    core/markers.py): spaces and tabs right before a marker go with it, so
+    "Cameron [1]." shows as "Cameron." (strip) or "Cameron¹." (superscript).
+    """
     out: list[str] = []
     prev = 0
     for start, end, nums in _markers(text):
-        out.append(text[prev:start])
+        cut = start
+        while cut > prev and text[cut - 1] in " \t":
+            cut -= 1
+        out.append(text[prev:cut])
         out.append("".join(render(n) for n in nums))
         prev = end
     out.append(text[prev:])
@@ -431,9 +440,10 @@ def strip_markers(text: str) -> str:
     return render_markers(text, lambda _n: "")
 
 
-# A suffix that may still become (or be confirmed as) a marker; what a live detector may
-# legitimately hold back. Deliberately permissive so liveness checks never over-constrain.
-PARTIAL_MARKER_SUFFIX = re.compile(r"(?:\[[0-9]*(?:,\s*[0-9]*)*\]?)+\Z")
+# A suffix that may still become (or be confirmed as) a marker, with the spaces before it
+# (which go with a marker in strip/render display): what a live detector may legitimately
+# hold back. Deliberately permissive so liveness checks never over-constrain.
+PARTIAL_MARKER_SUFFIX = re.compile(r"[ \t]*(?:\[[0-9]*(?:,\s*[0-9]*)*\]?)*\Z")
 
 
 def releasable_prefix(text_so_far: str) -> str:

@@ -246,6 +246,12 @@ def test_cr_at_end_of_feed_and_lf_at_start_of_next_is_one_line_end() -> None:
     assert datas(b"data: a\r", b"\ndata: b\r\n\r\n") == ["a\nb"]
 
 
+def test_empty_read_between_cr_and_lf_does_not_split_the_crlf() -> None:
+    # feed(b"") is a legal call (a transport may yield an empty read); it must not make
+    # the decoder forget that the previous read ended with CR.
+    assert datas(b"data: a\r", b"", b"\ndata: b\r\n\r\n") == ["a\nb"]
+
+
 def test_cr_lf_split_after_blank_line() -> None:
     assert datas(b"data: a\r\n\r", b"\ndata: b\r\n\r\n") == ["a", "b"]
 
@@ -383,6 +389,16 @@ def test_event_too_large_is_typed() -> None:
     assert ei.value.code == "event_too_large"
 
 
+@pytest.mark.parametrize("cut", [0, 1, 6, 2000, 4100, 4102])
+def test_single_line_event_over_limit_raises_however_it_is_split(cut: int) -> None:
+    # The verdict must not depend on how the bytes were read (one read vs two).
+    raw = b"data: " + b"x" * 4096 + b"\n\n"
+    d = SSEDecoder(max_event_size=1024)
+    with pytest.raises(EventTooLarge):
+        d.feed(raw[:cut])
+        d.feed(raw[cut:])
+
+
 def test_unterminated_line_over_limit_raises_before_end_of_input() -> None:
     # Bounded memory: a line that never ends must not grow the buffer without bound.
     d = SSEDecoder(max_event_size=1024)
@@ -508,6 +524,23 @@ def test_matches_reference_parser(raw: bytes) -> None:
 def test_any_split_yields_the_same_events(raw: bytes, data: st.DataObject) -> None:
     cuts = data.draw(st.lists(st.integers(0, max(len(raw), 1)), max_size=12))
     assert decode(*split_at(raw, cuts)) == reference_sse(raw)
+
+
+@_SETTINGS
+@given(raw=sse_streams(), data=st.data())
+def test_empty_reads_anywhere_change_nothing(raw: bytes, data: st.DataObject) -> None:
+    feeds: list[bytes] = []
+    if data.draw(st.booleans()):
+        # one-byte reads with an empty read after each
+        feeds = [x for i in range(len(raw)) for x in (raw[i : i + 1], b"")]
+    else:
+        cuts = sorted(data.draw(st.lists(st.integers(0, len(raw)), max_size=8)))
+        prev = 0
+        for c in cuts:  # duplicates in cuts give empty reads, on purpose
+            feeds.append(raw[prev:c])
+            prev = c
+        feeds.append(raw[prev:])
+    assert decode(*feeds) == reference_sse(raw)
 
 
 @_SETTINGS

@@ -213,7 +213,7 @@ class RequestRecord:
     def itl_ms(self) -> list[float]:
         """Inter-token latencies (ms)."""
         t = self.token_ms
-        return [b - a for a, b in zip(t, t[1:], strict=False)]
+        return [b - a for a, b in itertools.pairwise(t)]
 
     @property
     def tokens_per_s(self) -> float | None:
@@ -424,7 +424,7 @@ class _Runner:
         questions: Sequence[str],
         enrichers: Sequence[Enricher],
         session: Any,
-        on_done: Callable[[_Probe], None] | None,
+        on_done: Callable[[bool, bool], None] | None,
     ) -> None:
         if not questions:
             raise ValueError("at least one question is needed")
@@ -474,7 +474,9 @@ class _Runner:
             probe.exc = f"client_{type(exc).__name__}"
             _log.warning("bench.request_failed", index=probe.index, error=repr(exc))
         if self.on_done is not None:
-            self.on_done(probe)
+            answer = probe.answer
+            ok = probe.exc is None and answer is not None and answer.complete and not answer.errors
+            self.on_done(probe.warmup, ok)
 
     async def closed_loop(
         self, count: int, concurrency: int, warmup: bool, first_question: int
@@ -495,7 +497,9 @@ class _Runner:
         probes.sort(key=lambda p: p.index)
         return probes
 
-    async def open_loop(self, load: LoadSpec, phase_start: float, first_question: int) -> list[_Probe]:
+    async def open_loop(
+        self, load: LoadSpec, phase_start: float, first_question: int
+    ) -> list[_Probe]:
         slots = asyncio.Semaphore(load.concurrency)
         nq = len(self.bodies)
         probes: list[_Probe] = []
@@ -539,8 +543,6 @@ async def _run_one_load(runner: _Runner, load: LoadSpec) -> RunResult:
     try:
         if load.rate is None:
             probes = await runner.closed_loop(load.requests, load.concurrency, False, load.warmup)
-            for p in probes:
-                p.t_sched = phase_start  # closed loop: every request is due at once
         else:
             probes = await runner.open_loop(load, phase_start, load.warmup)
         wall = time.perf_counter() - phase_start
@@ -588,11 +590,11 @@ async def run_load(
     *,
     enrichers: Sequence[Enricher] = (),
     session: Any = None,
-    on_done: Callable[[RequestRecord], None] | None = None,
+    on_done: Callable[[bool, bool], None] | None = None,
 ) -> RunResult:
     """One run. ``session``: an ``aiohttp.ClientSession`` / ``httpx.AsyncClient`` to share
-    (one is made for the run otherwise). ``on_done`` is called on the loop after each
-    request (warm-up included), with a provisional record: keep it cheap."""
+    (one is made for the run otherwise). ``on_done(warmup, ok)`` is called on the event
+    loop after each request, warm-up included: keep it cheap (a progress bar update)."""
     results = await run_sweep(
         target, questions, [load], enrichers=enrichers, session=session, on_done=on_done
     )
@@ -606,23 +608,16 @@ async def run_sweep(
     *,
     enrichers: Sequence[Enricher] = (),
     session: Any = None,
-    on_done: Callable[[RequestRecord], None] | None = None,
+    on_done: Callable[[bool, bool], None] | None = None,
     on_run_start: Callable[[LoadSpec], None] | None = None,
 ) -> list[RunResult]:
     """Several runs in a row (e.g. one per concurrency) over one shared HTTP client."""
-    done_cb: Callable[[_Probe], None] | None = None
-    if on_done is not None:
-        report = on_done
-
-        def done_cb(probe: _Probe) -> None:
-            report(probe.record(probe.t_sched))
-
     async with contextlib.AsyncExitStack() as stack:
         if session is None:
             # Each request holds one connection; the pool must never be the bottleneck.
             most = max(load.concurrency for load in loads)
             session = await stack.enter_async_context(_shared_client(target.transport, most))
-        runner = _Runner(target, questions, enrichers, session, done_cb)
+        runner = _Runner(target, questions, enrichers, session, on_done)
         results: list[RunResult] = []
         for load in loads:
             if on_run_start is not None:
@@ -648,6 +643,11 @@ def _local_backend_main(
     config: dict[str, Any],
     host: str,
 ) -> None:  # pragma: no cover - runs in the child process
+    # structlog's default prints every debug line to stdout: in the server that would
+    # be blocking work per request, and noise in the benchmark's own output.
+    from streamcite.logs import configure_logging
+
+    configure_logging("WARNING")
     asyncio.run(_local_backend_serve(conn, config, host))
 
 
@@ -756,7 +756,3 @@ class LocalUpstream:
             if proc.is_alive():
                 proc.terminate()
                 await asyncio.to_thread(proc.join, 5.0)
-
-
-# Itertools is imported for callers building question cycles; keep the name used.
-_ = itertools

@@ -31,6 +31,7 @@ class AnswerBuilder:
     __slots__ = (
         "citations",
         "complete",
+        "display_is_text",
         "display_parts",
         "errors",
         "finish_reason",
@@ -48,6 +49,8 @@ class AnswerBuilder:
         self.text_parts: list[str] = []
         """Raw token texts of choice 0."""
         self.display_parts: list[str] = []
+        """Display texts of choice 0 (unused when ``display_is_text``: keep mode)."""
+        self.display_is_text = False
         self.refs: list[CitationRef] = []
         self.citations: list[Citation] = []
         self.sources: list[QuotedSource] = []
@@ -68,7 +71,8 @@ class AnswerBuilder:
             assert isinstance(ev, TokenEvent)
             if ev.index == 0:
                 self.text_parts.append(ev.text)
-                self.display_parts.append(ev.display)
+                if not self.display_is_text:
+                    self.display_parts.append(ev.display)
         elif t is CitationRefEvent:
             assert isinstance(ev, CitationRefEvent)
             self.refs.append(CitationRef(ev.index, ev.number, ev.document_index, ev.offset))
@@ -98,6 +102,13 @@ class AnswerBuilder:
             assert isinstance(ev, GroundingEvent)
             self.grounding = ev.to_result()
 
+    def compact(self) -> None:
+        """Join the text parts so far: memory stays near the text's own size.
+
+        In place, because the chunk interpreter holds references to these lists."""
+        self.text_parts[:] = ["".join(self.text_parts)]
+        self.display_parts[:] = ["".join(self.display_parts)]
+
     def snapshot(self) -> CitedAnswer:
         """The answer as known now (joins the text; cheap enough to call per UI frame)."""
         refs0 = [r for r in self.refs if r.index == 0]
@@ -111,9 +122,10 @@ class AnswerBuilder:
         uncited = sorted(
             {c.document_index for c in self.citations if c.document_index is not None} - referenced
         )
+        text = "".join(self.text_parts)
         return CitedAnswer(
-            text="".join(self.text_parts),
-            display_text="".join(self.display_parts),
+            text=text,
+            display_text=text if self.display_is_text else "".join(self.display_parts),
             finish_reason=self.finish_reason,
             id=self.id,
             model=self.model,

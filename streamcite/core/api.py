@@ -53,13 +53,15 @@ class ChatStreamParser:
     def feed(self, data: bytes) -> list[Event]:
         """Events completed by ``data`` (any split of the stream)."""
         try:
-            pairs = self._decoder.feed_raw(data)
+            raw = self._decoder.feed_raw(data)
         except EventTooLarge as exc:
             return [self.add_error(ErrorEvent(code=exc.code, message=exc.message, stage="sse"))]
         out: list[Event] = []
-        feed = self._interpreter.feed
-        for event, payload in pairs:
-            feed(payload, event, out)
+        if raw:
+            self._interpreter.feed_raw(raw, out)
+            parts = self.builder.text_parts
+            if len(parts) > 512:
+                self.builder.compact()
         return out
 
     def feed_body(self, body: bytes) -> list[Event]:

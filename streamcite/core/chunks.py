@@ -26,6 +26,7 @@ from streamcite.core.events import (
 )
 from streamcite.core.markers import FootnoteDetector, MarkerMode
 from streamcite.core.models import CitationRef, Usage
+from streamcite.core.sse import RawEvent
 
 __all__ = ["ChunkInterpreter", "error_from_payload"]
 
@@ -75,6 +76,7 @@ class ChunkInterpreter:
         "_last_citations",
         "_meta_seen",
         "_mode",
+        "_mode_keep",
         "_raw0",
         "_refs",
         "done",
@@ -85,6 +87,8 @@ class ChunkInterpreter:
         self._mode = marker_mode
         FootnoteDetector(marker_mode)  # validate the mode now, not at the first token
         self._detectors: dict[int, FootnoteDetector] = {}
+        self._mode_keep = marker_mode == "keep"
+        self._builder.display_is_text = self._mode_keep
         self._raw0 = self._builder.text_parts
         self._disp0 = self._builder.display_parts
         self._refs = self._builder.refs
@@ -131,6 +135,72 @@ class ChunkInterpreter:
             return self._fault(out, "bad_chunk", f"chunk is not a JSON object: {payload[:120]!r}")
         self._interpret(obj, "delta", out)
         return out
+
+    def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:
+        """Interpret the decoder's raw events; the common single-delta chunk is inlined.
+
+        The fast path handles the shape of nearly every chunk — a plain ``data:``
+        event, one choice of index 0, a string ``delta.content`` without a marker,
+        no finish reason and no chunk-level citations, usage or error — and hands
+        anything else to the general path (:meth:`feed` / ``_interpret``) unchanged.
+        """
+        if self.done or not self._meta_seen or not self._mode_keep:
+            for item in raw:
+                if type(item) is bytes:
+                    self.feed(item, b"", out)
+                else:
+                    self.feed(item[1], item[0], out)  # type: ignore[index]
+            return
+        loads = _loads
+        append = out.append
+        raw0 = self._raw0
+        token = TokenEvent
+        det = self._detectors.get(0)
+        i = 0
+        for item in raw:
+            i += 1
+            if type(item) is not bytes:
+                self.feed(item[1], item[0], out)  # type: ignore[index]
+            else:
+                try:
+                    obj = loads(item)
+                except _JSONDecodeError:
+                    self.feed(item, b"", out)  # [DONE], or reports invalid JSON
+                    if self.done:
+                        break
+                    continue
+                choices = obj.get("choices")
+                if (
+                    det is not None
+                    and type(choices) is list
+                    and len(choices) == 1
+                    and "citations" not in obj
+                    and "search_results" not in obj
+                    and not obj.get("usage")
+                    and "error" not in obj
+                ):
+                    ch = choices[0]
+                    if type(ch) is dict and not ch.get("finish_reason") and not ch.get("index"):
+                        delta = ch.get("delta")
+                        if type(delta) is dict:
+                            content = delta.get("content")
+                            if type(content) is str:
+                                if not content:
+                                    continue
+                                append(token(0, content, content))
+                                raw0.append(content)
+                                if det.held or "[" in content:
+                                    refs = det.feed(content)[1]
+                                    if refs:
+                                        self._add_refs(0, refs, out)
+                                else:
+                                    det.offset += len(content)
+                                continue
+                self._interpret(obj, "delta", out)
+            det = self._detectors.get(0)
+        if i < len(raw):
+            for item in raw[i:]:  # after [DONE]: the general path ignores them
+                self.feed(item if type(item) is bytes else item[1], b"", out)  # type: ignore[index]
 
     def _interpret(self, obj: dict[str, Any], key: str, out: list[Event]) -> None:
         if not self._meta_seen:
@@ -197,13 +267,13 @@ class ChunkInterpreter:
             out.append(TokenEvent(idx, content, content))
             if idx == 0:
                 self._raw0.append(content)
-                self._disp0.append(content)
             return
         display, refs = det.feed(content)
         out.append(TokenEvent(idx, content, display))
         if idx == 0:
             self._raw0.append(content)
-            self._disp0.append(display)
+            if not self._mode_keep:
+                self._disp0.append(display)
         if refs:
             self._add_refs(idx, refs, out)
 
@@ -222,7 +292,7 @@ class ChunkInterpreter:
         if display:
             # The tail a strip/render mode held back: no new raw text, only display.
             out.append(TokenEvent(idx, "", display))
-            if idx == 0:
+            if idx == 0 and not self._mode_keep:
                 self._disp0.append(display)
         if refs:
             self._add_refs(idx, refs, out)

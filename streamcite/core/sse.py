@@ -23,10 +23,15 @@ event arriving in small reads costs linear time; ``max_event_size`` bounds memor
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeAlias
 
 from streamcite.core.errors import EventTooLarge
 
-__all__ = ["DEFAULT_MAX_EVENT_SIZE", "SSEDecoder", "ServerSentEvent"]
+__all__ = ["DEFAULT_MAX_EVENT_SIZE", "RawEvent", "SSEDecoder", "ServerSentEvent"]
+
+RawEvent: TypeAlias = "bytes | tuple[bytes, bytes, str, int | None]"
+"""What :meth:`SSEDecoder.feed_raw` returns per event: the ``data`` bytes of a plain
+``message`` event, or ``(event type, data, last event id, retry)`` for any other."""
 
 DEFAULT_MAX_EVENT_SIZE = 16 * 1024 * 1024
 
@@ -76,7 +81,7 @@ class SSEDecoder:
         self.max_event_size = max_event_size
         self.last_event_id = ""
         self.retry: int | None = None
-        self._tail = bytearray()  # bytes of an unterminated line
+        self._tail = bytearray()  # bytes of the unterminated block
         self._data: list[bytes] = []
         self._data_size = 0
         self._event = b""
@@ -89,7 +94,7 @@ class SSEDecoder:
     @property
     def pending(self) -> bool:
         """True when input is buffered that has not been terminated by a blank line."""
-        return bool(self._tail) or self._in_block
+        return bool(self._tail.strip(b"\n")) or self._in_block
 
     # -- public API ----------------------------------------------------------------
 
@@ -102,7 +107,7 @@ class SSEDecoder:
                 self.last_event_id if lid is None else lid,
                 retry,
             )
-            for ev, payload, lid, retry in self._feed(data)
+            for ev, payload, lid, retry in self._feed(data, True)  # type: ignore[misc]
         ]
 
     def close(self) -> list[ServerSentEvent]:
@@ -111,17 +116,19 @@ class SSEDecoder:
         self._reset_block()
         return []
 
-    def feed_raw(self, data: bytes) -> list[tuple[bytes, bytes]]:
-        """Hot-path variant of :meth:`feed`: ``(event type bytes, data bytes)`` pairs.
+    def feed_raw(self, data: bytes) -> list[RawEvent]:
+        """Hot-path variant of :meth:`feed`, for consumers of JSON data.
 
-        The event type is ``b""`` for the default ``message``. ``last_event_id`` and
-        ``retry`` are available as attributes.
+        Each item is the ``data`` bytes of a default-type event whose block had only
+        its ``data:`` line (the common case: nothing else to report), or a tuple
+        ``(event type, data, last event id, retry)`` with type and data as bytes.
+        Data stays bytes so it can go to orjson without a ``str`` round-trip.
         """
-        return [(ev, payload) for ev, payload, _lid, _retry in self._feed(data)]
+        return self._feed(data, False)
 
     # -- internals -----------------------------------------------------------------
 
-    def _feed(self, chunk: bytes) -> list[tuple[bytes, bytes, str | None, int | None]]:
+    def _feed(self, chunk: bytes, full: bool) -> list[RawEvent]:
         if not self._bom_done:
             buffered = bytes(self._tail) + chunk
             if len(buffered) < 3 and _BOM.startswith(buffered):
@@ -137,32 +144,50 @@ class SSEDecoder:
                 chunk = chunk[1:]
         if not chunk:
             return []
-        has_cr = b"\r" in chunk
-        if not has_cr and b"\n" not in chunk:
-            # No line end in this read: only append (linear in total size).
-            self._tail += chunk
-            if len(self._tail) > self.max_event_size:
-                self._too_large()
-            return []
-        if has_cr:
+        if b"\r" in chunk:
+            # CRLF and lone CR are line ends too: normalise them to LF once, here.
             if chunk[-1:] == b"\r":
-                self._skip_lf = True
+                self._skip_lf = True  # its LF, if any, starts the next read
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        if self._tail:
-            self._tail += chunk
-            lines = bytes(self._tail).split(b"\n")
-            self._tail.clear()
+        tail = self._tail
+        if tail:
+            # Only the new bytes (and the one before them) can hold a new block end.
+            scan_from = len(tail) - 1
+            tail += chunk
+            end = tail.rfind(b"\n\n", scan_from)
+            if end == -1:
+                if len(tail) > self.max_event_size:
+                    self._too_large()
+                return []
+            region = bytes(tail[:end])
+            del tail[: end + 2]
         else:
-            lines = chunk.split(b"\n")
-        last = lines.pop()
-        if last:
-            if len(last) > self.max_event_size:
-                self._too_large()
-            self._tail += last
-        return self._lines(lines)
+            end = chunk.rfind(b"\n\n")
+            if end == -1:
+                tail += chunk
+                if len(tail) > self.max_event_size:
+                    self._too_large()
+                return []
+            region = chunk[:end]
+            if end + 2 < len(chunk):
+                tail += chunk[end + 2 :]
+        if len(tail) > self.max_event_size:
+            self._too_large()
+        out: list[RawEvent] = []
+        for block in region.split(b"\n\n"):
+            # Fast path: a block that is exactly one "data: ..." line.
+            if block.startswith(b"data: ") and b"\n" not in block:
+                if full:
+                    out.append((b"", block[6:], self.last_event_id, self.retry))
+                else:
+                    out.append(block[6:])
+            else:
+                lines = block.split(b"\n")
+                lines.append(b"")
+                self._lines(lines, out)
+        return out
 
-    def _lines(self, lines: list[bytes]) -> list[tuple[bytes, bytes, str | None, int | None]]:
-        out: list[tuple[bytes, bytes, str | None, int | None]] = []
+    def _lines(self, lines: list[bytes], out: list[RawEvent]) -> None:
         data = self._data
         for line in lines:
             if not line:
@@ -198,7 +223,6 @@ class SSEDecoder:
             if self._data_size > self.max_event_size:
                 self._too_large()
             data.append(value)
-        return out
 
     def _field(self, field: bytes, value: bytes) -> None:
         if field == b"event":

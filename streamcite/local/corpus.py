@@ -28,6 +28,7 @@ __all__ = [
     "load_corpus",
     "parse_document",
     "sentence_spans",
+    "stable_id",
 ]
 
 SUFFIXES = (".md", ".markdown", ".txt")
@@ -51,7 +52,7 @@ class CorpusError(ValueError):
     """A corpus file could not be read (bad front matter, undecodable text, empty folder)."""
 
 
-def _stable_id(*parts: str) -> str:
+def stable_id(*parts: str) -> str:
     """A 24-hex id (the width of the Wikit ids), stable for the same inputs."""
     return hashlib.sha1("\x1f".join(parts).encode("utf-8")).hexdigest()[:24]
 
@@ -203,7 +204,7 @@ def parse_document(rel: str, text: str) -> Document:
     title = meta.pop("title", "") or _first_heading(body) or name.rsplit(".", 1)[0]
     data_source = meta.pop("data_source", "") or "Local corpus"
     return Document(
-        id=_stable_id("document", rel),
+        id=stable_id("document", rel),
         name=name,
         title=title,
         author=meta.pop("author", None) or None,
@@ -211,7 +212,7 @@ def parse_document(rel: str, text: str) -> Document:
         reference=meta.pop("reference", None) or None,
         language=meta.pop("language", None) or None,
         data_source=data_source,
-        data_source_id=_stable_id("data_source", data_source),
+        data_source_id=stable_id("data_source", data_source),
         body=body,
         source_text=text,
         media_type="text/plain" if rel.lower().endswith(".txt") else "text/markdown",
@@ -280,13 +281,17 @@ def _paragraphs(body: str) -> Iterator[_Paragraph]:
 
 
 def chunk_document(doc: Document, max_chars: int = MAX_CHUNK_CHARS) -> list[Chunk]:
-    """Cut a document by heading and paragraph; paragraphs of one section merge up to ``max_chars``."""
+    """Cut a document by heading and paragraph.
+
+    Paragraphs of one section on one page merge into a chunk up to ``max_chars``.
+    """
     groups: list[list[_Paragraph]] = []
     for para in _paragraphs(doc.body):
         last = groups[-1] if groups else None
         if (
             last is not None
             and last[-1].section == para.section
+            and last[-1].page == para.page
             and para.end - last[0].start <= max_chars
         ):
             last.append(para)
@@ -297,7 +302,7 @@ def chunk_document(doc: Document, max_chars: int = MAX_CHUNK_CHARS) -> list[Chun
         start, end = group[0].start, group[-1].end
         chunks.append(
             Chunk(
-                id=_stable_id("chunk", doc.id, str(position)),
+                id=stable_id("chunk", doc.id, str(position)),
                 document_id=doc.id,
                 position=position,
                 text=doc.body[start:end],

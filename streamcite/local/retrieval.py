@@ -83,6 +83,8 @@ def _stem_latin(word: str) -> str:
             word = word[:-1]  # "planning" -> "plan"
         elif word.endswith("ll"):
             word = word[:-1]  # "travelling" -> "travel"
+    elif word.endswith("ed") and len(word) > 5:
+        word = word[:-2]  # "reported" -> "report", "required" -> "requir" (= "require")
     elif word.endswith("ly") and len(word) > 5:
         word = word[:-2]
     if len(word) > 4 and word.endswith(("s", "x")):

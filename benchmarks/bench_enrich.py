@@ -1,0 +1,251 @@
+"""After-the-stream latency: finish chunk → ``done`` with Wikit sources and a Google check.
+
+A server process (its own event loop, like a real remote service) speaks the three
+APIs on 127.0.0.1: the chat stream (sent at once, citations on the finish chunk),
+Wikit quoted sources answering in 50 ms and Google's grounding check in 80 ms.
+The client runs ``stream_chat(after=[WikitSources, GoogleGrounding])`` and measures,
+as a consumer sees it, the time from the ``finish`` event to the ``done`` event.
+
+If the two enrichers run concurrently, finish → done is the slowest (80 ms) plus a
+little; run one after the other it would be 130 ms. Target: ≤ 80 ms + 2 ms.
+
+Scenarios (interleaved, one warm-up run each):
+  both        sources ∥ grounding (facts from the citations)           target ≈ 80 ms
+  chained     grounding from the Wikit sources (waits by design)       ≈ 50 + 80 ms
+  floor       a bare aiohttp POST to the 80 ms endpoint (no streamcite): what the server
+              and the loop cost on their own, so the overhead can be told from the sleep
+
+Run: ``.venv/bin/python benchmarks/bench_enrich.py [--runs 50] [--json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing as mp
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+SOURCES_MS = 50
+GROUNDING_MS = 80
+TARGET_OVERHEAD_MS = 2.0
+APP = "bench-app"
+ORG = "bench-org"
+CONFIG = "projects/bench/locations/global/groundingConfigs/default_grounding_config"
+
+CITATIONS = [
+    {
+        "cited_text": f"Passage {i}: le télétravail est autorisé {i + 1} jours par semaine.",
+        "document_title": f"Charte {i}",
+        "document_index": i,
+        "document_author": "DRH",
+        "source_url": f"https://example.org/doc/{i}",
+    }
+    for i in range(5)
+]
+SOURCES = [
+    {
+        "quoted_as": str(i + 1),
+        "document": {"id": f"d{i}", "name": f"charte_{i}.pdf", "title": None, "url": None},
+        "chunk": {"id": f"c{i}", "data": c["cited_text"], "position": i, "page_start": i, "page_end": i},
+        "data_source": {"id": "ds", "name": "Ressources Humaines"},
+        "score": 0.8,
+        "retriever_type": "SEMANTIC_SEARCH",
+    }
+    for i, c in enumerate(CITATIONS)
+]
+WORDS = ["Le", " télétravail", " est", " autorisé", " deux", " jours", " [1]", "."]
+
+
+def chat_stream() -> bytes:
+    base = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    out = []
+    for i in range(60):
+        word = WORDS[i % len(WORDS)]
+        if word == " [1]":
+            word = f" [{(i // len(WORDS)) % 5 + 1}]"
+        choice = {"index": 0, "delta": {"content": word}, "finish_reason": None}
+        out.append(b"data: " + orjson.dumps({**base, "choices": [choice]}) + b"\n\n")
+    fin = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "citations": CITATIONS}
+    out.append(b"data: " + orjson.dumps(fin) + b"\n\ndata: [DONE]\n\n")
+    return b"".join(out)
+
+
+def check_reply(body: dict[str, Any]) -> bytes:
+    answer = body["answerCandidate"]
+    n = len(answer.encode())
+    chunks = [{"chunkText": f["factText"], "source": str(i)} for i, f in enumerate(body["facts"][:2])]
+    claims = [{"claimText": answer, "endPos": n, "citationIndices": list(range(len(chunks)))}]
+    return orjson.dumps({"citedChunks": chunks, "claims": claims, "supportScore": 0.9})
+
+
+# -- the server process ---------------------------------------------------------------
+
+
+def serve(port_out: Any) -> None:
+    from aiohttp import web
+
+    stream = chat_stream()
+    sources = orjson.dumps(SOURCES)
+
+    async def chat(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        await resp.write(stream)
+        await resp.write_eof()
+        return resp
+
+    async def quoted_sources(request: web.Request) -> web.Response:
+        await asyncio.sleep(SOURCES_MS / 1000)
+        return web.Response(body=sources, content_type="application/json")
+
+    async def check(request: web.Request) -> web.Response:
+        body = orjson.loads(await request.read())
+        await asyncio.sleep(GROUNDING_MS / 1000)
+        return web.Response(body=check_reply(body), content_type="application/json")
+
+    async def main() -> None:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", chat)
+        app.router.add_get(
+            "/semantics/apps/{app}/query-execution-sources/{q}/get-quoted-sources", quoted_sources
+        )
+        app.router.add_post(f"/v1/{CONFIG}:check", check)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port_out.send(runner.addresses[0][1])
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+# -- the client -----------------------------------------------------------------------
+
+
+async def one_run(base: str, session: Any, after: list[Any]) -> float:
+    from streamcite import stream_chat
+
+    request = {"model": "m", "messages": [{"role": "user", "content": "?"}], "stream": True}
+    t_finish = t_done = 0.0
+    async with stream_chat(
+        request, base_url=base + "/v1", transport="aiohttp", session=session, after=after
+    ) as stream:
+        async for ev in stream:
+            if ev.type == "finish":
+                t_finish = time.perf_counter()
+            elif ev.type == "done":
+                t_done = time.perf_counter()
+                answer = ev.answer
+    if answer.errors or not answer.sources or answer.grounding is None:
+        raise RuntimeError(f"bad run: errors={answer.errors}")
+    return (t_done - t_finish) * 1000
+
+
+async def floor_run(base: str, session: Any) -> float:
+    body = orjson.dumps({"answerCandidate": "x.", "facts": [{"factText": "x"}]})
+    t0 = time.perf_counter()
+    async with session.post(f"{base}/v1/{CONFIG}:check", data=body) as resp:
+        await resp.read()
+    return (time.perf_counter() - t0) * 1000
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * p
+    lo = int(k)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+async def bench(base: str, runs: int) -> dict[str, list[float]]:
+    import aiohttp
+
+    from streamcite.enrich.google import GoogleGrounding
+    from streamcite.enrich.wikit import WikitSources
+
+    results: dict[str, list[float]] = {"both": [], "chained": [], "floor": []}
+    async with (
+        aiohttp.ClientSession() as session,
+        WikitSources(APP, ORG, base_url=base) as wikit,
+        GoogleGrounding(CONFIG, token="bench", endpoint=base) as google,
+        GoogleGrounding(CONFIG, token="bench", endpoint=base, facts_from="sources") as chained,
+    ):
+        scenarios = {
+            "both": lambda: one_run(base, session, [wikit, google]),
+            "chained": lambda: one_run(base, session, [wikit, chained]),
+            "floor": lambda: floor_run(base, session),
+        }
+        for run in scenarios.values():
+            await run()  # warm-up: connections, imports, caches
+        for _ in range(runs):
+            for name, run in scenarios.items():
+                results[name].append(await run())
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args()
+
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe()
+    server = ctx.Process(target=serve, args=(child,), daemon=True)
+    server.start()
+    try:
+        if not parent.poll(30):
+            raise SystemExit("the server did not start")
+        base = f"http://127.0.0.1:{parent.recv()}"
+        results = asyncio.run(bench(base, args.runs))
+    finally:
+        server.terminate()
+        server.join(5)
+
+    figures = {
+        name: {
+            "p50_ms": round(pct(v, 0.5), 2),
+            "p90_ms": round(pct(v, 0.9), 2),
+            "mean_ms": round(statistics.fmean(v), 2),
+            "min_ms": round(min(v), 2),
+        }
+        for name, v in results.items()
+    }
+    both = figures["both"]
+    over_p50 = both["p50_ms"] - GROUNDING_MS
+    over_p90 = both["p90_ms"] - GROUNDING_MS
+    floor_over = figures["floor"]["p50_ms"] - GROUNDING_MS
+    if args.json:
+        print(orjson.dumps({"runs": args.runs, "figures": figures}).decode())
+        return
+    print(f"finish → done, {args.runs} runs (sources {SOURCES_MS} ms, grounding {GROUNDING_MS} ms)")
+    labels = {
+        "both": "both enrichers, concurrent",
+        "chained": "grounding from Wikit sources",
+        "floor": "floor: bare POST, 80 ms endpoint",
+    }
+    for name, f in figures.items():
+        print(
+            f"  {labels[name]:<34} p50 {f['p50_ms']:7.2f} ms   p90 {f['p90_ms']:7.2f} ms"
+            f"   min {f['min_ms']:7.2f} ms"
+        )
+    print(
+        f"overhead over {GROUNDING_MS} ms (both): p50 {over_p50:+.2f} ms, p90 {over_p90:+.2f} ms"
+        f"  (the bare request alone: {floor_over:+.2f} ms)"
+    )
+    verdict = "met" if over_p50 <= TARGET_OVERHEAD_MS else "NOT met"
+    print(f"target ≤ {GROUNDING_MS} ms + {TARGET_OVERHEAD_MS:.0f} ms at p50: {verdict}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,202 @@
+"""Parse throughput: µs per chunk of a Magisterium-style stream, side by side.
+
+One process, interleaved rounds, the stream fed from memory in 4 KiB pieces:
+
+  (a) floor      split on blank lines + orjson.loads + read delta.content
+  (b) httpx-sse  httpx-sse's EventSource over an httpx MockTransport + orjson
+  (c) openai     the openai SDK's AsyncStream over an httpx MockTransport
+  (d) streamcite streamcite.aiter_events (SSE decode, chunk interpretation,
+                 live footnotes, answer accumulation)
+
+Prints the median µs/chunk, the ratio to the floor and the speed-up over the
+openai SDK, then the peak memory (tracemalloc) per implementation.
+
+Run: ``.venv/bin/python benchmarks/bench_parse.py [--rounds 7] [--sizes 2000 20000]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import statistics
+import time
+import tracemalloc
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import httpx
+import orjson
+
+READ = 4096
+
+CITATIONS = [
+    {
+        "cited_text": f"{i}. Passage {i} of the cited document, long enough to look like a real quote.",
+        "cited_text_heading": f"Chapter {i}",
+        "document_title": f"Document {i}",
+        "document_index": i,
+        "document_author": "Conferenza dei Vescovi",
+        "document_year": "2004",
+        "document_reference": str(30 + i),
+        "source_url": f"https://example.org/doc/{i}",
+    }
+    for i in range(5)
+]
+
+
+def make_stream(n: int) -> bytes:
+    base = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1630000000, "model": "magisterium-1"}
+    words = ["L'insegnamento", " della", " Chiesa", " è", " radicato", " nella", " Scrittura", " [1]", "."]
+    out = []
+    for i in range(n):
+        word = words[i % len(words)]
+        if word == " [1]":
+            word = f" [{(i // len(words)) % 5 + 1}]"
+        choice = {"index": 0, "delta": {"content": word}, "finish_reason": None}
+        out.append(b"data: " + orjson.dumps({**base, "choices": [choice]}) + b"\n\n")
+    fin = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "citations": CITATIONS}
+    out.append(b"data: " + orjson.dumps(fin) + b"\n\n")
+    out.append(b"data: [DONE]\n\n")
+    return b"".join(out)
+
+
+def pieces(data: bytes) -> list[bytes]:
+    return [data[i : i + READ] for i in range(0, len(data), READ)]
+
+
+async def agen(parts: list[bytes]) -> AsyncIterator[bytes]:
+    for p in parts:
+        yield p
+
+
+# -- the four implementations --------------------------------------------------------
+
+
+async def floor(parts: list[bytes]) -> int:
+    buf = b""
+    n = 0
+    loads = orjson.loads
+    async for piece in agen(parts):
+        buf += piece
+        blocks = buf.split(b"\n\n")
+        buf = blocks.pop()
+        for block in blocks:
+            payload = block[6:]
+            if payload == b"[DONE]":
+                continue
+            obj = loads(payload)
+            for ch in obj["choices"]:
+                if ch["delta"].get("content"):
+                    n += 1
+    return n
+
+
+def _mock_client(parts: list[bytes]) -> httpx.AsyncClient:
+    class Body(httpx.AsyncByteStream):
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            for p in parts:
+                yield p
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Body())
+
+    return httpx.AsyncClient(transport=httpx.MockTransport(handler), base_url="http://bench")
+
+
+async def httpx_sse_orjson(parts: list[bytes]) -> int:
+    import httpx_sse
+
+    n = 0
+    async with _mock_client(parts) as client, httpx_sse.aconnect_sse(client, "POST", "/v1/chat/completions") as es:
+        async for sse in es.aiter_sse():
+            if sse.data == "[DONE]":
+                continue
+            obj = orjson.loads(sse.data)
+            for ch in obj["choices"]:
+                if ch["delta"].get("content"):
+                    n += 1
+    return n
+
+
+async def openai_sdk(parts: list[bytes]) -> int:
+    import openai
+
+    n = 0
+    async with _mock_client(parts) as http:
+        client = openai.AsyncOpenAI(api_key="x", base_url="http://bench/v1", http_client=http)
+        stream = await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "q"}], stream=True)
+        async for chunk in stream:
+            for ch in chunk.choices:
+                if ch.delta.content:
+                    n += 1
+    return n
+
+
+async def streamcite_events(parts: list[bytes]) -> int:
+    from streamcite import TokenEvent, aiter_events
+
+    n = 0
+    async for ev in aiter_events(agen(parts)):
+        if type(ev) is TokenEvent:
+            n += 1
+    return n
+
+
+IMPLS: dict[str, Callable[[list[bytes]], Awaitable[int]]] = {
+    "(a) floor: split + orjson": floor,
+    "(b) httpx-sse + orjson": httpx_sse_orjson,
+    "(c) openai SDK AsyncStream": openai_sdk,
+    "(d) streamcite.aiter_events": streamcite_events,
+}
+
+
+async def timed(fn: Callable[[list[bytes]], Awaitable[int]], parts: list[bytes], expect: int) -> float:
+    gc.collect()
+    t0 = time.perf_counter()
+    got = await fn(parts)
+    dt = time.perf_counter() - t0
+    assert got == expect, f"{fn.__name__} saw {got} tokens, expected {expect}"
+    return dt
+
+
+async def peak_memory(fn: Callable[[list[bytes]], Awaitable[int]], parts: list[bytes]) -> int:
+    gc.collect()
+    tracemalloc.start()
+    await fn(parts)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[2000, 20000])
+    ap.add_argument("--skip-openai-above", type=int, default=10**9, help="skip (c) for bigger streams")
+    args = ap.parse_args()
+
+    for n in args.sizes:
+        parts = pieces(make_stream(n))
+        impls = {k: v for k, v in IMPLS.items() if not (k.startswith("(c)") and n > args.skip_openai_above)}
+        samples: dict[str, list[float]] = {k: [] for k in impls}
+        for k, fn in impls.items():  # warm-up (imports, caches)
+            await timed(fn, parts, n)
+        for _ in range(args.rounds):  # interleaved: each round runs every implementation once
+            for k, fn in impls.items():
+                samples[k].append(await timed(fn, parts, n))
+        med = {k: statistics.median(v) / n * 1e6 for k, v in samples.items()}
+        floor_us = med["(a) floor: split + orjson"]
+        openai_us = med.get("(c) openai SDK AsyncStream")
+        print(f"\n{n:,} content chunks + 5-citation finish chunk, 4 KiB reads, {args.rounds} interleaved rounds")
+        print(f"{'implementation':32} {'µs/chunk':>9} {'× floor':>8} {'openai ÷ this':>14}")
+        for k, us in med.items():
+            speed = f"{openai_us / us:13.1f}×" if openai_us else "-"
+            print(f"{k:32} {us:9.2f} {us / floor_us:7.2f}× {speed}")
+        print(f"{'peak memory (tracemalloc)':32}")
+        for k, fn in impls.items():
+            peak = await peak_memory(fn, parts)
+            print(f"  {k:30} {peak / 1024:9.0f} KiB")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

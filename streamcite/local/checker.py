@@ -1,0 +1,391 @@
+"""``LocalGrounding``: Google's grounding check, offline, in-process, no model weights.
+
+Same call and result as the Google client::
+
+    result = await LocalGrounding().check(answer, facts, citation_threshold=0.6)
+    for claim in result.claims:
+        print(claim.claim_text, claim.supported, claim.start, claim.end)
+
+and a pipeline enricher (``after=[LocalGrounding()]``) that checks the streamed
+answer against its own citations (or Wikit sources, or facts you give).
+:func:`check_google_request` answers Google's request JSON with Google's response
+JSON, for the local backend's ``…/groundingConfigs/{g}:check`` endpoint.
+
+Behaviour follows Google's documentation: one sentence = one claim; questions and
+filler get ``groundingCheckRequired: false``, no citations, and do not count in the
+support score; a claim cites every fact whose support reaches ``citationThreshold``;
+``citedChunks[i].source`` is the fact's index; ``supportScore`` is the mean support
+of the claims that needed a check; a claim's ``score`` only when asked. Scoring is
+lexical and rule-based (see :mod:`streamcite.local.grounding_engine`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import structlog
+
+from streamcite.core.events import GroundingEvent, SourcesEvent
+from streamcite.core.grounding import CitedChunk, GroundingClaim, GroundingFact, GroundingResult
+from streamcite.core.models import Citation
+from streamcite.core.offsets import OffsetMap
+from streamcite.core.sources import QuotedSource
+from streamcite.enrich.base import EnrichContext
+from streamcite.enrich.facts import MAX_FACTS, build_facts
+from streamcite.enrich.limits import (
+    InvalidGroundingRequest,
+    validate_answer,
+    validate_citation_threshold,
+    validate_fact_text,
+    validate_facts_count,
+    validate_user_labels,
+)
+from streamcite.local.grounding_engine import ClaimVerdict, evaluate
+
+__all__ = [
+    "InvalidGroundingRequest",
+    "LocalGrounding",
+    "acheck_google_request",
+    "check_google_request",
+]
+
+FactLike = str | GroundingFact | Citation | QuotedSource
+
+_FACTS_FROM = ("citations", "sources", "both")
+INLINE_MAX_CHARS = 64_000
+"""Above this many characters (answer + facts) a check runs in a worker thread, so the
+event loop is not held for more than a few milliseconds."""
+
+_log = structlog.get_logger("streamcite.local.checker")
+
+
+class LocalGrounding:
+    """Offline grounding checker with the Google client's interface; also an enricher.
+
+    As an enricher (``kind = "grounding"``) it checks ``ctx.answer.text`` (the raw
+    text, footnote markers included: offsets are on it) against facts built from
+    the answer's citations (``facts_from="citations"``, the default), from the Wikit
+    sources of the ``sources`` enricher (``"sources"``; it then waits for that
+    enricher), from both (``"both"``), or from the explicit ``facts``.
+    """
+
+    kind = "grounding"
+
+    def __init__(
+        self,
+        *,
+        timeout: float = 5.0,
+        needs: tuple[str, ...] = (),
+        facts: Sequence[FactLike] | None = None,
+        facts_from: str = "citations",
+        citation_threshold: float = 0.6,
+        claim_level_scores: bool = True,
+        lang: str | None = None,
+    ) -> None:
+        """
+        :param timeout: seconds the pipeline allows :meth:`enrich`.
+        :param needs: kinds of enrichers to wait for; ``"sources"`` is added when
+            ``facts_from`` is ``"sources"`` or ``"both"``.
+        :param facts: explicit facts for :meth:`enrich` (overrides ``facts_from``).
+        :param facts_from: ``"citations"``, ``"sources"`` or ``"both"``.
+        :param citation_threshold: threshold used by :meth:`enrich`.
+        :param claim_level_scores: whether :meth:`enrich` reports claim scores.
+        :param lang: ``en``, ``fr``, ``it`` or ``he``; detected from the answer if None.
+        """
+        if facts_from not in _FACTS_FROM:
+            raise ValueError(f"facts_from must be one of {_FACTS_FROM}, got {facts_from!r}")
+        self.timeout = timeout
+        self.facts_from = facts_from
+        self.facts = list(facts) if facts is not None else None
+        if facts is None and facts_from in ("sources", "both") and "sources" not in needs:
+            needs = (*needs, "sources")
+        self.needs = tuple(needs)
+        self.citation_threshold = validate_citation_threshold(citation_threshold)
+        self.claim_level_scores = claim_level_scores
+        self.lang = lang
+
+    def __repr__(self) -> str:
+        return (
+            f"LocalGrounding(facts_from={self.facts_from!r}, needs={self.needs!r}, "
+            f"timeout={self.timeout!r})"
+        )
+
+    # ------------------------------------------------------------------ checking
+
+    async def check(
+        self,
+        answer: str,
+        facts: Sequence[FactLike],
+        *,
+        citation_threshold: float = 0.6,
+        claim_level_scores: bool = False,
+    ) -> GroundingResult:
+        """Check ``answer`` against ``facts`` (texts, GroundingFacts, Citations, QuotedSources).
+
+        Facts longer than 10,000 characters are split into windows and only the
+        first 200 facts are used, as with Google (each policy applied is reported in
+        ``result.warnings``). ``cited_chunks[i].fact_index`` indexes ``result.facts``.
+        Large inputs are scored in a worker thread; small ones inline.
+        """
+        threshold = validate_citation_threshold(citation_threshold)
+        prepared, warnings = _prepare_facts(facts)
+        size = len(answer) + sum(len(f.text) for f in prepared)
+        if size > INLINE_MAX_CHARS:
+            return await asyncio.to_thread(
+                self._run, answer, prepared, threshold, claim_level_scores, warnings
+            )
+        return self._run(answer, prepared, threshold, claim_level_scores, warnings)
+
+    def check_sync(
+        self,
+        answer: str,
+        facts: Sequence[FactLike],
+        *,
+        citation_threshold: float = 0.6,
+        claim_level_scores: bool = False,
+    ) -> GroundingResult:
+        """:meth:`check` without an event loop (always inline)."""
+        threshold = validate_citation_threshold(citation_threshold)
+        prepared, warnings = _prepare_facts(facts)
+        return self._run(answer, prepared, threshold, claim_level_scores, warnings)
+
+    def _run(
+        self,
+        answer: str,
+        facts: list[GroundingFact],
+        threshold: float,
+        claim_level_scores: bool,
+        warnings: list[str],
+    ) -> GroundingResult:
+        t0 = time.perf_counter()
+        result = _check(answer, facts, threshold, claim_level_scores, self.lang)
+        result.warnings.extend(warnings)
+        _log.debug(
+            "local_grounding_checked",
+            claims=len(result.claims),
+            facts=len(facts),
+            answer_chars=len(answer),
+            support_score=result.support_score,
+            ms=round((time.perf_counter() - t0) * 1000, 2),
+        )
+        return result
+
+    # ------------------------------------------------------------------ enricher
+
+    async def enrich(self, ctx: EnrichContext) -> GroundingEvent:
+        """Check the streamed answer; the result becomes the ``grounding`` event."""
+        warnings: list[str] = []
+        items: list[GroundingFact] = []
+        if self.facts is not None:
+            items = build_facts(self.facts)
+        else:
+            if self.facts_from in ("citations", "both"):
+                items.extend(build_facts(ctx.answer.citations))
+            if self.facts_from in ("sources", "both"):
+                event = await ctx.result_of("sources")
+                if isinstance(event, SourcesEvent):
+                    items.extend(build_facts(event.sources))
+                else:
+                    warnings.append("no Wikit sources available: the sources step failed")
+        if not items:
+            warnings.append("no facts to check the answer against")
+        result = await self.check(
+            ctx.answer.text,
+            items,
+            citation_threshold=self.citation_threshold,
+            claim_level_scores=self.claim_level_scores,
+        )
+        result.warnings[:0] = warnings
+        return GroundingEvent.from_result(result)
+
+
+def _prepare_facts(facts: Sequence[FactLike]) -> tuple[list[GroundingFact], list[str]]:
+    warnings: list[str] = []
+    prepared = build_facts(facts)
+    n_items = sum(1 for _ in facts)
+    if len(prepared) > n_items:
+        warnings.append(
+            f"facts longer than 10,000 characters were split: {n_items} items -> "
+            f"{len(prepared)} facts"
+        )
+    if len(prepared) > MAX_FACTS:
+        warnings.append(f"{len(prepared) - MAX_FACTS} facts beyond the first {MAX_FACTS} dropped")
+        prepared = prepared[:MAX_FACTS]
+    return prepared, warnings
+
+
+def _support_score(answer: str, verdicts: list[ClaimVerdict]) -> float:
+    scores = [v.score or 0.0 for v in verdicts if v.required]
+    if scores:
+        return round(sum(scores) / len(scores), 4)
+    # Nothing needed a check: nothing is unsupported (an empty answer supports nothing).
+    return 1.0 if answer.strip() else 0.0
+
+
+def _check(
+    answer: str,
+    facts: list[GroundingFact],
+    threshold: float,
+    claim_level_scores: bool,
+    lang: str | None,
+) -> GroundingResult:
+    verdicts = evaluate(answer, [f.text for f in facts], lang=lang)
+    cited: dict[int, list[int]] = {}  # claim position -> fact indices
+    cited_facts: set[int] = set()
+    for pos, v in enumerate(verdicts):
+        if not v.required:
+            continue
+        chosen = sorted(fi for fi, s in v.fact_scores if s >= threshold and s > 0.0)
+        cited[pos] = chosen
+        cited_facts.update(chosen)
+    order = sorted(cited_facts)
+    chunk_of = {fi: i for i, fi in enumerate(order)}
+    offsets = OffsetMap(answer)
+    claims: list[GroundingClaim] = []
+    for pos, v in enumerate(verdicts):
+        claims.append(
+            GroundingClaim(
+                claim_text=v.text,
+                start=v.start,
+                end=v.end,
+                start_byte=offsets.char_to_byte(v.start),
+                end_byte=offsets.char_to_byte(v.end),
+                start_utf16=offsets.char_to_utf16(v.start),
+                end_utf16=offsets.char_to_utf16(v.end),
+                citation_indices=[chunk_of[fi] for fi in cited.get(pos, [])],
+                grounding_check_required=v.required,
+                score=round(v.score or 0.0, 4) if claim_level_scores and v.required else None,
+            )
+        )
+    return GroundingResult(
+        provider="local",
+        support_score=_support_score(answer, verdicts),
+        claims=claims,
+        cited_chunks=[
+            CitedChunk(chunk_text=facts[fi].text, source=str(fi), fact_index=fi) for fi in order
+        ],
+        cited_facts=[facts[fi].text for fi in order],
+        facts=list(facts),
+    )
+
+
+# --------------------------------------------------------------- Google's JSON
+
+_REQUEST_FIELDS = frozenset({"answerCandidate", "facts", "groundingSpec", "userLabels"})
+_FACT_FIELDS = frozenset({"factText", "attributes"})
+_SPEC_FIELDS = frozenset({"citationThreshold", "enableClaimLevelScore"})
+
+
+def _parse_google_request(
+    body: Any,
+) -> tuple[str, list[GroundingFact], float, bool]:
+    if not isinstance(body, Mapping):
+        raise InvalidGroundingRequest("request body: expected a JSON object")
+    unknown = set(body) - _REQUEST_FIELDS
+    if unknown:
+        raise InvalidGroundingRequest(
+            f"Invalid JSON payload received. Unknown name {sorted(unknown)[0]!r}"
+        )
+    if "answerCandidate" not in body:
+        raise InvalidGroundingRequest("answerCandidate is required")
+    answer = body["answerCandidate"]
+    validate_answer(answer)
+    raw_facts = body.get("facts")
+    if raw_facts is None:
+        raw_facts = []
+    if not isinstance(raw_facts, list):
+        raise InvalidGroundingRequest("facts: expected an array")
+    validate_facts_count(len(raw_facts))
+    facts: list[GroundingFact] = []
+    for i, raw in enumerate(raw_facts):
+        path = f"facts[{i}]"
+        if not isinstance(raw, Mapping):
+            raise InvalidGroundingRequest(f"{path}: expected an object")
+        unknown = set(raw) - _FACT_FIELDS
+        if unknown:
+            raise InvalidGroundingRequest(
+                f"Invalid JSON payload received. Unknown name {sorted(unknown)[0]!r} at {path}"
+            )
+        text = raw.get("factText", "")
+        validate_fact_text(text, f"{path}.factText")
+        attrs = raw.get("attributes") or {}
+        if not isinstance(attrs, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in attrs.items()
+        ):
+            raise InvalidGroundingRequest(f"{path}.attributes: expected a map of strings")
+        facts.append(GroundingFact(text, dict(attrs)))
+    spec = body.get("groundingSpec")
+    if spec is None:
+        spec = {}
+    if not isinstance(spec, Mapping):
+        raise InvalidGroundingRequest("groundingSpec: expected an object")
+    unknown = set(spec) - _SPEC_FIELDS
+    if unknown:
+        raise InvalidGroundingRequest(
+            f"Invalid JSON payload received. Unknown name {sorted(unknown)[0]!r} at groundingSpec"
+        )
+    threshold = spec.get("citationThreshold")
+    threshold = 0.6 if threshold is None else validate_citation_threshold(threshold)
+    claim_scores = spec.get("enableClaimLevelScore", False)
+    if claim_scores is None:
+        claim_scores = False
+    if not isinstance(claim_scores, bool):
+        raise InvalidGroundingRequest("groundingSpec.enableClaimLevelScore: expected a boolean")
+    validate_user_labels(body.get("userLabels"))
+    return answer, facts, threshold, claim_scores
+
+
+def _google_response(result: GroundingResult, claim_scores: bool) -> dict[str, Any]:
+    # proto3 JSON: empty repeated fields are left out (Google omits citationIndices
+    # of an unsupported claim, and citedChunks when nothing is cited). startPos is
+    # kept even when 0 so clients need no default.
+    out: dict[str, Any] = {}
+    if result.cited_chunks:
+        out["citedChunks"] = [
+            {"chunkText": c.chunk_text, "source": c.source} for c in result.cited_chunks
+        ]
+        out["citedFacts"] = [{"chunkText": t} for t in result.cited_facts]
+    claims: list[dict[str, Any]] = []
+    for c in result.claims:
+        item: dict[str, Any] = {
+            "claimText": c.claim_text,
+            "startPos": c.start_byte,
+            "endPos": c.end_byte,
+        }
+        if c.citation_indices:
+            item["citationIndices"] = list(c.citation_indices)
+        item["groundingCheckRequired"] = bool(c.grounding_check_required)
+        if claim_scores and c.grounding_check_required and c.score is not None:
+            item["score"] = c.score
+        claims.append(item)
+    if claims:
+        out["claims"] = claims
+    out["supportScore"] = result.support_score
+    return out
+
+
+def check_google_request(body: dict[str, Any]) -> dict[str, Any]:
+    """Answer a ``groundingConfigs.check`` request body with Google's response body.
+
+    Raises :class:`InvalidGroundingRequest` (``code == "invalid_argument"``, HTTP 400)
+    for a request outside the documented limits: more than 200 facts, a fact over
+    10,000 characters, a threshold outside [0, 1], an answer over 4,096 tokens, bad
+    ``userLabels``, unknown fields or wrong types.
+    """
+    answer, facts, threshold, claim_scores = _parse_google_request(body)
+    result = _check(answer, facts, threshold, claim_scores, None)
+    return _google_response(result, claim_scores)
+
+
+async def acheck_google_request(body: dict[str, Any]) -> dict[str, Any]:
+    """:func:`check_google_request` for async servers: large requests run in a thread."""
+    answer, facts, threshold, claim_scores = _parse_google_request(body)
+    size = len(answer) + sum(len(f.text) for f in facts)
+    if size > INLINE_MAX_CHARS:
+        result = await asyncio.to_thread(_check, answer, facts, threshold, claim_scores, None)
+    else:
+        result = _check(answer, facts, threshold, claim_scores, None)
+    return _google_response(result, claim_scores)
