@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench lint fmt setup browser redis clean
+.PHONY: demo test bench lint fmt setup system-deps clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -18,7 +18,14 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/streamcite ask --demo
 
-test: $(STAMP)
+# System packages the tests use (Chromium for the browser tests, redis-server for
+# the scale-out tests) are installed by the project's scripts when missing and
+# when we may (root or sudo); otherwise those tests skip with a reason (not on CI).
+system-deps:
+	@if [ -x scripts/install-chromium.sh ]; then scripts/install-chromium.sh || echo "chromium not installed: browser tests will skip"; fi
+	@if [ -x scripts/redis-server.sh ]; then scripts/redis-server.sh install || echo "redis-server not installed: Redis tests will skip"; fi
+
+test: $(STAMP) system-deps
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)

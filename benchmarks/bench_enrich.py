@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import multiprocessing as mp
 import statistics
 import sys
@@ -198,6 +199,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
+
+    # Library logs go nowhere above WARNING: printing them would be measured too.
+    import structlog
+
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
 
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()

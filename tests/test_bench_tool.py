@@ -170,7 +170,12 @@ async def test_stall_counts_as_idle_timeout(backend: LocalBackend) -> None:
         [QUESTION],
         LoadSpec(requests=2, concurrency=2),
     )
-    assert summarize(run)["errors_by_code"] == {"idle_timeout": 2}
+    s = summarize(run)
+    # The pipeline gives up after 0.2 s of silence, then reports the cut stream too.
+    assert s["errors_by_code"] == {"idle_timeout": 2, "truncated": 2}
+    assert s["errors_by_stage"] == {"timeout": 2, "sse": 2}
+    assert s["failed"] == 2
+    assert all(r.tokens == 2 for r in run.records)
 
 
 async def test_mixed_outcomes_give_the_error_rate(backend: LocalBackend) -> None:
@@ -319,7 +324,7 @@ def check_schema(doc: dict[str, Any]) -> None:
 
 async def test_results_json_schema_is_stable(backend: LocalBackend, tmp_path: Path) -> None:
     runs = await run_sweep(
-        target(backend, "drop_after=4", extra_body={"max_tokens": 6}),
+        target(backend, "drop_after=4;token_delay=0.01", extra_body={"max_tokens": 6}),
         [QUESTION],
         [LoadSpec(requests=2, concurrency=1), LoadSpec(requests=2, concurrency=2)],
     )

@@ -62,6 +62,8 @@ class EngineConfig:
     """Where a claim's numbers must appear: ``window`` or anywhere in the ``fact``."""
     max_window: int = 2
     """Most adjacent fact sentences a claim may be aligned with."""
+    window_discount: float = 1.0
+    """Recall of a window of k sentences is multiplied by this to the power k-1."""
     idf_weight: float = 0.0
     """How much rarity among the facts (BM25 idf) adds to a word's weight."""
 
@@ -217,6 +219,8 @@ def _score_pair(
                 c = max(hits.get(i, 0.0) for i in window)
                 if c:
                     got += weights[s] * c
+            if len(window) > 1:
+                got *= cfg.window_discount ** (len(window) - 1)
             if got > best_recall:
                 best_recall, best_window, best_anchor = got, window, a
     recall = best_recall / total if total else 0.0

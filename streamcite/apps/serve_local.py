@@ -1,0 +1,98 @@
+"""``streamcite serve-local``: run the embedded local backend until stopped."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from pathlib import Path
+
+import click
+
+from streamcite.local.corpus import CorpusError
+from streamcite.local.faults import FaultSpec, FaultSpecError
+from streamcite.local.server import BackendConfig, LocalBackend
+from streamcite.logs import configure_logging
+
+
+@click.command("serve-local")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="0 picks a free port.")
+@click.option(
+    "--corpus",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Folder of .md/.txt documents to answer from (default: the built-in demo corpus).",
+)
+@click.option("--token-delay", type=click.FloatRange(0, 60), default=0.0, show_default=True, help="Seconds between tokens.")
+@click.option("--first-token-delay", type=click.FloatRange(0, 600), default=0.0, show_default=True, help="Seconds before the first token.")
+@click.option("--wikit-org", "wikit_org", default=None, help="Require this X-Wikit-Organization-Id on the Wikit endpoints.")
+@click.option(
+    "--wikit-api-key-env",
+    default=None,
+    metavar="NAME",
+    help="Require the API key held in environment variable NAME on the Wikit endpoints.",
+)
+@click.option("--faults", default=None, metavar="SPEC", help="Server-wide fault spec, e.g. 'first_token_delay=0.5;drop_after=3'.")
+@click.option("--store-ttl", type=click.FloatRange(1, None), default=600.0, show_default=True, help="Seconds answers stay available to the Wikit endpoints.")
+@click.option("-v", "--verbose", count=True, help="-v: info logs, -vv: debug logs (stderr).")
+def command(
+    host: str,
+    port: int,
+    corpus: Path | None,
+    token_delay: float,
+    first_token_delay: float,
+    wikit_org: str | None,
+    wikit_api_key_env: str | None,
+    faults: str | None,
+    store_ttl: float,
+    verbose: int,
+) -> None:
+    """Serve chat completions with citations, Wikit quoted sources and Google-style
+    grounding checks from a local corpus, offline, on HOST:PORT."""
+    configure_logging(("WARNING", "INFO", "DEBUG")[min(verbose, 2)])
+    api_key: str | None = None
+    if wikit_api_key_env:
+        api_key = os.environ.get(wikit_api_key_env)
+        if not api_key:
+            raise click.UsageError(f"environment variable {wikit_api_key_env} is not set")
+    try:
+        FaultSpec.parse(faults)
+    except FaultSpecError as exc:
+        raise click.BadParameter(str(exc), param_hint="--faults") from None
+    config = BackendConfig(
+        corpus_dir=corpus,
+        first_token_delay=first_token_delay,
+        token_delay=token_delay,
+        wikit_org_id=wikit_org,
+        wikit_api_key=api_key,
+        store_ttl=store_ttl,
+        faults=faults,
+    )
+    try:
+        asyncio.run(_serve(config, host, port))
+    except CorpusError as exc:
+        raise click.ClickException(str(exc)) from None
+    except KeyboardInterrupt:  # pragma: no cover - interactive
+        pass
+
+
+async def _serve(config: BackendConfig, host: str, port: int) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    async with LocalBackend(config, host=host, port=port) as backend:
+        corpus = backend.corpus
+        # One line on stdout with the URL, so scripts (and tests) can find a port-0 server.
+        print(f"streamcite local backend on {backend.root_url}", flush=True)
+        print(
+            f"  OpenAI base URL: {backend.base_url}  ·  {len(corpus.documents)} documents, "
+            f"{len(corpus.chunks)} chunks  ·  Ctrl-C to stop",
+            file=sys.stderr,
+            flush=True,
+        )
+        await stop.wait()

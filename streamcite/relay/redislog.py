@@ -1,0 +1,1019 @@
+"""The relay's stream log in Redis Streams: resumable streams across several relay instances.
+
+Layout (``prefix`` defaults to ``streamcite:relay:``; one plain Redis server, not Cluster):
+
+=====================  ==========================================================================
+``{p}s:{stream_id}``   Redis Stream of the events; entry id ``{seq}-0``, one field ``p`` (payload)
+``{p}m:{stream_id}``   hash: ``owner`` (label given to :meth:`open_stream`), ``instance``, ``state``
+                       (``running`` / ``done``), ``last_seq`` once done
+``{p}l:{stream_id}``   the owner's lease: value = owning instance id, ``PX lease_ms``
+``{p}c:{instance}``    the instance's control stream: cancels routed to it (and wake-ups)
+=====================  ==========================================================================
+
+How it keeps the per-token cost low:
+
+* **Writes** — :meth:`RedisStreamLog.append` allocates the ``seq`` locally (the owner is the
+  only writer) and queues the entry; one writer task sends everything queued since its last
+  round trip as a *single* ``EVALSHA`` that runs one ``XADD … MAXLEN ~ maxlen {seq}-0 p …``
+  per entry. Appends issued in the same loop iteration (or while a batch is in flight) share
+  one round trip and one reply. Explicit ids make a retried batch idempotent (an id at or below
+  the stream's top is an entry an earlier attempt already stored).
+* **Local readers** (clients connected to the owner) are served from memory once Redis has
+  acknowledged the entry (write-through), so they never wait on a Redis read.
+* **Remote readers** (a client that reconnected to another instance) read the backlog with
+  ``XRANGE`` and then follow the live tail through one shared ``XREAD BLOCK`` per instance
+  that covers every followed stream and the instance's control stream.
+
+Failures: lost connections are retried with backoff; once Redis has been unreachable for
+``unavailable_after`` seconds, calls raise :class:`RedisUnavailable` (``redis_unavailable``,
+retryable). An entry whose write failed is still delivered to this instance's own readers
+(so they can be told what happened) — see :meth:`RedisStreamLog.append`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import os
+import secrets
+import socket
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+import redis.asyncio as aioredis
+import structlog
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from streamcite.core.errors import StreamciteError
+from streamcite.relay.log import LogEntry, StreamStatus
+
+__all__ = ["RedisStreamLog", "RedisUnavailable", "StreamLogConflict"]
+
+_log = structlog.get_logger("streamcite.relay.redislog")
+
+# Errors after which the same command may succeed later (Redis restarting, loading, network).
+# BusyLoadingError is a ConnectionError subclass in redis-py.
+_TRANSIENT: Final = (RedisConnectionError, RedisTimeoutError, ConnectionError, OSError)
+
+_MAX_STREAM_ID = 200
+"""Longer ids are treated as unknown: a client-supplied id never becomes a huge key."""
+
+CallbackT = Callable[[str], Awaitable[None] | None]
+
+
+class RedisUnavailable(StreamciteError):
+    """Redis could not be reached (or kept failing) for longer than the configured window."""
+
+    code = "redis_unavailable"
+    retryable = True
+
+
+class StreamLogConflict(StreamciteError):
+    """A log operation that contradicts the stream's state: the id is taken, the stream is
+    not owned by this instance (or no longer is), or it is already finished."""
+
+    code = "stream_log_conflict"
+
+
+# --------------------------------------------------------------------------------------------
+# Lua scripts: each runs atomically and costs one round trip whatever the batch size.
+# --------------------------------------------------------------------------------------------
+
+_APPEND_LUA = """
+local maxlen = ARGV[1]
+local dup = 0
+for i = 1, #KEYS do
+  local r = redis.pcall('XADD', KEYS[i], 'MAXLEN', '~', maxlen, ARGV[2 * i] .. '-0', 'p', ARGV[2 * i + 1])
+  if type(r) == 'table' and r.err then
+    if string.find(r.err, 'equal or smaller', 1, true) then
+      dup = dup + 1
+    else
+      return redis.error_reply(r.err)
+    end
+  end
+end
+return dup
+"""
+
+_OPEN_LUA = """
+if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[2]) == 1 then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('HSET', KEYS[2], 'owner', ARGV[4], 'instance', ARGV[1], 'state', 'running')
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+redis.call('DEL', KEYS[3])
+return 1
+"""
+
+# One char per stream: '1' renewed, '2' re-acquired (it had lapsed: a stall or Redis lost its
+# data), '0' another instance holds it. Meta and stream TTLs are pushed out with the lease so
+# a crashed owner's keys still expire (``ttl_ms`` after its last heartbeat).
+_RENEW_LUA = """
+local out = {}
+for i = 1, #KEYS, 3 do
+  local v = redis.call('GET', KEYS[i])
+  local r = '0'
+  if v == ARGV[1] then
+    redis.call('PEXPIRE', KEYS[i], ARGV[2])
+    r = '1'
+  elseif not v then
+    redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+    r = '2'
+  end
+  if r ~= '0' then
+    if redis.call('EXISTS', KEYS[i + 1]) == 0 then
+      redis.call('HSET', KEYS[i + 1], 'owner', ARGV[4 + (i - 1) / 3], 'instance', ARGV[1], 'state', 'running')
+    end
+    redis.call('PEXPIRE', KEYS[i + 1], ARGV[3])
+    redis.call('PEXPIRE', KEYS[i + 2], ARGV[3])
+  end
+  out[#out + 1] = r
+end
+return table.concat(out)
+"""
+
+_FINISH_LUA = """
+redis.call('HSET', KEYS[2], 'owner', ARGV[4], 'instance', ARGV[1], 'state', 'done', 'last_seq', ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+redis.call('PEXPIRE', KEYS[3], ARGV[2])
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+end
+return 1
+"""
+
+_RELEASE_LUA = """
+local n = 0
+for i = 1, #KEYS do
+  if redis.call('GET', KEYS[i]) == ARGV[1] then
+    redis.call('DEL', KEYS[i])
+    n = n + 1
+  end
+end
+return n
+"""
+
+_STATUS_LUA = """
+local lease = redis.call('GET', KEYS[1]) or ''
+local m = redis.call('HMGET', KEYS[2], 'owner', 'instance', 'state', 'last_seq')
+local last = redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', 1)
+local last_id = ''
+if #last > 0 then last_id = last[1][1] end
+return {lease, m[1] or '', m[2] or '', m[3] or '', m[4] or '', last_id}
+"""
+
+
+class _Script:
+    """EVALSHA with a one-time ``SCRIPT LOAD`` fallback (the cache is empty after a restart)."""
+
+    __slots__ = ("sha", "source")
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.sha = hashlib.sha1(source.encode()).hexdigest()
+
+    async def __call__(
+        self, client: aioredis.Redis, keys: Sequence[Any], args: Sequence[Any]
+    ) -> Any:
+        try:
+            return await client.evalsha(self.sha, len(keys), *keys, *args)  # type: ignore[misc]
+        except NoScriptError:
+            await client.script_load(self.source)
+            return await client.evalsha(self.sha, len(keys), *keys, *args)  # type: ignore[misc]
+
+
+# --------------------------------------------------------------------------------------------
+# Local state
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True, eq=False)
+class _Owned:
+    """A stream this instance owns: the writer side plus an in-memory copy for local readers."""
+
+    stream_id: str
+    owner: str
+    key: str
+    meta_key: str
+    lease_key: str
+    next_seq: int = 1
+    entries: list[LogEntry] = field(default_factory=list)
+    """Entries acknowledged by Redis (or failed ones, see ``append``), contiguous seqs."""
+    first_seq: int = 1
+    finished: bool = False
+    finished_at: float = 0.0
+    lost: bool = False
+    """Another instance holds the lease: appends are refused."""
+    last_write: asyncio.Future[int] | None = None
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def deliver(self, entry: LogEntry, cap: int) -> None:
+        self.entries.append(entry)
+        # Trim in chunks so the list copy is amortised over many appends.
+        if len(self.entries) > cap + cap // 4 + 16:
+            drop = len(self.entries) - cap
+            del self.entries[:drop]
+            self.first_seq += drop
+
+    def notify(self) -> None:
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+    def slice(self, after_seq: int) -> list[LogEntry]:
+        start = max(after_seq + 1 - self.first_seq, 0)
+        return self.entries[start:]
+
+    @property
+    def last_seq(self) -> int:
+        return self.first_seq + len(self.entries) - 1
+
+
+@dataclass(slots=True, eq=False)
+class _Follower:
+    """A stream owned elsewhere that readers on this instance follow through the tailer."""
+
+    key: str
+    tail: int
+    """Highest seq the tailer has fetched; its next ``XREAD`` starts after it."""
+    buf: list[LogEntry] = field(default_factory=list)
+    touched: float = 0.0
+    waiting: int = 0
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def add(self, entries: list[LogEntry], cap: int) -> None:
+        if not entries:
+            return
+        if self.buf and entries[0].seq != self.buf[-1].seq + 1:
+            # A gap (entries trimmed or lost in a Redis restart): restart the buffer so that
+            # ``slice`` never serves across it; readers behind it go to XRANGE instead.
+            self.buf = []
+        self.buf.extend(entries)
+        if len(self.buf) > cap + cap // 4 + 16:
+            del self.buf[: len(self.buf) - cap]
+        self.tail = max(self.tail, entries[-1].seq)
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+    def slice(self, after_seq: int) -> list[LogEntry] | None:
+        """Entries after ``after_seq`` when the buffer covers ``after_seq + 1``, else None."""
+        if not self.buf:
+            return None
+        first = self.buf[0].seq
+        if after_seq + 1 < first:
+            return None
+        return self.buf[after_seq + 1 - first :]
+
+
+def _parse_entries(raw: Any) -> list[LogEntry]:
+    """Raw ``XRANGE`` / one stream of ``XREAD``: ``[[id, [field, value, ...]], ...]``."""
+    out: list[LogEntry] = []
+    for entry_id, fields in raw:
+        seq = int(entry_id.split(b"-", 1)[0])
+        payload = b""
+        for i in range(0, len(fields) - 1, 2):
+            if fields[i] == b"p":
+                payload = fields[i + 1]
+                break
+        out.append(LogEntry(seq, payload))
+    return out
+
+
+def _identity(response: Any, **_options: Any) -> Any:
+    return response
+
+
+def _describe_url(url: str) -> str:
+    """``host:port/db`` of a Redis URL, never its credentials (for messages and logs)."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or "localhost"
+        port = parts.port or 6379
+        db = parts.path.lstrip("/") or "0"
+        if parts.scheme == "unix":
+            return f"unix:{parts.path}"
+        return f"{host}:{port}/{db}"
+    except ValueError:
+        return "<invalid redis url>"
+
+
+# --------------------------------------------------------------------------------------------
+# The log
+# --------------------------------------------------------------------------------------------
+
+
+class RedisStreamLog:
+    """:class:`streamcite.relay.log.StreamLog` stored in Redis Streams, shared by relay instances.
+
+    Each relay process creates one, with the same ``url`` and ``prefix`` and a unique
+    ``instance_id`` (the default is unique per process). Background tasks (writer, lease
+    heartbeat, tail reader) start on first use; :meth:`aclose` stops them and releases this
+    instance's leases. Call :meth:`connect` at start-up to fail fast when Redis is not there.
+
+    Args:
+        url: ``redis://[:password@]host:port/db`` (or ``rediss://``, ``unix://``). Never
+            logged or repeated in errors with its credentials.
+        instance_id: this relay instance's name in leases and cancel routing.
+        maxlen: entries kept per stream (``XADD MAXLEN ~``; also the in-memory copy).
+        retention: seconds a finished stream stays readable.
+        lease_ms: ownership lease; renewed every ``lease_ms / 3``. When the owner dies, other
+            instances see ``owner_alive=False`` at most ``lease_ms`` after its last renewal.
+        unavailable_after: seconds of failing Redis calls before :class:`RedisUnavailable`.
+        prefix: key prefix, to share one Redis database between deployments.
+        write_batch: most entries per write round trip.
+        max_connections: size of the (blocking) connection pool for commands.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        instance_id: str | None = None,
+        maxlen: int = 10_000,
+        retention: float = 300.0,
+        lease_ms: int = 5000,
+        unavailable_after: float = 5.0,
+        prefix: str = "streamcite:relay:",
+        write_batch: int = 2000,
+        max_connections: int = 32,
+        connect_timeout: float = 2.0,
+        command_timeout: float = 5.0,
+    ) -> None:
+        if maxlen < 1 or retention <= 0 or lease_ms < 100 or unavailable_after < 0:
+            raise ValueError("maxlen >= 1, retention > 0, lease_ms >= 100, unavailable_after >= 0")
+        self.instance_id = (
+            instance_id or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+        )
+        self.maxlen = maxlen
+        self.retention = retention
+        self.lease_ms = lease_ms
+        self.unavailable_after = unavailable_after
+        self.prefix = prefix
+        self.write_batch = write_batch
+        self._where = _describe_url(url)
+        self._running_ttl_ms = int(retention * 1000) + lease_ms
+        self._retention_ms = max(int(retention * 1000), 1)
+        # Finished streams stay in memory (for local readers) at most this long; Redis keeps them
+        # for the full retention and serves later reads.
+        self._local_retention = min(retention, 30.0)
+        self._tail_block_ms = 1000
+        self._follow_idle = 15.0
+        self._follow_buffer = 4096
+        self._read_chunk = 1000
+
+        no_retry = Retry(NoBackoff(), 0)  # retries are ours, with a deadline
+        pool = aioredis.BlockingConnectionPool.from_url(
+            url,
+            max_connections=max_connections,
+            timeout=command_timeout,
+            socket_connect_timeout=connect_timeout,
+            socket_timeout=command_timeout,
+            protocol=2,
+            client_name=f"streamcite-relay:{self.instance_id}"[:120].replace(" ", "_"),
+        )
+        self._pool = pool
+        self._client = aioredis.Redis(connection_pool=pool, retry=no_retry)
+        # The tail reader blocks in XREAD: its own connection, with a socket timeout above the
+        # block time so a quiet stream is not mistaken for a dead server.
+        self._tail_pool = aioredis.ConnectionPool.from_url(
+            url,
+            max_connections=2,
+            socket_connect_timeout=connect_timeout,
+            socket_timeout=self._tail_block_ms / 1000 + command_timeout,
+            protocol=2,
+            client_name=f"streamcite-relay-tail:{self.instance_id}"[:120].replace(" ", "_"),
+        )
+        self._tail_client = aioredis.Redis(connection_pool=self._tail_pool, retry=no_retry)
+        for client in (self._client, self._tail_client):
+            # Raw replies for the stream reads: we parse [id, [field, value]] ourselves.
+            for command in ("XRANGE", "XREAD", "XREVRANGE"):
+                client.set_response_callback(command, _identity)
+
+        self._append = _Script(_APPEND_LUA)
+        self._open = _Script(_OPEN_LUA)
+        self._renew = _Script(_RENEW_LUA)
+        self._finish = _Script(_FINISH_LUA)
+        self._release = _Script(_RELEASE_LUA)
+        self._status = _Script(_STATUS_LUA)
+
+        self._owned: dict[str, _Owned] = {}
+        self._followers: dict[str, _Follower] = {}
+        self._callbacks: list[CallbackT] = []
+        self._callback_tasks: set[asyncio.Future[None]] = set()
+
+        self._pending: list[tuple[_Owned, LogEntry, asyncio.Future[int]]] = []
+        self._pending_event: asyncio.Event | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._started = False
+        self._closed = False
+        self._down_since: float | None = None
+        """monotonic time of the first failure of the current outage (writer, heartbeat)."""
+        self._tail_down_since: float | None = None
+        self._needs_renew = False
+        self._ctl_key = f"{prefix}c:{self.instance_id}"
+        self._ctl_last = b"0-0"
+        self._log = _log.bind(instance=self.instance_id, redis=self._where)
+        self.stats: dict[str, int] = {
+            "round_trips": 0,
+            "entries_written": 0,
+            "write_batches": 0,
+            "xread_calls": 0,
+            "entries_followed": 0,
+            "xrange_calls": 0,
+        }
+        """Counters: Redis round trips made, entries written, etc. (benchmarks read them)."""
+
+    def __repr__(self) -> str:
+        return f"RedisStreamLog(redis={self._where!r}, instance_id={self.instance_id!r})"
+
+    # ------------------------------------------------------------------ keys
+
+    def _stream_key(self, stream_id: str) -> str:
+        return f"{self.prefix}s:{stream_id}"
+
+    def _meta_key(self, stream_id: str) -> str:
+        return f"{self.prefix}m:{stream_id}"
+
+    def _lease_key(self, stream_id: str) -> str:
+        return f"{self.prefix}l:{stream_id}"
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def connect(self) -> None:
+        """Start the background tasks and check that Redis answers; raise
+        :class:`RedisUnavailable` (after ``unavailable_after`` seconds of retries) if not."""
+        self._ensure_started()
+        await self._call(lambda: self._client.ping(), what="PING")
+
+    def _ensure_started(self) -> None:
+        if self._closed:
+            raise StreamciteError("the Redis stream log is closed", code="log_closed")
+        if self._started:
+            return
+        self._started = True
+        self._pending_event = asyncio.Event()
+        self._tasks = [
+            asyncio.create_task(self._write_loop(), name="redislog-writer"),
+            asyncio.create_task(self._heartbeat_loop(), name="redislog-heartbeat"),
+            asyncio.create_task(self._tail_loop(), name="redislog-tail"),
+        ]
+
+    async def aclose(self, *, release_leases: bool = True) -> None:
+        """Flush queued writes (up to 2 s), release this instance's leases (so readers elsewhere
+        see ``owner_alive=False`` at once instead of after the lease time), stop the tasks and
+        close the connections. ``release_leases=False`` leaves the leases to lapse, as a crash
+        would (tests use it)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._started:
+            deadline = time.monotonic() + 2.0
+            while self._pending and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            if release_leases:
+                keys = [o.lease_key for o in self._owned.values() if not o.finished]
+                if keys:
+                    with contextlib.suppress(Exception):
+                        async with asyncio.timeout(1.0):
+                            await self._release(self._client, keys, [self.instance_id])
+            for task in self._tasks:
+                task.cancel()
+            for task in list(self._callback_tasks):
+                task.cancel()
+            await asyncio.gather(*self._tasks, *self._callback_tasks, return_exceptions=True)
+        err = StreamciteError("the Redis stream log is closed", code="log_closed")
+        for _, _, fut in self._pending:
+            if not fut.done():
+                fut.set_exception(err)
+                fut.exception()  # mark retrieved: the appender may be gone
+        self._pending.clear()
+        for o in self._owned.values():
+            o.notify()
+        for f in self._followers.values():
+            f.changed.set()
+        await self._client.aclose()
+        await self._tail_client.aclose()
+        await self._pool.aclose()
+        await self._tail_pool.aclose()
+
+    # ------------------------------------------------------------------ error handling
+
+    def _unavailable(self, exc: BaseException, what: str) -> RedisUnavailable:
+        # The exception's text names host:port at most; the URL (maybe with a password) is not used.
+        return RedisUnavailable(
+            f"Redis at {self._where} unavailable ({what}): {type(exc).__name__}: {exc}"
+        )
+
+    def _outage_deadline(self) -> float | None:
+        """During an outage already past ``unavailable_after``: one attempt, no retry window."""
+        since = self._down_since
+        if since is not None and time.monotonic() - since >= self.unavailable_after:
+            return time.monotonic()
+        return None
+
+    async def _call(
+        self, fn: Callable[[], Awaitable[Any]], *, what: str, deadline: float | None = None
+    ) -> Any:
+        """Run one Redis call, retrying transient failures with backoff until ``deadline``
+        (default: ``unavailable_after`` from now), then raise :class:`RedisUnavailable`."""
+        if deadline is None:
+            deadline = time.monotonic() + self.unavailable_after
+        delay = 0.05
+        while True:
+            try:
+                self.stats["round_trips"] += 1
+                return await fn()
+            except _TRANSIENT as exc:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise self._unavailable(exc, what) from None
+                await asyncio.sleep(min(delay, remaining))
+                delay = min(delay * 2, 0.5)
+
+    # ------------------------------------------------------------------ StreamLog: writer side
+
+    async def open_stream(self, stream_id: str, *, owner: str) -> None:
+        """Create the stream and take its lease for this instance (``owner`` is the relay's
+        label for it, reported by :meth:`status`). Raises :class:`StreamLogConflict` when the
+        id exists (running or retained), :class:`RedisUnavailable` when Redis is unreachable."""
+        self._ensure_started()
+        if not 0 < len(stream_id) <= _MAX_STREAM_ID:
+            raise StreamLogConflict(f"stream id must be 1..{_MAX_STREAM_ID} characters")
+        if stream_id in self._owned:
+            raise StreamLogConflict("stream id already open on this instance")
+        o = _Owned(
+            stream_id=stream_id,
+            owner=owner,
+            key=self._stream_key(stream_id),
+            meta_key=self._meta_key(stream_id),
+            lease_key=self._lease_key(stream_id),
+        )
+        created = await self._call(
+            lambda: self._open(
+                self._client,
+                [o.lease_key, o.meta_key, o.key],
+                [self.instance_id, self.lease_ms, self._running_ttl_ms, owner],
+            ),
+            what="open",
+        )
+        if not created:
+            raise StreamLogConflict("stream id already exists")
+        self._owned[stream_id] = o
+
+    async def append(self, stream_id: str, payload: bytes) -> int:
+        """Append one event; return its seq once Redis has stored it.
+
+        Appends from all streams queued while a write is in flight go out together in one
+        round trip. Raises :class:`StreamLogConflict` if this instance does not own the
+        stream (or it is finished), :class:`RedisUnavailable` if Redis stayed unreachable for
+        ``unavailable_after`` seconds — in that case the entry *is* still delivered to this
+        instance's readers (so a relay can append an ``error`` and ``done`` that its own
+        clients will see), but other instances will not see it."""
+        o = self._owned.get(stream_id)
+        if o is None:
+            self._ensure_started()
+            raise StreamLogConflict("stream is not owned by this instance")
+        if o.finished:
+            raise StreamLogConflict("stream is finished")
+        if o.lost:
+            raise StreamLogConflict("lease taken by another instance")
+        if self._closed:
+            raise StreamciteError("the Redis stream log is closed", code="log_closed")
+        seq = o.next_seq
+        o.next_seq = seq + 1
+        fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        o.last_write = fut
+        self._pending.append((o, LogEntry(seq, payload), fut))
+        assert self._pending_event is not None
+        self._pending_event.set()
+        return await fut
+
+    async def _write_loop(self) -> None:
+        assert self._pending_event is not None
+        event = self._pending_event
+        while True:
+            await event.wait()
+            event.clear()
+            while self._pending:
+                batch = self._pending[: self.write_batch]
+                del self._pending[: self.write_batch]
+                try:
+                    await self._write_batch(batch)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # a bug or an unexpected server reply: fail the batch
+                    self._log.error("redislog_write_failed", error=repr(exc))
+                    err = (
+                        exc
+                        if isinstance(exc, StreamciteError)
+                        else StreamLogConflict(f"write failed: {type(exc).__name__}")
+                    )
+                    self._settle(batch, err)
+
+    async def _write_batch(self, batch: list[tuple[_Owned, LogEntry, asyncio.Future[int]]]) -> None:
+        keys = [o.key for o, _, _ in batch]
+        args: list[Any] = [self.maxlen]
+        for _, entry, _ in batch:
+            args.append(entry.seq)
+            args.append(entry.payload)
+        delay = 0.02
+        while True:
+            try:
+                if self._needs_renew:
+                    # Back from an outage: Redis may have restarted empty, so re-create leases and
+                    # metadata before the entries (readers elsewhere look these up).
+                    await self._renew_owned(raise_errors=True)
+                self.stats["round_trips"] += 1
+                await self._append(self._client, keys, args)
+                break
+            except _TRANSIENT as exc:
+                now = time.monotonic()
+                if self._down_since is None:
+                    self._down_since = now
+                    self._log.warning("redis_unreachable", error=f"{type(exc).__name__}: {exc}")
+                self._needs_renew = True
+                if now - self._down_since >= self.unavailable_after:
+                    self._settle(batch, self._unavailable(exc, "append"))
+                    return
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.5)
+        if self._down_since is not None:
+            self._log.warning(
+                "redis_reachable_again", outage_s=round(time.monotonic() - self._down_since, 3)
+            )
+            self._down_since = None
+        self.stats["write_batches"] += 1
+        self.stats["entries_written"] += len(batch)
+        self._settle(batch, None)
+
+    def _settle(
+        self, batch: list[tuple[_Owned, LogEntry, asyncio.Future[int]]], err: BaseException | None
+    ) -> None:
+        """Deliver the batch to local readers (in seq order) and resolve the appenders."""
+        touched: dict[int, _Owned] = {}
+        for o, entry, fut in batch:
+            if entry.seq == o.last_seq + 1:
+                o.deliver(entry, self.maxlen)
+            touched[id(o)] = o
+            if not fut.done():
+                if err is None:
+                    fut.set_result(entry.seq)
+                else:
+                    fut.set_exception(err)
+        for o in touched.values():
+            o.notify()
+
+    async def finish(self, stream_id: str) -> None:
+        """Mark the stream done: after its queued appends, Redis keeps it ``retention`` seconds
+        and the lease is released. Local readers are woken at once."""
+        o = self._owned.get(stream_id)
+        if o is None:
+            self._ensure_started()
+            raise StreamLogConflict("stream is not owned by this instance")
+        if o.finished:
+            return
+        last = o.last_write
+        if last is not None and not last.done():
+            with contextlib.suppress(Exception):
+                await asyncio.shield(last)
+        o.finished = True
+        o.finished_at = time.monotonic()
+        o.notify()
+        await self._call(
+            lambda: self._finish(
+                self._client,
+                [o.lease_key, o.meta_key, o.key],
+                [self.instance_id, self._retention_ms, o.next_seq - 1, o.owner],
+            ),
+            what="finish",
+            deadline=self._outage_deadline(),
+        )
+
+    # ------------------------------------------------------------------ heartbeat
+
+    async def _heartbeat_loop(self) -> None:
+        interval = self.lease_ms / 3000
+        while True:
+            await asyncio.sleep(interval if not self._needs_renew else min(interval, 0.2))
+            try:
+                await self._renew_owned(raise_errors=False)
+            except Exception as exc:  # never let the heartbeat die
+                self._log.error("redislog_heartbeat_error", error=repr(exc))
+            self._sweep()
+
+    async def _renew_owned(self, *, raise_errors: bool) -> None:
+        live = [o for o in self._owned.values() if not o.finished and not o.lost]
+        try:
+            for i in range(0, len(live), 300):
+                chunk = live[i : i + 300]
+                keys: list[str] = []
+                for o in chunk:
+                    keys += (o.lease_key, o.meta_key, o.key)
+                self.stats["round_trips"] += 1
+                result = await self._renew(
+                    self._client,
+                    keys,
+                    [
+                        self.instance_id,
+                        self.lease_ms,
+                        self._running_ttl_ms,
+                        *(o.owner for o in chunk),
+                    ],
+                )
+                flags = result.decode() if isinstance(result, bytes) else str(result)
+                for o, flag in zip(chunk, flags, strict=False):
+                    if flag == "2":
+                        self._log.warning("redislog_lease_reacquired", stream_id=o.stream_id)
+                    elif flag == "0":
+                        o.lost = True
+                        self._log.error("redislog_lease_lost", stream_id=o.stream_id)
+            self._needs_renew = False
+        except _TRANSIENT as exc:
+            self._needs_renew = True
+            if raise_errors:
+                raise
+            self._log.debug("redislog_heartbeat_failed", error=f"{type(exc).__name__}")
+
+    def _sweep(self) -> None:
+        now = time.monotonic()
+        for sid in [
+            sid
+            for sid, o in self._owned.items()
+            if o.finished and now - o.finished_at > self._local_retention
+        ]:
+            del self._owned[sid]
+        for sid in [
+            sid
+            for sid, f in self._followers.items()
+            if f.waiting == 0 and now - f.touched > self._follow_idle
+        ]:
+            del self._followers[sid]
+
+    # ------------------------------------------------------------------ StreamLog: reader side
+
+    async def read(
+        self, stream_id: str, after_seq: int, *, block: float | None = None
+    ) -> list[LogEntry]:
+        """Entries with ``seq > after_seq`` in order (all of them still retained); when none and
+        ``block`` is set, wait up to ``block`` seconds for the next ones (``[]`` on timeout).
+
+        Streams owned here are read from memory; others from Redis (``XRANGE``), then followed
+        live through this instance's shared ``XREAD``. Raises :class:`RedisUnavailable` when a
+        stream owned elsewhere cannot be read because Redis is unreachable."""
+        self._ensure_started()
+        after_seq = max(after_seq, 0)
+        o = self._owned.get(stream_id)
+        if o is not None and o.first_seq <= after_seq + 1:
+            got = o.slice(after_seq)
+            if got or not block or o.finished:
+                return got
+            changed = o.changed
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(block):
+                    await changed.wait()
+            return o.slice(after_seq)
+        if not 0 < len(stream_id) <= _MAX_STREAM_ID:
+            return []
+        return await self._read_remote(stream_id, after_seq, block)
+
+    async def _read_remote(
+        self, stream_id: str, after_seq: int, block: float | None
+    ) -> list[LogEntry]:
+        f = self._followers.get(stream_id)
+        if f is not None and f.waiting == 0 and time.monotonic() - f.touched > self._follow_idle:
+            # Idle: the tailer stopped following it, so its tail may be stale. Start afresh.
+            del self._followers[stream_id]
+            f = None
+        if f is not None:
+            f.touched = time.monotonic()
+            got = f.slice(after_seq)
+            if got:
+                return got
+            if after_seq >= f.tail:
+                return await self._wait_follower(f, after_seq, block)
+        entries = await self._xrange(self._stream_key(stream_id), after_seq)
+        if entries or not block:
+            return entries
+        f = self._followers.get(stream_id)
+        if f is None:
+            # Nothing after after_seq exists now, so XREAD from after_seq misses nothing.
+            f = _Follower(key=self._stream_key(stream_id), tail=after_seq, touched=time.monotonic())
+            self._followers[stream_id] = f
+            await self._wake_tailer()
+        return await self._wait_follower(f, after_seq, block)
+
+    async def _wait_follower(
+        self, f: _Follower, after_seq: int, block: float | None
+    ) -> list[LogEntry]:
+        if not block:
+            return []
+        if (
+            self._tail_down_since is not None
+            and time.monotonic() - self._tail_down_since >= self.unavailable_after
+        ):
+            raise RedisUnavailable(
+                f"Redis at {self._where} unavailable (follow): the tail reader cannot reach it"
+            )
+        f.waiting += 1
+        changed = f.changed
+        try:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(block):
+                    await changed.wait()
+        finally:
+            f.waiting -= 1
+            f.touched = time.monotonic()
+        got = f.slice(after_seq)
+        if got is None and f.tail > after_seq:
+            return await self._xrange(f.key, after_seq)  # the buffer restarted past after_seq
+        return got or []
+
+    async def _xrange(self, key: str, after_seq: int) -> list[LogEntry]:
+        out: list[LogEntry] = []
+        start = after_seq + 1
+        while True:
+            lo = f"{start}-0"
+            self.stats["xrange_calls"] += 1
+            raw = await self._call(
+                lambda lo=lo: self._client.xrange(key, min=lo, max="+", count=self._read_chunk),  # type: ignore[misc]
+                what="read",
+            )
+            chunk = _parse_entries(raw)
+            out += chunk
+            if len(chunk) < self._read_chunk:
+                return out
+            start = chunk[-1].seq + 1
+
+    async def _wake_tailer(self) -> None:
+        # The tailer blocks in XREAD on the streams it already follows plus our control stream;
+        # an entry on the control stream makes it return and pick up the new stream at once.
+        with contextlib.suppress(*_TRANSIENT):
+            self.stats["round_trips"] += 1
+            async with self._client.pipeline(transaction=False) as pipe:
+                pipe.xadd(self._ctl_key, {"w": b"1"}, maxlen=1000, approximate=True)
+                pipe.pexpire(self._ctl_key, 60_000)  # gone a minute after this instance is
+                await pipe.execute()
+
+    async def _tail_loop(self) -> None:
+        delay = 0.05
+        ctl_known = False
+        while True:
+            try:
+                if not ctl_known:
+                    raw = await self._tail_client.xrevrange(self._ctl_key, "+", "-", count=1)
+                    self._ctl_last = raw[0][0] if raw else b"0-0"
+                    ctl_known = True
+                now = time.monotonic()
+                streams: dict[Any, Any] = {self._ctl_key: self._ctl_last}
+                for f in self._followers.values():
+                    if f.waiting or now - f.touched <= self._follow_idle:
+                        streams[f.key] = f"{f.tail}-0"
+                self.stats["xread_calls"] += 1
+                self.stats["round_trips"] += 1
+                reply = await self._tail_client.xread(
+                    streams, count=self._read_chunk, block=self._tail_block_ms
+                )
+            except asyncio.CancelledError:
+                raise
+            except _TRANSIENT as exc:
+                if self._tail_down_since is None:
+                    self._tail_down_since = time.monotonic()
+                    self._log.warning("redislog_tail_unreachable", error=f"{type(exc).__name__}")
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.5)
+                continue
+            except Exception as exc:  # never let the tailer die; back off instead
+                self._log.error("redislog_tail_error", error=repr(exc))
+                await asyncio.sleep(0.5)
+                continue
+            if self._tail_down_since is not None:
+                self._tail_down_since = None
+                delay = 0.05
+            if not reply:
+                continue
+            by_key = {f.key: f for f in self._followers.values()}
+            ctl = self._ctl_key.encode()
+            for key, raw_entries in reply:
+                if key == ctl:
+                    self._on_control(raw_entries)
+                    continue
+                f = by_key.get(key.decode())
+                if f is not None:
+                    entries = _parse_entries(raw_entries)
+                    self.stats["entries_followed"] += len(entries)
+                    f.add(entries, self._follow_buffer)
+
+    # ------------------------------------------------------------------ status
+
+    async def status(self, stream_id: str) -> StreamStatus | None:
+        """The stream's state; None when unknown or expired.
+
+        ``owner_alive`` is False only for an unfinished stream whose owner's lease has lapsed
+        (the owner died or lost Redis for ``lease_ms``): then no entry will come and readers
+        should end the stream with ``owner_lost``. A finished stream reports True."""
+        self._ensure_started()
+        o = self._owned.get(stream_id)
+        if o is not None:
+            return StreamStatus(
+                last_seq=o.last_seq,
+                finished=o.finished,
+                owner=o.owner,
+                owner_alive=o.finished or not o.lost,
+            )
+        if not 0 < len(stream_id) <= _MAX_STREAM_ID:
+            return None
+        raw = await self._call(
+            lambda: self._status(
+                self._client,
+                [
+                    self._lease_key(stream_id),
+                    self._meta_key(stream_id),
+                    self._stream_key(stream_id),
+                ],
+                [],
+            ),
+            what="status",
+        )
+        lease, owner, instance, state, last_seq_field, last_id = (v.decode() for v in raw)
+        if not (lease or owner or last_id):
+            return None
+        last_seq = int(last_id.split("-", 1)[0]) if last_id else 0
+        if last_seq_field:
+            last_seq = max(last_seq, int(last_seq_field))
+        finished = state == "done"
+        return StreamStatus(
+            last_seq=last_seq,
+            finished=finished,
+            owner=owner or lease or None,
+            owner_alive=finished or (bool(lease) and (not instance or lease == instance)),
+        )
+
+    # ------------------------------------------------------------------ cancel
+
+    def on_cancel(self, callback: Callable[[str], Awaitable[None] | None]) -> None:
+        """Register the owner-side handler, called with the id of a stream this instance owns
+        when a cancel for it arrives from any instance."""
+        self._callbacks.append(callback)
+
+    async def request_cancel(self, stream_id: str) -> None:
+        """Route a cancel to the stream's owner: called directly when it is this instance,
+        otherwise appended to the owner's control stream. A no-op for unknown or finished
+        streams and for streams whose owner is gone (readers will see ``owner_alive=False``)."""
+        self._ensure_started()
+        o = self._owned.get(stream_id)
+        if o is not None:
+            self._dispatch_cancel(stream_id)
+            return
+        if not 0 < len(stream_id) <= _MAX_STREAM_ID:
+            return
+        lease_key = self._lease_key(stream_id)
+        holder = await self._call(lambda: self._client.get(lease_key), what="cancel")
+        if not holder:
+            return
+        target = f"{self.prefix}c:{holder.decode()}"
+
+        async def send() -> None:
+            async with self._client.pipeline(transaction=False) as pipe:
+                pipe.xadd(target, {"c": stream_id.encode()}, maxlen=1000, approximate=True)
+                # The control stream of a dead instance must not live forever.
+                pipe.pexpire(target, max(self._running_ttl_ms, 60_000))
+                await pipe.execute()
+
+        await self._call(send, what="cancel")
+
+    def _on_control(self, raw_entries: Any) -> None:
+        for entry_id, fields in raw_entries:
+            self._ctl_last = entry_id
+            for i in range(0, len(fields) - 1, 2):
+                if fields[i] == b"c":
+                    self._dispatch_cancel(fields[i + 1].decode(errors="replace"))
+
+    def _dispatch_cancel(self, stream_id: str) -> None:
+        o = self._owned.get(stream_id)
+        if o is None or o.finished:
+            return
+        for callback in self._callbacks:
+            try:
+                result = callback(stream_id)
+            except Exception as exc:
+                self._log.error(
+                    "redislog_cancel_callback_failed", stream_id=stream_id, error=repr(exc)
+                )
+                continue
+            if result is not None:
+                task = asyncio.ensure_future(result)
+                self._callback_tasks.add(task)
+                task.add_done_callback(self._callback_done)
+
+    def _callback_done(self, task: asyncio.Future[None]) -> None:
+        self._callback_tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self._log.error("redislog_cancel_callback_failed", error=repr(task.exception()))
