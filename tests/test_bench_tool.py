@@ -432,8 +432,9 @@ def test_cli_end_to_end_with_the_local_backend(tmp_path: Path, monkeypatch: pyte
             "--upstream", "local", "--local-in-process", "--questions", str(questions),
             "--requests", "3", "--concurrency", "1", "--concurrency", "2", "--warmup", "1",
             "--fault", "first_token_delay=0.02", "--max-tokens", "4",
-            "--wikit-app", "app", "--wikit-org", "org", "--grounding", "google",
-            "--api-key-env", "BENCH_TEST_KEY", "--out", str(out), "--no-progress",
+            "--wikit-app", "app", "--wikit-org", "org", "--grounding", "local",
+            "--grounding-facts", "both",
+            "--api-key-env", "BENCH_TEST_KEY", "--out", str(out), "--progress",
         ],
     )
     assert result.exit_code == 0, result.output
@@ -450,6 +451,8 @@ def test_cli_end_to_end_with_the_local_backend(tmp_path: Path, monkeypatch: pyte
         assert s["ok"] == 3, s["errors_by_code"]
         assert s["sources_ms"]["count"] == 3 and s["grounding_ms"]["count"] == 3
         assert s["ttft_ms"]["min"] >= 20.0
+        assert all(r["support_score"] is not None and r["sources"] > 0 for r in run["requests"])
+    assert cfg["grounding"] == "local" and cfg["grounding_facts"] == "both"
     if _has_matplotlib():
         for name in ("ttft_cdf.png", "itl_cdf.png", "timeline.png", "latency_vs_concurrency.png"):
             assert_png(out / name)
@@ -463,6 +466,8 @@ def test_cli_usage_errors() -> None:
         (["--upstream", "local"], "--questions"),
         (["--question", "q", "--wikit-app", "a"], "--wikit-org"),
         (["--question", "q", "--api-key-env", "STREAMCITE_SURELY_UNSET"], "not set"),
+        (["--question", "q", "--grounding-facts", "sources"], "--grounding local|google"),
+        (["--question", "q", "--grounding", "local", "--grounding-facts", "both"], "--wikit-app"),
     ]
     for args, message in cases:
         result = runner.invoke(command, args)

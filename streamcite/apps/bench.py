@@ -167,11 +167,11 @@ def _public_url(url: str) -> str:
     help="Environment variable holding an OAuth access token (else ADC).",
 )
 @click.option(
-    "--google-facts",
+    "--grounding-facts",
     type=click.Choice(["citations", "sources", "both"]),
     default="citations",
     show_default=True,
-    help="Facts sent to the grounding check.",
+    help="Facts of the grounding check: the answer's citations, the Wikit sources, or both.",
 )
 @click.option(
     "--fault",
@@ -248,7 +248,7 @@ def command(
     google_config: str | None,
     google_endpoint: str | None,
     google_token_env: str | None,
-    google_facts: str,
+    grounding_facts: str,
     fault: str | None,
     headers: tuple[str, ...],
     max_tokens: int | None,
@@ -295,8 +295,10 @@ def command(
         raise click.UsageError("--wikit-app and --wikit-org go together")
     if grounding == "google" and not local and not google_config:
         raise click.UsageError("--grounding google needs --google-config")
-    if google_facts != "citations" and grounding != "google":
-        raise click.UsageError("--google-facts goes with --grounding google")
+    if grounding_facts != "citations" and grounding == "none":
+        raise click.UsageError("--grounding-facts goes with --grounding local|google")
+    if grounding_facts != "citations" and not wikit_app:
+        raise click.UsageError(f"--grounding-facts {grounding_facts} needs --wikit-app/--wikit-org")
     questions: list[str] = list(question_list)
     if questions_file is not None:
         try:
@@ -362,9 +364,8 @@ def command(
         if wikit_app
         else None,
         "grounding": grounding,
-        "google": {"config": google_config, "facts": google_facts}
-        if grounding == "google"
-        else None,
+        "grounding_facts": grounding_facts if grounding != "none" else None,
+        "google": {"config": google_config} if grounding == "google" else None,
     }
     err = Console(stderr=True)
     show_progress = err.is_terminal if progress is None else progress
@@ -377,7 +378,7 @@ def command(
         google_config,
         google_endpoint,
         google_token,
-        google_facts,
+        grounding_facts,
     )
     try:
         runs = asyncio.run(
@@ -417,9 +418,9 @@ class _EnricherOptions:
     __slots__ = (
         "google_config",
         "google_endpoint",
-        "google_facts",
         "google_token",
         "grounding",
+        "grounding_facts",
         "wikit_app",
         "wikit_base_url",
         "wikit_key",
@@ -436,7 +437,7 @@ class _EnricherOptions:
         google_config: str | None,
         google_endpoint: str | None,
         google_token: str | None,
-        google_facts: str,
+        grounding_facts: str,
     ) -> None:
         self.wikit_app = wikit_app
         self.wikit_org = wikit_org
@@ -446,7 +447,7 @@ class _EnricherOptions:
         self.google_config = google_config
         self.google_endpoint = google_endpoint
         self.google_token = google_token
-        self.google_facts = google_facts
+        self.grounding_facts = grounding_facts
 
     def __repr__(self) -> str:  # holds secrets: never shown
         return "<_EnricherOptions>"
@@ -470,11 +471,11 @@ async def _make_enrichers(
     if opts.grounding == "local":
         from streamcite.local.checker import LocalGrounding
 
-        enrichers.append(LocalGrounding())
+        enrichers.append(LocalGrounding(facts_from=opts.grounding_facts))
     elif opts.grounding == "google":
         from streamcite.enrich.google import GoogleGrounding
 
-        kwargs: dict[str, Any] = {"facts_from": opts.google_facts}
+        kwargs: dict[str, Any] = {"facts_from": opts.grounding_facts}
         endpoint = opts.google_endpoint or local_root
         if endpoint:
             kwargs["endpoint"] = endpoint

@@ -124,6 +124,7 @@ class ChunkInterpreter:
             return out  # anything after [DONE] is not part of the answer
         if payload == b"[DONE]":
             self.done = True
+            self._builder.complete = True
             return out
         try:
             obj = _loads(payload)
@@ -228,12 +229,16 @@ class ChunkInterpreter:
                             )
                         else:
                             idx = ch.get("index", 0)
-                            self._token(idx if type(idx) is int else 0, content, out)
+                            if type(idx) is not int:
+                                self._fault(out, "bad_chunk", f"choice index is not an integer: {idx!r:.40}")
+                                continue
+                            self._token(idx, content, out)
                 reason = ch.get("finish_reason")
                 if reason:
                     idx = ch.get("index", 0)
                     if type(idx) is not int:
-                        idx = 0
+                        self._fault(out, "bad_chunk", f"choice index is not an integer: {idx!r:.40}")
+                        continue
                     self._flush(idx, out)
                     if finishes is None:
                         finishes = []
@@ -259,6 +264,8 @@ class ChunkInterpreter:
             out.append(ev)
 
     def _token(self, idx: int, content: str, out: list[Event]) -> None:
+        # Meta comes before the first token or not at all: stop looking for it.
+        self._meta_seen = True
         det = self._detectors.get(idx)
         if det is None:
             det = self._detectors[idx] = FootnoteDetector(self._mode)
@@ -299,8 +306,8 @@ class ChunkInterpreter:
 
     def _meta(self, obj: dict[str, Any], out: list[Event]) -> None:
         cid, model, created = obj.get("id"), obj.get("model"), obj.get("created")
-        if cid is None and model is None and created is None:
-            return
+        if not cid and not model:
+            return  # e.g. Azure's preamble: empty id and model are not the completion's
         self._meta_seen = True
         ev = MetaEvent(
             id=cid if isinstance(cid, str) else None,

@@ -129,6 +129,8 @@ class SSEDecoder:
     # -- internals -----------------------------------------------------------------
 
     def _feed(self, chunk: bytes, full: bool) -> list[RawEvent]:
+        if not chunk:
+            return []  # an empty read changes nothing (not even a pending CR)
         if not self._bom_done:
             buffered = bytes(self._tail) + chunk
             if len(buffered) < 3 and _BOM.startswith(buffered):
@@ -177,6 +179,8 @@ class SSEDecoder:
         for block in region.split(b"\n\n"):
             # Fast path: a block that is exactly one "data: ..." line.
             if block.startswith(b"data: ") and b"\n" not in block:
+                if len(block) > self.max_event_size:
+                    self._too_large()
                 if full:
                     out.append((b"", block[6:], self.last_event_id, self.retry))
                 else:

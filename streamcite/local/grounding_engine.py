@@ -62,7 +62,7 @@ class EngineConfig:
     """Where a claim's numbers must appear: ``window`` or anywhere in the ``fact``."""
     max_window: int = 2
     """Most adjacent fact sentences a claim may be aligned with."""
-    window_discount: float = 1.0
+    window_discount: float = 0.8
     """Recall of a window of k sentences is multiplied by this to the power k-1."""
     idf_weight: float = 0.0
     """How much rarity among the facts (BM25 idf) adds to a word's weight."""

@@ -13,6 +13,7 @@ needs to be (one loop per relay process).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import time
 from collections.abc import Awaitable, Callable
@@ -159,10 +160,8 @@ class MemoryStreamLog:
         finally:
             if not fut.done():
                 fut.cancel()
-                try:
+                with contextlib.suppress(ValueError):
                     st.waiters.remove(fut)
-                except ValueError:
-                    pass
         current = self._streams.get(stream_id)
         return [] if current is None else self._slice(current, after_seq)
 

@@ -216,17 +216,16 @@ def _parse_options(raw: Any) -> AskOptions:
             raise ProtocolError(f"{name} must be true or false", code="bad_option")
         flags[name] = value
     faults = raw.get("faults")
-    if faults is not None:
-        if (
-            not isinstance(faults, str)
-            or len(faults) > _FAULTS_MAX
-            or not faults.isprintable()
-            or not faults.isascii()
-        ):
-            raise ProtocolError(
-                f"faults must be printable ASCII of at most {_FAULTS_MAX} characters",
-                code="bad_option",
-            )
+    if faults is not None and (
+        not isinstance(faults, str)
+        or len(faults) > _FAULTS_MAX
+        or not faults.isprintable()
+        or not faults.isascii()
+    ):
+        raise ProtocolError(
+            f"faults must be printable ASCII of at most {_FAULTS_MAX} characters",
+            code="bad_option",
+        )
     return AskOptions(
         marker_mode=marker_mode,
         sources=flags["sources"],

@@ -49,7 +49,7 @@ import structlog
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import NoScriptError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from streamcite.core.errors import StreamciteError
@@ -369,7 +369,9 @@ class RedisStreamLog:
         self._follow_buffer = 4096
         self._read_chunk = 1000
 
-        no_retry = Retry(NoBackoff(), 0)  # retries are ours, with a deadline
+        # Retries are ours, bounded by ``unavailable_after``; redis-py's default (3 retries with
+        # up to 10 s backoff, per connection) would make outage handling slow and unpredictable.
+        no_retry = Retry(NoBackoff(), 0)
         pool = aioredis.BlockingConnectionPool.from_url(
             url,
             max_connections=max_connections,
@@ -377,6 +379,7 @@ class RedisStreamLog:
             socket_connect_timeout=connect_timeout,
             socket_timeout=command_timeout,
             protocol=2,
+            retry=no_retry,
             client_name=f"streamcite-relay:{self.instance_id}"[:120].replace(" ", "_"),
         )
         self._pool = pool
@@ -389,6 +392,7 @@ class RedisStreamLog:
             socket_connect_timeout=connect_timeout,
             socket_timeout=self._tail_block_ms / 1000 + command_timeout,
             protocol=2,
+            retry=no_retry,
             client_name=f"streamcite-relay-tail:{self.instance_id}"[:120].replace(" ", "_"),
         )
         self._tail_client = aioredis.Redis(connection_pool=self._tail_pool, retry=no_retry)
@@ -419,7 +423,7 @@ class RedisStreamLog:
         self._tail_down_since: float | None = None
         self._needs_renew = False
         self._ctl_key = f"{prefix}c:{self.instance_id}"
-        self._ctl_last = b"0-0"
+        self._ctl_last: bytes = b"0-0"
         self._log = _log.bind(instance=self.instance_id, redis=self._where)
         self.stats: dict[str, int] = {
             "round_trips": 0,
@@ -475,9 +479,13 @@ class RedisStreamLog:
             return
         self._closed = True
         if self._started:
-            deadline = time.monotonic() + 2.0
-            while self._pending and time.monotonic() < deadline:
-                await asyncio.sleep(0.01)
+            outstanding = [
+                o.last_write
+                for o in self._owned.values()
+                if o.last_write is not None and not o.last_write.done()
+            ]
+            if outstanding:
+                await asyncio.wait(outstanding, timeout=2.0)
             if release_leases:
                 keys = [o.lease_key for o in self._owned.values() if not o.finished]
                 if keys:
@@ -486,8 +494,8 @@ class RedisStreamLog:
                             await self._release(self._client, keys, [self.instance_id])
             for task in self._tasks:
                 task.cancel()
-            for task in list(self._callback_tasks):
-                task.cancel()
+            for cb_task in list(self._callback_tasks):
+                cb_task.cancel()
             await asyncio.gather(*self._tasks, *self._callback_tasks, return_exceptions=True)
         err = StreamciteError("the Redis stream log is closed", code="log_closed")
         for _, _, fut in self._pending:
@@ -868,7 +876,7 @@ class RedisStreamLog:
         while True:
             try:
                 if not ctl_known:
-                    raw = await self._tail_client.xrevrange(self._ctl_key, "+", "-", count=1)
+                    raw: Any = await self._tail_client.xrevrange(self._ctl_key, "+", "-", count=1)
                     self._ctl_last = raw[0][0] if raw else b"0-0"
                     ctl_known = True
                 now = time.monotonic()
@@ -878,7 +886,7 @@ class RedisStreamLog:
                         streams[f.key] = f"{f.tail}-0"
                 self.stats["xread_calls"] += 1
                 self.stats["round_trips"] += 1
-                reply = await self._tail_client.xread(
+                reply: Any = await self._tail_client.xread(
                     streams, count=self._read_chunk, block=self._tail_block_ms
                 )
             except asyncio.CancelledError:
@@ -905,11 +913,11 @@ class RedisStreamLog:
                 if key == ctl:
                     self._on_control(raw_entries)
                     continue
-                f = by_key.get(key.decode())
-                if f is not None:
+                follower = by_key.get(key.decode())
+                if follower is not None:
                     entries = _parse_entries(raw_entries)
                     self.stats["entries_followed"] += len(entries)
-                    f.add(entries, self._follow_buffer)
+                    follower.add(entries, self._follow_buffer)
 
     # ------------------------------------------------------------------ status
 

@@ -1,0 +1,436 @@
+"""``streamcite ask "QUESTION"``: the whole pipeline, rendered live in the terminal.
+
+With no ``--base-url`` the embedded local backend starts in-process on 127.0.0.1 and
+answers from its corpus (offline, no key); Wikit quoted sources and the grounding
+check then default to that backend's own endpoints. With ``--base-url`` any
+OpenAI-compatible provider is used. The terminal shows the tokens as they arrive
+(footnotes as superscripts), a sources table (repeated documents grouped) and the
+claims coloured by support; ``--json`` prints the event stream as JSON Lines instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import click
+import orjson
+
+from streamcite.core.events import (
+    CitationRefEvent,
+    DoneEvent,
+    ErrorEvent,
+    Event,
+    GroundingEvent,
+    MetaEvent,
+    SourcesEvent,
+    TokenEvent,
+)
+from streamcite.core.markers import render_superscript
+from streamcite.core.models import Citation, CitedAnswer
+from streamcite.core.sources import QuotedSource
+from streamcite.logs import configure_logging
+
+__all__ = ["DEMO_QUESTION", "command"]
+
+DEMO_QUESTION = (
+    "How many days a week can I work from home, and which security rules apply outside the office?"
+)
+"""The ``--demo`` question: the built-in corpus answers it from two documents, one of them twice."""
+
+LOCAL_WIKIT_APP = "streamcite-demo"
+LOCAL_WIKIT_ORG = "streamcite-local"
+LOCAL_GOOGLE_CONFIG = "projects/streamcite-local/locations/global/groundingConfigs/default_grounding_config"
+
+
+@dataclass(slots=True)
+class AskOptions:
+    question: str
+    base_url: str | None
+    api_key_env: str | None
+    model: str | None
+    system: str | None
+    wikit_app: str | None
+    wikit_org: str | None
+    wikit_base_url: str | None
+    wikit_api_key_env: str | None
+    sources: bool
+    grounding: str
+    grounding_facts: str
+    google_config: str | None
+    google_endpoint: str | None
+    google_token_env: str | None
+    marker_mode: str
+    as_json: bool
+    corpus: Path | None
+    token_delay: float | None
+    transport: str
+    timeout: float
+
+
+@click.command("ask")
+@click.argument("question", required=False)
+@click.option("--demo", is_flag=True, help="Ask a built-in question of the built-in corpus, with sources and grounding.")
+@click.option("--base-url", default=None, help="OpenAI-compatible API root (…/v1). Default: the embedded local backend.")
+@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, metavar="NAME", help="Environment variable holding the provider's API key.")
+@click.option("--model", default=None, help="Model name (default: streamcite-local for the local backend).")
+@click.option("--system", default=None, help="Optional system prompt.")
+@click.option("--wikit-app", default=None, metavar="ID", help="Wikit Semantics app id: fetch the answer's quoted sources.")
+@click.option("--wikit-org", default=None, metavar="ID", help="Wikit organisation id (X-Wikit-Organization-Id).")
+@click.option("--wikit-base-url", default=None, help="Wikit API root (default: the local backend when local, else https://apis.wikit.ai).")
+@click.option("--wikit-api-key-env", default="WIKIT_API_KEY", show_default=True, metavar="NAME", help="Environment variable holding the Wikit API key (private apps).")
+@click.option("--sources/--no-sources", default=None, help="Fetch Wikit quoted sources (default: on with the local backend or when --wikit-app is given).")
+@click.option("--grounding", type=click.Choice(["local", "google", "none"]), default="local", show_default=True, help="Grounding check after the stream.")
+@click.option("--grounding-facts", type=click.Choice(["citations", "sources", "both"]), default="citations", show_default=True, help="What the answer is checked against.")
+@click.option("--google-config", default=None, metavar="NAME", help="projects/P/locations/global/groundingConfigs/C (for --grounding google).")
+@click.option("--google-endpoint", default=None, help="Discovery Engine root (default: the local backend when local, else Google's).")
+@click.option("--google-token-env", default="GOOGLE_OAUTH_ACCESS_TOKEN", show_default=True, metavar="NAME", help="Environment variable holding an OAuth access token (else Application Default Credentials).")
+@click.option("--marker-mode", type=click.Choice(["keep", "strip", "superscript"]), default="superscript", show_default=True, help="How footnotes [n] are displayed.")
+@click.option("--json", "as_json", is_flag=True, help="Print the events as JSON Lines instead of rendering them.")
+@click.option("--corpus", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None, help="Folder of .md/.txt documents for the local backend.")
+@click.option("--token-delay", type=click.FloatRange(0, 5), default=None, help="Local backend: seconds between tokens (default 0.01 on a terminal, else 0).")
+@click.option("--transport", type=click.Choice(["httpx", "aiohttp"]), default="httpx", show_default=True)
+@click.option("--timeout", type=click.FloatRange(1, 3600), default=120.0, show_default=True, help="Overall time limit in seconds.")
+@click.option("-v", "--verbose", count=True, help="-v: info logs, -vv: debug logs (stderr).")
+def command(question: str | None, demo: bool, verbose: int, **options: Any) -> None:
+    """Ask QUESTION and render the cited answer live: tokens, footnotes, sources, grounding."""
+    configure_logging(("WARNING", "INFO", "DEBUG")[min(verbose, 2)])
+    if demo:
+        question = question or DEMO_QUESTION
+        if options["base_url"] is None and options["sources"] is None:
+            options["sources"] = True
+    if not question or not question.strip():
+        raise click.UsageError('give a QUESTION (or --demo), e.g. streamcite ask "How many remote days?"')
+    opts = AskOptions(question=question.strip(), **options)
+    if opts.base_url is not None and opts.model is None:
+        raise click.UsageError("--model is required with --base-url")
+    if opts.base_url is not None and opts.sources and not (opts.wikit_app and opts.wikit_org):
+        raise click.UsageError("--sources with --base-url needs --wikit-app and --wikit-org")
+    if opts.wikit_app and opts.base_url is not None and not opts.wikit_org:
+        raise click.UsageError("--wikit-app needs --wikit-org")
+    if opts.grounding_facts != "citations" and opts.grounding != "none" and not _wants_sources(opts):
+        raise click.UsageError(f"--grounding-facts {opts.grounding_facts} needs Wikit sources")
+    try:
+        code = asyncio.run(_ask(opts))
+    except KeyboardInterrupt:  # pragma: no cover - interactive
+        code = 130
+    sys.exit(code)
+
+
+def _wants_sources(opts: AskOptions) -> bool:
+    if opts.sources is not None:
+        return opts.sources
+    return opts.base_url is None or opts.wikit_app is not None
+
+
+async def _ask(opts: AskOptions) -> int:
+    from streamcite.pipeline import Timeouts, stream_chat
+
+    async with contextlib.AsyncExitStack() as stack:
+        local_root: str | None = None
+        base_url = opts.base_url
+        api_key: str | None = None
+        model = opts.model
+        if base_url is None:
+            from streamcite.local.corpus import CorpusError
+            from streamcite.local.server import MODEL, BackendConfig, LocalBackend
+
+            delay = opts.token_delay
+            if delay is None:
+                delay = 0.01 if (sys.stdout.isatty() and not opts.as_json) else 0.0
+            config = BackendConfig(corpus_dir=opts.corpus, token_delay=delay, wikit_org_id=opts.wikit_org)
+            try:
+                backend = await stack.enter_async_context(LocalBackend(config))
+            except CorpusError as exc:
+                raise click.ClickException(str(exc)) from None
+            base_url, local_root, model = backend.base_url, backend.root_url, model or MODEL
+        else:
+            api_key = os.environ.get(opts.api_key_env) if opts.api_key_env else None
+
+        enrichers = _enrichers(opts, local_root)
+        messages: list[dict[str, str]] = []
+        if opts.system:
+            messages.append({"role": "system", "content": opts.system})
+        messages.append({"role": "user", "content": opts.question})
+        request = {
+            "model": model,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        renderer: _Renderer = _JsonRenderer(sys.stdout) if opts.as_json else _RichRenderer(opts, local_root)
+        renderer.start()
+        timeouts = Timeouts(connect=10.0, first_token=60.0, idle=30.0, total=opts.timeout)
+        async with stream_chat(
+            request,
+            base_url=base_url,
+            api_key=api_key,
+            transport=opts.transport,
+            timeouts=timeouts,
+            marker_mode="keep" if opts.as_json else opts.marker_mode,
+            after=enrichers,
+        ) as stream:
+            async for event in stream:
+                renderer.event(event)
+        answer = stream.answer
+        renderer.finish(answer)
+        return 0 if answer.complete and not answer.errors else 1
+    return 1  # pragma: no cover - the exit stack does not swallow exceptions
+
+
+def _enrichers(opts: AskOptions, local_root: str | None) -> list[Any]:
+    """Wikit sources and the grounding check, pointed at the local backend when local."""
+    out: list[Any] = []
+    if _wants_sources(opts):
+        from streamcite.enrich.wikit import WikitSources
+
+        wikit_key = os.environ.get(opts.wikit_api_key_env) if opts.wikit_api_key_env else None
+        base = opts.wikit_base_url or local_root or "https://apis.wikit.ai"
+        out.append(
+            WikitSources(
+                opts.wikit_app or LOCAL_WIKIT_APP,
+                opts.wikit_org or LOCAL_WIKIT_ORG,
+                api_key=wikit_key,
+                base_url=base,
+            )
+        )
+    if opts.grounding == "local":
+        from streamcite.local.checker import LocalGrounding
+
+        out.append(LocalGrounding(facts_from=opts.grounding_facts))
+    elif opts.grounding == "google":
+        from streamcite.enrich.google import GoogleGrounding
+
+        token = os.environ.get(opts.google_token_env) if opts.google_token_env else None
+        if local_root is not None and opts.google_endpoint is None:
+            # The local backend speaks Google's check API too; it wants no real token.
+            out.append(
+                GoogleGrounding(
+                    opts.google_config or LOCAL_GOOGLE_CONFIG,
+                    token=token or "local",
+                    endpoint=local_root,
+                    facts_from=opts.grounding_facts,  # type: ignore[arg-type]
+                    claim_level_scores=True,
+                )
+            )
+        else:
+            if opts.google_config is None:
+                raise click.UsageError("--grounding google needs --google-config")
+            kwargs: dict[str, Any] = {"token": token, "facts_from": opts.grounding_facts, "claim_level_scores": True}
+            if opts.google_endpoint:
+                kwargs["endpoint"] = opts.google_endpoint
+            out.append(GoogleGrounding(opts.google_config, **kwargs))
+    return out
+
+
+# --------------------------------------------------------------------------- renderers
+
+
+class _Renderer:
+    def start(self) -> None: ...
+
+    def event(self, event: Event) -> None: ...
+
+    def finish(self, answer: CitedAnswer) -> None: ...
+
+
+class _JsonRenderer(_Renderer):
+    """One JSON object per event, flushed as it happens."""
+
+    def __init__(self, out: TextIO):
+        self._out = out.buffer if hasattr(out, "buffer") else None
+        self._text = out
+
+    def event(self, event: Event) -> None:
+        line = orjson.dumps(event, option=orjson.OPT_APPEND_NEWLINE)
+        if self._out is not None:
+            self._out.write(line)
+            self._out.flush()
+        else:
+            self._text.write(line.decode())
+            self._text.flush()
+
+
+class _RichRenderer(_Renderer):
+    """Tokens as they arrive, then the sources table and the claims coloured by support."""
+
+    def __init__(self, opts: AskOptions, local_root: str | None):
+        from rich.console import Console
+
+        self.opts = opts
+        self.local_root = local_root
+        self.console = Console(highlight=False, soft_wrap=True)
+        self.err = Console(stderr=True, highlight=False)
+        self._streaming = False
+
+    def start(self) -> None:
+        c = self.console
+        c.print(f"[bold]?[/bold] {_escape(self.opts.question)}")
+        where = f"local backend {self.local_root}" if self.local_root else (self.opts.base_url or "")
+        c.print(f"[dim]{_escape(where)}[/dim]")
+        c.print()
+
+    def event(self, event: Event) -> None:
+        if isinstance(event, TokenEvent):
+            if event.index == 0 and event.display:
+                self.console.print(event.display, end="", markup=False)
+                self.console.file.flush()
+                self._streaming = True
+        elif isinstance(event, ErrorEvent):
+            if self._streaming:
+                self.console.print()
+                self._streaming = False
+            self.console.print(
+                f"[red]✗ {event.stage} error[/red] [bold]{_escape(event.code)}[/bold]: {_escape(event.message)}"
+            )
+        elif isinstance(event, MetaEvent | CitationRefEvent | DoneEvent | SourcesEvent | GroundingEvent):
+            return
+
+    def finish(self, answer: CitedAnswer) -> None:
+        c = self.console
+        if self._streaming:
+            c.print()
+        if answer.timings.ttft_ms is not None:
+            parts = [f"first token {answer.timings.ttft_ms:.0f} ms"]
+            if answer.timings.stream_ms is not None:
+                parts.append(f"stream {answer.timings.stream_ms:.0f} ms")
+            if answer.timings.sources_ms is not None:
+                parts.append(f"sources {answer.timings.sources_ms:.0f} ms")
+            if answer.timings.grounding_ms is not None:
+                parts.append(f"grounding {answer.timings.grounding_ms:.0f} ms")
+            c.print(f"[dim]{' · '.join(parts)}[/dim]")
+        c.print()
+        if answer.citations or answer.sources:
+            c.print(_sources_table(answer))
+        elif answer.complete:
+            c.print("[yellow]No sources: the answer cites nothing.[/yellow]")
+        if answer.dangling_refs:
+            refs = ", ".join(f"[{n}]" for n in answer.dangling_refs)
+            c.print(f"[yellow]Footnotes without a citation: {refs}[/yellow]")
+        if answer.grounding is not None:
+            c.print()
+            _print_claims(c, answer)
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+@dataclass(slots=True)
+class _DocRow:
+    numbers: list[int]
+    title: str
+    byline: str
+    reference: str
+    sections: list[str]
+    score: float | None
+    link: str
+
+
+def _doc_rows(answer: CitedAnswer) -> list[_DocRow]:
+    """One row per document: its footnotes, metadata, sections/pages and link."""
+    from streamcite.enrich.wikit import page_label
+
+    by_number: dict[int, QuotedSource] = {}
+    for s in answer.sources:
+        if s.number is not None:
+            by_number[s.number] = s
+    rows: dict[str, _DocRow] = {}
+    items: list[tuple[int, Citation | None, QuotedSource | None]] = []
+    numbers = {c.footnote for c in answer.citations if c.footnote is not None} | set(by_number)
+    cit_by_number = {c.footnote: c for c in answer.citations if c.footnote is not None}
+    for n in sorted(numbers):
+        items.append((n, cit_by_number.get(n), by_number.get(n)))
+    for n, cit, src in items:
+        doc_key = (
+            (src.document.id if src else None)
+            or (cit.source_url if cit else None)
+            or (cit.document_title if cit else None)
+            or str(n)
+        )
+        title = (cit.document_title if cit else None) or (src.document.display_name if src else "?")
+        byline = ", ".join(x for x in ((cit.document_author, cit.document_year) if cit else ()) if x)
+        if not byline and src and src.data_source and src.data_source.name:
+            byline = src.data_source.name
+        section = (cit.cited_text_heading if cit else None) or ""
+        if not section and src:
+            first_line = src.chunk.data.split("\n", 1)[0]
+            section = first_line.lstrip("# ").strip() if first_line.startswith("#") else ""
+        page = page_label(src) if src else None
+        label = " · ".join(x for x in (section, page) if x)
+        link = (cit.source_url if cit else None) or (src.document.url if src else None) or "—"
+        row = rows.get(doc_key)
+        if row is None:
+            row = rows[doc_key] = _DocRow([], title, byline, (cit.document_reference if cit else None) or "", [], None, link)
+        row.numbers.append(n)
+        if label and label not in row.sections:
+            row.sections.append(label)
+        if src and src.score is not None:
+            row.score = max(row.score or 0.0, src.score)
+    return list(rows.values())
+
+
+def _sources_table(answer: CitedAnswer) -> Any:
+    from rich.table import Table
+
+    rows = _doc_rows(answer)
+    quoted = sum(len(r.numbers) for r in rows)
+    provider = "Wikit quoted sources" if answer.sources else "citations"
+    table = Table(
+        title=f"Sources — {quoted} quoted from {len(rows)} document{'s' if len(rows) != 1 else ''} ({provider})",
+        title_justify="left",
+        show_lines=False,
+    )
+    table.add_column("Refs", style="bold cyan", no_wrap=True)
+    table.add_column("Document")
+    table.add_column("Reference", no_wrap=True)
+    table.add_column("Sections")
+    if answer.sources:
+        table.add_column("Score", justify="right", no_wrap=True)
+    table.add_column("Link", overflow="fold")
+    for r in rows:
+        refs = " ".join(render_superscript(n) for n in r.numbers)
+        doc = f"[bold]{_escape(r.title)}[/bold]" + (f"\n[dim]{_escape(r.byline)}[/dim]" if r.byline else "")
+        cells = [refs, doc, _escape(r.reference), _escape("\n".join(r.sections))]
+        if answer.sources:
+            cells.append("" if r.score is None else f"{r.score:.2f}")
+        cells.append(_escape(r.link))
+        table.add_row(*cells)
+    return table
+
+
+def _print_claims(console: Any, answer: CitedAnswer) -> None:
+    g = answer.grounding
+    assert g is not None
+    score = "n/a" if g.support_score is None else f"{g.support_score:.2f}"
+    colour = "green" if (g.support_score or 0) >= 0.75 else "yellow" if (g.support_score or 0) >= 0.4 else "red"
+    console.print(f"[bold]Grounding[/bold] ({g.provider}) — support score [{colour}]{score}[/{colour}]")
+    for claim in g.claims:
+        score_text = "" if claim.score is None else f" [dim]{claim.score:.2f}[/dim]"
+        text = _escape(claim.claim_text.strip())
+        if claim.grounding_check_required is False:
+            console.print(f"  [dim]·  {text}[/dim]")
+        elif claim.citation_indices:
+            origins = g.origins_for(claim, answer.citations, answer.sources)
+            marks = " ".join(sorted({m for m in (_footnote_of(o) for o in origins) if m}))
+            by = f" [cyan]{marks}[/cyan]" if marks else ""
+            console.print(f"  [green]✓  {text}[/green]{by}{score_text}")
+        else:
+            console.print(f"  [red]✗  {text}[/red]{score_text}")
+    for w in g.warnings:
+        console.print(f"  [yellow]! {_escape(w)}[/yellow]")
+
+
+def _footnote_of(origin: Any) -> str | None:
+    if isinstance(origin, Citation) and origin.footnote is not None:
+        return render_superscript(origin.footnote)
+    if isinstance(origin, QuotedSource) and origin.number is not None:
+        return render_superscript(origin.number)
+    return None
