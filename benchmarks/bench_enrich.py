@@ -27,6 +27,7 @@ import multiprocessing as mp
 import statistics
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,13 @@ SOURCES = [
     {
         "quoted_as": str(i + 1),
         "document": {"id": f"d{i}", "name": f"charte_{i}.pdf", "title": None, "url": None},
-        "chunk": {"id": f"c{i}", "data": c["cited_text"], "position": i, "page_start": i, "page_end": i},
+        "chunk": {
+            "id": f"c{i}",
+            "data": c["cited_text"],
+            "position": i,
+            "page_start": i,
+            "page_end": i,
+        },
         "data_source": {"id": "ds", "name": "Ressources Humaines"},
         "score": 0.8,
         "retriever_type": "SEMANTIC_SEARCH",
@@ -74,7 +81,11 @@ def chat_stream() -> bytes:
             word = f" [{(i // len(WORDS)) % 5 + 1}]"
         choice = {"index": 0, "delta": {"content": word}, "finish_reason": None}
         out.append(b"data: " + orjson.dumps({**base, "choices": [choice]}) + b"\n\n")
-    fin = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "citations": CITATIONS}
+    fin = {
+        **base,
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        "citations": CITATIONS,
+    }
     out.append(b"data: " + orjson.dumps(fin) + b"\n\ndata: [DONE]\n\n")
     return b"".join(out)
 
@@ -82,7 +93,9 @@ def chat_stream() -> bytes:
 def check_reply(body: dict[str, Any]) -> bytes:
     answer = body["answerCandidate"]
     n = len(answer.encode())
-    chunks = [{"chunkText": f["factText"], "source": str(i)} for i, f in enumerate(body["facts"][:2])]
+    chunks = [
+        {"chunkText": f["factText"], "source": str(i)} for i, f in enumerate(body["facts"][:2])
+    ]
     claims = [{"claimText": answer, "endPos": n, "citationIndices": list(range(len(chunks)))}]
     return orjson.dumps({"citedChunks": chunks, "claims": claims, "supportScore": 0.9})
 
@@ -134,7 +147,7 @@ def serve(port_out: Any) -> None:
 
 
 async def one_run(base: str, session: Any, after: list[Any]) -> float:
-    from streamcite import stream_chat
+    from streamcite import DoneEvent, FinishEvent, stream_chat
 
     request = {"model": "m", "messages": [{"role": "user", "content": "?"}], "stream": True}
     t_finish = t_done = 0.0
@@ -142,9 +155,9 @@ async def one_run(base: str, session: Any, after: list[Any]) -> float:
         request, base_url=base + "/v1", transport="aiohttp", session=session, after=after
     ) as stream:
         async for ev in stream:
-            if ev.type == "finish":
+            if isinstance(ev, FinishEvent):
                 t_finish = time.perf_counter()
-            elif ev.type == "done":
+            elif isinstance(ev, DoneEvent):
                 t_done = time.perf_counter()
                 answer = ev.answer
     if answer.errors or not answer.sources or answer.grounding is None:
@@ -174,15 +187,16 @@ async def bench(base: str, runs: int) -> dict[str, list[float]]:
     from streamcite.enrich.google import GoogleGrounding
     from streamcite.enrich.wikit import WikitSources
 
-    results: dict[str, list[float]] = {"both": [], "chained": [], "floor": []}
+    results: dict[str, list[float]] = {"both": [], "both_gw": [], "chained": [], "floor": []}
     async with (
         aiohttp.ClientSession() as session,
         WikitSources(APP, ORG, base_url=base) as wikit,
         GoogleGrounding(CONFIG, token="bench", endpoint=base) as google,
         GoogleGrounding(CONFIG, token="bench", endpoint=base, facts_from="sources") as chained,
     ):
-        scenarios = {
+        scenarios: dict[str, Callable[[], Awaitable[float]]] = {
             "both": lambda: one_run(base, session, [wikit, google]),
+            "both_gw": lambda: one_run(base, session, [google, wikit]),
             "chained": lambda: one_run(base, session, [wikit, chained]),
             "floor": lambda: floor_run(base, session),
         }
@@ -237,6 +251,7 @@ def main() -> None:
     print(f"finish → done, {args.runs} runs (sources {SOURCES_MS} ms, grounding {GROUNDING_MS} ms)")
     labels = {
         "both": "both enrichers, concurrent",
+        "both_gw": "same, grounding listed first",
         "chained": "grounding from Wikit sources",
         "floor": "floor: bare POST, 80 ms endpoint",
     }

@@ -31,7 +31,18 @@ install() {
     # use or stop it (our servers get their own port and directory).
 }
 
-pid_alive() { [ -f "$1/redis.pid" ] && kill -0 "$(cat "$1/redis.pid")" 2>/dev/null; }
+# proc_running PID: a live (not zombie) redis-server process. A daemonized server's parent is
+# PID 1, which in a container may reap it late: a zombie counts as stopped. The name check
+# guards against a recycled pid.
+proc_running() {
+    local pid="$1" state
+    [ -r "/proc/$pid/stat" ] || return 1
+    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "redis-server" ] || return 1
+    state="$(sed 's/^.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)"
+    [ -n "$state" ] && [ "$state" != "Z" ] && [ "$state" != "X" ]
+}
+
+pid_alive() { [ -f "$1/redis.pid" ] && proc_running "$(cat "$1/redis.pid")"; }
 
 ping() {  # ping PORT: succeed when a server answers on 127.0.0.1:PORT
     if command -v redis-cli >/dev/null; then
@@ -78,13 +89,13 @@ stop() {
     [ -f "$dir/redis.pid" ] || return 0
     local pid
     pid="$(cat "$dir/redis.pid")"
-    if kill -0 "$pid" 2>/dev/null; then
+    if proc_running "$pid"; then
         kill -TERM "$pid" 2>/dev/null || true
-        for _ in $(seq 1 50); do  # up to 5 s, then SIGKILL
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
+        for _ in $(seq 1 100); do  # up to 5 s, then SIGKILL
+            proc_running "$pid" || break
+            sleep 0.05
         done
-        kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+        if proc_running "$pid"; then kill -KILL "$pid" 2>/dev/null || true; fi
     fi
     rm -f "$dir/redis.pid"
 }

@@ -26,11 +26,13 @@ __all__ = [
     "error_event_frame",
     "expected_refs",
     "frame",
+    "frame_reads",
     "magisterium_stream",
     "normalise",
     "openai_stream",
     "perplexity_stream",
     "provider_error",
+    "read_patterns",
     "reference_sse",
     "render_markers",
     "split_at",
@@ -77,6 +79,21 @@ def split_at(data: bytes, cuts: Iterable[int]) -> list[bytes]:
         prev = p
     out.append(data[prev:])
     return out
+
+
+def frame_reads(data: bytes) -> list[bytes]:
+    """One read per SSE block: split right after every blank line (LF, CR or CRLF)."""
+    cuts = [m.end() for m in re.finditer(rb"\r\n\r\n|\n\n|\r\r|\n\r|\r\n\n", data)]
+    return split_at(data, cuts)
+
+
+def read_patterns(data: bytes) -> dict[str, list[bytes]]:
+    """The same bytes read whole, one block per read, and one byte per read."""
+    return {
+        "whole": [data],
+        "per_block": frame_reads(data),
+        "one_byte": [data[i : i + 1] for i in range(len(data))],
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -192,7 +209,9 @@ def magisterium_stream(
         out.append(frame(chunk(d, id=id, model=model), eol=eol))
     if with_finish:
         extra = {"citations": cites} if citations_on_finish else None
-        out.append(frame(chunk(finish_reason=finish_reason, id=id, model=model, extra=extra), eol=eol))
+        out.append(
+            frame(chunk(finish_reason=finish_reason, id=id, model=model, extra=extra), eol=eol)
+        )
     if with_done:
         out.append(done_frame(eol))
     return b"".join(out)
@@ -258,19 +277,33 @@ def azure_stream(
     out = [frame(preamble, eol=eol)]
     out.append(
         frame(
-            chunk(role="assistant", content="", id=id, model=model,
-                  choice_extra={"content_filter_results": {}}),
+            chunk(
+                role="assistant",
+                content="",
+                id=id,
+                model=model,
+                choice_extra={"content_filter_results": {}},
+            ),
             eol=eol,
         )
     )
     for d in deltas:
         out.append(
-            frame(chunk(d, id=id, model=model, choice_extra={"content_filter_results": _FILTER_OK}),
-                  eol=eol)
+            frame(
+                chunk(d, id=id, model=model, choice_extra={"content_filter_results": _FILTER_OK}),
+                eol=eol,
+            )
         )
     out.append(
-        frame(chunk(finish_reason="stop", id=id, model=model,
-                    choice_extra={"content_filter_results": {}}), eol=eol)
+        frame(
+            chunk(
+                finish_reason="stop",
+                id=id,
+                model=model,
+                choice_extra={"content_filter_results": {}},
+            ),
+            eol=eol,
+        )
     )
     out.append(done_frame(eol))
     return b"".join(out)
@@ -295,8 +328,14 @@ def perplexity_stream(
         last = i == len(deltas) - 1
         out.append(
             frame(
-                chunk(d, id=id, model=model, role="assistant" if i == 0 else None,
-                      finish_reason="stop" if last else None, extra=extra),
+                chunk(
+                    d,
+                    id=id,
+                    model=model,
+                    role="assistant" if i == 0 else None,
+                    finish_reason="stop" if last else None,
+                    extra=extra,
+                ),
                 eol=eol,
             )
         )
@@ -368,9 +407,8 @@ def reference_sse(data: bytes) -> list[tuple[str, str, str, int | None]]:
         elif name == "id":
             if "\0" not in value:
                 last_id = value
-        elif name == "retry":
-            if _ASCII_DIGITS.fullmatch(value):
-                retry = int(value)
+        elif name == "retry" and _ASCII_DIGITS.fullmatch(value):
+            retry = int(value)
     # A CR at the very end followed by nothing is a complete line end; anything after the
     # last line end is the unterminated tail and is discarded.
     return events

@@ -38,8 +38,17 @@ from streamcite import (
 
 
 def run(data: bytes | Sequence[bytes], **kw: Any) -> list[Any]:
-    feeds = [data] if isinstance(data, bytes) else list(data)
-    return list(iter_events(feeds, **kw))
+    """Events of the stream; given whole bytes, also checks that reading them whole, one
+    SSE block per read and one byte per read all give the same events."""
+    if not isinstance(data, bytes):
+        return list(iter_events(list(data), **kw))
+    results = {
+        name: list(iter_events(feeds, **kw)) for name, feeds in S.read_patterns(data).items()
+    }
+    whole = S.normalise(results["whole"])
+    for name, events in results.items():
+        assert S.normalise(events) == whole, f"{name} reads differ from one whole read"
+    return results["whole"]
 
 
 def of(events: list[Any], cls: type) -> list[Any]:
@@ -238,6 +247,42 @@ def test_openai_usage_chunk() -> None:
     assert ans.complete is True
 
 
+def test_openai_usage_null_on_every_chunk_until_the_usage_chunk() -> None:
+    # With stream_options.include_usage, OpenAI puts "usage": null on every chunk.
+    parts = [S.frame(S.chunk(d, extra={"usage": None})) for d in ["Hel", "lo"]]
+    parts.append(S.frame(S.chunk(finish_reason="stop", extra={"usage": None})))
+    usage = {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}
+    parts.append(S.frame({"id": "c", "choices": [], "usage": usage}))
+    parts.append(S.done_frame())
+    events = run(b"".join(parts))
+    assert errors(events) == []
+    assert [
+        (u.prompt_tokens, u.completion_tokens, u.total_tokens) for u in of(events, UsageEvent)
+    ] == [(5, 2, 7)]
+    assert texts(events) == ["Hel", "lo"]
+
+
+def test_ascii_escaped_json_with_spaces_gives_the_same_tokens() -> None:
+    # Python servers send json.dumps output: \uXXXX escapes (surrogate pairs for emoji)
+    # and ", " / ": " separators.
+    import json
+
+    deltas = ['é "q"', " 😀", " \\ back", "\nnew [1]", "\u2028"]
+    parts = [b"data: " + json.dumps(S.chunk(d)).encode() + b"\n\n" for d in deltas]
+    fin = S.chunk(finish_reason="stop", extra={"citations": S.MAGISTERIUM_CITATIONS})
+    parts.append(b"data: " + json.dumps(fin).encode() + b"\n\n")
+    parts.append(S.done_frame())
+    raw = b"".join(parts)
+    assert b"\\ud83d\\ude00" in raw and b"\\u00e9" in raw
+    events = run(raw)
+    assert errors(events) == []
+    assert texts(events) == deltas
+    assert (
+        answer_of(events).citations[0].document_author
+        == S.MAGISTERIUM_CITATIONS[0]["document_author"]
+    )
+
+
 def test_openai_without_usage_leaves_usage_none() -> None:
     events = run(S.openai_stream(["Hi"], usage=None))
     assert of(events, UsageEvent) == []
@@ -256,7 +301,9 @@ def test_azure_preamble_with_empty_choices_is_handled() -> None:
     assert ans.id == "chatcmpl-azure-9"
     assert ans.model == "gpt-4o-2024-05-13"
     assert ans.complete is True
-    assert [(r.number, r.offset) for r in of(events, CitationRefEvent)] == [(1, len("Azure says hi "))]
+    assert [(r.number, r.offset) for r in of(events, CitationRefEvent)] == [
+        (1, len("Azure says hi "))
+    ]
 
 
 # ------------------------------------------------------------------------------------------
@@ -364,6 +411,26 @@ def test_provider_error_with_only_message() -> None:
     events = run(stream)
     errs = errors(events)
     assert [(e.code, e.stage, e.message) for e in errs] == [("upstream_error", "chunk", "boom")]
+
+
+def test_provider_error_with_numeric_code_and_string_error() -> None:
+    # OpenRouter sends {"error": {"code": 502, "message": ...}} mid-stream.
+    events = run(S.frame(S.chunk("a")) + S.frame({"error": {"code": 502, "message": "Bad gw"}}))
+    errs = [e for e in errors(events) if e.code != "truncated"]
+    assert len(errs) == 1
+    assert isinstance(errs[0].code, str) and errs[0].code
+    assert errs[0].message == "Bad gw" and errs[0].stage == "chunk"
+    events = run(S.frame(S.chunk("a")) + S.frame({"error": "rate limited"}) + S.done_frame())
+    errs = errors(events)
+    assert len(errs) == 1
+    assert errs[0].stage == "chunk" and "rate limited" in errs[0].message
+    assert answer_of(events).text == "a"
+
+
+def test_error_key_null_is_not_an_error() -> None:
+    events = run(S.frame(S.chunk("a", extra={"error": None})) + S.done_frame())
+    assert errors(events) == []
+    assert texts(events) == ["a"]
 
 
 def test_event_error_frame() -> None:
@@ -504,6 +571,28 @@ def test_done_without_finish_reason_is_complete() -> None:
     assert answer_of(events).finish_reason is None
 
 
+def test_cut_inside_the_final_done_after_finish_is_not_truncation() -> None:
+    # finish_reason (and the citations) arrived; only the [DONE] sentinel was cut. The
+    # brief defines "truncated" as EOF with neither [DONE] nor a finish_reason: a
+    # retryable truncation error here would make a client retry a complete answer.
+    full = S.magisterium_stream(["Alpha [1]"])
+    assert full.endswith(b"data: [DONE]\n\n")
+    for cut in (full[:-1], full[:-5], full[: -len(b"[DONE]\n\n")]):
+        events = run(cut)
+        assert _truncated(events) == [], cut[-20:]
+        ans = answer_of(events)
+        assert ans.complete is True
+        assert len(ans.citations) == 3
+
+
+def test_done_without_space_after_colon() -> None:
+    stream = S.frame(S.chunk("a")) + b"data:[DONE]\n\n" + S.frame(S.chunk("b"))
+    events = run(stream)
+    assert texts(events) == ["a"]
+    assert errors(events) == []
+    assert answer_of(events).complete is True
+
+
 def test_finish_reason_length() -> None:
     events = run(S.magisterium_stream(["Alpha"], finish_reason="length"))
     assert [(f.index, f.reason) for f in of(events, FinishEvent)] == [(0, "length")]
@@ -568,8 +657,12 @@ def test_multi_line_data_payload_is_one_json_chunk() -> None:
 def test_comments_and_no_space_data_and_explicit_message_event() -> None:
     stream = (
         b": OPENROUTER PROCESSING\n\n"
-        + b"data:" + orjson.dumps(S.chunk("one")) + b"\n\n"
-        + b"event: message\nid: 17\ndata: " + orjson.dumps(S.chunk(" two")) + b"\n\n"
+        + b"data:"
+        + orjson.dumps(S.chunk("one"))
+        + b"\n\n"
+        + b"event: message\nid: 17\ndata: "
+        + orjson.dumps(S.chunk(" two"))
+        + b"\n\n"
         + b": OPENROUTER PROCESSING\n\n"
         + S.frame(S.chunk(finish_reason="stop"))
         + S.done_frame()
@@ -657,17 +750,25 @@ async def test_aiter_events_truncated() -> None:
     assert any(isinstance(e, ErrorEvent) and e.code == "truncated" for e in got)
 
 
-_SETTINGS = settings(
-    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+_SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 _REALISTIC = [
     S.magisterium_stream(MAG_DELTAS),
     S.openai_stream(["Hello", " wörld", " 😀", "[1", "]"]),
     S.azure_stream(["Azure", " [", "2", "]", " è"]),
     S.perplexity_stream(["Roma [1]", " è [2]"], URLS),
-    S.frame(S.chunk("a [1")) + S.frame(b"{bad") + S.error_event_frame()
-    + S.frame(S.provider_error("x", code="c")) + S.frame(S.chunk("]")),
+    S.frame(S.chunk("a [1"))
+    + S.frame(b"{bad")
+    + S.error_event_frame()
+    + S.frame(S.provider_error("x", code="c"))
+    + S.frame(S.chunk("]")),
+    S.frame(S.chunk("a"))
+    + S.frame(S.chunk("b"))
+    + S.frame(b"[1, 2]")
+    + S.frame(b"null")
+    + S.frame(b'{"choices": [7]}')
+    + S.frame(S.chunk("c", finish_reason="stop"))
+    + S.done_frame(),
 ]
 
 

@@ -26,25 +26,46 @@ from streamcite.enrich.wikit import WikitSources
 
 try:
     from _streams import magisterium_stream
+    from _streams import strip_markers as reference_strip
 except ImportError:  # tests/ imported as a package
     from tests._streams import magisterium_stream
+    from tests._streams import strip_markers as reference_strip
 
 APP = "rh-app"
 ORG = "org-1"
 CHAT_ID = "chatcmpl-pipe-1"
 CONFIG = "projects/p/locations/global/groundingConfigs/default_grounding_config"
 
-DELTAS = ["Le télétravail est autorisé ", "deux jours par semaine [1]", ". Les frais de repas ", "sont remboursés [2]."]
+DELTAS = [
+    "Le télétravail est autorisé ",
+    "deux jours par semaine [1]",
+    ". Les frais de repas ",
+    "sont remboursés [2].",
+]
 TEXT = "".join(DELTAS)
 CITATIONS = [
-    {"cited_text": "Le télétravail est autorisé deux jours par semaine.", "document_title": "Charte", "document_index": 0},
-    {"cited_text": "Les frais de repas sont remboursés sur justificatif.", "document_title": "Frais", "document_index": 1},
+    {
+        "cited_text": "Le télétravail est autorisé deux jours par semaine.",
+        "document_title": "Charte",
+        "document_index": 0,
+    },
+    {
+        "cited_text": "Les frais de repas sont remboursés sur justificatif.",
+        "document_title": "Frais",
+        "document_index": 1,
+    },
 ]
 SOURCES = [
     {
         "quoted_as": str(i + 1),
         "document": {"id": f"doc{i}", "name": f"doc{i}.pdf", "title": None, "url": None},
-        "chunk": {"id": f"chunk{i}", "data": c["cited_text"], "position": i, "page_start": 0, "page_end": 0},
+        "chunk": {
+            "id": f"chunk{i}",
+            "data": c["cited_text"],
+            "position": i,
+            "page_start": 0,
+            "page_end": 0,
+        },
         "data_source": {"id": "ds", "name": "Ressources Humaines"},
         "score": 0.9,
         "retriever_type": "SEMANTIC_SEARCH",
@@ -94,7 +115,9 @@ class Backend:
         return next(t for w, t in self.log if w == what)
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "X-Query-Id": "hdr-q"})
+        resp = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "X-Query-Id": "hdr-q"}
+        )
         await resp.prepare(request)
         await resp.write(magisterium_stream(DELTAS, CITATIONS, id=CHAT_ID))
         await resp.write_eof()
@@ -104,7 +127,9 @@ class Backend:
     async def sources(self, request: web.Request) -> web.Response:
         self.log.append(("sources_in", time.monotonic()))
         self.query_ids.append(request.match_info["qid"])
-        status = self.sources_status.pop(0) if len(self.sources_status) > 1 else self.sources_status[0]
+        status = (
+            self.sources_status.pop(0) if len(self.sources_status) > 1 else self.sources_status[0]
+        )
         await asyncio.sleep(self.sources_delay)
         self.log.append(("sources_out", time.monotonic()))
         body = orjson.dumps(SOURCES) if status == 200 else b"{}"
@@ -117,8 +142,16 @@ class Backend:
         await asyncio.sleep(self.check_delay)
         self.log.append(("check_out", time.monotonic()))
         if self.check_status != 200:
-            err = {"error": {"code": self.check_status, "message": "denied", "status": "PERMISSION_DENIED"}}
-            return web.Response(status=self.check_status, body=orjson.dumps(err), content_type="application/json")
+            err = {
+                "error": {
+                    "code": self.check_status,
+                    "message": "denied",
+                    "status": "PERMISSION_DENIED",
+                }
+            }
+            return web.Response(
+                status=self.check_status, body=orjson.dumps(err), content_type="application/json"
+            )
         return web.Response(body=orjson.dumps(check_reply(body)), content_type="application/json")
 
 
@@ -153,8 +186,14 @@ def google(be: Backend, **kw: Any) -> GoogleGrounding:
 
 
 async def run(be: Backend, after: list[Any], transport: str = "aiohttp", **kw: Any) -> list[Any]:
-    request = {"model": "m", "messages": [{"role": "user", "content": "Télétravail ?"}], "stream": True}
-    async with stream_chat(request, base_url=be.url + "/v1", transport=transport, after=after, **kw) as stream:
+    request = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "Télétravail ?"}],
+        "stream": True,
+    }
+    async with stream_chat(
+        request, base_url=be.url + "/v1", transport=transport, after=after, **kw
+    ) as stream:
         return [ev async for ev in stream]
 
 
@@ -163,7 +202,9 @@ def of(events: list[Any], cls: type) -> list[Any]:
 
 
 @pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
-async def test_both_run_concurrently_and_land_in_the_answer(backend: Backend, transport: str) -> None:
+async def test_both_run_concurrently_and_land_in_the_answer(
+    backend: Backend, transport: str
+) -> None:
     backend.sources_delay = 0.3
     events = await run(backend, [wikit(backend), google(backend)], transport)
     assert isinstance(events[-1], DoneEvent)
@@ -204,7 +245,9 @@ async def test_grounding_from_wikit_sources_waits_for_them(backend: Backend) -> 
     answer = events[-1].answer
     grounding = answer.grounding
     assert grounding is not None
-    assert [grounding.origins_for(c, answer.citations, answer.sources) for c in grounding.claims] == [
+    assert [
+        grounding.origins_for(c, answer.citations, answer.sources) for c in grounding.claims
+    ] == [
         [answer.sources[0]],
         [answer.sources[1]],
     ]
@@ -268,4 +311,39 @@ async def test_strip_display_mode_keeps_offsets_on_the_raw_text(backend: Backend
     answer = events[-1].answer
     assert answer.display_text != answer.text
     assert backend.check_bodies[0]["answerCandidate"] == TEXT
-    assert [answer.text[c.start : c.end] for c in answer.grounding.claims][1] == "Les frais de repas sont remboursés [2]."
+    assert [answer.text[c.start : c.end] for c in answer.grounding.claims][
+        1
+    ] == "Les frais de repas sont remboursés [2]."
+
+
+# -- against the embedded local backend (the project's emulator of the three APIs) -----
+
+
+async def test_embedded_backend_speaks_both_services() -> None:
+    local = pytest.importorskip("streamcite.local.server")
+    config = local.BackendConfig(
+        wikit_org_id=ORG, wikit_api_key="local-key", faults="sources_404_until=2"
+    )
+    async with local.LocalBackend(config) as be:
+        w = WikitSources(APP, ORG, "local-key", be.root_url, deadline=5.0)
+        g = GoogleGrounding(CONFIG, token="t", endpoint=be.root_url, facts_from="both")
+        request = {
+            "model": "streamcite-local",
+            "messages": [{"role": "user", "content": "Quanti giorni di ferie spettano all'anno?"}],
+            "stream": True,
+        }
+        async with stream_chat(
+            request, base_url=be.base_url, transport="aiohttp", after=[w, g]
+        ) as s:
+            answer = await s.until_done()
+    assert answer.errors == []
+    assert answer.sources and answer.citations
+    grounding = answer.grounding
+    assert grounding is not None and grounding.provider == "google" and grounding.claims
+    for claim in grounding.claims:
+        span = answer.text[claim.start : claim.end]
+        assert reference_strip(span).strip() == claim.claim_text.strip()
+        assert claim.start_utf16 == len(answer.text[: claim.start].encode("utf-16-le")) // 2
+    supported = [c for c in grounding.claims if c.supported]
+    assert supported
+    assert all(grounding.origins_for(c, answer.citations, answer.sources) for c in supported)

@@ -271,7 +271,10 @@ async def test_claims_map_back_onto_the_raw_answer(google: FakeGoogle) -> None:
         # Character offsets into the RAW text the user saw, markers included.
         assert (claim.start, claim.end) == (start, start + len(piece))
         assert RAW[claim.start : claim.end] == piece
-        assert (claim.start_utf16, claim.end_utf16) == (utf16(RAW, start), utf16(RAW, start + len(piece)))
+        assert (claim.start_utf16, claim.end_utf16) == (
+            utf16(RAW, start),
+            utf16(RAW, start + len(piece)),
+        )
         # Bytes exactly as received: they index the text that was SENT.
         assert sent.encode()[claim.start_byte : claim.end_byte].decode() == claim.claim_text
     emoji_claim = result.claims[2]
@@ -321,7 +324,9 @@ async def test_claims_resolve_through_split_windows(google: FakeGoogle) -> None:
         document_title="Lungo",
         document_index=0,
     )
-    answer = CitedAnswer(text="Il Colosseo fu inaugurato nell'anno ottanta [1].", citations=[long_citation])
+    answer = CitedAnswer(
+        text="Il Colosseo fu inaugurato nell'anno ottanta [1].", citations=[long_citation]
+    )
     result = await grounding(google).check(answer, answer.citations)
     sent_facts = google.seen[0].body["facts"]  # type: ignore[index]
     assert len(sent_facts) >= 3
@@ -366,7 +371,11 @@ def test_parse_full_schema_and_omissions() -> None:
     assert r.cited_chunks[0].fact_index == 1 and r.cited_chunks[1].fact_index == 0
     assert r.cited_chunks[1].source == "0"
     assert (r.cited_chunks[0].index, r.cited_chunks[0].source_metadata) == (3, {"k": "v"})
-    assert (r.cited_chunks[0].uri, r.cited_chunks[0].title, r.cited_chunks[0].domain) == ("https://x", "T", "x")
+    assert (r.cited_chunks[0].uri, r.cited_chunks[0].title, r.cited_chunks[0].domain) == (
+        "https://x",
+        "T",
+        "x",
+    )
     assert r.cited_facts == ["ירושלים היא בירת ישראל", ""]
     empty = parse_check_response({}, raw_answer="x")
     assert (empty.support_score, empty.claims, empty.cited_chunks) == (None, [], [])
@@ -428,7 +437,10 @@ async def test_wrong_shape_from_the_server(google: FakeGoogle) -> None:
 
 
 async def test_429_with_retry_after_then_200(google: FakeGoogle) -> None:
-    google.script(Reply(429, b'{"error":{"code":429,"status":"RESOURCE_EXHAUSTED"}}', {"Retry-After": "1"}), Reply())
+    google.script(
+        Reply(429, b'{"error":{"code":429,"status":"RESOURCE_EXHAUSTED"}}', {"Retry-After": "1"}),
+        Reply(),
+    )
     result = await grounding(google).check("Roma è la capitale.", ["Roma è la capitale d'Italia."])
     assert len(result.claims) == 1
     first, second = google.seen
@@ -440,7 +452,9 @@ async def test_503_with_retry_info_in_the_body(google: FakeGoogle) -> None:
         "error": {
             "code": 503,
             "status": "UNAVAILABLE",
-            "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "0.5s"}],
+            "details": [
+                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "0.5s"}
+            ],
         }
     }
     google.script(Reply(503, orjson.dumps(err)), Reply())
@@ -471,45 +485,90 @@ def _error(code: int, status: str, message: str, reason: str | None = None, **me
     details = []
     if reason:
         details.append(
-            {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason, "domain": "googleapis.com", "metadata": meta}
+            {
+                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": reason,
+                "domain": "googleapis.com",
+                "metadata": meta,
+            }
         )
-    return orjson.dumps({"error": {"code": code, "message": message, "status": status, "details": details}})
+    return orjson.dumps(
+        {"error": {"code": code, "message": message, "status": status, "details": details}}
+    )
 
 
 @pytest.mark.parametrize(
     ("status", "body", "cls", "code", "hint"),
     [
-        (400, _error(400, "INVALID_ARGUMENT", "Request contains an invalid argument."), GoogleRequestError, "google_invalid_argument", "invalid argument"),
-        (401, _error(401, "UNAUTHENTICATED", "Request had invalid authentication credentials."), GoogleAuthError, "google_unauthenticated", "application-default login"),
+        (
+            400,
+            _error(400, "INVALID_ARGUMENT", "Request contains an invalid argument."),
+            GoogleRequestError,
+            "google_invalid_argument",
+            "invalid argument",
+        ),
+        (
+            401,
+            _error(401, "UNAUTHENTICATED", "Request had invalid authentication credentials."),
+            GoogleAuthError,
+            "google_unauthenticated",
+            "application-default login",
+        ),
         (
             403,
-            _error(403, "PERMISSION_DENIED", "Discovery Engine API has not been used in project 123 before or it is disabled.", "SERVICE_DISABLED", consumer="projects/123"),
+            _error(
+                403,
+                "PERMISSION_DENIED",
+                "Discovery Engine API has not been used in project 123 before or it is disabled.",
+                "SERVICE_DISABLED",
+                consumer="projects/123",
+            ),
             GoogleAuthError,
             "google_api_disabled",
             "gcloud services enable discoveryengine.googleapis.com --project 123",
         ),
         (
             403,
-            _error(403, "PERMISSION_DENIED", "Your application is authenticating by using local Application Default Credentials. The discoveryengine.googleapis.com API requires a quota project, which is not set by default."),
+            _error(
+                403,
+                "PERMISSION_DENIED",
+                "Your application is authenticating by using local Application Default Credentials. The discoveryengine.googleapis.com API requires a quota project, which is not set by default.",
+            ),
             GoogleAuthError,
             "google_quota_project",
             "X-Goog-User-Project",
         ),
         (
             403,
-            _error(403, "PERMISSION_DENIED", "Permission 'discoveryengine.groundingConfigs.check' denied on resource.", "IAM_PERMISSION_DENIED"),
+            _error(
+                403,
+                "PERMISSION_DENIED",
+                "Permission 'discoveryengine.groundingConfigs.check' denied on resource.",
+                "IAM_PERMISSION_DENIED",
+            ),
             GoogleAuthError,
             "google_permission_denied",
             "roles/discoveryengine.user",
         ),
         (
             403,
-            _error(403, "PERMISSION_DENIED", "Request had insufficient authentication scopes.", "ACCESS_TOKEN_SCOPE_INSUFFICIENT"),
+            _error(
+                403,
+                "PERMISSION_DENIED",
+                "Request had insufficient authentication scopes.",
+                "ACCESS_TOKEN_SCOPE_INSUFFICIENT",
+            ),
             GoogleAuthError,
             "google_scope",
             "https://www.googleapis.com/auth/cloud-platform",
         ),
-        (404, _error(404, "NOT_FOUND", "Config not found."), GoogleRequestError, "google_not_found", "default_grounding_config"),
+        (
+            404,
+            _error(404, "NOT_FOUND", "Config not found."),
+            GoogleRequestError,
+            "google_not_found",
+            "default_grounding_config",
+        ),
         (409, b"conflict", GoogleRequestError, "google_http_error", "409"),
     ],
 )
@@ -530,13 +589,18 @@ async def test_errors_say_what_to_fix(
 
 async def test_more_than_200_facts_keeps_cited_ones_first(google: FakeGoogle) -> None:
     citations = [
-        Citation(cited_text=f"Fatto numero {i} sulla città di Roma.", document_index=i) for i in range(260)
+        Citation(cited_text=f"Fatto numero {i} sulla città di Roma.", document_index=i)
+        for i in range(260)
     ]
     text = "Roma è antica [250]. Roma è grande [7][259]."
     answer = CitedAnswer(
         text=text,
         citations=citations,
-        citation_refs=[CitationRef(0, 250, 249, 14), CitationRef(0, 7, 6, 35), CitationRef(0, 259, 258, 38)],
+        citation_refs=[
+            CitationRef(0, 250, 249, 14),
+            CitationRef(0, 7, 6, 35),
+            CitationRef(0, 259, 258, 38),
+        ],
     )
     result = await grounding(google).check(answer, citations)
     sent = google.seen[0].body["facts"]  # type: ignore[index]
@@ -556,7 +620,9 @@ def test_prepare_facts_policy_without_footnotes_keeps_the_first() -> None:
 
 def test_prepare_facts_skips_empty_and_keeps_origins() -> None:
     src = QuotedSource("2", SourceDocument("d"), SourceChunk("c", data="chunk text"))
-    prepared = prepare_facts(["", "  ", "a", GroundingFact("b", {"x": "y"}), src], cited_numbers=[2])
+    prepared = prepare_facts(
+        ["", "  ", "a", GroundingFact("b", {"x": "y"}), src], cited_numbers=[2]
+    )
     assert [f.text for f in prepared.facts] == ["a", "b", "chunk text"]
     assert [f.origin_kind for f in prepared.facts] == [None, None, "source"]
     assert prepared.facts[2].origin_index == 4
@@ -692,7 +758,9 @@ class FakeCredentials:
         self.valid = True
 
 
-async def test_adc_refreshes_in_a_thread_once_and_sets_the_quota_project(google: FakeGoogle) -> None:
+async def test_adc_refreshes_in_a_thread_once_and_sets_the_quota_project(
+    google: FakeGoogle,
+) -> None:
     creds = FakeCredentials(["adc-1"])
     g = grounding(google, token=None, credentials=creds)
     g._tokens._request_factory = object  # type: ignore[union-attr]  # no HTTP for the fake
@@ -733,7 +801,9 @@ async def test_adc_with_google_auth_against_a_local_token_endpoint(
 
     async def token_endpoint(request: web.Request) -> web.Response:
         token_requests.append(dict(await request.post()))  # type: ignore[arg-type]
-        return web.json_response({"access_token": "sa-token", "expires_in": 3600, "token_type": "Bearer"})
+        return web.json_response(
+            {"access_token": "sa-token", "expires_in": 3600, "token_type": "Bearer"}
+        )
 
     app = web.Application()
     app.router.add_post("/token", token_endpoint)
@@ -745,7 +815,9 @@ async def test_adc_with_google_auth_against_a_local_token_endpoint(
         port = runner.addresses[0][1]
         key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         pem = key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
         ).decode()
         key_file = tmp_path / "sa.json"
         key_file.write_text(
@@ -775,10 +847,12 @@ async def test_adc_with_google_auth_against_a_local_token_endpoint(
         await runner.cleanup()
 
 
-async def test_adc_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+async def test_adc_missing_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     pytest.importorskip("google.auth")
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "missing.json"))
-    with pytest.raises(AuthSetupError, match="application-default login|google-auth"):
+    with pytest.raises(AuthSetupError, match=r"application-default login|google-auth"):
         await ApplicationDefaultToken().token()
 
 
@@ -814,7 +888,9 @@ WIKIT_SOURCES = [
 ]
 
 
-def ctx_with(answer: CitedAnswer, sources_event: SourcesEvent | None, asked: list[str]) -> EnrichContext:
+def ctx_with(
+    answer: CitedAnswer, sources_event: SourcesEvent | None, asked: list[str]
+) -> EnrichContext:
     async def wait_for(kind: str) -> Any:
         asked.append(kind)
         return sources_event
@@ -856,7 +932,10 @@ async def test_enricher_from_wikit_sources(google: FakeGoogle) -> None:
         [WIKIT_SOURCES[0]],
         [WIKIT_SOURCES[1]],
     ]
-    assert text[result.claims[1].start : result.claims[1].end] == "Les frais de repas sont remboursés [2]."
+    assert (
+        text[result.claims[1].start : result.claims[1].end]
+        == "Les frais de repas sont remboursés [2]."
+    )
 
 
 async def test_enricher_sources_missing(google: FakeGoogle) -> None:
@@ -872,11 +951,19 @@ async def test_enricher_sources_missing(google: FakeGoogle) -> None:
 
 async def test_enricher_both_keeps_separate_origins(google: FakeGoogle) -> None:
     g = grounding(google, facts_from="both")
-    answer = answer_of("Le télétravail est autorisé deux jours [1]. La città di Roma è la capitale [2].")
+    answer = answer_of(
+        "Le télétravail est autorisé deux jours [1]. La città di Roma è la capitale [2]."
+    )
     event = await g.enrich(ctx_with(answer, SourcesEvent(sources=WIKIT_SOURCES), []))
     result = event.to_result()
     kinds = [(f.origin_kind, f.origin_index) for f in result.facts]
-    assert kinds == [("citation", 0), ("citation", 1), ("citation", 2), ("source", 0), ("source", 1)]
+    assert kinds == [
+        ("citation", 0),
+        ("citation", 1),
+        ("citation", 2),
+        ("source", 0),
+        ("source", 1),
+    ]
     first, second = result.claims
     assert result.origins_for(first, answer.citations, WIKIT_SOURCES) == [WIKIT_SOURCES[0]]
     assert result.origins_for(second, answer.citations, WIKIT_SOURCES) == [CITATIONS[1]]

@@ -17,7 +17,9 @@ from streamcite.local.answerer import token_pieces
 from streamcite.local.faults import FaultSpec, FaultSpecError, request_faults
 from streamcite.local.server import MODEL, BackendConfig, LocalBackend
 
-QUESTION = "How many days a week can I work from home, and which security rules apply outside the office?"
+QUESTION = (
+    "How many days a week can I work from home, and which security rules apply outside the office?"
+)
 BODY = {"model": MODEL, "messages": [{"role": "user", "content": QUESTION}], "stream": True}
 FAULT = "X-Streamcite-Fault"
 
@@ -45,7 +47,12 @@ def payloads(raw: bytes) -> list[str]:
 
 
 async def read_events(
-    client: httpx.AsyncClient, url: str, fault: str | None = None, *, read_timeout: float = 10.0, **kw: Any
+    client: httpx.AsyncClient,
+    url: str,
+    fault: str | None = None,
+    *,
+    read_timeout: float = 10.0,
+    **kw: Any,
 ) -> tuple[httpx.Response, list[str], BaseException | None]:
     """Stream a completion; the data payloads received and how the read ended."""
     headers = {FAULT: fault} if fault else {}
@@ -116,6 +123,7 @@ _specs = st.builds(
     sources_404_until=st.none() | st.integers(0, 50),
     no_done=st.none() | st.booleans(),
     bom=st.none() | st.booleans(),
+    hallucinate=st.none() | st.booleans(),
 )
 
 
@@ -146,10 +154,12 @@ async def test_drop_after_closes_the_connection(client: httpx.AsyncClient, url: 
     assert r.status_code == 200
     assert isinstance(error, httpx.RemoteProtocolError)  # no chunked terminator
     assert len(contents(events)) == 3
-    assert "[DONE]" not in events and not any("finish_reason\":\"stop" in e for e in events)
+    assert "[DONE]" not in events and not any('finish_reason":"stop' in e for e in events)
 
 
-async def test_drop_after_past_the_end_drops_before_the_finish(client: httpx.AsyncClient, url: str) -> None:
+async def test_drop_after_past_the_end_drops_before_the_finish(
+    client: httpx.AsyncClient, url: str
+) -> None:
     _, events, error = await read_events(client, url, "drop_after=100000")
     assert error is not None
     assert "".join(contents(events)) and not any("citations" in e for e in events)
@@ -165,7 +175,9 @@ async def test_malformed_chunk(client: httpx.AsyncClient, url: str) -> None:
     assert contents(events) == good_contents[:1] + good_contents[2:]
 
 
-async def test_malformed_past_the_end_breaks_the_finish_chunk(client: httpx.AsyncClient, url: str) -> None:
+async def test_malformed_past_the_end_breaks_the_finish_chunk(
+    client: httpx.AsyncClient, url: str
+) -> None:
     _, events, _ = await read_events(client, url, "malformed_at=99999")
     assert not _parses(events[-2]) and events[-1] == "[DONE]"
     assert not any("citations" in e and _parses(e) for e in events)
@@ -221,7 +233,9 @@ async def test_no_done_and_bom(client: httpx.AsyncClient, url: str) -> None:
     assert "[DONE]" not in events and "citations" in events[-1]
 
 
-async def test_first_token_delay_holds_back_the_content(client: httpx.AsyncClient, url: str) -> None:
+async def test_first_token_delay_holds_back_the_content(
+    client: httpx.AsyncClient, url: str
+) -> None:
     # A 60 s delay against a 0.3 s read timeout: the role chunk comes, the content does not.
     _, events, error = await read_events(client, url, "first_token_delay=60", read_timeout=0.3)
     assert isinstance(error, httpx.ReadTimeout)
@@ -244,7 +258,9 @@ async def test_server_wide_pacing_and_faults(client: httpx.AsyncClient) -> None:
         assert error is None and events[-1] == "[DONE]"
 
 
-async def test_stall_keeps_the_connection_open(backend: LocalBackend, client: httpx.AsyncClient, url: str) -> None:
+async def test_stall_keeps_the_connection_open(
+    backend: LocalBackend, client: httpx.AsyncClient, url: str
+) -> None:
     _, events, error = await read_events(client, url, "stall_after=2", read_timeout=0.3)
     assert isinstance(error, httpx.ReadTimeout)
     assert len(contents(events)) == 2
@@ -264,7 +280,9 @@ async def test_stall_for_ends_the_stall_by_closing(client: httpx.AsyncClient, ur
 # --------------------------------------------------------------------------- sources faults
 
 
-async def test_sources_404_until_n_calls(backend: LocalBackend, client: httpx.AsyncClient, url: str) -> None:
+async def test_sources_404_until_n_calls(
+    backend: LocalBackend, client: httpx.AsyncClient, url: str
+) -> None:
     body = {**BODY, "stream": False}
     answer = (await client.post(url, json=body, headers={FAULT: "sources_404_until=2"})).json()
     v2 = f"{backend.root_url}/semantics/apps/a/query-execution-sources/{answer['id']}/get-quoted-sources"
@@ -273,11 +291,15 @@ async def test_sources_404_until_n_calls(backend: LocalBackend, client: httpx.As
     # The spec may also ride on the sources request itself.
     other = (await client.post(url, json=body)).json()
     v2 = f"{backend.root_url}/semantics/apps/a/query-execution-sources/{other['id']}/get-quoted-sources"
-    statuses = [(await client.get(v2, headers={FAULT: "sources_404_until=1"})).status_code for _ in range(2)]
+    statuses = [
+        (await client.get(v2, headers={FAULT: "sources_404_until=1"})).status_code for _ in range(2)
+    ]
     assert statuses == [404, 200]
 
 
-async def test_sources_status_fault(backend: LocalBackend, client: httpx.AsyncClient, url: str) -> None:
+async def test_sources_status_fault(
+    backend: LocalBackend, client: httpx.AsyncClient, url: str
+) -> None:
     answer = (await client.post(url, json={**BODY, "stream": False})).json()
     v2 = f"{backend.root_url}/semantics/apps/a/query-execution-sources/{answer['id']}/get-quoted-sources"
     r = await client.get(v2, headers={FAULT: "status=500"})
@@ -310,5 +332,24 @@ async def test_pipeline_reads_the_whole_answer(backend: LocalBackend) -> None:
     async with stream_chat(BODY, base_url=backend.base_url, timeouts=FAST) as stream:
         answer = await stream.until_done()
     assert answer.complete and answer.finish_reason == "stop"
-    assert len(answer.citations) >= 2 and answer.dangling_refs == [] and answer.uncited_documents == []
+    assert (
+        len(answer.citations) >= 2 and answer.dangling_refs == [] and answer.uncited_documents == []
+    )
     assert answer.citation_for(1) is not None
+
+
+async def test_hallucinate_changes_one_number_and_keeps_the_citations(
+    backend: LocalBackend, client: httpx.AsyncClient, url: str
+) -> None:
+    body = {**BODY, "stream": False}
+    clean = (await client.post(url, json=body)).json()
+    wrong = (await client.post(url, json=body, headers={FAULT: "hallucinate=1"})).json()
+    clean_text = clean["choices"][0]["message"]["content"]
+    wrong_text = wrong["choices"][0]["message"]["content"]
+    assert "three days" in clean_text and wrong_text == clean_text.replace("three days", "five days")
+    assert wrong["citations"] == clean["citations"]
+    # Wikit v1 shows the difference: the reply sentence no longer matches its source.
+    v1 = f"{backend.root_url}/semantics/apps/a/query-executions/{wrong['id']}/citations"
+    items = (await client.post(v1, json={})).json()
+    differing = [i for i in items if i["reply_sentence"] != i["source_sentence"]]
+    assert len(differing) == 1 and "five days" in differing[0]["reply_sentence"]

@@ -6,6 +6,8 @@ code under test.
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -91,7 +93,7 @@ def test_strip_markers_maps_every_kept_character_back(raw: str) -> None:
     sent, char_map = strip_markers(raw)
     assert sent == reference_strip(raw)
     assert len(char_map) == len(sent) + 1 and char_map[-1] == len(raw)
-    assert all(a < b for a, b in zip(char_map, char_map[1:], strict=False))
+    assert all(a < b for a, b in itertools.pairwise(char_map))
     for i, ch in enumerate(sent):
         assert raw[char_map[i]] == ch
 
@@ -115,7 +117,10 @@ def test_claim_byte_offsets_map_onto_the_raw_answer(raw: str, data: st.DataObjec
     assert reference_strip(span) == sent[i:j]
     if j > i:
         assert span[0] == sent[i] and span[-1] == sent[j - 1]
-    assert (claim.start_utf16, claim.end_utf16) == (utf16_len(raw[: claim.start]), utf16_len(raw[: claim.end]))
+    assert (claim.start_utf16, claim.end_utf16) == (
+        utf16_len(raw[: claim.start]),
+        utf16_len(raw[: claim.end]),
+    )
 
 
 # -- fact splitting ----------------------------------------------------------------------
@@ -147,7 +152,9 @@ def test_split_fact_windows_cover_the_text_and_keep_attributes(text: str, max_ch
         assert windows == [fact]
         return
     assert all(1 <= len(w.text) <= max_chars for w in windows)
-    assert all(w.attributes == fact.attributes and w.attributes is not fact.attributes for w in windows)
+    assert all(
+        w.attributes == fact.attributes and w.attributes is not fact.attributes for w in windows
+    )
     assert all((w.origin_kind, w.origin_index) == ("citation", 3) for w in windows)
     spans = _placements(text, [w.text for w in windows])
     assert spans[0][0] == 0 and spans[-1][1] == len(text)
@@ -175,9 +182,17 @@ def test_build_facts_origins_and_attributes() -> None:
         document_reference="RN 5",
         source_url="https://v.va/rn",
     )
-    src = QuotedSource("3", SourceDocument("d", name="f.pdf", url="https://w"), SourceChunk("c", data="Chunk.", page_start=0))
+    src = QuotedSource(
+        "3",
+        SourceDocument("d", name="f.pdf", url="https://w"),
+        SourceChunk("c", data="Chunk.", page_start=0),
+    )
     facts = build_facts(["", cit, Citation(cited_text=None), src, "libre"])
-    assert [(f.origin_kind, f.origin_index) for f in facts] == [("citation", 1), ("source", 3), (None, None)]
+    assert [(f.origin_kind, f.origin_index) for f in facts] == [
+        ("citation", 1),
+        ("source", 3),
+        (None, None),
+    ]
     assert facts[0].attributes == {
         "title": "Titolo",
         "author": "Autore",
@@ -187,7 +202,12 @@ def test_build_facts_origins_and_attributes() -> None:
         "url": "https://v.va/rn",
         "document_index": "4",
     }
-    assert facts[1].attributes == {"quoted_as": "3", "document": "f.pdf", "url": "https://w", "page": "1"}
+    assert facts[1].attributes == {
+        "quoted_as": "3",
+        "document": "f.pdf",
+        "url": "https://w",
+        "page": "1",
+    }
 
 
 @given(

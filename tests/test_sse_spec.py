@@ -292,11 +292,18 @@ def test_leading_bom_split_across_feeds_is_stripped() -> None:
     assert datas(b"\xef", b"\xbb", b"\xbfdata: a\n\n") == ["a"]
 
 
+def test_partial_bom_is_not_a_bom() -> None:
+    # EF BB followed by "d" is an invalid sequence (one U+FFFD), so the first field name
+    # is "\ufffddata" and that block is ignored; nothing is swallowed beyond it.
+    assert datas(b"\xef\xbbdata: a\n\ndata: b\n\n") == ["b"]
+    assert datas(b"\xef", b"\xbb", b"data: a\n\ndata: b\n\n") == ["b"]
+    # A stream shorter than a BOM that looks like its start, then data.
+    assert datas(b"\xef", b"\n\ndata: c\n\n") == ["c"]
+
+
 def test_only_one_bom_is_stripped() -> None:
     # The second BOM becomes part of the field name "\ufeffdata", an unknown field.
-    assert decode(b"\xef\xbb\xbf\xef\xbb\xbfdata: a\n\ndata: b\n\n") == [
-        ("message", "b", "", None)
-    ]
+    assert decode(b"\xef\xbb\xbf\xef\xbb\xbfdata: a\n\ndata: b\n\n") == [("message", "b", "", None)]
 
 
 def test_bom_is_only_stripped_at_stream_start() -> None:
@@ -352,7 +359,7 @@ def test_unterminated_final_block_is_discarded_and_pending() -> None:
 
 def test_unterminated_final_line_is_discarded_and_pending() -> None:
     d = SSEDecoder()
-    assert d.feed(b"data: {\"choices\": [") == []
+    assert d.feed(b'data: {"choices": [') == []
     assert d.pending is True
     assert d.close() == []
     assert d.pending is True or getattr(d, "truncated", None) is True
@@ -508,9 +515,7 @@ def sse_streams(draw: st.DrawFn) -> bytes:
     return raw
 
 
-_SETTINGS = settings(
-    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+_SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @_SETTINGS

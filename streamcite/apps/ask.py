@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +46,9 @@ DEMO_QUESTION = (
 
 LOCAL_WIKIT_APP = "streamcite-demo"
 LOCAL_WIKIT_ORG = "streamcite-local"
-LOCAL_GOOGLE_CONFIG = "projects/streamcite-local/locations/global/groundingConfigs/default_grounding_config"
+LOCAL_GOOGLE_CONFIG = (
+    "projects/streamcite-local/locations/global/groundingConfigs/default_grounding_config"
+)
 
 
 @dataclass(slots=True)
@@ -69,43 +72,157 @@ class AskOptions:
     as_json: bool
     corpus: Path | None
     token_delay: float | None
+    fault: str | None
     transport: str
     timeout: float
 
 
 @click.command("ask")
 @click.argument("question", required=False)
-@click.option("--demo", is_flag=True, help="Ask a built-in question of the built-in corpus, with sources and grounding.")
-@click.option("--base-url", default=None, help="OpenAI-compatible API root (…/v1). Default: the embedded local backend.")
-@click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, metavar="NAME", help="Environment variable holding the provider's API key.")
-@click.option("--model", default=None, help="Model name (default: streamcite-local for the local backend).")
+@click.option(
+    "--demo",
+    is_flag=True,
+    help="Ask a built-in question of the built-in corpus, with sources and grounding.",
+)
+@click.option(
+    "--base-url",
+    default=None,
+    help="OpenAI-compatible API root (…/v1). Default: the embedded local backend.",
+)
+@click.option(
+    "--api-key-env",
+    default="OPENAI_API_KEY",
+    show_default=True,
+    metavar="NAME",
+    help="Environment variable holding the provider's API key.",
+)
+@click.option(
+    "--model", default=None, help="Model name (default: streamcite-local for the local backend)."
+)
 @click.option("--system", default=None, help="Optional system prompt.")
-@click.option("--wikit-app", default=None, metavar="ID", help="Wikit Semantics app id: fetch the answer's quoted sources.")
-@click.option("--wikit-org", default=None, metavar="ID", help="Wikit organisation id (X-Wikit-Organization-Id).")
-@click.option("--wikit-base-url", default=None, help="Wikit API root (default: the local backend when local, else https://apis.wikit.ai).")
-@click.option("--wikit-api-key-env", default="WIKIT_API_KEY", show_default=True, metavar="NAME", help="Environment variable holding the Wikit API key (private apps).")
-@click.option("--sources/--no-sources", default=None, help="Fetch Wikit quoted sources (default: on with the local backend or when --wikit-app is given).")
-@click.option("--grounding", type=click.Choice(["local", "google", "none"]), default="local", show_default=True, help="Grounding check after the stream.")
-@click.option("--grounding-facts", type=click.Choice(["citations", "sources", "both"]), default="citations", show_default=True, help="What the answer is checked against.")
-@click.option("--google-config", default=None, metavar="NAME", help="projects/P/locations/global/groundingConfigs/C (for --grounding google).")
-@click.option("--google-endpoint", default=None, help="Discovery Engine root (default: the local backend when local, else Google's).")
-@click.option("--google-token-env", default="GOOGLE_OAUTH_ACCESS_TOKEN", show_default=True, metavar="NAME", help="Environment variable holding an OAuth access token (else Application Default Credentials).")
-@click.option("--marker-mode", type=click.Choice(["keep", "strip", "superscript"]), default="superscript", show_default=True, help="How footnotes [n] are displayed.")
-@click.option("--json", "as_json", is_flag=True, help="Print the events as JSON Lines instead of rendering them.")
-@click.option("--corpus", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None, help="Folder of .md/.txt documents for the local backend.")
-@click.option("--token-delay", type=click.FloatRange(0, 5), default=None, help="Local backend: seconds between tokens (default 0.01 on a terminal, else 0).")
-@click.option("--transport", type=click.Choice(["httpx", "aiohttp"]), default="httpx", show_default=True)
-@click.option("--timeout", type=click.FloatRange(1, 3600), default=120.0, show_default=True, help="Overall time limit in seconds.")
+@click.option(
+    "--wikit-app",
+    default=None,
+    metavar="ID",
+    help="Wikit Semantics app id: fetch the answer's quoted sources.",
+)
+@click.option(
+    "--wikit-org",
+    default=None,
+    metavar="ID",
+    help="Wikit organisation id (X-Wikit-Organization-Id).",
+)
+@click.option(
+    "--wikit-base-url",
+    default=None,
+    help="Wikit API root (default: the local backend when local, else https://apis.wikit.ai).",
+)
+@click.option(
+    "--wikit-api-key-env",
+    default="WIKIT_API_KEY",
+    show_default=True,
+    metavar="NAME",
+    help="Environment variable holding the Wikit API key (private apps).",
+)
+@click.option(
+    "--sources/--no-sources",
+    default=None,
+    help="Fetch Wikit quoted sources (default: on with the local backend or when --wikit-app is given).",
+)
+@click.option(
+    "--grounding",
+    type=click.Choice(["local", "google", "none"]),
+    default="local",
+    show_default=True,
+    help="Grounding check after the stream.",
+)
+@click.option(
+    "--grounding-facts",
+    type=click.Choice(["citations", "sources", "both"]),
+    default="citations",
+    show_default=True,
+    help="What the answer is checked against.",
+)
+@click.option(
+    "--google-config",
+    default=None,
+    metavar="NAME",
+    help="projects/P/locations/global/groundingConfigs/C (for --grounding google).",
+)
+@click.option(
+    "--google-endpoint",
+    default=None,
+    help="Discovery Engine root (default: the local backend when local, else Google's).",
+)
+@click.option(
+    "--google-token-env",
+    default="GOOGLE_OAUTH_ACCESS_TOKEN",
+    show_default=True,
+    metavar="NAME",
+    help="Environment variable holding an OAuth access token (else Application Default Credentials).",
+)
+@click.option(
+    "--marker-mode",
+    type=click.Choice(["keep", "strip", "superscript"]),
+    default="superscript",
+    show_default=True,
+    help="How footnotes [n] are displayed.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the events as JSON Lines instead of rendering them.",
+)
+@click.option(
+    "--corpus",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Folder of .md/.txt documents for the local backend.",
+)
+@click.option(
+    "--token-delay",
+    type=click.FloatRange(0, 5),
+    default=None,
+    help="Local backend: seconds between tokens (default 0.01 on a terminal, else 0).",
+)
+@click.option(
+    "--fault",
+    default=None,
+    metavar="SPEC",
+    help="Local backend fault spec sent as X-Streamcite-Fault (--demo: hallucinate=1; '' for none).",
+)
+@click.option(
+    "--transport",
+    type=click.Choice(["httpx", "aiohttp"]),
+    default="aiohttp",
+    show_default=True,
+    help="HTTP client library for the chat stream.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(1, 3600),
+    default=120.0,
+    show_default=True,
+    help="Overall time limit in seconds.",
+)
 @click.option("-v", "--verbose", count=True, help="-v: info logs, -vv: debug logs (stderr).")
 def command(question: str | None, demo: bool, verbose: int, **options: Any) -> None:
     """Ask QUESTION and render the cited answer live: tokens, footnotes, sources, grounding."""
     configure_logging(("WARNING", "INFO", "DEBUG")[min(verbose, 2)])
     if demo:
         question = question or DEMO_QUESTION
-        if options["base_url"] is None and options["sources"] is None:
-            options["sources"] = True
+        if options["base_url"] is None:
+            if options["sources"] is None:
+                options["sources"] = True
+            if options["fault"] is None:
+                # One number of the answer is changed on purpose, so the demo shows the
+                # grounding check telling a supported claim from an unsupported one.
+                options["fault"] = "hallucinate=1"
     if not question or not question.strip():
-        raise click.UsageError('give a QUESTION (or --demo), e.g. streamcite ask "How many remote days?"')
+        raise click.UsageError(
+            'give a QUESTION (or --demo), e.g. streamcite ask "How many remote days?"'
+        )
     opts = AskOptions(question=question.strip(), **options)
     if opts.base_url is not None and opts.model is None:
         raise click.UsageError("--model is required with --base-url")
@@ -113,7 +230,11 @@ def command(question: str | None, demo: bool, verbose: int, **options: Any) -> N
         raise click.UsageError("--sources with --base-url needs --wikit-app and --wikit-org")
     if opts.wikit_app and opts.base_url is not None and not opts.wikit_org:
         raise click.UsageError("--wikit-app needs --wikit-org")
-    if opts.grounding_facts != "citations" and opts.grounding != "none" and not _wants_sources(opts):
+    if (
+        opts.grounding_facts != "citations"
+        and opts.grounding != "none"
+        and not _wants_sources(opts)
+    ):
         raise click.UsageError(f"--grounding-facts {opts.grounding_facts} needs Wikit sources")
     try:
         code = asyncio.run(_ask(opts))
@@ -143,7 +264,9 @@ async def _ask(opts: AskOptions) -> int:
             delay = opts.token_delay
             if delay is None:
                 delay = 0.01 if (sys.stdout.isatty() and not opts.as_json) else 0.0
-            config = BackendConfig(corpus_dir=opts.corpus, token_delay=delay, wikit_org_id=opts.wikit_org)
+            config = BackendConfig(
+                corpus_dir=opts.corpus, token_delay=delay, wikit_org_id=opts.wikit_org
+            )
             try:
                 backend = await stack.enter_async_context(LocalBackend(config))
             except CorpusError as exc:
@@ -163,13 +286,17 @@ async def _ask(opts: AskOptions) -> int:
             "stream": True,
             "stream_options": {"include_usage": True},
         }
-        renderer: _Renderer = _JsonRenderer(sys.stdout) if opts.as_json else _RichRenderer(opts, local_root)
+        renderer: _Renderer = (
+            _JsonRenderer(sys.stdout) if opts.as_json else _RichRenderer(opts, local_root)
+        )
         renderer.start()
         timeouts = Timeouts(connect=10.0, first_token=60.0, idle=30.0, total=opts.timeout)
+        headers = {"X-Streamcite-Fault": opts.fault} if opts.fault else None
         async with stream_chat(
             request,
             base_url=base_url,
             api_key=api_key,
+            headers=headers,
             transport=opts.transport,
             timeouts=timeouts,
             marker_mode="keep" if opts.as_json else opts.marker_mode,
@@ -221,7 +348,11 @@ def _enrichers(opts: AskOptions, local_root: str | None) -> list[Any]:
         else:
             if opts.google_config is None:
                 raise click.UsageError("--grounding google needs --google-config")
-            kwargs: dict[str, Any] = {"token": token, "facts_from": opts.grounding_facts, "claim_level_scores": True}
+            kwargs: dict[str, Any] = {
+                "token": token,
+                "facts_from": opts.grounding_facts,
+                "claim_level_scores": True,
+            }
             if opts.google_endpoint:
                 kwargs["endpoint"] = opts.google_endpoint
             out.append(GoogleGrounding(opts.google_config, **kwargs))
@@ -271,8 +402,15 @@ class _RichRenderer(_Renderer):
     def start(self) -> None:
         c = self.console
         c.print(f"[bold]?[/bold] {_escape(self.opts.question)}")
-        where = f"local backend {self.local_root}" if self.local_root else (self.opts.base_url or "")
+        where = (
+            f"local backend {self.local_root}" if self.local_root else (self.opts.base_url or "")
+        )
         c.print(f"[dim]{_escape(where)}[/dim]")
+        if self.opts.fault and "hallucinate" in self.opts.fault:
+            c.print(
+                "[dim]fault hallucinate=1: the backend changes one number of its answer on purpose, "
+                "to show the grounding check catching it[/dim]"
+            )
         c.print()
 
     def event(self, event: Event) -> None:
@@ -288,7 +426,9 @@ class _RichRenderer(_Renderer):
             self.console.print(
                 f"[red]✗ {event.stage} error[/red] [bold]{_escape(event.code)}[/bold]: {_escape(event.message)}"
             )
-        elif isinstance(event, MetaEvent | CitationRefEvent | DoneEvent | SourcesEvent | GroundingEvent):
+        elif isinstance(
+            event, MetaEvent | CitationRefEvent | DoneEvent | SourcesEvent | GroundingEvent
+        ):
             return
 
     def finish(self, answer: CitedAnswer) -> None:
@@ -307,6 +447,8 @@ class _RichRenderer(_Renderer):
         c.print()
         if answer.citations or answer.sources:
             c.print(_sources_table(answer))
+            for line in _links(answer):
+                c.print(line, overflow="fold")
         elif answer.complete:
             c.print("[yellow]No sources: the answer cites nothing.[/yellow]")
         if answer.dangling_refs:
@@ -314,7 +456,7 @@ class _RichRenderer(_Renderer):
             c.print(f"[yellow]Footnotes without a citation: {refs}[/yellow]")
         if answer.grounding is not None:
             c.print()
-            _print_claims(c, answer)
+            _print_claims(c, answer, self.opts.marker_mode)
 
 
 def _escape(text: str) -> str:
@@ -356,7 +498,9 @@ def _doc_rows(answer: CitedAnswer) -> list[_DocRow]:
             or str(n)
         )
         title = (cit.document_title if cit else None) or (src.document.display_name if src else "?")
-        byline = ", ".join(x for x in ((cit.document_author, cit.document_year) if cit else ()) if x)
+        byline = ", ".join(
+            x for x in ((cit.document_author, cit.document_year) if cit else ()) if x
+        )
         if not byline and src and src.data_source and src.data_source.name:
             byline = src.data_source.name
         section = (cit.cited_text_heading if cit else None) or ""
@@ -368,7 +512,9 @@ def _doc_rows(answer: CitedAnswer) -> list[_DocRow]:
         link = (cit.source_url if cit else None) or (src.document.url if src else None) or "—"
         row = rows.get(doc_key)
         if row is None:
-            row = rows[doc_key] = _DocRow([], title, byline, (cit.document_reference if cit else None) or "", [], None, link)
+            row = rows[doc_key] = _DocRow(
+                [], title, byline, (cit.document_reference if cit else None) or "", [], None, link
+            )
         row.numbers.append(n)
         if label and label not in row.sections:
             row.sections.append(label)
@@ -394,43 +540,78 @@ def _sources_table(answer: CitedAnswer) -> Any:
     table.add_column("Sections")
     if answer.sources:
         table.add_column("Score", justify="right", no_wrap=True)
-    table.add_column("Link", overflow="fold")
     for r in rows:
         refs = " ".join(render_superscript(n) for n in r.numbers)
-        doc = f"[bold]{_escape(r.title)}[/bold]" + (f"\n[dim]{_escape(r.byline)}[/dim]" if r.byline else "")
+        doc = f"[bold]{_escape(r.title)}[/bold]" + (
+            f"\n[dim]{_escape(r.byline)}[/dim]" if r.byline else ""
+        )
         cells = [refs, doc, _escape(r.reference), _escape("\n".join(r.sections))]
         if answer.sources:
             cells.append("" if r.score is None else f"{r.score:.2f}")
-        cells.append(_escape(r.link))
         table.add_row(*cells)
     return table
 
 
-def _print_claims(console: Any, answer: CitedAnswer) -> None:
+def _links(answer: CitedAnswer) -> list[str]:
+    """``¹ ³ URL`` lines, one per document (URLs are too long for a table cell)."""
+    return [
+        f"  [cyan]{' '.join(render_superscript(n) for n in r.numbers)}[/cyan] {_escape(r.link)}"
+        for r in _doc_rows(answer)
+        if r.link != "—"
+    ]
+
+
+def _print_claims(console: Any, answer: CitedAnswer, marker_mode: str) -> None:
     g = answer.grounding
     assert g is not None
     score = "n/a" if g.support_score is None else f"{g.support_score:.2f}"
-    colour = "green" if (g.support_score or 0) >= 0.75 else "yellow" if (g.support_score or 0) >= 0.4 else "red"
-    console.print(f"[bold]Grounding[/bold] ({g.provider}) — support score [{colour}]{score}[/{colour}]")
+    level = g.support_score or 0.0
+    colour = "green" if level >= 0.75 else "yellow" if level >= 0.4 else "red"
+    console.print(
+        f"[bold]Grounding[/bold] ({g.provider}) — support score [{colour}]{score}[/{colour}]"
+    )
     for claim in g.claims:
-        score_text = "" if claim.score is None else f" [dim]{claim.score:.2f}[/dim]"
-        text = _escape(claim.claim_text.strip())
+        score_text = "    " if claim.score is None else f"{claim.score:.2f}"
+        written = {
+            int(n) for group in _MARKER.findall(claim.claim_text) for n in _NUMBERS.findall(group)
+        }
+        text = _escape(_render_markers(claim.claim_text.strip(), marker_mode))
         if claim.grounding_check_required is False:
-            console.print(f"  [dim]·  {text}[/dim]")
-        elif claim.citation_indices:
-            origins = g.origins_for(claim, answer.citations, answer.sources)
-            marks = " ".join(sorted({m for m in (_footnote_of(o) for o in origins) if m}))
-            by = f" [cyan]{marks}[/cyan]" if marks else ""
-            console.print(f"  [green]✓  {text}[/green]{by}{score_text}")
-        else:
-            console.print(f"  [red]✗  {text}[/red]{score_text}")
+            console.print(f"  [dim]·  {score_text}  {text}[/dim]")
+            continue
+        if not claim.citation_indices:
+            console.print(f"  [red]✗  {score_text}  {text}[/red]")
+            continue
+        origins = g.origins_for(claim, answer.citations, answer.sources)
+        support = {n for n in (_footnote_of(o) for o in origins) if n is not None}
+        # Say which sources support the claim when it is not the ones it cites itself.
+        extra = ""
+        if support and support != written:
+            marks = " ".join(render_superscript(n) for n in sorted(support))
+            extra = f" [dim](supported by {marks})[/dim]"
+        console.print(f"  [green]✓  {score_text}  {text}[/green]{extra}")
     for w in g.warnings:
         console.print(f"  [yellow]! {_escape(w)}[/yellow]")
 
 
-def _footnote_of(origin: Any) -> str | None:
-    if isinstance(origin, Citation) and origin.footnote is not None:
-        return render_superscript(origin.footnote)
-    if isinstance(origin, QuotedSource) and origin.number is not None:
-        return render_superscript(origin.number)
+_MARKER = re.compile(r" ?\[(\d+(?:\s*,\s*\d+)*)\]")
+_NUMBERS = re.compile(r"\d+")
+
+
+def _render_markers(text: str, mode: str) -> str:
+    """A claim's ``[n]`` markers as the answer showed them (superscript, stripped or kept)."""
+    if mode == "keep":
+        return text
+    if mode == "strip":
+        return _MARKER.sub("", text)
+    return _MARKER.sub(
+        lambda m: "⁺".join(render_superscript(int(n)) for n in _NUMBERS.findall(m.group(1))), text
+    )
+
+
+def _footnote_of(origin: Any) -> int | None:
+    if isinstance(origin, Citation):
+        return origin.footnote
+    if isinstance(origin, QuotedSource):
+        return origin.number
     return None

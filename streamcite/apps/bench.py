@@ -278,10 +278,13 @@ def command(
         except ResultsFileError as exc:
             raise click.ClickException(exc.message) from exc
         console.print(
-            compare_tables(
-                doc_a, doc_b, compare[0].parent.name or "A", compare[1].parent.name or "B"
-            )
+            f"A = {compare[0]} ({doc_a.get('created_at')})\n"
+            f"B = {compare[1]} ({doc_b.get('created_at')})",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
         )
+        console.print(compare_tables(doc_a, doc_b))
         return
 
     if base_url and upstream:

@@ -19,24 +19,58 @@ from streamcite.logs import configure_logging
 
 @click.command("serve-local")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
-@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="0 picks a free port.")
+@click.option(
+    "--port",
+    default=8765,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="0 picks a free port.",
+)
 @click.option(
     "--corpus",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     default=None,
     help="Folder of .md/.txt documents to answer from (default: the built-in demo corpus).",
 )
-@click.option("--token-delay", type=click.FloatRange(0, 60), default=0.0, show_default=True, help="Seconds between tokens.")
-@click.option("--first-token-delay", type=click.FloatRange(0, 600), default=0.0, show_default=True, help="Seconds before the first token.")
-@click.option("--wikit-org", "wikit_org", default=None, help="Require this X-Wikit-Organization-Id on the Wikit endpoints.")
+@click.option(
+    "--token-delay",
+    type=click.FloatRange(0, 60),
+    default=0.0,
+    show_default=True,
+    help="Seconds between tokens.",
+)
+@click.option(
+    "--first-token-delay",
+    type=click.FloatRange(0, 600),
+    default=0.0,
+    show_default=True,
+    help="Seconds before the first token.",
+)
+@click.option(
+    "--wikit-org",
+    "wikit_org",
+    default=None,
+    help="Require this X-Wikit-Organization-Id on the Wikit endpoints.",
+)
 @click.option(
     "--wikit-api-key-env",
     default=None,
     metavar="NAME",
     help="Require the API key held in environment variable NAME on the Wikit endpoints.",
 )
-@click.option("--faults", default=None, metavar="SPEC", help="Server-wide fault spec, e.g. 'first_token_delay=0.5;drop_after=3'.")
-@click.option("--store-ttl", type=click.FloatRange(1, None), default=600.0, show_default=True, help="Seconds answers stay available to the Wikit endpoints.")
+@click.option(
+    "--faults",
+    default=None,
+    metavar="SPEC",
+    help="Server-wide fault spec, e.g. 'first_token_delay=0.5;drop_after=3'.",
+)
+@click.option(
+    "--store-ttl",
+    type=click.FloatRange(1, None),
+    default=600.0,
+    show_default=True,
+    help="Seconds answers stay available to the Wikit endpoints.",
+)
 @click.option("-v", "--verbose", count=True, help="-v: info logs, -vv: debug logs (stderr).")
 def command(
     host: str,

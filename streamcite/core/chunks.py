@@ -170,6 +170,9 @@ class ChunkInterpreter:
                     if self.done:
                         break
                     continue
+                if type(obj) is not dict:
+                    self._fault(out, "bad_chunk", f"chunk is not a JSON object: {item[:120]!r}")
+                    continue
                 choices = obj.get("choices")
                 if (
                     det is not None
@@ -382,7 +385,9 @@ class ChunkInterpreter:
         out: list[Event] = []
         for idx in list(self._detectors):
             self._flush(idx, out)
-        if not self.done and (not self.finished or truncated_block):
+        # A cut after choice 0's finish (inside the final "[DONE]" or the usage
+        # chunk) loses nothing of the answer: not reported as truncation.
+        if not self.done and not self.finished:
             why = "the stream ended without [DONE]"
             why += " in the middle of an event" if truncated_block else " or a finish_reason"
             ev = ErrorEvent(code="truncated", message=why, retryable=True, stage="sse")

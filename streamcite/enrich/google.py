@@ -224,12 +224,34 @@ def prepare_facts(
 # -- response parsing ------------------------------------------------------------
 
 
+class _AsciiOffsets:
+    """OffsetMap's interface for ASCII text, where bytes, characters and UTF-16 units
+    coincide: no per-character table to build (the common English/Latin-1-free case)."""
+
+    __slots__ = ("byte_length", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.byte_length = len(text)
+
+    def byte_to_char(self, byte_offset: int) -> int:
+        return max(0, min(byte_offset, self.byte_length))
+
+    byte_to_char_end = byte_to_char
+    char_to_byte = byte_to_char
+    char_to_utf16 = byte_to_char
+
+
+def _offsets(text: str) -> OffsetMap | _AsciiOffsets:
+    return _AsciiOffsets(text) if text.isascii() else OffsetMap(text)
+
+
 def _claim_offsets(
     claim: GroundingClaim,
     d: dict[str, Any],
     path: str,
-    sent_map: OffsetMap,
-    raw_map: OffsetMap,
+    sent_map: OffsetMap | _AsciiOffsets,
+    raw_map: OffsetMap | _AsciiOffsets,
     char_map: list[int] | None,
     cursor: int,
     warnings: list[str],
@@ -319,8 +341,8 @@ def parse_check_response(
         cited_facts.append(v.opt_str(v.obj(item, path), "chunkText", path) or "")
 
     sent = raw_answer if sent_answer is None else sent_answer
-    sent_map = OffsetMap(sent)
-    raw_map = sent_map if sent_answer is None else OffsetMap(raw_answer)
+    sent_map = _offsets(sent)
+    raw_map = sent_map if sent_answer is None else _offsets(raw_answer)
     claims: list[GroundingClaim] = []
     cursor = 0
     for i, item in enumerate(v.arr(d.get("claims", []), "$.claims")):

@@ -17,14 +17,15 @@ from streamcite.local.corpus import Chunk, Corpus, Document, sentence_spans
 from streamcite.local.retrieval import Hit, Retriever, fold, tokenize
 
 __all__ = [
+    "NO_ANSWER",
     "Answer",
     "AnswerSentence",
     "Answerer",
     "CitedPassage",
-    "NO_ANSWER",
     "detect_language",
     "question_from_messages",
     "token_pieces",
+    "with_wrong_number",
 ]
 
 NO_ANSWER: dict[str, str] = {
@@ -37,14 +38,79 @@ NO_ANSWER: dict[str, str] = {
 }
 
 _LANGUAGE_HINTS: dict[str, frozenset[str]] = {
-    "en": frozenset("the is are what how which who when where can do does my i of and to".split()),
+    "en": frozenset(
+        [
+            "the",
+            "is",
+            "are",
+            "what",
+            "how",
+            "which",
+            "who",
+            "when",
+            "where",
+            "can",
+            "do",
+            "does",
+            "my",
+            "i",
+            "of",
+            "and",
+            "to",
+        ]
+    ),
     "fr": frozenset(
-        "le les est sont quel quelle quels quelles comment combien je de et du des que "
-        "pour une au aux est-ce ou".split()
+        [
+            "le",
+            "les",
+            "est",
+            "sont",
+            "quel",
+            "quelle",
+            "quels",
+            "quelles",
+            "comment",
+            "combien",
+            "je",
+            "de",
+            "et",
+            "du",
+            "des",
+            "que",
+            "pour",
+            "une",
+            "au",
+            "aux",
+            "est-ce",
+            "ou",
+        ]
     ),
     "it": frozenset(
-        "il lo gli sono qual quale quali come quanti quante quanto posso di e si del della "
-        "per che non ho cosa dove".split()
+        [
+            "il",
+            "lo",
+            "gli",
+            "sono",
+            "qual",
+            "quale",
+            "quali",
+            "come",
+            "quanti",
+            "quante",
+            "quanto",
+            "posso",
+            "di",
+            "e",
+            "si",
+            "del",
+            "della",
+            "per",
+            "che",
+            "non",
+            "ho",
+            "cosa",
+            "dove",
+        ]
     ),
 }
 _SENTENCE_PUNCT = re.compile(r"[.!?…]+[\"'»”)\]]*$")
@@ -203,7 +269,8 @@ class Answerer:
         self.max_per_passage = max_per_passage
         self.min_coverage = min_coverage
         self._languages = {
-            d.id: (d.language or detect_language(d.body[:2000])).lower()[:2] for d in corpus.documents
+            d.id: (d.language or detect_language(d.body[:2000])).lower()[:2]
+            for d in corpus.documents
         }
 
     def answer(self, question: str) -> Answer:
@@ -224,7 +291,7 @@ class Answerer:
         chosen = self._select(candidates, terms, total, best)
         if not chosen:
             return self._no_answer(question, language)
-        return self._assemble(question, language, chosen)
+        return self._assemble(question, language, chosen, terms)
 
     def _coverage(self, hits: list[Hit], terms: list[str], total: float) -> float:
         """Share of the question's IDF weight that the passages cover together."""
@@ -284,7 +351,7 @@ class Answerer:
         pool = [c for c in candidates if c.coverage >= floor]
         while pool and len(chosen) < self.max_sentences:
 
-            def value(c: _Candidate) -> float:
+            def value(c: _Candidate, covered: set[str] = covered) -> float:
                 new = sum(self.retriever.idf(t) for t in c.terms - covered) / (total or 1.0)
                 return new + 0.3 * c.coverage + 0.2 * (c.hit.score / best)
 
@@ -304,37 +371,96 @@ class Answerer:
             per_chunk[pick.hit.chunk.id] = per_chunk.get(pick.hit.chunk.id, 0) + 1
         return chosen
 
-    def _assemble(self, question: str, language: str, chosen: list[_Candidate]) -> Answer:
-        # Passages are numbered in the order they were chosen; the sentences of a
-        # passage are told in document order, next to each other.
+    def _assemble(
+        self, question: str, language: str, chosen: list[_Candidate], terms: list[str]
+    ) -> Answer:
+        # The sentences of a passage are told in document order, next to each other;
+        # passages follow the order in which the question asks about their terms
+        # ("how many days ..., and which security rules ..." answers days first).
         groups: dict[str, list[_Candidate]] = {}
         for c in chosen:
             groups.setdefault(c.hit.chunk.id, []).append(c)
+        position = {t: i for i, t in enumerate(terms)}
+
+        def asked_at(group: list[_Candidate]) -> float:
+            matched = set().union(*(c.terms for c in group))
+            weights = [(self.retriever.idf(t), position[t]) for t in matched]
+            total = sum(w for w, _ in weights)
+            return sum(w * p for w, p in weights) / total if total else 0.0
+
+        ordered = sorted(groups.values(), key=asked_at)
         passages: list[CitedPassage] = []
         sentences: list[AnswerSentence] = []
-        parts: list[str] = []
-        length = 0
-        for number, group in enumerate(groups.values(), start=1):
+        for number, group in enumerate(ordered, start=1):
             chunk = group[0].hit.chunk
             doc = self.corpus.document(chunk.document_id)
             assert doc is not None  # chunks always come from a corpus document
             passages.append(CitedPassage(number, chunk, doc, group[0].hit.score))
             for c in sorted(group, key=lambda c: c.start):
-                sentence = chunk.text[c.start : c.end]
-                written = _with_footnote(sentence, number)
-                if parts:
-                    parts.append(" ")
-                    length += 1
                 sentences.append(
-                    AnswerSentence(sentence, number, c.start, c.end, length, length + len(written))
+                    AnswerSentence(chunk.text[c.start : c.end], number, c.start, c.end)
                 )
-                parts.append(written)
-                length += len(written)
-        return Answer(question, "".join(parts), sentences, passages, language)
+        return Answer(question, _compose(sentences), sentences, passages, language)
 
     @staticmethod
     def _no_answer(question: str, language: str) -> Answer:
         return Answer(question, NO_ANSWER.get(language, NO_ANSWER["en"]), language=language)
+
+
+def _compose(sentences: list[AnswerSentence]) -> str:
+    """The answer text (sentences with footnotes, space-separated); sets their offsets."""
+    parts: list[str] = []
+    length = 0
+    for s in sentences:
+        if parts:
+            parts.append(" ")
+            length += 1
+        written = _with_footnote(s.text, s.number)
+        s.answer_start, s.answer_end = length, length + len(written)
+        parts.append(written)
+        length += len(written)
+    return "".join(parts)
+
+
+_NUMBER_WORDS: dict[str, str] = {
+    # en
+    "two": "four", "three": "five", "four": "six", "five": "seven", "six": "eight",
+    "seven": "nine", "eight": "ten", "ten": "twelve", "fourteen": "twenty",
+    # fr
+    "deux": "quatre", "trois": "cinq", "quatre": "six", "cinq": "sept", "dix": "douze",
+    # it
+    "due": "quattro", "tre": "cinque", "quattro": "sei", "cinque": "sette", "otto": "dieci",
+    "dieci": "dodici",
+}  # fmt: skip
+_NUMBER = re.compile(r"\b(\d+|" + "|".join(_NUMBER_WORDS) + r")\b", re.IGNORECASE)
+
+
+def with_wrong_number(answer: Answer) -> Answer:
+    """A copy of ``answer`` where the last sentence holding a number says another number.
+
+    Its footnote stays: a plausible, cited, unsupported claim — what the grounding
+    check is for (fault ``hallucinate=1``). Unchanged when no sentence has a number.
+    """
+    for i in range(len(answer.sentences) - 1, -1, -1):
+        s = answer.sentences[i]
+        m = _NUMBER.search(s.text)
+        if m is None:
+            continue
+        word = m.group(1)
+        if word.isdigit():
+            wrong = str(int(word) + 2)
+        else:
+            wrong = _NUMBER_WORDS[word.lower()]
+            if word[0].isupper():
+                wrong = wrong.capitalize()
+        sentences = [
+            AnswerSentence(x.text, x.number, x.chunk_start, x.chunk_end) for x in answer.sentences
+        ]
+        sentences[i].text = s.text[: m.start(1)] + wrong + s.text[m.end(1) :]
+        return Answer(
+            answer.question, _compose(sentences), sentences, list(answer.passages), answer.language
+        )
+    return answer
 
 
 def _with_footnote(sentence: str, number: int) -> str:

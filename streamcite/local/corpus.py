@@ -42,8 +42,37 @@ _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
 
 # Words after which a full stop does not end a sentence (folded to lower case).
 _ABBREVIATIONS = frozenset(
-    "art artt e.g i.e etc mr mrs ms dr prof st no nr n p pp cf vs fig sig sgg ecc es "
-    "m mme mlle cie av ch".split()
+    [
+        "art",
+        "artt",
+        "e.g",
+        "i.e",
+        "etc",
+        "mr",
+        "mrs",
+        "ms",
+        "dr",
+        "prof",
+        "st",
+        "no",
+        "nr",
+        "n",
+        "p",
+        "pp",
+        "cf",
+        "vs",
+        "fig",
+        "sig",
+        "sgg",
+        "ecc",
+        "es",
+        "m",
+        "mme",
+        "mlle",
+        "cie",
+        "av",
+        "ch",
+    ]
 )
 _SENTENCE_END = re.compile(r"[.!?…]+[\"'»”)\]]*(?=\s)")
 
@@ -138,7 +167,9 @@ BUILTIN_CORPUS = "builtin"
 """Pass ``None`` (or this name) to :func:`load_corpus` for the demo corpus shipped with streamcite."""
 
 
-def load_corpus(directory: Path | str | None = None, *, max_chunk_chars: int = MAX_CHUNK_CHARS) -> Corpus:
+def load_corpus(
+    directory: Path | str | None = None, *, max_chunk_chars: int = MAX_CHUNK_CHARS
+) -> Corpus:
     """Load every ``.md`` / ``.markdown`` / ``.txt`` file of ``directory`` (recursively).
 
     ``None`` loads the built-in demo corpus. Raises :class:`CorpusError` when the folder
@@ -156,7 +187,9 @@ def load_corpus(directory: Path | str | None = None, *, max_chunk_chars: int = M
         root = Path(directory)
         if not root.is_dir():
             raise CorpusError(f"corpus folder not found: {root}")
-        for path in sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES):
+        for path in sorted(
+            p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES
+        ):
             rel = path.relative_to(root).as_posix()
             documents.append(parse_document(rel, _read(path, rel)))
     if not documents:
@@ -189,7 +222,9 @@ def _front_matter(rel: str, text: str) -> tuple[dict[str, str], str]:
             continue
         m = _FRONT_KEY.match(stripped)
         if m is None:
-            raise CorpusError(f"{rel}:{lineno}: front matter line is not 'key: value': {stripped!r}")
+            raise CorpusError(
+                f"{rel}:{lineno}: front matter line is not 'key: value': {stripped!r}"
+            )
         value = m.group(2).strip()
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
             value = value[1:-1]

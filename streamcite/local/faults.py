@@ -59,6 +59,8 @@ class FaultSpec:
     """Omit the final ``data: [DONE]``."""
     bom: bool | None = None
     """Start the stream body with a UTF-8 byte order mark."""
+    hallucinate: bool | None = None
+    """Change a number in one cited sentence of the answer (for grounding-check demos)."""
 
     @classmethod
     def parse(cls, spec: str | None) -> FaultSpec:
@@ -82,7 +84,9 @@ class FaultSpec:
 
     def over(self, base: FaultSpec) -> FaultSpec:
         """This spec layered over ``base``: the keys set here win."""
-        changes = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+        changes = {
+            f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None
+        }
         return replace(base, **changes)
 
     def __bool__(self) -> bool:
@@ -115,6 +119,7 @@ _KINDS: dict[str, str] = {
     "sources_delay": "delay",
     "no_done": "flag",
     "bom": "flag",
+    "hallucinate": "flag",
 }
 
 
@@ -125,7 +130,9 @@ def _convert(key: str, kind: str, raw: str) -> float | int | bool:
         except ValueError:
             raise FaultSpecError(f"fault {key}: {raw!r} is not a number of seconds") from None
         if not math.isfinite(value) or not 0.0 <= value <= MAX_DELAY:
-            raise FaultSpecError(f"fault {key}: {raw!r} must be between 0 and {MAX_DELAY:g} seconds")
+            raise FaultSpecError(
+                f"fault {key}: {raw!r} must be between 0 and {MAX_DELAY:g} seconds"
+            )
         return value
     if kind == "flag":
         low = raw.lower()

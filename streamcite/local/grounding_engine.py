@@ -24,14 +24,23 @@ score reaches the citation threshold (decided by the caller).
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Sequence
+from itertools import chain
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from streamcite.local.lexical import TextFeatures, analyze, char_ngrams, detect_language
+from streamcite.local.lexical import (
+    TextFeatures,
+    TokenTable,
+    analyze,
+    char_ngrams,
+    detect_language,
+    SENTENCE_BREAK,
+    raw_tokens_with_breaks,
+    token_table,
+)
 from streamcite.local.sentences import needs_grounding, split_sentences, strip_markers
 
 __all__ = ["ClaimVerdict", "EngineConfig", "evaluate"]
@@ -64,8 +73,6 @@ class EngineConfig:
     """Most adjacent fact sentences a claim may be aligned with."""
     window_discount: float = 0.8
     """Recall of a window of k sentences is multiplied by this to the power k-1."""
-    idf_weight: float = 0.0
-    """How much rarity among the facts (BM25 idf) adds to a word's weight."""
 
 
 DEFAULT_CONFIG = EngineConfig()
@@ -85,75 +92,130 @@ class ClaimVerdict:
     """(fact index, support score) of the facts that support it at all, best first."""
 
 
-# Fact sentences only need to be windows, not exact claims: a fast regex split.
-_FACT_SPLIT_RE = re.compile(r"(?<=[.!?…׃。！？])[\"'”’»)\]]*\s+|\s*\n\s*")
-
-
-@dataclass(slots=True)
 class _Fact:
-    sents: list[TextFeatures]
-    counts: Counter[str]
-    length: int
-    key_sents: dict[str, list[int]] | None = None
-    prefix_sents: dict[str, list[int]] | None = None
-    grams: dict[int, set[str]] = field(default_factory=dict)
+    """One fact as raw tokens and content keys, cut lazily into rough sentences.
 
-    def index(self) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
-        if self.key_sents is None or self.prefix_sents is None:
-            keys: dict[str, list[int]] = {}
-            prefixes: dict[str, list[int]] = {}
-            for i, feats in enumerate(self.sents):
-                for s in set(feats.stems):
-                    keys.setdefault(s, []).append(i)
-                    if len(s) >= 5 and s[0] != "#":
-                        prefixes.setdefault(s[:5], []).append(i)
-            self.key_sents, self.prefix_sents = keys, prefixes
-        return self.key_sents, self.prefix_sents
+    Only the fact-level key counts (for BM25) are computed up front, in C-level
+    passes; the sentences' key sets, negation flags and prefix maps are built when
+    the fact is a candidate for some claim.
+    """
 
-    def sent_grams(self, i: int) -> set[str]:
-        g = self.grams.get(i)
+    __slots__ = (
+        "_grams",
+        "_negs",
+        "_prefixes",
+        "_sentences",
+        "_sets",
+        "counts",
+        "keys",
+        "length",
+        "table",
+        "tokens",
+    )
+
+    def __init__(self, text: str, table: TokenTable) -> None:
+        self.table = table
+        self.tokens = raw_tokens_with_breaks(text)
+        self.keys = table.keys(self.tokens)
+        self.counts: Counter[str] = Counter(chain.from_iterable(self.keys))
+        self.length = sum(self.counts.values())
+        self._sentences: list[tuple[int, int]] | None = None
+        self._sets: list[set[str]] | None = None
+        self._negs: list[bool] | None = None
+        self._prefixes: dict[str, list[str]] | None = None
+        self._grams: dict[int, str] = {}
+
+    def sentences(self) -> list[tuple[int, int]]:
+        """Token ranges of the rough sentences."""
+        if self._sentences is None:
+            out: list[tuple[int, int]] = []
+            start = 0
+            for i, t in enumerate(self.tokens):
+                if t == SENTENCE_BREAK:
+                    if i > start:
+                        out.append((start, i))
+                    start = i + 1
+            if len(self.tokens) > start:
+                out.append((start, len(self.tokens)))
+            self._sentences = out
+        return self._sentences
+
+    @property
+    def n_sentences(self) -> int:
+        return len(self.sentences())
+
+    def sets(self) -> list[set[str]]:
+        if self._sets is None:
+            keys = self.keys
+            self._sets = [set(chain.from_iterable(keys[a:b])) for a, b in self.sentences()]
+        return self._sets
+
+    def negated(self, i: int) -> bool:
+        if self._negs is None:
+            negated, tokens = self.table.negated, self.tokens
+            self._negs = [negated(tokens[a:b]) for a, b in self.sentences()]
+        return self._negs[i]
+
+    def prefix_map(self) -> dict[str, list[str]]:
+        """5-letter prefix -> the fact's word keys that start with it."""
+        if self._prefixes is None:
+            out: dict[str, list[str]] = {}
+            for k in self.counts:
+                if len(k) >= 5 and k[0] != "#":
+                    lst = out.get(k[:5])
+                    if lst is None:
+                        out[k[:5]] = [k]
+                    else:
+                        lst.append(k)
+            self._prefixes = out
+        return self._prefixes
+
+    def gram_text(self, i: int) -> str:
+        """Keys of sentence ``i`` space-separated and padded: n-gram containment by substring."""
+        g = self._grams.get(i)
         if g is None:
-            g = self.grams[i] = char_ngrams(" ".join(self.sents[i].words))
+            g = self._grams[i] = " " + " ".join(self.sets()[i]) + " "
         return g
 
-
-def _build_fact(text: str, lang: str) -> _Fact:
-    sents = [analyze(part, lang) for part in _FACT_SPLIT_RE.split(text) if part.strip()]
-    counts: Counter[str] = Counter()
-    for feats in sents:
-        counts.update(feats.stems)
-    return _Fact(sents, counts, sum(counts.values()))
+    def numbers(self, window: Sequence[int]) -> set[str]:
+        sets = self.sets()
+        out: set[str] = set()
+        for i in window:
+            out.update(k for k in sets[i] if k[0] == "#")
+        return out
 
 
 class _BM25:
-    """Okapi BM25 over facts as a dense (vocabulary × facts) float32 matrix."""
+    """Okapi BM25 of the facts for the claims' terms, as a dense (terms × facts) matrix.
 
-    __slots__ = ("idf", "matrix", "vocab")
+    Only terms that occur in some claim get a row, so building it costs one set
+    intersection per fact, not a pass over the facts' whole vocabulary.
+    """
 
-    def __init__(self, facts: Sequence[_Fact], k1: float = 1.2, b: float = 0.75):
-        vocab: dict[str, int] = {}
-        df: Counter[str] = Counter()
-        for f in facts:
-            df.update(f.counts.keys())
-            for term in f.counts:
-                if term not in vocab:
-                    vocab[term] = len(vocab)
+    __slots__ = ("matrix", "vocab")
+
+    def __init__(self, facts: Sequence[_Fact], terms: set[str], k1: float = 1.2, b: float = 0.75):
+        self.vocab = {t: i for i, t in enumerate(terms)}
         n = len(facts)
-        avg = (sum(f.length for f in facts) / n) if n else 0.0
         rows: list[int] = []
         cols: list[int] = []
-        vals: list[float] = []
-        self.idf = {t: math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+        tfs: list[int] = []
         for j, f in enumerate(facts):
-            norm = k1 * (1.0 - b + b * (f.length / avg if avg else 1.0))
-            for term, tf in f.counts.items():
-                rows.append(vocab[term])
-                cols.append(j)
-                vals.append(self.idf[term] * tf * (k1 + 1.0) / (tf + norm))
-        self.matrix = np.zeros((len(vocab), n), dtype=np.float32)
-        if rows:
-            self.matrix[np.asarray(rows), np.asarray(cols)] = np.asarray(vals, dtype=np.float32)
-        self.vocab = vocab
+            shared = f.counts.keys() & terms
+            rows.extend([self.vocab[t] for t in shared])
+            tfs.extend([f.counts[t] for t in shared])
+            cols.extend([j] * len(shared))
+        row = np.asarray(rows, dtype=np.int64)
+        col = np.asarray(cols, dtype=np.int64)
+        tf = np.asarray(tfs, dtype=np.float32)
+        df = np.bincount(row, minlength=len(self.vocab)).astype(np.float32)
+        idf = np.log1p((n - df + 0.5) / (df + 0.5)).astype(np.float32)
+        lengths = np.asarray([f.length for f in facts], dtype=np.float32)
+        avg = float(lengths.mean()) if n else 0.0
+        norm = k1 * (1.0 - b + b * lengths / (avg or 1.0))
+        self.matrix = np.zeros((len(self.vocab), n), dtype=np.float32)
+        if len(row):
+            self.matrix[row, col] = idf[row] * tf * (k1 + 1.0) / (tf + norm[col])
 
     def top(self, terms: Sequence[str], k: int) -> list[int]:
         ids = [self.vocab[t] for t in terms if t in self.vocab]
@@ -167,79 +229,79 @@ class _BM25:
         return [int(j) for j in best[np.argsort(-scores[best])] if scores[j] > 0]
 
 
-def _windows(anchor: int, size: int) -> list[tuple[int, ...]]:
-    out = [(anchor,)]
-    for width in range(2, size + 1):
-        for first in range(anchor - width + 1, anchor + 1):
-            out.append(tuple(range(first, first + width)))
-    return out
+class _Claim:
+    __slots__ = ("features", "grams", "total", "unique", "weights")
+
+    def __init__(self, features: TextFeatures, cfg: EngineConfig) -> None:
+        self.features = features
+        self.unique = list(dict.fromkeys(features.stems))
+        self.weights = {
+            k: (cfg.salient_weight if k in features.salient else 1.0) for k in self.unique
+        }
+        self.total = sum(self.weights.values())
+        self.grams = list(char_ngrams(" ".join(self.unique))) if cfg.ngram_weight else []
 
 
 def _calibrate(recall: float, cfg: EngineConfig) -> float:
     return 1.0 / (1.0 + math.exp(-cfg.steepness * (recall - cfg.midpoint)))
 
 
-def _score_pair(
-    claim: TextFeatures,
-    weights: dict[str, float],
-    claim_grams: set[str],
-    fact: _Fact,
-    cfg: EngineConfig,
-) -> float:
-    keys, prefixes = fact.index()
-    total = sum(weights.values())
-    # credit[stem] = {sentence index: credit}
-    credit: dict[str, dict[int, float]] = {}
+def _score_pair(claim: _Claim, fact: _Fact, cfg: EngineConfig) -> float:
+    """Support of one claim by one fact, in [0, 1]."""
+    sets = fact.sets()
+    counts = fact.counts
+    credit: list[tuple[float, dict[int, float]]] = []
     per_sentence: dict[int, float] = {}
-    for s, w in weights.items():
-        hits: dict[int, float] = {}
-        for i in keys.get(s, ()):
-            hits[i] = 1.0
-        if len(s) >= 5 and s[0] != "#":
-            for i in prefixes.get(s[:5], ()):
-                if i not in hits:
-                    hits[i] = cfg.prefix_credit
-        if hits:
-            credit[s] = hits
-            for i, c in hits.items():
-                per_sentence[i] = per_sentence.get(i, 0.0) + w * c
+    for k, w in claim.weights.items():
+        if k in counts:
+            hits = {i: 1.0 for i, keys in enumerate(sets) if k in keys}
+        elif len(k) >= 5 and k[0] != "#":
+            # Not in the fact as such: an inflected or derived form may share a prefix.
+            forms = fact.prefix_map().get(k[:5])
+            if not forms:
+                continue
+            partial = cfg.prefix_credit
+            hits = {
+                i: partial for i, keys in enumerate(sets) if any(f in keys for f in forms)
+            }
+        else:
+            continue
+        credit.append((w, hits))
+        for i, c in hits.items():
+            per_sentence[i] = per_sentence.get(i, 0.0) + w * c
     if not per_sentence:
         return 0.0
-    anchors = sorted(per_sentence, key=per_sentence.__getitem__, reverse=True)[: cfg.anchors]
-    n_sents = len(fact.sents)
-    best_recall, best_window, best_anchor = -1.0, (anchors[0],), anchors[0]
-    seen: set[tuple[int, ...]] = set()
-    for a in anchors:
-        for window in _windows(a, cfg.max_window):
-            if window[0] < 0 or window[-1] >= n_sents or window in seen:
-                continue
-            seen.add(window)
-            got = 0.0
-            for s, hits in credit.items():
-                c = max(hits.get(i, 0.0) for i in window)
-                if c:
-                    got += weights[s] * c
-            if len(window) > 1:
-                got *= cfg.window_discount ** (len(window) - 1)
-            if got > best_recall:
-                best_recall, best_window, best_anchor = got, window, a
-    recall = best_recall / total if total else 0.0
-    if cfg.ngram_weight and claim_grams:
-        window_grams: set[str] = set()
-        for i in best_window:
-            window_grams |= fact.sent_grams(i)
-        containment = len(claim_grams & window_grams) / len(claim_grams)
-        recall = (1.0 - cfg.ngram_weight) * recall + cfg.ngram_weight * containment
+    # Single sentences score per_sentence directly; pairs are tried around the best.
+    ranked = sorted(per_sentence, key=per_sentence.__getitem__, reverse=True)
+    best_anchor = ranked[0]
+    best_got, best_window = per_sentence[best_anchor], (best_anchor,)
+    if cfg.max_window > 1:
+        n_sents = fact.n_sentences
+        for a in ranked[: cfg.anchors]:
+            for window in ((a - 1, a), (a, a + 1)):
+                if window[0] < 0 or window[1] >= n_sents:
+                    continue
+                i, j = window
+                got = 0.0
+                for w, hits in credit:
+                    got += w * max(hits.get(i, 0.0), hits.get(j, 0.0))
+                got *= cfg.window_discount
+                if got > best_got:
+                    best_got, best_window, best_anchor = got, window, a
+    recall = best_got / claim.total if claim.total else 0.0
+    if claim.grams:
+        text = "".join(fact.gram_text(i) for i in best_window)
+        contained = sum(1 for g in claim.grams if g in text)
+        recall = (1.0 - cfg.ngram_weight) * recall + cfg.ngram_weight * contained / len(
+            claim.grams
+        )
     score = _calibrate(recall, cfg)
-    if claim.numbers:
-        window_numbers: set[str] = set()
-        for i in best_window:
-            window_numbers |= fact.sents[i].numbers
-        if cfg.number_scope == "fact":
-            window_numbers = set().union(*(f.numbers for f in fact.sents))
-        if not claim.numbers <= window_numbers:
+    numbers = claim.features.numbers
+    if numbers:
+        scope = best_window if cfg.number_scope == "window" else range(fact.n_sentences)
+        if not numbers <= fact.numbers(scope):
             score *= cfg.number_veto
-    if claim.negated != fact.sents[best_anchor].negated:
+    if claim.features.negated != fact.negated(best_anchor):
         score *= cfg.negation_veto
     return score
 
@@ -278,25 +340,22 @@ def evaluate(
     if not claims or not facts:
         return verdicts
 
-    built = [_build_fact(f, lang) for f in facts]
-    bm25 = _BM25(built) if len(built) >= config.bm25_min_facts else None
-    for verdict, feats in claims:
-        unique = list(dict.fromkeys(feats.stems))
-        weights = {s: (config.salient_weight if s in feats.salient else 1.0) for s in unique}
-        if config.idf_weight and bm25 is not None:
-            top_idf = max(bm25.idf.values(), default=1.0) or 1.0
-            for s in unique:
-                weights[s] *= 1.0 + config.idf_weight * bm25.idf.get(s, top_idf) / top_idf
-        grams = char_ngrams(" ".join(feats.words)) if config.ngram_weight else set()
+    table = token_table(lang)
+    built = [_Fact(f, table) for f in facts]
+    prepared = [(verdict, _Claim(feats, config)) for verdict, feats in claims]
+    bm25 = None
+    if len(built) >= config.bm25_min_facts:
+        bm25 = _BM25(built, {k for _, c in prepared for k in c.unique})
+    for verdict, claim in prepared:
         if bm25 is not None:
-            candidates = bm25.top(unique, config.candidates)
+            candidates = bm25.top(claim.unique, config.candidates)
         else:
             candidates = list(range(len(built)))
         scored: list[tuple[int, float]] = []
         for j in candidates:
-            s = _score_pair(feats, weights, grams, built[j], config)
-            if s > 0.0:
-                scored.append((j, s))
+            score = _score_pair(claim, built[j], config)
+            if score > 0.0:
+                scored.append((j, score))
         scored.sort(key=lambda p: (-p[1], p[0]))
         verdict.fact_scores = scored
         verdict.score = scored[0][1] if scored else 0.0

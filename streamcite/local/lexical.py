@@ -16,16 +16,23 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from itertools import chain
 
 __all__ = [
     "LANGUAGES",
+    "TOKEN_RE",
     "TextFeatures",
+    "TokenTable",
     "analyze",
     "char_ngrams",
     "detect_language",
     "fold",
+    "SENTENCE_BREAK",
+    "raw_tokens",
+    "raw_tokens_with_breaks",
     "is_stopword",
     "stem",
+    "token_table",
 ]
 
 LANGUAGES = ("en", "fr", "it", "he")
@@ -351,7 +358,8 @@ def stem(word: str, lang: str) -> str:
 
 # A number (with thousands/decimal separators) not glued to letters, or a word
 # with internal apostrophes / Hebrew gershayim (folded to ' and ").
-_TOKEN_RE = re.compile(r"(\d+(?:[.,]\d+)*)(?![^\W_])|([^\W_]+(?:['\"][^\W_]+)*)")
+TOKEN_RE = re.compile(r"\d+(?:[.,]\d+)*(?![^\W_])|[^\W_]+(?:['\"][^\W_]+)*")
+_NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
 _THOUSANDS_RE = re.compile(r"^\d{1,3}(?:([.,])\d{3})(?:\1\d{3})*$")
 
 
@@ -373,106 +381,176 @@ def _canonical_number(raw: str) -> str:
     return f"#{int(value)}"
 
 
-@dataclass(slots=True)
-class _Tok:
-    """Analysis of one folded surface token (memoised per language)."""
-
-    keys: tuple[str, ...]
-    """Content stems (empty for stopwords); numbers as ``#1500``, months as ``#m12``."""
-    numbers: tuple[str, ...]
-    negation: bool
-
-
-_MEMO: dict[tuple[str, str], _Tok] = {}
-_MEMO_MAX = 200_000
-
-
-def _analyse_word(word: str, lang: str) -> _Tok:
-    memo_key = (lang, word)
-    hit = _MEMO.get(memo_key)
-    if hit is not None:
-        return hit
-    tok = _analyse_uncached(word, lang)
-    if len(_MEMO) >= _MEMO_MAX:
-        _MEMO.clear()
-    _MEMO[memo_key] = tok
-    return tok
+# Fast tokenising of long texts: lower-case, a few Unicode punctuation marks made
+# ASCII, UTF-8 bytes, ASCII punctuation (but . , ' ") turned into spaces by one
+# bytes.translate, then bytes.split(). Every step is a single C call; each token
+# is then analysed once per process (memo keyed by its bytes).
+_PREFOLD = (
+    ("’", "'"), ("‘", "'"), ("ʼ", "'"), ("׳", "'"), ("“", '"'), ("”", '"'), ("״", '"'),
+    ("«", " "), ("»", " "), ("‹", " "), ("›", " "), ("—", " "), ("–", " "), ("‑", " "),
+    ("‐", " "), ("־", " "), ("…", ". "), ("¿", " "), ("¡", " "), ("„", " "),
+)  # fmt: skip
+_BYTE_PUNCT_SRC = b"()[]{}!?;:<>/\\|*#@&+=~^`$%-_\t\r"
+_BYTE_PUNCT = bytes.maketrans(_BYTE_PUNCT_SRC, b" " * len(_BYTE_PUNCT_SRC))
+_SENTENCE_BREAKS = tuple(
+    p.encode()
+    for p in (". ", "! ", "? ", ".\n", "!\n", "?\n", '." ', ".' ", '?" ', '!" ', "\n", "׃ ",
+              "。", "！", "？", "؟")
+)  # fmt: skip
 
 
-def _analyse_uncached(word: str, lang: str) -> _Tok:
-    parts = [word]
+def _prefold(text: str) -> bytes:
+    text = text.lower()
+    for src, dst in _PREFOLD:
+        if src in text:
+            text = text.replace(src, dst)
+    return text.encode("utf-8", "replace")
+
+
+def raw_tokens(text: str) -> list[bytes]:
+    """Raw tokens of ``text`` (lower-cased UTF-8 bytes, edge punctuation still on)."""
+    return _prefold(text).translate(_BYTE_PUNCT).split()
+
+
+SENTENCE_BREAK = b"\x00"
+"""The token :func:`raw_tokens_with_breaks` puts between rough sentences."""
+
+
+def raw_tokens_with_breaks(text: str) -> list[bytes]:
+    """:func:`raw_tokens`, with :data:`SENTENCE_BREAK` tokens at terminal punctuation and
+    newlines (one C-level pass: no Python work per token)."""
+    data = _prefold(text)
+    for brk in _SENTENCE_BREAKS:
+        if brk in data:
+            data = data.replace(brk, b" \x00 ")
+    return data.translate(_BYTE_PUNCT).split()
+
+
+class TokenTable:
+    """Memo of token analyses for one language: raw token -> content keys, negation cues.
+
+    A key is a light stem, or starts with ``#`` for a number (``#1500``), a month
+    (``#m12``) or a word with digits. Function words have no key. Once the
+    vocabulary is known, the keys of a token list cost one dict lookup per token.
+    """
+
+    __slots__ = ("key", "lang", "negations")
+
+    MAX_ENTRIES = 300_000
+
+    def __init__(self, lang: str) -> None:
+        self.lang = lang
+        self.key: dict[bytes, tuple[str, ...]] = {SENTENCE_BREAK: ()}
+        self.negations: set[bytes] = set()
+        """Raw tokens that are negation cues (``not``, ``didn't``, ``n'est``, ``ולא``)."""
+
+    def keys(self, tokens: list[bytes]) -> list[tuple[str, ...]]:
+        """Keys of each raw token, in order (an empty tuple for function words)."""
+        get = self.key.get
+        out: list[tuple[str, ...] | None] = [get(t) for t in tokens]
+        if None in out:
+            for i, k in enumerate(out):
+                if k is None:
+                    out[i] = self.learn(tokens[i])
+        return out  # type: ignore[return-value]
+
+    def flat_keys(self, tokens: list[bytes]) -> list[str]:
+        return list(chain.from_iterable(self.keys(tokens)))
+
+    def learn(self, token: bytes) -> tuple[str, ...]:
+        if len(self.key) >= self.MAX_ENTRIES:
+            self.key.clear()  # negation cues are few and stay
+            self.key[SENTENCE_BREAK] = ()
+        keys: list[str] = []
+        negation = False
+        for sub in TOKEN_RE.findall(fold(token.decode("utf-8", "replace"))):
+            key, neg = _analyse(sub, self.lang)
+            negation = negation or neg
+            if key:
+                keys.append(key)
+        out = tuple(keys)
+        self.key[token] = out
+        if negation:
+            self.negations.add(token)
+        return out
+
+    def negated(self, tokens: list[bytes]) -> bool:
+        return not self.negations.isdisjoint(tokens)
+
+
+_TABLES: dict[str, TokenTable] = {}
+
+
+def token_table(lang: str) -> TokenTable:
+    """The process-wide :class:`TokenTable` of ``lang`` (``und`` for unknown languages)."""
+    lang = _lang_key(lang)
+    table = _TABLES.get(lang)
+    if table is None:
+        table = _TABLES[lang] = TokenTable(lang)
+    return table
+
+
+def _analyse(word: str, lang: str) -> tuple[str, bool]:
+    """(key, is a negation cue) of one folded token."""
+    if _NUMBER_RE.fullmatch(word):
+        return _canonical_number(word), False
     negation = False
     if "'" in word or '"' in word:
         if _HEBREW_RE.match(word):
-            parts = [word.replace('"', "").replace("'", "")]
+            word = word.replace('"', "").replace("'", "")
         else:
             head, _, tail = word.partition("'")
             if tail == "t" and head.endswith("n"):  # didn't, can't, isn't
-                parts, negation = [head[:-1] or head], True
-                if head == "can":
-                    parts = ["can"]
-            elif tail in _EN_CONTRACTION_TAILS and lang in ("en", "und"):
-                parts = [head]
+                return "", True
+            if tail in _EN_CONTRACTION_TAILS and lang in ("en", "und"):
+                word = head
             elif head in _ELISIONS.get(lang, _ELISIONS_ANY):
                 if head == "n":
                     negation = True
-                parts = [tail.replace("'", "")]
+                word = tail.replace("'", "")
             else:
-                parts = [word.replace("'", "").replace('"', "")]
-    stops = _STOP.get(lang, _STOP_ANY)
+                word = word.replace("'", "").replace('"', "")
+    if not word:
+        return "", negation
     negs = _NEG.get(lang, _NEG_ANY)
+    bare = word
+    if lang == "he" or _HEBREW_RE.match(word):
+        # Negations and function words often carry a proclitic (ולא, שאין).
+        if word in negs or (len(word) > 2 and word[0] in _HE_PROCLITICS and word[1:] in negs):
+            return "", True
+        bare = _stem_he(word)
+    elif word in negs:
+        return "", True
+    if word in _STOP.get(lang, _STOP_ANY):
+        return "", negation
     number_words = _NUMBER_WORDS.get(lang, {})
+    n = number_words.get(word)
+    if n is None and bare != word:
+        n = number_words.get(bare)
+    if n is not None:
+        return f"#{n}", negation
     months = _MONTHS.get(lang, {})
-    keys: list[str] = []
-    numbers: list[str] = []
-    for p in parts:
-        if not p:
-            continue
-        bare = p
-        if lang == "he" or _HEBREW_RE.match(p):
-            # Negation and function words often carry a proclitic (ולא, שאין).
-            if p in negs or (len(p) > 2 and p[0] in _HE_PROCLITICS and p[1:] in negs):
-                negation = True
-                continue
-            bare = _stem_he(p)
-        elif p in negs:
-            negation = True
-            continue
-        if p in stops:
-            continue
-        n = number_words.get(p)
-        if n is None and bare != p:
-            n = number_words.get(bare)
-        if n is not None:
-            numbers.append(f"#{n}")
-            keys.append(f"#{n}")
-            continue
-        m = months.get(p) or (months.get(bare) if bare != p else None)
-        if m is not None:
-            numbers.append(f"#m{m}")
-            keys.append(f"#m{m}")
-            continue
-        if len(p) == 1 and not p.isdigit():
-            continue
-        s = stem(p, lang)
-        keys.append(s)
-        if any(c.isdigit() for c in p):
-            numbers.append(s)
-    return _Tok(tuple(keys), tuple(numbers), negation)
+    m = months.get(word) or (months.get(bare) if bare != word else None)
+    if m is not None:
+        return f"#m{m}", negation
+    if len(word) == 1:
+        return "", negation
+    key = stem(word, lang)
+    if any(c.isdigit() for c in word):
+        key = "#" + key
+    return key, negation
 
 
 @dataclass(slots=True)
 class TextFeatures:
-    """What the checker compares: content stems, numbers, negation, salient terms."""
+    """What the checker compares: content keys, numbers, negation, salient terms."""
 
     stems: list[str] = field(default_factory=list)
-    """Content stems in order (numbers as ``#n``, months as ``#mN``)."""
+    """Content keys in order (numbers as ``#n``, months as ``#mN``)."""
     numbers: set[str] = field(default_factory=set)
     negated: bool = False
     salient: set[str] = field(default_factory=set)
-    """Stems written capitalised mid-sentence (names) and numbers."""
-    words: list[str] = field(default_factory=list)
-    """Folded content words before stemming (for character n-grams)."""
+    """Keys written capitalised mid-sentence (names) and numbers."""
 
 
 def analyze(text: str, lang: str, *, salience: bool = False) -> TextFeatures:
@@ -481,48 +559,24 @@ def analyze(text: str, lang: str, *, salience: bool = False) -> TextFeatures:
     With ``salience``, words written with a capital inside the sentence (names) are
     marked salient; that needs the original casing, so it costs a second pass.
     """
-    lang = _lang_key(lang)
-    out = TextFeatures()
-    folded = fold(text)
-    for m in _TOKEN_RE.finditer(folded):
-        num = m.group(1)
-        if num is not None:
-            c = _canonical_number(num)
-            out.stems.append(c)
-            out.numbers.add(c)
-            out.salient.add(c)
-            out.words.append(num)
-            continue
-        tok = _analyse_word(m.group(2), lang)
-        if tok.negation:
-            out.negated = True
-        if tok.keys:
-            out.stems.extend(tok.keys)
-            out.words.append(m.group(2))
-        if tok.numbers:
-            out.numbers.update(tok.numbers)
-            out.salient.update(tok.numbers)
+    table = token_table(lang)
+    tokens = raw_tokens(text)
+    keys = table.flat_keys(tokens)
+    numbers = {k for k in keys if k[0] == "#"}
+    out = TextFeatures(keys, numbers, table.negated(tokens), set(numbers))
     if salience:
-        out.salient.update(_capitalised_stems(text, lang))
+        out.salient.update(_capitalised_keys(text, table))
     return out
 
 
 _CASED_WORD_RE = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 
 
-def _capitalised_stems(text: str, lang: str) -> set[str]:
-    out: set[str] = set()
-    first = True
-    for m in _CASED_WORD_RE.finditer(text):
-        w = m.group(0)
-        if first:
-            first = False
-            continue
-        if len(w) > 1 and w[0].isupper():
-            folded = fold(w)
-            for key in _analyse_word(folded, lang).keys:
-                out.add(key)
-    return out
+def _capitalised_keys(text: str, table: TokenTable) -> set[str]:
+    words = [w for w in _CASED_WORD_RE.findall(text)[1:] if len(w) > 1 and w[0].isupper()]
+    if not words:
+        return set()
+    return set(table.flat_keys(raw_tokens(" ".join(words))))
 
 
 def char_ngrams(text: str, n: int = 4) -> set[str]:

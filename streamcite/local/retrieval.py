@@ -23,36 +23,46 @@ import numpy as np
 
 from streamcite.local.corpus import Chunk, Corpus
 
-__all__ = ["Hit", "Retriever", "STOPWORDS", "fold", "tokenize"]
+__all__ = ["STOPWORDS", "Hit", "Retriever", "fold", "tokenize"]
 
 _WORD = re.compile(r"\w+")
 _HEBREW_PREFIXES = frozenset("והבלמשכ")
 
-STOPWORDS: frozenset[str] = frozenset(
-    # English
-    "a an the and or but if of to in on at by for with from as is are was were be been being "
-    "do does did have has had i you he she it we they me my your our their its this that these "
-    "those there here what which who whom whose when where why how can could may might must "
-    "shall should will would not no nor so than too very just about into over under up down out "
-    "any all each every some such only own same other more most much many also per please tell "
-    "know get got am us them him her his hers ours yours theirs let does don "
-    # words that ask rather than say what is asked about
-    "apply applies rule rules regarding concerning say says explain need want".split()
-    # French
-    + "le la les l un une des du de d et ou mais donc or ni car a au aux en dans par pour sur "
-    "avec sans sous chez ce cet cette ces c qui que quoi qu dont ou est sont etre etait ai as "
-    "avons avez ont il elle ils elles on nous vous je tu me te se s y ne pas plus moins tres "
-    "son sa ses leur leurs mon ma mes ton ta tes notre nos votre vos quel quelle quels quelles "
-    "comment combien pourquoi quand peut peuvent puis".split()
-    # Italian
-    + "il lo la i gli le un uno una di a da in con su per tra fra e ed o ma che chi cui non "
-    "del dello della dei degli delle al allo alla ai agli alle dal dallo dalla dai dagli dalle "
-    "nel nello nella nei negli nelle sul sullo sulla sui sugli sulle si ci mi ti vi ne sono "
-    "sei siamo siete essere ha hanno ho hai come quanto quanti quante quale quali quando dove "
-    "perche cosa questo questa questi queste quello quella posso puo possono sta".split()
-    # Hebrew (without points; prefixed forms are reduced by the prefix rule)
-    + "של את על עם אל גם לא כן אם או כי זה זו זאת אלה הוא היא הם הן אני אתה את אנחנו אתם "
-    "מה מי איך כמה למה מתי איפה יש אין היה היו יהיה כל רק עוד".split()
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+STOPWORDS: frozenset[str] = (
+    _words(  # English
+        "a an the and or but if of to in on at by for with from as is are was were be been being "
+        "do does did have has had i you he she it we they me my your our their its this that these "
+        "those there here what which who whom whose when where why how can could may might must "
+        "shall should will would not no nor so than too very just about into over under up down out "
+        "any all each every some such only own same other more most much many also per please tell "
+        "know get got am us them him her his hers ours yours theirs let does don"
+    )
+    | _words(  # words that ask rather than say what is asked about
+        "apply applies rule rules regarding concerning say says explain need want use used using"
+    )
+    | _words(  # French
+        "le la les l un une des du de d et ou mais donc or ni car a au aux en dans par pour sur "
+        "avec sans sous chez ce cet cette ces c qui que quoi qu dont est sont etre etait ai as "
+        "avons avez ont il elle ils elles on nous vous je tu me te se s y ne pas plus moins tres "
+        "son sa ses leur leurs mon ma mes ton ta tes notre nos votre vos quel quelle quels quelles "
+        "comment combien pourquoi quand peut peuvent puis"
+    )
+    | _words(  # Italian
+        "il lo la i gli le un uno una di a da in con su per tra fra e ed o ma che chi cui non "
+        "del dello della dei degli delle al allo alla ai agli alle dal dallo dalla dai dagli dalle "
+        "nel nello nella nei negli nelle sul sullo sulla sui sugli sulle si ci mi ti vi ne sono "
+        "sei siamo siete essere ha hanno ho hai come quanto quanti quante quale quali quando dove "
+        "perche cosa questo questa questi queste quello quella posso puo possono sta"
+    )
+    | _words(  # Hebrew (without points; prefixed forms are reduced by the prefix rule)
+        "של את על עם אל גם לא כן אם או כי זה זו זאת אלה הוא היא הם הן אני אתה אנחנו אתם "
+        "מה מי איך כמה למה מתי איפה יש אין היה היו יהיה כל רק עוד"
+    )
 )
 
 
@@ -190,7 +200,9 @@ class Retriever:
         """The index terms of a chunk (heading included)."""
         return set(self._chunk_tokens(chunk))
 
-    def coverage(self, terms: Sequence[str], present: Iterable[str], total: float | None = None) -> float:
+    def coverage(
+        self, terms: Sequence[str], present: Iterable[str], total: float | None = None
+    ) -> float:
         """Share of the IDF weight of ``terms`` found in ``present``."""
         if total is None:
             total = sum(self.idf(t) for t in terms)

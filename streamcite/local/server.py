@@ -36,8 +36,14 @@ import orjson
 import structlog
 from aiohttp import web
 
-from streamcite.local.answerer import Answer, Answerer, question_from_messages, token_pieces
-from streamcite.local.corpus import Corpus, stable_id, load_corpus
+from streamcite.local.answerer import (
+    Answer,
+    Answerer,
+    question_from_messages,
+    token_pieces,
+    with_wrong_number,
+)
+from streamcite.local.corpus import Corpus, load_corpus, stable_id
 from streamcite.local.faults import FaultSpec, FaultSpecError, request_faults
 from streamcite.local.store import AnswerStore, StoredAnswer
 
@@ -149,7 +155,9 @@ class _State:
 _STATE = web.AppKey("streamcite_local_state", _State)
 
 
-def create_app(config: BackendConfig | None = None, corpus: Corpus | None = None) -> web.Application:
+def create_app(
+    config: BackendConfig | None = None, corpus: Corpus | None = None
+) -> web.Application:
     """The backend as an aiohttp application (``corpus`` overrides ``config.corpus_dir``)."""
     state = _State(config or BackendConfig(), corpus)
     app = web.Application(client_max_size=8 * 1024 * 1024)
@@ -189,8 +197,12 @@ def _retry_headers(spec: FaultSpec) -> dict[str, str] | None:
     return {"Retry-After": f"{spec.retry_after:g}"}
 
 
-def _openai_error(status: int, message: str, *, param: str | None = None, spec: FaultSpec | None = None) -> web.Response:
-    kind, code = _OPENAI_ERRORS.get(status, ("server_error" if status >= 500 else "invalid_request_error", "error"))
+def _openai_error(
+    status: int, message: str, *, param: str | None = None, spec: FaultSpec | None = None
+) -> web.Response:
+    kind, code = _OPENAI_ERRORS.get(
+        status, ("server_error" if status >= 500 else "invalid_request_error", "error")
+    )
     body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
     return _json(body, status, _retry_headers(spec) if spec else None)
 
@@ -200,7 +212,13 @@ def _detail(status: int, message: str, spec: FaultSpec | None = None) -> web.Res
 
 
 def _google_error(status: int, message: str, spec: FaultSpec | None = None) -> web.Response:
-    body = {"error": {"code": status, "message": message, "status": _GOOGLE_STATUS.get(status, "UNKNOWN")}}
+    body = {
+        "error": {
+            "code": status,
+            "message": message,
+            "status": _GOOGLE_STATUS.get(status, "UNKNOWN"),
+        }
+    }
     return _json(body, status, _retry_headers(spec) if spec else None)
 
 
@@ -250,8 +268,14 @@ async def _chat_completions(request: web.Request) -> web.StreamResponse:
     if not isinstance(body, dict):
         return _openai_error(400, "the request body must be a JSON object")
     messages = body.get("messages")
-    if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
-        return _openai_error(400, "'messages' must be a non-empty array of message objects", param="messages")
+    if (
+        not isinstance(messages, list)
+        or not messages
+        or not all(isinstance(m, dict) for m in messages)
+    ):
+        return _openai_error(
+            400, "'messages' must be a non-empty array of message objects", param="messages"
+        )
     stream = body.get("stream", False)
     if not isinstance(stream, bool):
         return _openai_error(400, "'stream' must be a boolean", param="stream")
@@ -260,11 +284,15 @@ async def _chat_completions(request: web.Request) -> web.StreamResponse:
         return _openai_error(400, "'stream_options' must be an object", param="stream_options")
     include_usage = bool(options and options.get("include_usage"))
     max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
-    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
+    if max_tokens is not None and (
+        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+    ):
         return _openai_error(400, "'max_tokens' must be a positive integer", param="max_tokens")
 
     question = question_from_messages(messages)
     answer = state.answer(question)
+    if spec.hallucinate:
+        answer = with_wrong_number(answer)
     completion_id = "chatcmpl-" + secrets.token_hex(12)
     created = int(time.time())
     state.store.put(StoredAnswer(completion_id, created, answer, spec.sources_404_until))
@@ -274,8 +302,14 @@ async def _chat_completions(request: web.Request) -> web.StreamResponse:
         pieces, finish_reason = pieces[:max_tokens], "length"
     citations = answer.citations(_root_url(request))
     log = state.log.bind(completion_id=completion_id, stream=stream)
-    log.debug("chat completion", found=answer.found, pieces=len(pieces), faults=spec.to_spec() or None)
-    first_delay = spec.first_token_delay if spec.first_token_delay is not None else state.config.first_token_delay
+    log.debug(
+        "chat completion", found=answer.found, pieces=len(pieces), faults=spec.to_spec() or None
+    )
+    first_delay = (
+        spec.first_token_delay
+        if spec.first_token_delay is not None
+        else state.config.first_token_delay
+    )
     token_delay = spec.token_delay if spec.token_delay is not None else state.config.token_delay
 
     if not stream:
@@ -360,7 +394,9 @@ def _stream_events(plan: _StreamPlan) -> tuple[bytes, list[bytes], list[bytes]]:
     )
     closing = [finish]
     if plan.usage is not None:
-        closing.append(b"data: " + head + b'"choices":[],"usage":' + orjson.dumps(plan.usage) + b"}\n\n")
+        closing.append(
+            b"data: " + head + b'"choices":[],"usage":' + orjson.dumps(plan.usage) + b"}\n\n"
+        )
     return role, contents, closing
 
 
@@ -370,15 +406,19 @@ def _malformed(event: bytes) -> bytes:
     return b"data: " + payload[: max(1, len(payload) // 2)] + b"\n\n"
 
 
-_ERROR_EVENT = b"data: " + orjson.dumps(
-    {
-        "error": {
-            "message": "The upstream model is overloaded (injected fault).",
-            "type": "server_error",
-            "code": "upstream_overloaded",
+_ERROR_EVENT = (
+    b"data: "
+    + orjson.dumps(
+        {
+            "error": {
+                "message": "The upstream model is overloaded (injected fault).",
+                "type": "server_error",
+                "code": "upstream_overloaded",
+            }
         }
-    }
-) + b"\n\n"
+    )
+    + b"\n\n"
+)
 
 
 async def _stream(request: web.Request, plan: _StreamPlan, log: Any) -> web.StreamResponse:
@@ -413,9 +453,13 @@ async def _stream(request: web.Request, plan: _StreamPlan, log: Any) -> web.Stre
         if plan.first_delay:
             await asyncio.sleep(plan.first_delay)
         if plan.token_delay and len(contents) > 1:
+            # Pace against a schedule, not by sleeping a fixed time after each write:
+            # otherwise write and wake-up overheads add up and 50 tokens/s becomes 40.
+            loop = asyncio.get_running_loop()
+            start = loop.time()
             for i, event in enumerate(contents):
                 if i:
-                    await asyncio.sleep(plan.token_delay)
+                    await asyncio.sleep(max(0.0, start + i * plan.token_delay - loop.time()))
                 await response.write(event)
                 sent += 1
         elif contents:
@@ -431,7 +475,11 @@ async def _stream(request: web.Request, plan: _StreamPlan, log: Any) -> web.Stre
             log.debug("stream dropped", sent=sent)
             raise _Closing
         elif action == "stall":
-            await _stall(request, state.closing, spec.stall_for if spec.stall_for is not None else DEFAULT_STALL)
+            await _stall(
+                request,
+                state.closing,
+                spec.stall_for if spec.stall_for is not None else DEFAULT_STALL,
+            )
             _drop(request)
             raise _Closing
         await response.write_eof()
@@ -471,7 +519,9 @@ async def _models(request: web.Request) -> web.Response:
     return _json(
         {
             "object": "list",
-            "data": [{"id": MODEL, "object": "model", "created": 1_700_000_000, "owned_by": "streamcite"}],
+            "data": [
+                {"id": MODEL, "object": "model", "created": 1_700_000_000, "owned_by": "streamcite"}
+            ],
         }
     )
 
@@ -497,7 +547,9 @@ async def _document(request: web.Request) -> web.Response:
     wanted = request.query.get("format", "")
     accept = request.headers.get("Accept", "")
     if wanted == "html" or (not wanted and "text/html" in accept):
-        return web.Response(text=_document_html(state, doc.id), content_type="text/html", charset="utf-8")
+        return web.Response(
+            text=_document_html(state, doc.id), content_type="text/html", charset="utf-8"
+        )
     return web.Response(text=doc.source_text, content_type=doc.media_type, charset="utf-8")
 
 
@@ -761,7 +813,9 @@ class LocalBackend:
         )
         await runner.setup()
         try:
-            site = web.TCPSite(runner, self.host, self._requested_port)
+            # A deep backlog: benchmarks open hundreds of streams at once, and a full
+            # accept queue costs a one-second SYN retransmit per dropped connection.
+            site = web.TCPSite(runner, self.host, self._requested_port, backlog=4096)
             await site.start()
         except BaseException:
             await runner.cleanup()

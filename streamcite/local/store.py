@@ -41,7 +41,11 @@ class AnswerStore:
     __slots__ = ("_clock", "_items", "max_size", "ttl")
 
     def __init__(
-        self, max_size: int = 1000, ttl: float = 600.0, *, clock: Callable[[], float] = time.monotonic
+        self,
+        max_size: int = 1000,
+        ttl: float = 600.0,
+        *,
+        clock: Callable[[], float] = time.monotonic,
     ):
         if max_size < 1:
             raise ValueError("max_size must be at least 1")

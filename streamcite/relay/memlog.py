@@ -13,8 +13,8 @@ needs to be (one loop per relay process).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
+import math
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -26,6 +26,8 @@ from streamcite.relay.log import LogEntry, StreamLog, StreamStatus
 __all__ = ["MemoryStreamLog"]
 
 _log = structlog.get_logger("streamcite.relay.memlog")
+_TICK = 0.05
+"""Granularity of ``read(block=...)`` timeouts, in seconds."""
 
 
 class _Stream:
@@ -90,6 +92,8 @@ class MemoryStreamLog:
         self._streams: dict[str, _Stream] = {}
         self._cancel_handlers: list[Callable[[str], Awaitable[None] | None]] = []
         self._closed = False
+        self._buckets: dict[int, set[asyncio.Future[None]]] = {}
+        """Blocked reads by deadline tick (see :meth:`read`)."""
 
     def __repr__(self) -> str:
         return f"<MemoryStreamLog streams={len(self._streams)}>"
@@ -140,6 +144,8 @@ class MemoryStreamLog:
     ) -> list[LogEntry]:
         """Entries with ``seq > after_seq``; waits up to ``block`` seconds for new ones.
 
+        The wait is rounded up to the next 50 ms tick (timeouts share timers).
+
         Returns ``[]`` at once for an unknown stream, and after waking on
         :meth:`finish` with nothing new (check :meth:`status`). If older entries were
         trimmed, the first entry returned has ``seq > after_seq + 1``: a visible gap.
@@ -150,18 +156,25 @@ class MemoryStreamLog:
         out = self._slice(st, after_seq)
         if out or not block or block <= 0 or st.finished:
             return out
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
         st.waiters.append(fut)
+        # Timeouts share one timer per tick instead of one per read: a blocked read
+        # per event per client is the relay's hot path.
+        key = math.ceil((loop.time() + block) / _TICK)
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = self._buckets[key] = set()
+            loop.call_at(key * _TICK, self._fire, key)
+        bucket.add(fut)
         try:
-            async with asyncio.timeout(block):
-                await fut
-        except TimeoutError:
-            return []
+            await fut
         finally:
+            bucket.discard(fut)
             if not fut.done():
                 fut.cancel()
-                with contextlib.suppress(ValueError):
-                    st.waiters.remove(fut)
+            if st.waiters and fut in st.waiters:
+                st.waiters.remove(fut)
         current = self._streams.get(stream_id)
         return [] if current is None else self._slice(current, after_seq)
 
@@ -197,6 +210,11 @@ class MemoryStreamLog:
             if st.expiry is not None:
                 st.expiry.cancel()
             st.wake()
+        buckets, self._buckets = self._buckets, {}
+        for bucket in buckets.values():
+            for fut in bucket:
+                if not fut.done():
+                    fut.set_result(None)
         self._cancel_handlers.clear()
 
     # -- introspection (tests, metrics) ---------------------------------------------
@@ -239,6 +257,11 @@ class MemoryStreamLog:
         del entries[:drop]
         st.nbytes -= dropped_bytes
         st.base += drop
+
+    def _fire(self, key: int) -> None:
+        for fut in self._buckets.pop(key, ()):
+            if not fut.done():
+                fut.set_result(None)
 
     def _expire(self, stream_id: str, st: _Stream) -> None:
         if self._streams.get(stream_id) is st:

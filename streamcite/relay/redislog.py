@@ -162,6 +162,20 @@ end
 return n
 """
 
+# One char per followed stream: '0' when it is unfinished and its lease has lapsed (the owner
+# is gone), else '1'.
+_WATCH_LUA = """
+local out = {}
+for i = 1, #KEYS, 2 do
+  local r = '1'
+  if redis.call('EXISTS', KEYS[i]) == 0 and redis.call('HGET', KEYS[i + 1], 'state') ~= 'done' then
+    r = '0'
+  end
+  out[#out + 1] = r
+end
+return table.concat(out)
+"""
+
 _STATUS_LUA = """
 local lease = redis.call('GET', KEYS[1]) or ''
 local m = redis.call('HMGET', KEYS[2], 'owner', 'instance', 'state', 'last_seq')
@@ -242,6 +256,8 @@ class _Follower:
     """A stream owned elsewhere that readers on this instance follow through the tailer."""
 
     key: str
+    lease_key: str
+    meta_key: str
     tail: int
     """Highest seq the tailer has fetched; its next ``XREAD`` starts after it."""
     buf: list[LogEntry] = field(default_factory=list)
@@ -260,6 +276,9 @@ class _Follower:
         if len(self.buf) > cap + cap // 4 + 16:
             del self.buf[: len(self.buf) - cap]
         self.tail = max(self.tail, entries[-1].seq)
+        self.wake()
+
+    def wake(self) -> None:
         self.changed.set()
         self.changed = asyncio.Event()
 
@@ -407,6 +426,7 @@ class RedisStreamLog:
         self._finish = _Script(_FINISH_LUA)
         self._release = _Script(_RELEASE_LUA)
         self._status = _Script(_STATUS_LUA)
+        self._watch = _Script(_WATCH_LUA)
 
         self._owned: dict[str, _Owned] = {}
         self._followers: dict[str, _Follower] = {}
@@ -713,9 +733,30 @@ class RedisStreamLog:
             await asyncio.sleep(interval if not self._needs_renew else min(interval, 0.2))
             try:
                 await self._renew_owned(raise_errors=False)
+                await self._watch_followed()
             except Exception as exc:  # never let the heartbeat die
                 self._log.error("redislog_heartbeat_error", error=repr(exc))
             self._sweep()
+
+    async def _watch_followed(self) -> None:
+        """Wake the readers of followed streams whose owner's lease lapsed, so that they look
+        at :meth:`status` now rather than when their ``block`` ends: a dead owner is noticed
+        within ``lease_ms`` plus one heartbeat interval."""
+        waited = [f for f in self._followers.values() if f.waiting]
+        for i in range(0, len(waited), 500):
+            chunk = waited[i : i + 500]
+            keys: list[str] = []
+            for f in chunk:
+                keys += (f.lease_key, f.meta_key)
+            try:
+                self.stats["round_trips"] += 1
+                result = await self._watch(self._client, keys, [])
+            except _TRANSIENT:
+                return  # the tailer and readers report the outage
+            flags = result.decode() if isinstance(result, bytes) else str(result)
+            for f, flag in zip(chunk, flags, strict=False):
+                if flag == "0":
+                    f.wake()
 
     async def _renew_owned(self, *, raise_errors: bool) -> None:
         live = [o for o in self._owned.values() if not o.finished and not o.lost]
@@ -805,15 +846,26 @@ class RedisStreamLog:
             got = f.slice(after_seq)
             if got:
                 return got
-            if after_seq >= f.tail:
+            if block and after_seq >= f.tail:
                 return await self._wait_follower(f, after_seq, block)
-        entries = await self._xrange(self._stream_key(stream_id), after_seq)
-        if entries or not block:
+            # A non-blocking read asks Redis, not the tailer (which may lag a little): a reader
+            # that saw the owner's lease lapse gets every entry the owner stored.
+        entries, state = await self._xrange(
+            self._stream_key(stream_id), after_seq, meta_key=self._meta_key(stream_id)
+        )
+        if entries or not block or state != b"running":
+            # Nothing will follow a finished (or unknown / expired) stream: no need to wait.
             return entries
         f = self._followers.get(stream_id)
         if f is None:
             # Nothing after after_seq exists now, so XREAD from after_seq misses nothing.
-            f = _Follower(key=self._stream_key(stream_id), tail=after_seq, touched=time.monotonic())
+            f = _Follower(
+                key=self._stream_key(stream_id),
+                lease_key=self._lease_key(stream_id),
+                meta_key=self._meta_key(stream_id),
+                tail=after_seq,
+                touched=time.monotonic(),
+            )
             self._followers[stream_id] = f
             await self._wake_tailer()
         return await self._wait_follower(f, after_seq, block)
@@ -841,23 +893,38 @@ class RedisStreamLog:
             f.touched = time.monotonic()
         got = f.slice(after_seq)
         if got is None and f.tail > after_seq:
-            return await self._xrange(f.key, after_seq)  # the buffer restarted past after_seq
+            entries, _ = await self._xrange(f.key, after_seq)  # the buffer restarted past after_seq
+            return entries
         return got or []
 
-    async def _xrange(self, key: str, after_seq: int) -> list[LogEntry]:
+    async def _xrange(
+        self, key: str, after_seq: int, *, meta_key: str | None = None
+    ) -> tuple[list[LogEntry], bytes | None]:
+        """Every entry after ``after_seq`` (in chunks), and — with ``meta_key`` — the stream's
+        ``state`` read in the same round trip as the first chunk."""
         out: list[LogEntry] = []
+        state: bytes | None = None
         start = after_seq + 1
         while True:
             lo = f"{start}-0"
+
+            async def fetch(lo: str = lo, meta_key: str | None = meta_key) -> list[Any]:
+                async with self._client.pipeline(transaction=False) as pipe:
+                    pipe.xrange(key, min=lo, max="+", count=self._read_chunk)
+                    if meta_key is not None:
+                        pipe.hget(meta_key, "state")
+                    result: list[Any] = await pipe.execute()
+                    return result
+
             self.stats["xrange_calls"] += 1
-            raw = await self._call(
-                lambda lo=lo: self._client.xrange(key, min=lo, max="+", count=self._read_chunk),  # type: ignore[misc]
-                what="read",
-            )
-            chunk = _parse_entries(raw)
+            replies = await self._call(fetch, what="read")
+            if meta_key is not None:
+                state = replies[1]
+                meta_key = None
+            chunk = _parse_entries(replies[0])
             out += chunk
             if len(chunk) < self._read_chunk:
-                return out
+                return out, state
             start = chunk[-1].seq + 1
 
     async def _wake_tailer(self) -> None:

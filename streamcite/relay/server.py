@@ -299,32 +299,34 @@ class _Client:
     """One client connection (a WebSocket, or one SSE response)."""
 
     kind = "?"
-    __slots__ = ("closing", "id", "last_send", "log", "metrics", "pumps", "send_timeout")
+    __slots__ = ("closing", "id", "last_send", "log", "pumps", "sending_since")
 
-    def __init__(self, metrics: RelayMetrics, send_timeout: float) -> None:
+    def __init__(self) -> None:
         self.id = secrets.token_hex(4)
         self.pumps: dict[str, asyncio.Task[None]] = {}
         self.last_send = time.monotonic()
+        self.sending_since = 0.0
+        """When the write in progress started (0: none). The relay's watchdog closes a
+        client whose write stays blocked past ``send_timeout`` — cheaper than a
+        timeout around every write, which is the hot path."""
         self.closing = False
-        self.metrics = metrics
-        self.send_timeout = send_timeout
         self.log = _log.bind(client=self.id, transport=self.kind)
 
     async def _write(self, frame: bytes, seq: int | None) -> None:
         raise NotImplementedError
 
     async def send(self, frame: bytes, seq: int | None = None) -> None:
-        """Write one frame; ``_TooSlow`` if the socket stays full past the send timeout."""
+        """Write one frame (waits only while the client's socket buffer is full)."""
         if self.closing:
             raise _ClientGone
+        self.sending_since = now = time.monotonic()
         try:
-            async with asyncio.timeout(self.send_timeout):
-                await self._write(frame, seq)
-        except TimeoutError:
-            raise _TooSlow from None
+            await self._write(frame, seq)
         except (ConnectionError, RuntimeError, aiohttp.ClientError) as exc:
             raise _ClientGone from exc
-        self.last_send = time.monotonic()
+        finally:
+            self.sending_since = 0.0
+        self.last_send = now
 
     async def idle_tick(self) -> None:
         """Called by a pump with nothing to send for a while (SSE sends a heartbeat)."""
@@ -335,14 +337,21 @@ class _Client:
     def abort(self) -> None:
         raise NotImplementedError
 
+    def _stop_pumps(self) -> None:
+        current = asyncio.current_task()
+        for task in self.pumps.values():
+            if task is not current:
+                task.cancel()
+
 
 class _WsClient(_Client):
     kind = "ws"
-    __slots__ = ("closer", "ws")
+    __slots__ = ("closer", "send_timeout", "ws")
 
-    def __init__(self, ws: web.WebSocketResponse, metrics: RelayMetrics, send_timeout: float):
-        super().__init__(metrics, send_timeout)
+    def __init__(self, ws: web.WebSocketResponse, send_timeout: float):
+        super().__init__()
         self.ws = ws
+        self.send_timeout = send_timeout
         self.closer: asyncio.Task[None] | None = None
 
     async def _write(self, frame: bytes, seq: int | None) -> None:
@@ -353,6 +362,7 @@ class _WsClient(_Client):
         if self.closing:
             return
         self.closing = True
+        self._stop_pumps()
         self.closer = asyncio.create_task(self._close(code, reason), name=f"ws-close:{self.id}")
 
     async def _close(self, code: int, reason: str) -> None:
@@ -376,14 +386,9 @@ class _SseClient(_Client):
     __slots__ = ("heartbeat_interval", "request", "resp")
 
     def __init__(
-        self,
-        request: web.Request,
-        resp: web.StreamResponse,
-        metrics: RelayMetrics,
-        send_timeout: float,
-        heartbeat_interval: float,
+        self, request: web.Request, resp: web.StreamResponse, heartbeat_interval: float
     ) -> None:
-        super().__init__(metrics, send_timeout)
+        super().__init__()
         self.request = request
         self.resp = resp
         self.heartbeat_interval = heartbeat_interval
@@ -399,8 +404,12 @@ class _SseClient(_Client):
             await self.send(heartbeat_frame(time.time()))
 
     def close_soon(self, code: int, reason: str) -> None:
-        # One response per stream: ending it is closing; the pump returns right after.
+        # One response per stream: ending it is closing. A write stuck on a full
+        # socket can only be ended by dropping the connection.
         self.closing = True
+        if self.sending_since:
+            self.abort()
+        self._stop_pumps()
 
     def abort(self) -> None:
         self.closing = True
@@ -444,6 +453,7 @@ class Relay:
         self._accepting = True
         self._shutdown_started = False
         self._shutdown_done = asyncio.Event()
+        self._watchdog: asyncio.TimerHandle | None = None
         self._features = {
             "sources": any(e.kind == "sources" for e in config.enrichers),
             "grounding": any(e.kind == "grounding" for e in config.enrichers),
@@ -514,13 +524,32 @@ class Relay:
                 limit=self.config.max_streams_total + 16, limit_per_host=0
             )
             self._session = aiohttp.ClientSession(connector=connector)
+        self._arm_watchdog()
         self._log.info("relay.start", upstream=_host_of(self.config.base_url))
+
+    def _arm_watchdog(self) -> None:
+        period = min(1.0, self.config.send_timeout / 2)
+        self._watchdog = asyncio.get_running_loop().call_later(period, self._watch)
+
+    def _watch(self) -> None:
+        """Close clients whose current write has been blocked past ``send_timeout``."""
+        limit = time.monotonic() - self.config.send_timeout
+        for client in list(self._clients):
+            since = client.sending_since
+            if since and since < limit and not client.closing:
+                self.metrics.client_closed["too_slow"] += 1
+                client.log.info("client.too_slow", blocked_s=round(time.monotonic() - since, 3))
+                client.close_soon(CloseCode.TOO_SLOW, "client too slow; resume")
+        self._arm_watchdog()
 
     async def _on_shutdown(self, app: web.Application) -> None:
         await self.shutdown()
 
     async def _on_cleanup(self, app: web.Application) -> None:
         await self.shutdown(grace=0.0)
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
         if self._owns_session and self._session is not None:
             await self._session.close()
             self._session = None
@@ -626,7 +655,7 @@ class Relay:
             max_msg_size=cfg.max_message_bytes, compress=False, autoping=True, heartbeat=None
         )
         await ws.prepare(request)
-        client = _WsClient(ws, self.metrics, cfg.send_timeout)
+        client = _WsClient(ws, cfg.send_timeout)
         self._clients.add(client)
         self.metrics.connections["ws"] += 1
         client.log.debug("client.open", peer=request.remote)
@@ -777,7 +806,7 @@ class Relay:
                 **_SECURITY_HEADERS,
             }
         )
-        client = _SseClient(request, resp, self.metrics, cfg.send_timeout, cfg.heartbeat_interval)
+        client = _SseClient(request, resp, cfg.heartbeat_interval)
         # Validate before committing to a 200 event stream, so errors are plain HTTP.
         if isinstance(msg, AskMessage):
             refusal = self._ask_refusal(client)

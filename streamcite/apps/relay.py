@@ -1,0 +1,245 @@
+"""``streamcite relay``: the WebSocket/SSE relay and its chat page.
+
+With ``--upstream local`` (the default) the embedded backend runs in-process and the
+relay streams from it, with Wikit-style sources and the offline grounding check
+served by that same backend. With ``--base-url`` it relays a real OpenAI-compatible
+provider; the key is read from an environment variable, never from the command line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+from streamcite.logs import configure_logging
+
+_LOCAL_APP = "streamcite-local"
+
+
+def _env(name: str | None, what: str) -> str | None:
+    if not name:
+        return None
+    value = os.environ.get(name)
+    if not value:
+        raise click.UsageError(f"environment variable {name} ({what}) is not set or empty")
+    return value
+
+
+@click.command("relay")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option(
+    "--port",
+    default=8770,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="0: any free port.",
+)
+@click.option(
+    "--upstream",
+    type=click.Choice(["local", "remote"]),
+    default=None,
+    help="local: run the embedded backend in-process (default unless --base-url is given).",
+)
+@click.option("--base-url", default=None, metavar="URL", help="OpenAI-compatible API root (…/v1).")
+@click.option(
+    "--api-key-env", default=None, metavar="NAME", help="Environment variable holding the API key."
+)
+@click.option("--model", default=None, help="Model to ask (default: the local backend's).")
+@click.option("--system-prompt", default=None, help="System message sent before each question.")
+@click.option(
+    "--corpus",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Local upstream: folder of .md/.txt documents (default: the built-in corpus).",
+)
+@click.option(
+    "--token-delay",
+    type=click.FloatRange(0, 10),
+    default=0.03,
+    show_default=True,
+    help="Local upstream: seconds between tokens.",
+)
+@click.option("--wikit-app", default=None, metavar="ID", help="Wikit Semantics app id (sources).")
+@click.option("--wikit-org", default=None, metavar="ID", help="Wikit organization id.")
+@click.option("--wikit-base-url", default=None, metavar="URL", help="Wikit API root.")
+@click.option(
+    "--wikit-api-key-env", default=None, metavar="NAME", help="Env variable with the Wikit key."
+)
+@click.option(
+    "--sources/--no-sources",
+    default=True,
+    show_default=True,
+    help="Local upstream: fetch quoted sources from the embedded backend's Wikit endpoint.",
+)
+@click.option(
+    "--grounding",
+    type=click.Choice(["local", "google", "none"]),
+    default="local",
+    show_default=True,
+    help="Grounding check after each answer.",
+)
+@click.option("--google-config", default=None, metavar="NAME", help="projects/…/groundingConfigs/…")
+@click.option("--google-endpoint", default=None, metavar="URL", help="Grounding API root.")
+@click.option(
+    "--google-token-env", default=None, metavar="NAME", help="Env variable with an access token."
+)
+@click.option(
+    "--token",
+    default=None,
+    envvar="STREAMCITE_RELAY_TOKEN",
+    help="Require this token from clients (also read from STREAMCITE_RELAY_TOKEN).",
+)
+@click.option(
+    "--allowed-origin",
+    "allowed_origins",
+    multiple=True,
+    metavar="ORIGIN",
+    help="Allowed browser Origin (repeatable; default: same origin only; '*': any).",
+)
+@click.option(
+    "--redis-url",
+    default=None,
+    envvar="STREAMCITE_REDIS_URL",
+    metavar="URL",
+    help="Keep stream logs in Redis Streams (several relay instances).",
+)
+@click.option("--max-streams", type=click.IntRange(1), default=2000, show_default=True)
+@click.option(
+    "--shutdown-grace", type=click.FloatRange(0), default=10.0, show_default=True, metavar="S"
+)
+@click.option(
+    "--allow-faults",
+    is_flag=True,
+    help="Forward the clients' 'faults' option to the upstream (demos of the embedded backend).",
+)
+@click.option("-v", "--verbose", count=True, help="-v: info logs, -vv: debug logs (stderr).")
+def command(**opts: Any) -> None:
+    """Relay questions from browsers (WebSocket or SSE) to the upstream and stream the
+    cited answers back, with resume, cancel and backpressure. Serves the chat page at /."""
+    configure_logging(("WARNING", "INFO", "DEBUG")[min(opts["verbose"], 2)])
+    upstream = opts["upstream"] or ("remote" if opts["base_url"] else "local")
+    if upstream == "remote" and not opts["base_url"]:
+        raise click.UsageError("--upstream remote needs --base-url")
+    if upstream == "local" and opts["base_url"]:
+        raise click.UsageError("--base-url cannot be combined with --upstream local")
+    if opts["grounding"] == "google" and upstream == "remote" and not opts["google_config"]:
+        raise click.UsageError("--grounding google needs --google-config with a remote upstream")
+    secrets = {
+        "api_key": _env(opts["api_key_env"], "API key"),
+        "wikit_key": _env(opts["wikit_api_key_env"], "Wikit API key"),
+        "google_token": _env(opts["google_token_env"], "Google access token"),
+    }
+    try:
+        asyncio.run(_serve(opts, upstream, secrets))
+    except KeyboardInterrupt:  # pragma: no cover - interactive
+        pass
+
+
+@contextlib.asynccontextmanager
+async def _local_backend(opts: dict[str, Any]) -> AsyncIterator[Any]:
+    from streamcite.local.server import BackendConfig, LocalBackend
+
+    config = BackendConfig(corpus_dir=opts["corpus"], token_delay=opts["token_delay"])
+    async with LocalBackend(config, host="127.0.0.1", port=0) as backend:
+        yield backend
+
+
+def _enrichers(opts: dict[str, Any], backend: Any, secrets: dict[str, str | None]) -> list[Any]:
+    out: list[Any] = []
+    wikit_app = opts["wikit_app"]
+    if wikit_app or (backend is not None and opts["sources"]):
+        from streamcite.enrich.wikit import WikitSources
+
+        base = opts["wikit_base_url"] or (backend.root_url if backend is not None else None)
+        kwargs: dict[str, Any] = {} if base is None else {"base_url": base}
+        out.append(
+            WikitSources(
+                wikit_app or _LOCAL_APP,
+                opts["wikit_org"] or _LOCAL_APP,
+                api_key=secrets["wikit_key"],
+                **kwargs,
+            )
+        )
+    grounding = opts["grounding"]
+    if grounding == "local":
+        from streamcite.local.checker import LocalGrounding
+
+        out.append(LocalGrounding())
+    elif grounding == "google":
+        from streamcite.enrich.google import GoogleGrounding
+
+        kwargs = {}
+        if opts["google_config"]:
+            kwargs["grounding_config"] = opts["google_config"]
+        endpoint = opts["google_endpoint"] or (backend.root_url if backend is not None else None)
+        if endpoint:
+            kwargs["endpoint"] = endpoint
+        token = secrets["google_token"] or ("local" if backend is not None else None)
+        out.append(GoogleGrounding(token=token, **kwargs))
+    return out
+
+
+async def _make_log(url: str | None, instance_id: str) -> Any:
+    if not url:
+        return None
+    try:
+        from streamcite.relay.redislog import RedisStreamLog
+    except ImportError as exc:
+        raise click.ClickException(f"--redis-url needs the Redis stream log: {exc}") from None
+    log = RedisStreamLog(url, instance_id=instance_id)
+    await log.connect()
+    return log
+
+
+async def _serve(opts: dict[str, Any], upstream: str, secrets: dict[str, str | None]) -> None:
+    from streamcite.relay.server import RelayConfig, RelayServer
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    async with contextlib.AsyncExitStack() as stack:
+        backend = (
+            await stack.enter_async_context(_local_backend(opts)) if upstream == "local" else None
+        )
+        base_url = backend.base_url if backend is not None else opts["base_url"]
+        config = RelayConfig(
+            base_url=base_url,
+            api_key=secrets["api_key"],
+            model=opts["model"] or "streamcite-local",
+            system_prompt=opts["system_prompt"],
+            enrichers=_enrichers(opts, backend, secrets),
+            token=opts["token"],
+            allowed_origins=tuple(opts["allowed_origins"]),
+            max_streams_total=opts["max_streams"],
+            shutdown_grace=opts["shutdown_grace"],
+            allow_client_faults=opts["allow_faults"] and backend is not None,
+        )
+        log = await _make_log(opts["redis_url"], config.instance_id)
+        if log is not None:
+            stack.push_async_callback(log.aclose)
+        server = await stack.enter_async_context(
+            RelayServer(config, host=opts["host"], port=opts["port"], log=log)
+        )
+        page = server.url + "/"
+        if opts["token"]:
+            page += "?token=…"
+        print(f"streamcite relay on {server.url}", flush=True)
+        upstream_desc = "embedded local backend" if backend is not None else base_url
+        print(
+            f"  chat page: {page}  ·  WebSocket: {server.ws_url}  ·  upstream: {upstream_desc}"
+            f"  ·  log: {'redis' if log is not None else 'memory'}  ·  Ctrl-C to stop",
+            file=sys.stderr,
+            flush=True,
+        )
+        await stop.wait()
+        print("streamcite relay: shutting down…", file=sys.stderr, flush=True)

@@ -1,0 +1,688 @@
+// streamcite relay page: one WebSocket, many streams, exactly-once rendering.
+//
+// Everything that comes from the network is rendered as text (textContent,
+// createElement, setAttribute with plain strings) — never innerHTML — and only
+// http:/https: URLs become links. The relay's Content-Security-Policy is a second
+// wall, not the first.
+
+const RECONNECT_MIN_MS = 250;
+const RECONNECT_MAX_MS = 5000;
+const STREAM_ID = /^[A-Za-z0-9_-]{1,64}$/;
+const MARKER = /^\[(\d{1,4}(?:, *\d{1,4})*)\]/;
+
+const state = {
+  ws: null,
+  connected: false,
+  hello: null,
+  backoff: RECONNECT_MIN_MS,
+  lastMessageAt: 0,
+  streams: new Map(), // stream_id -> stream
+  pending: new Map(), // ref -> turn waiting for "accepted"
+  current: null, // stream the Stop button cancels
+  nextRef: 1,
+  closedByPage: false,
+};
+
+const $ = (sel, root = document) => root.querySelector(sel);
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+/** The URL as a link target when it is http(s), else null (javascript:, data:, ...). */
+export function safeHref(url) {
+  if (typeof url !== "string" || url.length > 4096) return null;
+  try {
+    const parsed = new URL(url);
+    return parsed.protocol === "http:" || parsed.protocol === "https:" ? parsed.href : null;
+  } catch {
+    return null;
+  }
+}
+
+function linkOrText(url, label, className) {
+  const href = safeHref(url);
+  if (href) {
+    const a = el("a", className, label);
+    a.href = href;
+    a.rel = "noopener noreferrer";
+    a.target = "_blank";
+    return a;
+  }
+  const span = el("span", className, label);
+  if (url) {
+    span.title = "not a web link (not opened): " + String(url).slice(0, 200);
+    span.classList.add("inert-link");
+  }
+  return span;
+}
+
+// -- connection ---------------------------------------------------------------------
+
+function wsUrl() {
+  const url = new URL("/ws", location.href);
+  url.protocol = location.protocol === "https:" ? "wss:" : "ws:";
+  const token = new URLSearchParams(location.search).get("token");
+  if (token) url.searchParams.set("token", token);
+  return url.href;
+}
+
+function setConn(stateName, text) {
+  const node = $("#conn");
+  node.dataset.state = stateName;
+  node.textContent = text;
+}
+
+function connect() {
+  state.closedByPage = false;
+  setConn("connecting", "connecting…");
+  let ws;
+  try {
+    ws = new WebSocket(wsUrl());
+  } catch (err) {
+    scheduleReconnect();
+    return;
+  }
+  state.ws = ws;
+  ws.onopen = () => {
+    state.connected = true;
+    state.lastMessageAt = Date.now();
+    setConn("open", "connected");
+    resumeAll();
+  };
+  ws.onmessage = (ev) => {
+    state.lastMessageAt = Date.now();
+    let msg;
+    try {
+      msg = JSON.parse(ev.data);
+    } catch {
+      showBanner("The relay sent a message that is not JSON.");
+      return;
+    }
+    if (msg === null || typeof msg !== "object") return;
+    if (typeof msg.seq === "number") onStreamEvent(msg);
+    else onControl(msg);
+  };
+  ws.onclose = (ev) => {
+    if (state.ws !== ws) return;
+    state.ws = null;
+    state.connected = false;
+    failPending("the connection dropped before the relay accepted the question; ask again");
+    if (ev.code === 4008) showBanner("The connection fell behind; resuming where it stopped.", "info");
+    scheduleReconnect(ev.code);
+  };
+  ws.onerror = () => {
+    /* onclose follows */
+  };
+}
+
+function scheduleReconnect(code) {
+  const delay = Math.min(state.backoff, RECONNECT_MAX_MS) * (0.75 + Math.random() * 0.5);
+  state.backoff = Math.min(state.backoff * 2, RECONNECT_MAX_MS);
+  const why = code === 1001 ? "relay restarting" : "connection lost";
+  setConn("reconnecting", `${why} — reconnecting…`);
+  setTimeout(connect, delay);
+}
+
+function send(obj) {
+  if (!state.ws || state.ws.readyState !== WebSocket.OPEN) return false;
+  state.ws.send(JSON.stringify(obj));
+  return true;
+}
+
+function resumeAll() {
+  for (const s of state.streams.values()) {
+    if (!s.done && !s.lost) send({ type: "resume", stream_id: s.id, after_seq: s.lastSeq });
+  }
+}
+
+// A silent connection (no event, no heartbeat) is a dead one: reconnect.
+setInterval(() => {
+  if (!state.connected || !state.hello) return;
+  const limit = Math.max(5, state.hello.heartbeat_interval * 2.5) * 1000;
+  if (Date.now() - state.lastMessageAt > limit && state.ws) state.ws.close(4000, "silent");
+}, 1000);
+
+// -- control frames -----------------------------------------------------------------
+
+function onControl(msg) {
+  switch (msg.type) {
+    case "hello":
+      state.hello = msg;
+      state.backoff = RECONNECT_MIN_MS;
+      if (msg.limits && Number.isInteger(msg.limits.max_question_chars)) {
+        $("#question").maxLength = msg.limits.max_question_chars;
+      }
+      hideBanner();
+      break;
+    case "accepted": {
+      if (!STREAM_ID.test(String(msg.stream_id))) return;
+      if (msg.resumed) return; // the stream is already on the page
+      const turn = state.pending.get(msg.ref);
+      if (!turn) return;
+      state.pending.delete(msg.ref);
+      const s = newStream(msg.stream_id, turn);
+      state.current = s;
+      setStatus(s, "streaming", "streaming…");
+      updateStop();
+      break;
+    }
+    case "heartbeat":
+      break;
+    case "error": {
+      const s = typeof msg.stream_id === "string" ? state.streams.get(msg.stream_id) : null;
+      if (s) {
+        if (msg.code === "unknown_stream" || msg.code === "stream_expired") {
+          s.lost = true;
+          setStatus(s, "error", "lost");
+          updateStop();
+        }
+        addStreamError(s, msg);
+      } else if (msg.ref && state.pending.has(msg.ref)) {
+        const turn = state.pending.get(msg.ref);
+        state.pending.delete(msg.ref);
+        addTurnError(turn, msg);
+        setTurnStatus(turn, "error", "not started");
+      } else {
+        showBanner(`${msg.code}: ${msg.message}`);
+      }
+      break;
+    }
+    default:
+      break; // unknown control frames are ignored (forward compatibility)
+  }
+}
+
+function failPending(message) {
+  for (const turn of state.pending.values()) {
+    addTurnError(turn, { code: "connection_lost", message });
+    setTurnStatus(turn, "error", "not started");
+  }
+  state.pending.clear();
+}
+
+// -- turns and streams ----------------------------------------------------------------
+
+function newTurn(question) {
+  const node = $("#turn-template").content.firstElementChild.cloneNode(true);
+  $(".question", node).textContent = question;
+  const empty = $("#empty");
+  if (empty) empty.remove();
+  $("#conversation").appendChild(node);
+  node.scrollIntoView({ block: "end" });
+  return {
+    node,
+    text: $(".text", node),
+    status: $(".status", node),
+    support: $(".support", node),
+    usage: $(".usage", node),
+    errors: $(".stream-errors", node),
+    sources: $(".sources", node),
+    citations: $(".citations", node),
+    wikit: $(".wikit", node),
+    wikitList: $(".wikit-list", node),
+  };
+}
+
+function newStream(id, turn) {
+  const s = {
+    id,
+    turn,
+    text: "",
+    lastSeq: 0,
+    seqs: [],
+    refs: [], // {number, offset} (offset in code points)
+    citations: [],
+    sources: [],
+    grounding: null,
+    done: false,
+    lost: false,
+    verified: null,
+    renderQueued: false,
+    tail: null, // text node that receives tokens between full renders
+  };
+  turn.node.dataset.streamId = id;
+  state.streams.set(id, s);
+  return s;
+}
+
+function setTurnStatus(turn, name, text) {
+  turn.status.dataset.state = name;
+  turn.status.textContent = text;
+}
+
+function setStatus(s, name, text) {
+  setTurnStatus(s.turn, name, text);
+}
+
+function addTurnError(turn, err) {
+  const box = el("div", "stream-error");
+  box.appendChild(el("strong", null, String(err.code || "error")));
+  box.appendChild(document.createTextNode(": " + String(err.message || "")));
+  if (err.retryable) box.appendChild(el("span", "retryable", " (retryable)"));
+  turn.errors.appendChild(box);
+}
+
+function addStreamError(s, err) {
+  addTurnError(s.turn, err);
+}
+
+function updateStop() {
+  const s = state.current;
+  $("#stop").disabled = !(s && !s.done && !s.lost);
+}
+
+// -- stream events ------------------------------------------------------------------
+
+function onStreamEvent(ev) {
+  const s = state.streams.get(ev.stream_id);
+  if (!s) return;
+  if (ev.seq <= s.lastSeq) return; // already rendered: never twice
+  if (ev.seq !== s.lastSeq + 1) {
+    // A hole: ask again from the last event we have instead of rendering out of order.
+    send({ type: "resume", stream_id: s.id, after_seq: s.lastSeq });
+    return;
+  }
+  s.lastSeq = ev.seq;
+  s.seqs.push(ev.seq);
+  switch (ev.type) {
+    case "token":
+      if (ev.index === 0 && typeof ev.text === "string") appendToken(s, ev.text);
+      break;
+    case "citation_ref":
+      if (ev.index === 0) {
+        s.refs.push({ number: ev.number, offset: ev.offset });
+        queueRender(s);
+      }
+      break;
+    case "citations":
+      s.citations = Array.isArray(ev.citations) ? ev.citations : [];
+      renderCitations(s);
+      queueRender(s);
+      break;
+    case "sources":
+      s.sources = Array.isArray(ev.sources) ? ev.sources : [];
+      renderWikit(s);
+      queueRender(s);
+      break;
+    case "grounding":
+      s.grounding = ev;
+      renderSupport(s);
+      queueRender(s);
+      break;
+    case "usage":
+      if (Number.isInteger(ev.completion_tokens)) {
+        s.turn.usage.textContent = `${ev.completion_tokens} tokens`;
+      }
+      break;
+    case "finish":
+      if (ev.index === 0) setStatus(s, "finishing", "checking sources…");
+      break;
+    case "error":
+      addStreamError(s, ev);
+      break;
+    case "done":
+      finish(s, ev.answer || {});
+      break;
+    default:
+      break;
+  }
+}
+
+function appendToken(s, text) {
+  s.text += text;
+  if (s.renderQueued) return; // the full render will include it
+  if (!s.tail || s.tail.parentNode !== s.turn.text) {
+    s.tail = document.createTextNode("");
+    s.turn.text.appendChild(s.tail);
+  }
+  s.tail.appendData(text);
+}
+
+function finish(s, answer) {
+  s.done = true;
+  if (!s.citations.length && Array.isArray(answer.citations) && answer.citations.length) {
+    s.citations = answer.citations;
+    renderCitations(s);
+  }
+  s.verified = typeof answer.text === "string" ? answer.text === s.text : null;
+  s.turn.text.dataset.verified = String(s.verified);
+  const errors = Array.isArray(answer.errors) ? answer.errors : [];
+  const cancelled = errors.some((e) => e && (e.code === "cancelled" || e.code === "abandoned"));
+  if (cancelled) setStatus(s, "cancelled", "stopped");
+  else if (errors.length) setStatus(s, "error", "done, with errors");
+  else setStatus(s, "done", "done");
+  queueRender(s);
+  updateStop();
+}
+
+// -- rendering the answer text --------------------------------------------------------
+
+function queueRender(s) {
+  if (s.renderQueued) return;
+  s.renderQueued = true;
+  // One full render per frame however many events arrive; timers when the tab is
+  // hidden (animation frames pause there).
+  const later = document.hidden ? (fn) => setTimeout(fn, 50) : requestAnimationFrame;
+  later(() => {
+    s.renderQueued = false;
+    renderText(s);
+  });
+}
+
+/** UTF-16 index of each code point offset in `offsets` (Python counts code points). */
+function codePointsToUtf16(text, offsets) {
+  const wanted = [...new Set(offsets)].sort((a, b) => a - b);
+  const out = new Map();
+  let cp = 0;
+  let u16 = 0;
+  let i = 0;
+  while (i < wanted.length) {
+    if (wanted[i] === cp) {
+      out.set(cp, u16);
+      i += 1;
+      continue;
+    }
+    if (u16 >= text.length) break;
+    const code = text.codePointAt(u16);
+    u16 += code > 0xffff ? 2 : 1;
+    cp += 1;
+  }
+  for (; i < wanted.length; i += 1) out.set(wanted[i], text.length);
+  return out;
+}
+
+function findMarkers(s) {
+  const text = s.text;
+  const map = codePointsToUtf16(text, s.refs.map((r) => r.offset));
+  const byStart = new Map();
+  for (const ref of s.refs) {
+    const start = map.get(ref.offset);
+    if (start === undefined || byStart.has(start)) continue;
+    const m = MARKER.exec(text.slice(start, start + 40));
+    if (!m) continue;
+    const numbers = m[1].split(",").map((n) => Number(n.trim()));
+    byStart.set(start, { start, end: start + m[0].length, numbers });
+  }
+  return [...byStart.values()].sort((a, b) => a.start - b.start);
+}
+
+function claimRanges(s) {
+  const g = s.grounding;
+  if (!g || !Array.isArray(g.claims)) return [];
+  const len = s.text.length;
+  const out = [];
+  for (const c of g.claims) {
+    let start = c.start_utf16;
+    let end = c.end_utf16;
+    if (!Number.isInteger(start) || !Number.isInteger(end)) {
+      if (!Number.isInteger(c.start) || !Number.isInteger(c.end)) continue;
+      const map = codePointsToUtf16(s.text, [c.start, c.end]);
+      start = map.get(c.start);
+      end = map.get(c.end);
+    }
+    start = Math.max(0, Math.min(start, len));
+    end = Math.max(start, Math.min(end, len));
+    if (end > start) out.push({ start, end, claim: c });
+  }
+  out.sort((a, b) => a.start - b.start);
+  // Claims do not overlap in either API; if they ever do, the earlier one wins.
+  const kept = [];
+  for (const r of out) if (!kept.length || r.start >= kept[kept.length - 1].end) kept.push(r);
+  return kept;
+}
+
+function supportClass(claim) {
+  if (claim.grounding_check_required === false) return "neutral";
+  const score = typeof claim.score === "number" ? claim.score : null;
+  if (score === null) {
+    return Array.isArray(claim.citation_indices) && claim.citation_indices.length
+      ? "supported"
+      : "unsupported";
+  }
+  if (score >= 0.7) return "supported";
+  if (score >= 0.4) return "weak";
+  return "unsupported";
+}
+
+function claimTitle(claim) {
+  const parts = [];
+  if (claim.grounding_check_required === false) parts.push("no check needed");
+  if (typeof claim.score === "number") parts.push(`support score ${claim.score.toFixed(2)}`);
+  const cited = Array.isArray(claim.citation_indices) ? claim.citation_indices : [];
+  parts.push(cited.length ? `supported by ${cited.length} cited chunk(s)` : "no supporting source");
+  return parts.join(" — ");
+}
+
+function footnoteTarget(s, number) {
+  if (s.citations.some((c) => c && c.document_index === number - 1)) return `cite-${s.id}-${number}`;
+  if (s.sources.some((src) => src && String(src.quoted_as).trim() === String(number))) {
+    return `wikit-${s.id}-${number}`;
+  }
+  return `cite-${s.id}-${number}`;
+}
+
+function footnote(s, marker) {
+  const sup = el("sup", "fn");
+  sup.dataset.marker = s.text.slice(marker.start, marker.end);
+  marker.numbers.forEach((n, i) => {
+    if (i) sup.appendChild(document.createTextNode(","));
+    const a = el("a", null, String(n));
+    a.href = "#" + footnoteTarget(s, n);
+    a.dataset.footnote = String(n);
+    a.setAttribute("aria-label", `source ${n}`);
+    sup.appendChild(a);
+  });
+  return sup;
+}
+
+function renderText(s) {
+  const root = s.turn.text;
+  const text = s.text;
+  const markers = findMarkers(s);
+  const claims = claimRanges(s);
+  const cuts = new Set([0, text.length]);
+  for (const m of markers) cuts.add(m.start).add(m.end);
+  for (const c of claims) cuts.add(c.start).add(c.end);
+  const points = [...cuts].sort((a, b) => a - b);
+  const frag = document.createDocumentFragment();
+  let mi = 0;
+  let ci = 0;
+  let mark = null;
+  let markClaim = null;
+  for (let p = 0; p + 1 < points.length; p += 1) {
+    const a = points[p];
+    const b = points[p + 1];
+    while (ci < claims.length && claims[ci].end <= a) ci += 1;
+    const claim = ci < claims.length && claims[ci].start <= a ? claims[ci] : null;
+    let target = frag;
+    if (claim) {
+      if (markClaim !== claim) {
+        mark = el("mark", "claim " + supportClass(claim.claim));
+        mark.title = claimTitle(claim.claim);
+        if (typeof claim.claim.score === "number") mark.dataset.score = String(claim.claim.score);
+        frag.appendChild(mark);
+        markClaim = claim;
+      }
+      target = mark;
+    } else {
+      markClaim = null;
+    }
+    while (mi < markers.length && markers[mi].end <= a) mi += 1;
+    const marker = mi < markers.length && markers[mi].start <= a ? markers[mi] : null;
+    if (marker) {
+      if (marker.start === a) target.appendChild(footnote(s, marker));
+      continue;
+    }
+    target.appendChild(document.createTextNode(text.slice(a, b)));
+  }
+  s.tail = document.createTextNode("");
+  frag.appendChild(s.tail);
+  root.replaceChildren(frag);
+}
+
+function renderSupport(s) {
+  const g = s.grounding;
+  const node = s.turn.support;
+  if (!g || typeof g.support_score !== "number") {
+    node.hidden = true;
+    return;
+  }
+  node.hidden = false;
+  node.textContent = `support ${Math.round(g.support_score * 100)}%`;
+  node.title = `grounding check (${String(g.provider)}): support score ${g.support_score.toFixed(3)}`;
+  node.dataset.score = String(g.support_score);
+}
+
+// -- sources panels ------------------------------------------------------------------
+
+function renderCitations(s) {
+  const box = s.turn.citations;
+  box.replaceChildren();
+  const groups = new Map();
+  for (const c of s.citations) {
+    if (!c || typeof c !== "object") continue;
+    const key = [c.document_title, c.document_author, c.document_year, c.source_url].join("\u0000");
+    if (!groups.has(key)) groups.set(key, []);
+    groups.get(key).push(c);
+  }
+  for (const items of groups.values()) {
+    items.sort((a, b) => (a.document_index ?? 0) - (b.document_index ?? 0));
+    const first = items[0];
+    const doc = el("article", "doc");
+    const h = el("h3", "doc-title");
+    h.appendChild(linkOrText(first.source_url, first.document_title || "Untitled document", "doc-link"));
+    doc.appendChild(h);
+    const meta = [first.document_author, first.document_year].filter((x) => x !== null && x !== undefined && x !== "");
+    if (meta.length) doc.appendChild(el("p", "doc-meta", meta.join(" · ")));
+    const list = el("ol", "passages");
+    for (const c of items) {
+      const li = el("li", "passage");
+      if (Number.isInteger(c.document_index)) {
+        const n = c.document_index + 1;
+        li.id = `cite-${s.id}-${n}`;
+        li.appendChild(el("span", "num", `[${n}]`));
+      }
+      if (c.cited_text_heading) li.appendChild(el("strong", "heading", c.cited_text_heading));
+      if (c.cited_text) li.appendChild(el("blockquote", "cited", c.cited_text));
+      if (c.document_reference) li.appendChild(el("span", "reference", `reference ${c.document_reference}`));
+      list.appendChild(li);
+    }
+    doc.appendChild(list);
+    box.appendChild(doc);
+  }
+  s.turn.sources.hidden = groups.size === 0;
+}
+
+function pageLabel(chunk) {
+  const a = Number.isInteger(chunk.page_start) ? chunk.page_start + 1 : null;
+  const b = Number.isInteger(chunk.page_end) ? chunk.page_end + 1 : null;
+  if (a === null) return null;
+  return b !== null && b !== a ? `pages ${a}–${b}` : `page ${a}`;
+}
+
+function renderWikit(s) {
+  const box = s.turn.wikitList;
+  box.replaceChildren();
+  const groups = new Map();
+  for (const src of s.sources) {
+    if (!src || typeof src !== "object" || !src.document) continue;
+    const key = String(src.document.id);
+    if (!groups.has(key)) groups.set(key, []);
+    groups.get(key).push(src);
+  }
+  for (const items of groups.values()) {
+    const d = items[0].document;
+    const doc = el("article", "doc");
+    const h = el("h3", "doc-title");
+    h.appendChild(linkOrText(d.url, d.title || d.name || d.id, "doc-link"));
+    doc.appendChild(h);
+    const ds = items[0].data_source;
+    if (ds && (ds.name || ds.id)) doc.appendChild(el("p", "doc-meta", `data source: ${ds.name || ds.id}`));
+    const list = el("ol", "passages");
+    for (const src of items) {
+      const li = el("li", "passage");
+      const q = String(src.quoted_as).trim();
+      if (/^\d{1,4}$/.test(q)) li.id = `wikit-${s.id}-${q}`;
+      li.appendChild(el("span", "num", `[${q}]`));
+      const chunk = src.chunk || {};
+      const bits = [];
+      const pages = pageLabel(chunk);
+      if (pages) bits.push(pages);
+      if (typeof src.score === "number") bits.push(`score ${src.score.toFixed(3)}`);
+      if (chunk.id) bits.push(`chunk ${chunk.id}`);
+      if (bits.length) li.appendChild(el("span", "chunk-meta", bits.join(" · ")));
+      if (chunk.data) li.appendChild(el("blockquote", "cited", chunk.data));
+      list.appendChild(li);
+    }
+    doc.appendChild(list);
+    box.appendChild(doc);
+  }
+  s.turn.wikit.hidden = groups.size === 0;
+}
+
+// -- banner -------------------------------------------------------------------------
+
+function showBanner(text, kind = "error") {
+  const b = $("#banner");
+  b.textContent = text;
+  b.dataset.kind = kind;
+  b.hidden = false;
+}
+
+function hideBanner() {
+  $("#banner").hidden = true;
+}
+
+// -- the form -----------------------------------------------------------------------
+
+function ask(question) {
+  const ref = `q${state.nextRef++}`;
+  const turn = newTurn(question);
+  if (!send({ type: "ask", question, ref })) {
+    addTurnError(turn, { code: "not_connected", message: "not connected to the relay; try again in a moment" });
+    setTurnStatus(turn, "error", "not sent");
+    return;
+  }
+  state.pending.set(ref, turn);
+}
+
+$("#ask").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const input = $("#question");
+  const question = input.value.trim();
+  if (!question) return;
+  input.value = "";
+  ask(question);
+});
+
+$("#question").addEventListener("keydown", (ev) => {
+  if (ev.key === "Enter" && !ev.shiftKey) {
+    ev.preventDefault();
+    $("#ask").requestSubmit();
+  }
+});
+
+$("#stop").addEventListener("click", () => {
+  const s = state.current;
+  if (s && !s.done) send({ type: "cancel", stream_id: s.id });
+});
+
+// Read-only view for tests and debugging, plus a way to simulate a network cut.
+window.streamcite = {
+  streams: () =>
+    [...state.streams.values()].map((s) => ({
+      id: s.id,
+      text: s.text,
+      seqs: s.seqs.slice(),
+      done: s.done,
+      verified: s.verified,
+    })),
+  connected: () => state.connected,
+  dropConnection: () => state.ws && state.ws.close(4000, "dropped by the page"),
+};
+
+connect();
