@@ -173,6 +173,24 @@ async def floor_run(base: str, session: Any) -> float:
     return (time.perf_counter() - t0) * 1000
 
 
+async def floor_pair_run(base: str, session: Any) -> float:
+    """Both bare requests at once (asyncio.gather): the floor for the concurrent case."""
+    body = orjson.dumps({"answerCandidate": "x.", "facts": [{"factText": "x"}]})
+
+    async def post() -> None:
+        async with session.post(f"{base}/v1/{CONFIG}:check", data=body) as resp:
+            await resp.read()
+
+    async def get() -> None:
+        url = f"{base}/semantics/apps/{APP}/query-execution-sources/q/get-quoted-sources"
+        async with session.get(url) as resp:
+            await resp.read()
+
+    t0 = time.perf_counter()
+    await asyncio.gather(get(), post())
+    return (time.perf_counter() - t0) * 1000
+
+
 def pct(values: list[float], p: float) -> float:
     ordered = sorted(values)
     k = (len(ordered) - 1) * p
@@ -187,7 +205,13 @@ async def bench(base: str, runs: int) -> dict[str, list[float]]:
     from streamcite.enrich.google import GoogleGrounding
     from streamcite.enrich.wikit import WikitSources
 
-    results: dict[str, list[float]] = {"both": [], "both_gw": [], "chained": [], "floor": []}
+    results: dict[str, list[float]] = {
+        "both": [],
+        "both_gw": [],
+        "chained": [],
+        "floor": [],
+        "floor_pair": [],
+    }
     async with (
         aiohttp.ClientSession() as session,
         WikitSources(APP, ORG, base_url=base) as wikit,
@@ -199,6 +223,7 @@ async def bench(base: str, runs: int) -> dict[str, list[float]]:
             "both_gw": lambda: one_run(base, session, [google, wikit]),
             "chained": lambda: one_run(base, session, [wikit, chained]),
             "floor": lambda: floor_run(base, session),
+            "floor_pair": lambda: floor_pair_run(base, session),
         }
         for run in scenarios.values():
             await run()  # warm-up: connections, imports, caches
@@ -254,6 +279,7 @@ def main() -> None:
         "both_gw": "same, grounding listed first",
         "chained": "grounding from Wikit sources",
         "floor": "floor: bare POST, 80 ms endpoint",
+        "floor_pair": "floor: bare GET ∥ POST (gather)",
     }
     for name, f in figures.items():
         print(

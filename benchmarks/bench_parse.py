@@ -45,8 +45,23 @@ CITATIONS = [
 
 
 def make_stream(n: int) -> bytes:
-    base = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1630000000, "model": "magisterium-1"}
-    words = ["L'insegnamento", " della", " Chiesa", " è", " radicato", " nella", " Scrittura", " [1]", "."]
+    base = {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion.chunk",
+        "created": 1630000000,
+        "model": "magisterium-1",
+    }
+    words = [
+        "L'insegnamento",
+        " della",
+        " Chiesa",
+        " è",
+        " radicato",
+        " nella",
+        " Scrittura",
+        " [1]",
+        ".",
+    ]
     out = []
     for i in range(n):
         word = words[i % len(words)]
@@ -54,7 +69,11 @@ def make_stream(n: int) -> bytes:
             word = f" [{(i // len(words)) % 5 + 1}]"
         choice = {"index": 0, "delta": {"content": word}, "finish_reason": None}
         out.append(b"data: " + orjson.dumps({**base, "choices": [choice]}) + b"\n\n")
-    fin = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "citations": CITATIONS}
+    fin = {
+        **base,
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        "citations": CITATIONS,
+    }
     out.append(b"data: " + orjson.dumps(fin) + b"\n\n")
     out.append(b"data: [DONE]\n\n")
     return b"".join(out)
@@ -107,7 +126,10 @@ async def httpx_sse_orjson(parts: list[bytes]) -> int:
     import httpx_sse
 
     n = 0
-    async with _mock_client(parts) as client, httpx_sse.aconnect_sse(client, "POST", "/v1/chat/completions") as es:
+    async with (
+        _mock_client(parts) as client,
+        httpx_sse.aconnect_sse(client, "POST", "/v1/chat/completions") as es,
+    ):
         async for sse in es.aiter_sse():
             if sse.data == "[DONE]":
                 continue
@@ -124,7 +146,9 @@ async def openai_sdk(parts: list[bytes]) -> int:
     n = 0
     async with _mock_client(parts) as http:
         client = openai.AsyncOpenAI(api_key="x", base_url="http://bench/v1", http_client=http)
-        stream = await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "q"}], stream=True)
+        stream = await client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "q"}], stream=True
+        )
         async for chunk in stream:
             for ch in chunk.choices:
                 if ch.delta.content:
@@ -150,7 +174,9 @@ IMPLS: dict[str, Callable[[list[bytes]], Awaitable[int]]] = {
 }
 
 
-async def timed(fn: Callable[[list[bytes]], Awaitable[int]], parts: list[bytes], expect: int) -> float:
+async def timed(
+    fn: Callable[[list[bytes]], Awaitable[int]], parts: list[bytes], expect: int
+) -> float:
     gc.collect()
     t0 = time.perf_counter()
     got = await fn(parts)
@@ -169,17 +195,25 @@ async def peak_memory(fn: Callable[[list[bytes]], Awaitable[int]], parts: list[b
 
 
 async def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--sizes", type=int, nargs="+", default=[2000, 20000])
-    ap.add_argument("--skip-openai-above", type=int, default=10**9, help="skip (c) for bigger streams")
+    ap.add_argument(
+        "--skip-openai-above", type=int, default=10**9, help="skip (c) for bigger streams"
+    )
     args = ap.parse_args()
 
     for n in args.sizes:
         parts = pieces(make_stream(n))
-        impls = {k: v for k, v in IMPLS.items() if not (k.startswith("(c)") and n > args.skip_openai_above)}
+        impls = {
+            k: v
+            for k, v in IMPLS.items()
+            if not (k.startswith("(c)") and n > args.skip_openai_above)
+        }
         samples: dict[str, list[float]] = {k: [] for k in impls}
-        for k, fn in impls.items():  # warm-up (imports, caches)
+        for fn in impls.values():  # warm-up (imports, caches)
             await timed(fn, parts, n)
         for _ in range(args.rounds):  # interleaved: each round runs every implementation once
             for k, fn in impls.items():
@@ -187,7 +221,9 @@ async def main() -> None:
         med = {k: statistics.median(v) / n * 1e6 for k, v in samples.items()}
         floor_us = med["(a) floor: split + orjson"]
         openai_us = med.get("(c) openai SDK AsyncStream")
-        print(f"\n{n:,} content chunks + 5-citation finish chunk, 4 KiB reads, {args.rounds} interleaved rounds")
+        print(
+            f"\n{n:,} content chunks + 5-citation finish chunk, 4 KiB reads, {args.rounds} interleaved rounds"
+        )
         print(f"{'implementation':32} {'µs/chunk':>9} {'× floor':>8} {'openai ÷ this':>14}")
         for k, us in med.items():
             speed = f"{openai_us / us:13.1f}×" if openai_us else "-"

@@ -33,17 +33,29 @@ REQ = {"model": "m", "messages": [{"role": "user", "content": "q"}], "stream": T
 
 def _chunk(content: str | None, finish: str | None = None) -> bytes:
     delta = {} if content is None else {"content": content}
-    body = {"id": "chatcmpl-ttft", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    body = {
+        "id": "chatcmpl-ttft",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
     return b"data: " + orjson.dumps(body) + b"\n\n"
 
 
 FIRST = _chunk("Hello")
-REST = b"".join(_chunk(w) for w in [" world", " [1]", "."]) + _chunk(None, "stop") + b"data: [DONE]\n\n"
+REST = (
+    b"".join(_chunk(w) for w in [" world", " [1]", "."])
+    + _chunk(None, "stop")
+    + b"data: [DONE]\n\n"
+)
 
 
 async def handler(request: web.Request) -> web.StreamResponse:
     await request.read()
-    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"})
+    resp = web.StreamResponse(
+        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"}
+    )
     await resp.prepare(request)
     await resp.write(FIRST)
     await resp.write(REST)
@@ -51,7 +63,9 @@ async def handler(request: web.Request) -> web.StreamResponse:
 
 
 async def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--requests", type=int, default=300)
     args = ap.parse_args()
 
@@ -78,7 +92,9 @@ async def main() -> None:
     oai = openai.AsyncOpenAI(api_key="x", base_url=base, http_client=httpx.AsyncClient())
 
     async def raw_aiohttp() -> str:
-        async with session.post(url, data=body, headers={"Content-Type": "application/json"}) as resp:
+        async with session.post(
+            url, data=body, headers={"Content-Type": "application/json"}
+        ) as resp:
             buf = b""
             async for data in resp.content.iter_any():
                 buf += data
@@ -111,7 +127,9 @@ async def main() -> None:
         raise AssertionError("no token")
 
     async def openai_sdk() -> str:
-        stream = await oai.chat.completions.create(model="m", messages=[{"role": "user", "content": "q"}], stream=True)
+        stream = await oai.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "q"}], stream=True
+        )
         try:
             async for chunk in stream:
                 if chunk.choices and chunk.choices[0].delta.content:
@@ -137,7 +155,9 @@ async def main() -> None:
             await fn()
             samples[k].append((time.perf_counter() - t0) * 1000)
     floor = statistics.median(samples["raw aiohttp + orjson"])
-    print(f"\nTime to first token on loopback, {args.requests} interleaved requests each, pooled connections")
+    print(
+        f"\nTime to first token on loopback, {args.requests} interleaved requests each, pooled connections"
+    )
     print(f"{'client':32} {'median ms':>10} {'p90 ms':>8} {'added vs raw':>13}")
     for k, v in samples.items():
         med = statistics.median(v)

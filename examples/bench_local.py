@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import contextvars
 import multiprocessing
 import shutil
 import statistics
@@ -91,12 +92,16 @@ async def _serve_stamps(conn: Any, token_delay: float, tokens: int) -> None:
     head = b'data: {"id":"c1","object":"chat.completion.chunk","model":"stamp","choices":'
 
     async def chat(request: web.Request) -> web.StreamResponse:
+        arrival = time.perf_counter()
         await request.read()
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
-        for _ in range(tokens):
-            await asyncio.sleep(token_delay)
-            stamp = b"%.9f" % time.perf_counter()
+        for i in range(tokens):
+            if i:
+                await asyncio.sleep(token_delay)
+                stamp = b"%.9f" % time.perf_counter()
+            else:  # the first token also tells when the request arrived
+                stamp = b"%.9f/%.9f" % (arrival, time.perf_counter())
             await resp.write(
                 head
                 + b'[{"index":0,"delta":{"content":"'
@@ -123,39 +128,63 @@ async def _serve_stamps(conn: Any, token_delay: float, tokens: int) -> None:
 
 
 async def delivery_latency(
-    concurrency: int, requests: int = 24, tokens: int = 50
-) -> dict[str, float]:
-    """Server write() → the measuring code sees the token, in µs (p50, p99)."""
+    concurrency: int, requests: int = 48, tokens: int = 50
+) -> dict[str, Any]:
+    """Where the time goes, in µs (p50, p99): server write() → the measuring code sees
+    the token (every token), and for the first token the request leg (client send →
+    server handler), the server's handler and the response leg."""
     import aiohttp
 
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe()
     proc = ctx.Process(target=_stamping_server, args=(child, 0.005, tokens), daemon=True)
     proc.start()
+    child.close()  # so that a crashed child reads as EOF at once
     try:
         if not await asyncio.to_thread(parent.poll, 30):
             raise RuntimeError("stamping server did not start")
         base_url = parent.recv()
         lags: list[float] = []
+        # send, aiohttp starts, request written, server handler, first write, seen
+        firsts: list[tuple[float, ...]] = []
         perf = time.perf_counter
+        # aiohttp's trace hooks run in the task that sent the request: a context variable
+        # ties them to that request, whatever the concurrency.
+        hooks: contextvars.ContextVar[list[float]] = contextvars.ContextVar("hooks")
+
+        async def stamp_hook(*_: Any) -> None:
+            hooks.get().append(perf())
+
+        trace = aiohttp.TraceConfig()
+        trace.on_request_start.append(stamp_hook)
+        trace.on_request_chunk_sent.append(stamp_hook)
 
         async def one(session: aiohttp.ClientSession) -> None:
             seen: list[tuple[float, str]] = []
             add = seen.append
+            client_stamps: list[float] = []
+            hooks.set(client_stamps)
             async with stream_chat(
                 {"model": "stamp", "messages": [{"role": "user", "content": "x"}], "stream": True},
                 base_url=base_url,
                 transport="aiohttp",
                 session=session,
             ) as stream:
+                sent = perf()  # where the bench runner takes its t0
                 async for ev in stream:
                     if type(ev) is TokenEvent:
                         add((perf(), ev.text))  # same bookkeeping as the bench runner
+            arrival, _, first_write = seen[0][1].partition("/")
+            started, written = client_stamps[0], client_stamps[-1]
+            firsts.append((sent, started, written, float(arrival), float(first_write), seen[0][0]))
+            seen[0] = (seen[0][0], first_write)
             lags.extend((t - float(text)) * 1e6 for t, text in seen)
 
-        async with aiohttp.ClientSession() as session:
-            await one(session)  # warm-up: connection, first-call costs
+        async with aiohttp.ClientSession(trace_configs=[trace]) as session:
+            # Warm-up: one connection per worker, first-call costs.
+            await asyncio.gather(*(one(session) for _ in range(concurrency)))
             lags.clear()
+            firsts.clear()
             queue = iter(range(requests))
 
             async def worker() -> None:
@@ -163,8 +192,22 @@ async def delivery_latency(
                     await one(session)
 
             await asyncio.gather(*(worker() for _ in range(concurrency)))
-        qs = statistics.quantiles(lags, n=100, method="inclusive")
-        return {"concurrency": concurrency, "p50_us": qs[49], "p99_us": qs[98], "n": len(lags)}
+
+        def p50_p99(values: list[float]) -> tuple[float, float]:
+            qs = statistics.quantiles(values, n=100, method="inclusive")
+            return qs[49], qs[98]
+
+        return {
+            "concurrency": concurrency,
+            "n": len(lags),
+            "delivery": p50_p99(lags),
+            "pipeline_prep": p50_p99([(f[1] - f[0]) * 1e6 for f in firsts]),
+            "aiohttp_send": p50_p99([(f[2] - f[1]) * 1e6 for f in firsts]),
+            "to_handler": p50_p99([(f[3] - f[2]) * 1e6 for f in firsts]),
+            "server": p50_p99([(f[4] - f[3]) * 1e6 for f in firsts]),
+            "first_delivery": p50_p99([(f[5] - f[4]) * 1e6 for f in firsts]),
+            "ttft": p50_p99([(f[5] - f[0]) * 1e6 for f in firsts]),
+        }
     finally:
         parent.send("stop")
         await asyncio.to_thread(proc.join, 5)
@@ -260,13 +303,21 @@ async def main_async(out: Path, docs: bool) -> None:
             f"p99 {row['itl_p99']:.2f} ms; loop lag p99 {row['lag_p99']:.2f} ms; "
             f"ok {row['ok']}/{row['requests']}"
         )
-    print("2. delivery latency, server write() → token seen by the measuring code")
+    print("2. stamping server: where the time goes (µs, p50 / p99)")
     for c in (1, 16):
         d = await delivery_latency(c)
-        print(
-            f"   concurrency {c:>2}: p50 {d['p50_us']:.0f} µs, p99 {d['p99_us']:.0f} µs "
-            f"({d['n']:.0f} tokens)"
-        )
+        print(f"   concurrency {c:>2} ({d['n']} tokens):")
+        for key, label in (
+            ("delivery", "server write() → token seen, every token"),
+            ("ttft", "TTFT (no delay at all), of which:"),
+            ("pipeline_prep", "  client: stream_chat → aiohttp starts"),
+            ("aiohttp_send", "  client: aiohttp starts → request written"),
+            ("to_handler", "  loopback + server HTTP parsing"),
+            ("server", "  server handler → first write()"),
+            ("first_delivery", "  first write() → token seen by the client"),
+        ):
+            p50, p99 = d[key]
+            print(f"     {label:<42} {p50:7.0f} / {p99:7.0f}")
     print("3. client CPU per token")
     print(f"   bench bookkeeping (perf_counter + append): {bookkeeping_ns():.0f} ns")
     print(f"   core parse of one chunk (ChatStreamParser.feed): {parse_us_per_chunk():.2f} µs")

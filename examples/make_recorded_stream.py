@@ -66,7 +66,12 @@ def pieces(text: str) -> list[str]:
 
 
 def build() -> bytes:
-    base = {"id": "chatcmpl-recorded-1", "object": "chat.completion.chunk", "created": 1630000000, "model": "magisterium-1"}
+    base = {
+        "id": "chatcmpl-recorded-1",
+        "object": "chat.completion.chunk",
+        "created": 1630000000,
+        "model": "magisterium-1",
+    }
     lines = [b": recorded for streamcite examples\n\n"]
 
     def chunk(choice: dict[str, object], **extra: object) -> None:
@@ -78,7 +83,13 @@ def build() -> bytes:
     chunk({"index": 0, "delta": {}, "finish_reason": "stop"}, citations=CITATIONS)
     lines.append(
         b"data: "
-        + orjson.dumps({**base, "choices": [], "usage": {"prompt_tokens": 42, "completion_tokens": 61, "total_tokens": 103}})
+        + orjson.dumps(
+            {
+                **base,
+                "choices": [],
+                "usage": {"prompt_tokens": 42, "completion_tokens": 61, "total_tokens": 103},
+            }
+        )
         + b"\n\n"
     )
     lines.append(b"data: [DONE]\n\n")

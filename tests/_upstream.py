@@ -10,7 +10,9 @@ import orjson
 from aiohttp import web
 
 
-def chunk(content: str | None = None, finish: str | None = None, *, index: int = 0, **extra: Any) -> bytes:
+def chunk(
+    content: str | None = None, finish: str | None = None, *, index: int = 0, **extra: Any
+) -> bytes:
     delta: dict[str, Any] = {} if content is None else {"content": content}
     body = {
         "id": "chatcmpl-t1",
@@ -24,11 +26,34 @@ def chunk(content: str | None = None, finish: str | None = None, *, index: int =
 
 
 CITATIONS = [
-    {"cited_text": "Titanic was directed by James Cameron.", "document_title": "Films", "document_index": 0},
-    {"cited_text": "It stars Leonardo DiCaprio and Kate Winslet.", "document_title": "Cast", "document_index": 1},
+    {
+        "cited_text": "Titanic was directed by James Cameron.",
+        "document_title": "Films",
+        "document_index": 0,
+    },
+    {
+        "cited_text": "It stars Leonardo DiCaprio and Kate Winslet.",
+        "document_title": "Cast",
+        "document_index": 1,
+    },
 ]
 
-WORDS = ["Titanic", " was", " directed", " by", " James", " Cameron", " [", "1", "].", " It", " stars", " Kate", " Winslet", " [2]."]
+WORDS = [
+    "Titanic",
+    " was",
+    " directed",
+    " by",
+    " James",
+    " Cameron",
+    " [",
+    "1",
+    "].",
+    " It",
+    " stars",
+    " Kate",
+    " Winslet",
+    " [2].",
+]
 
 
 def full_stream(words: list[str] = WORDS) -> list[bytes]:
@@ -69,7 +94,12 @@ class Upstream:
         await request.read()
         if self.status != 200 and self.requests <= (self.status_times or 10**9):
             headers = {"Retry-After": self.retry_after} if self.retry_after else {}
-            return web.Response(status=self.status, body=self.error_body, headers=headers, content_type="application/json")
+            return web.Response(
+                status=self.status,
+                body=self.error_body,
+                headers=headers,
+                content_type="application/json",
+            )
         if self.json_body is not None:
             return web.Response(body=self.json_body, content_type="application/json")
         resp = web.StreamResponse(headers={"Content-Type": self.content_type})

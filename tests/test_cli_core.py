@@ -14,7 +14,11 @@ RECORDED = ROOT / "examples" / "data" / "magisterium_stream.sse"
 
 def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "streamcite.cli", *args], input=stdin, capture_output=True, timeout=60, cwd=ROOT
+        [sys.executable, "-m", "streamcite.cli", *args],
+        input=stdin,
+        capture_output=True,
+        timeout=60,
+        cwd=ROOT,
     )
 
 
@@ -57,5 +61,9 @@ def test_parse_marker_mode_and_stdin() -> None:
 
 
 def test_parse_recorded_example_runs() -> None:
-    p = subprocess.run([sys.executable, str(ROOT / "examples" / "parse_recorded.py")], capture_output=True, timeout=60)
+    p = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "parse_recorded.py")],
+        capture_output=True,
+        timeout=60,
+    )
     assert p.returncode == 0 and "Cherishing Life" in p.stdout.decode()

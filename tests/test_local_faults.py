@@ -346,7 +346,9 @@ async def test_hallucinate_changes_one_number_and_keeps_the_citations(
     wrong = (await client.post(url, json=body, headers={FAULT: "hallucinate=1"})).json()
     clean_text = clean["choices"][0]["message"]["content"]
     wrong_text = wrong["choices"][0]["message"]["content"]
-    assert "three days" in clean_text and wrong_text == clean_text.replace("three days", "five days")
+    assert "three days" in clean_text and wrong_text == clean_text.replace(
+        "three days", "five days"
+    )
     assert wrong["citations"] == clean["citations"]
     # Wikit v1 shows the difference: the reply sentence no longer matches its source.
     v1 = f"{backend.root_url}/semantics/apps/a/query-executions/{wrong['id']}/citations"

@@ -16,7 +16,12 @@ from streamcite.core.models import Citation
 from streamcite.core.offsets import OffsetMap, byte_to_char, char_to_byte, char_to_utf16
 from streamcite.core.sources import QuotedSource, SourceChunk, SourceDocument
 from streamcite.enrich.facts import build_facts, split_fact
-from streamcite.enrich.google import parse_check_response, prepare_facts, strip_markers
+from streamcite.enrich.google import (
+    TextOffsets,
+    parse_check_response,
+    prepare_facts,
+    strip_markers,
+)
 
 try:
     from _streams import strip_markers as reference_strip
@@ -77,6 +82,19 @@ def test_a_byte_range_decodes_to_the_char_slice(text: str, data: st.DataObject) 
     sb, eb = m.char_to_byte(i), m.char_to_byte(j)
     assert raw[sb:eb].decode() == text[i:j]
     assert text[m.byte_to_char(sb) : m.byte_to_char_end(eb)] == text[i:j]
+
+
+@given(unicode_text, st.data())
+def test_text_offsets_agree_with_offset_map(text: str, data: st.DataObject) -> None:
+    """The grounding client's prefix-recoding converter gives OffsetMap's answers."""
+    fast, table = TextOffsets(text), OffsetMap(text)
+    assert fast.byte_length == table.byte_length
+    for b in data.draw(st.lists(st.integers(-2, table.byte_length + 2), max_size=20)):
+        assert fast.byte_to_char(b) == table.byte_to_char(b)
+        assert fast.byte_to_char_end(b) == table.byte_to_char_end(b)
+    for i in range(-1, len(text) + 2):
+        assert fast.char_to_byte(i) == table.char_to_byte(i)
+        assert fast.char_to_utf16(i) == table.char_to_utf16(i)
 
 
 # -- footnote markers out, offsets back ------------------------------------------------

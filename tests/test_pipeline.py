@@ -87,14 +87,30 @@ async def test_non_streaming_body_gives_same_events(serve: ServeFn, transport: s
         "id": "x",
         "created": 1,
         "model": "magisterium-1",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Radicato [1]."}, "finish_reason": "stop"}],
-        "citations": [{"cited_text": "34. ...", "document_title": "Cherishing Life", "document_index": 0}],
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "Radicato [1]."},
+                "finish_reason": "stop",
+            }
+        ],
+        "citations": [
+            {"cited_text": "34. ...", "document_title": "Cherishing Life", "document_index": 0}
+        ],
         "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3},
     }
     up = Upstream(json_body=orjson.dumps(body))
     url = await serve(up.app())
     events = await run(url, transport)
-    assert types(events) == ["meta", "token", "citation_ref", "citations", "finish", "usage", "done"]
+    assert types(events) == [
+        "meta",
+        "token",
+        "citation_ref",
+        "citations",
+        "finish",
+        "usage",
+        "done",
+    ]
     a = events[-1].answer  # type: ignore[union-attr]
     assert a.text == "Radicato [1]." and a.citations[0].document_title == "Cherishing Life"
     assert a.usage is not None and a.usage.total_tokens == 3
@@ -116,8 +132,10 @@ async def test_stall_gives_idle_timeout_and_keeps_tokens(serve: ServeFn, transpo
 async def test_first_token_timeout(serve: ServeFn, transport: str) -> None:
     up = Upstream(stall_after=0)
     url = await serve(up.app())
-    events = await run(url, transport, timeouts=Timeouts(connect=2, first_token=0.3, idle=5, total=10))
-    assert [e.code for e in events if isinstance(e, ErrorEvent)][0] == "first_token_timeout"
+    events = await run(
+        url, transport, timeouts=Timeouts(connect=2, first_token=0.3, idle=5, total=10)
+    )
+    assert next(e.code for e in events if isinstance(e, ErrorEvent)) == "first_token_timeout"
     assert events[-1].type == "done"
 
 
@@ -125,7 +143,9 @@ async def test_first_token_timeout(serve: ServeFn, transport: str) -> None:
 async def test_total_timeout(serve: ServeFn, transport: str) -> None:
     up = Upstream(delay_between=0.1)
     url = await serve(up.app())
-    events = await run(url, transport, timeouts=Timeouts(connect=2, first_token=2, idle=2, total=0.35))
+    events = await run(
+        url, transport, timeouts=Timeouts(connect=2, first_token=2, idle=2, total=0.35)
+    )
     codes = [e.code for e in events if isinstance(e, ErrorEvent)]
     assert codes[0] == "total_timeout"
     assert 0 < len([e for e in events if e.type == "token"]) < len(WORDS)
@@ -160,18 +180,38 @@ async def test_429_without_retries_is_a_typed_error(serve: ServeFn, transport: s
     assert types(events) == ["error", "done"]
     err = events[0]
     assert isinstance(err, ErrorEvent)
-    assert (err.code, err.status, err.retryable, err.retry_after, err.stage) == ("rate_limited", 429, True, 7.0, "http")
+    assert (err.code, err.status, err.retryable, err.retry_after, err.stage) == (
+        "rate_limited",
+        429,
+        True,
+        7.0,
+        "http",
+    )
     assert "nope" in err.message and "rate_limit_exceeded" in err.message
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-@pytest.mark.parametrize(("status", "code", "retryable"), [(401, "unauthorized", False), (403, "forbidden", False), (404, "not_found", False), (503, "upstream_unavailable", True)])
-async def test_http_errors(serve: ServeFn, transport: str, status: int, code: str, retryable: bool) -> None:
+@pytest.mark.parametrize(
+    ("status", "code", "retryable"),
+    [
+        (401, "unauthorized", False),
+        (403, "forbidden", False),
+        (404, "not_found", False),
+        (503, "upstream_unavailable", True),
+    ],
+)
+async def test_http_errors(
+    serve: ServeFn, transport: str, status: int, code: str, retryable: bool
+) -> None:
     up = Upstream(status=status)
     url = await serve(up.app())
     events = await run(url, transport, retries=2)
     err = events[0]
-    assert isinstance(err, ErrorEvent) and (err.code, err.retryable, err.status) == (code, retryable, status)
+    assert isinstance(err, ErrorEvent) and (err.code, err.retryable, err.status) == (
+        code,
+        retryable,
+        status,
+    )
     assert up.requests == (3 if retryable else 1)  # never retry a 4xx that will not change
 
 
@@ -185,7 +225,12 @@ async def test_connect_refused(transport: str) -> None:
     s.close()  # nothing listens there now
     events = await run(f"http://127.0.0.1:{port}", transport)
     err = events[0]
-    assert isinstance(err, ErrorEvent) and err.code == "connect_failed" and err.stage == "connect" and err.retryable
+    assert (
+        isinstance(err, ErrorEvent)
+        and err.code == "connect_failed"
+        and err.stage == "connect"
+        and err.retryable
+    )
     assert events[-1].type == "done"
 
 
@@ -229,7 +274,9 @@ async def test_cancelling_the_task_closes_everything(serve: ServeFn, transport: 
 
     baseline = len(asyncio.all_tasks())
     task = asyncio.create_task(consume())
-    while not any(e.type == "token" for e in got):
+    for _ in range(500):  # bounded: the first token comes within milliseconds
+        if any(e.type == "token" for e in got):
+            break
         await asyncio.sleep(0.01)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -308,7 +355,9 @@ async def test_failing_and_slow_enrichers_become_errors(serve: ServeFn, transpor
 async def test_text_stream_and_until_done(serve: ServeFn, transport: str) -> None:
     up = Upstream()
     url = await serve(up.app())
-    async with stream_chat(REQ, base_url=url + "/v1", transport=transport, marker_mode="strip") as s:
+    async with stream_chat(
+        REQ, base_url=url + "/v1", transport=transport, marker_mode="strip"
+    ) as s:
         text = "".join([t async for t in s.text_stream])
     assert text == "Titanic was directed by James Cameron. It stars Kate Winslet."
     async with stream_chat(REQ, base_url=url + "/v1", transport=transport) as s:
@@ -319,10 +368,19 @@ async def test_text_stream_and_until_done(serve: ServeFn, transport: str) -> Non
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_secrets_never_appear(serve: ServeFn, transport: str) -> None:
     secret = "sk-live-5f3c9a1b2c"
-    up = Upstream(status=401, error_body=orjson.dumps({"error": {"message": f"Incorrect API key provided: {secret}"}}))
+    up = Upstream(
+        status=401,
+        error_body=orjson.dumps({"error": {"message": f"Incorrect API key provided: {secret}"}}),
+    )
     url = await serve(up.app())
     with capture_logs() as logs:
-        async with stream_chat(REQ, base_url=url + "/v1", transport=transport, api_key=secret, headers={"X-Api-Key": "hdr-" + secret}) as s:
+        async with stream_chat(
+            REQ,
+            base_url=url + "/v1",
+            transport=transport,
+            api_key=secret,
+            headers={"X-Api-Key": "hdr-" + secret},
+        ) as s:
             events = [ev async for ev in s]
             rep = repr(s)
     assert up.seen_auth == [f"Bearer {secret}"]
@@ -343,7 +401,14 @@ async def test_structured_log_lines(serve: ServeFn) -> None:
 
 
 async def test_bad_chunks_mid_stream_do_not_stop_the_stream(serve: ServeFn) -> None:
-    parts = [chunk("a"), b"data: {not json\n\n", chunk("b"), b'data: {"error": {"message": "overloaded", "code": "overloaded"}}\n\n', chunk("c", "stop"), b"data: [DONE]\n\n"]
+    parts = [
+        chunk("a"),
+        b"data: {not json\n\n",
+        chunk("b"),
+        b'data: {"error": {"message": "overloaded", "code": "overloaded"}}\n\n',
+        chunk("c", "stop"),
+        b"data: [DONE]\n\n",
+    ]
     up = Upstream(parts=parts)
     url = await serve(up.app())
     events = await run(url, "aiohttp")

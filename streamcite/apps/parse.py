@@ -60,4 +60,3 @@ def _pretty(events: Iterator[Event]) -> None:
             console.print_json(orjson.dumps(ev.to_dict()["answer"]).decode())
         elif ev.type in ("citations", "usage", "finish"):
             console.print(f"\n[dim]{ev.type}[/dim]", markup=True)
-

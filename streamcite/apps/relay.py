@@ -137,10 +137,8 @@ def command(**opts: Any) -> None:
         "wikit_key": _env(opts["wikit_api_key_env"], "Wikit API key"),
         "google_token": _env(opts["google_token_env"], "Google access token"),
     }
-    try:
+    with contextlib.suppress(KeyboardInterrupt):  # pragma: no cover - interactive
         asyncio.run(_serve(opts, upstream, secrets))
-    except KeyboardInterrupt:  # pragma: no cover - interactive
-        pass
 
 
 @contextlib.asynccontextmanager

@@ -147,10 +147,10 @@ class ChunkInterpreter:
         """
         if self.done or not self._meta_seen or not self._mode_keep:
             for item in raw:
-                if type(item) is bytes:
+                if isinstance(item, bytes):
                     self.feed(item, b"", out)
                 else:
-                    self.feed(item[1], item[0], out)  # type: ignore[index]
+                    self.feed(item[1], item[0], out)
             return
         loads = _loads
         append = out.append
@@ -160,8 +160,8 @@ class ChunkInterpreter:
         i = 0
         for item in raw:
             i += 1
-            if type(item) is not bytes:
-                self.feed(item[1], item[0], out)  # type: ignore[index]
+            if isinstance(item, tuple):
+                self.feed(item[1], item[0], out)
             else:
                 try:
                     obj = loads(item)
@@ -204,7 +204,7 @@ class ChunkInterpreter:
             det = self._detectors.get(0)
         if i < len(raw):
             for item in raw[i:]:  # after [DONE]: the general path ignores them
-                self.feed(item if type(item) is bytes else item[1], b"", out)  # type: ignore[index]
+                self.feed(item if isinstance(item, bytes) else item[1], b"", out)
 
     def _interpret(self, obj: dict[str, Any], key: str, out: list[Event]) -> None:
         if not self._meta_seen:
@@ -233,14 +233,18 @@ class ChunkInterpreter:
                         else:
                             idx = ch.get("index", 0)
                             if type(idx) is not int:
-                                self._fault(out, "bad_chunk", f"choice index is not an integer: {idx!r:.40}")
+                                self._fault(
+                                    out, "bad_chunk", f"choice index is not an integer: {idx!r:.40}"
+                                )
                                 continue
                             self._token(idx, content, out)
                 reason = ch.get("finish_reason")
                 if reason:
                     idx = ch.get("index", 0)
                     if type(idx) is not int:
-                        self._fault(out, "bad_chunk", f"choice index is not an integer: {idx!r:.40}")
+                        self._fault(
+                            out, "bad_chunk", f"choice index is not an integer: {idx!r:.40}"
+                        )
                         continue
                     self._flush(idx, out)
                     if finishes is None:

@@ -117,7 +117,9 @@ class FootnoteDetector:
         display, refs = self._process(s, base, final=True)
         return ("" if self.keep else display), refs
 
-    def _process(self, s: str, base: int, *, final: bool) -> tuple[str, list[tuple[int, int]] | None]:
+    def _process(
+        self, s: str, base: int, *, final: bool
+    ) -> tuple[str, list[tuple[int, int]] | None]:
         refs: list[tuple[int, int]] | None = None
         out: list[str] = []
         emitted = 0  # s[:emitted] has been written to out (display) or dropped

@@ -100,15 +100,13 @@ class SSEDecoder:
 
     def feed(self, data: bytes) -> list[ServerSentEvent]:
         """Decode ``data`` (any split of the stream) and return the events it completed."""
-        return [
-            ServerSentEvent(
-                "message" if not ev else ev.decode("utf-8", "replace"),
-                payload.decode("utf-8", "replace"),
-                self.last_event_id if lid is None else lid,
-                retry,
-            )
-            for ev, payload, lid, retry in self._feed(data, True)  # type: ignore[misc]
-        ]
+        out: list[ServerSentEvent] = []
+        for item in self._feed(data, True):
+            assert isinstance(item, tuple)  # full mode always gives tuples
+            ev, payload, lid, retry = item
+            event = "message" if not ev else ev.decode("utf-8", "replace")
+            out.append(ServerSentEvent(event, payload.decode("utf-8", "replace"), lid, retry))
+        return out
 
     def close(self) -> list[ServerSentEvent]:
         """End of input. Per the standard, an unterminated final block is discarded."""

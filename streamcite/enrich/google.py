@@ -39,7 +39,6 @@ from streamcite.core.errors import MalformedResponse, StreamciteError, UpstreamE
 from streamcite.core.events import GroundingEvent, SourcesEvent
 from streamcite.core.grounding import CitedChunk, GroundingClaim, GroundingFact, GroundingResult
 from streamcite.core.models import Citation, CitedAnswer
-from streamcite.core.offsets import OffsetMap
 from streamcite.core.sources import QuotedSource
 from streamcite.enrich import limits
 from streamcite.enrich._auth import (
@@ -68,6 +67,7 @@ __all__ = [
     "GroundingInputError",
     "GroundingLimitError",
     "PreparedFacts",
+    "TextOffsets",
     "parse_check_response",
     "prepare_facts",
     "strip_markers",
@@ -224,34 +224,63 @@ def prepare_facts(
 # -- response parsing ------------------------------------------------------------
 
 
-class _AsciiOffsets:
-    """OffsetMap's interface for ASCII text, where bytes, characters and UTF-16 units
-    coincide: no per-character table to build (the common English/Latin-1-free case)."""
+class TextOffsets:
+    """Byte ↔ character ↔ UTF-16 conversions of one text, for a handful of offsets.
 
-    __slots__ = ("byte_length", "text")
+    Same answers as :class:`streamcite.core.offsets.OffsetMap` (clamped; a byte
+    offset inside a character maps to its start, or past it for an exclusive end),
+    but each conversion re-codes a prefix in C instead of building per-character
+    tables in Python first: a response has a few claims, the answer may have 20,000
+    characters, and this runs between the grounding reply and ``done``. ASCII text
+    (bytes = characters) and text without astral characters (UTF-16 = characters)
+    skip even that.
+    """
+
+    __slots__ = ("_ascii", "_bmp", "_utf8", "byte_length", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.byte_length = len(text)
+        self._ascii = text.isascii()
+        self._utf8 = b"" if self._ascii else text.encode("utf-8")
+        self.byte_length = len(text) if self._ascii else len(self._utf8)
+        self._bmp = self._ascii or max(text, default="\0") <= "\uffff"
 
     def byte_to_char(self, byte_offset: int) -> int:
-        return max(0, min(byte_offset, self.byte_length))
+        if byte_offset <= 0:
+            return 0
+        if byte_offset >= self.byte_length:
+            return len(self.text)
+        if self._ascii:
+            return byte_offset
+        # A cut inside a character leaves a partial sequence, which "ignore" drops.
+        return len(self._utf8[:byte_offset].decode("utf-8", "ignore"))
 
-    byte_to_char_end = byte_to_char
-    char_to_byte = byte_to_char
-    char_to_utf16 = byte_to_char
+    def byte_to_char_end(self, byte_offset: int) -> int:
+        i = self.byte_to_char(byte_offset)
+        inside = (
+            not self._ascii
+            and 0 < byte_offset < self.byte_length
+            and self._utf8[byte_offset] & 0xC0 == 0x80  # a continuation byte
+        )
+        return i + 1 if inside else i
 
+    def char_to_byte(self, char_offset: int) -> int:
+        char_offset = max(0, min(char_offset, len(self.text)))
+        return char_offset if self._ascii else len(self.text[:char_offset].encode("utf-8"))
 
-def _offsets(text: str) -> OffsetMap | _AsciiOffsets:
-    return _AsciiOffsets(text) if text.isascii() else OffsetMap(text)
+    def char_to_utf16(self, char_offset: int) -> int:
+        char_offset = max(0, min(char_offset, len(self.text)))
+        if self._bmp:
+            return char_offset
+        return len(self.text[:char_offset].encode("utf-16-le")) // 2
 
 
 def _claim_offsets(
     claim: GroundingClaim,
     d: dict[str, Any],
     path: str,
-    sent_map: OffsetMap | _AsciiOffsets,
-    raw_map: OffsetMap | _AsciiOffsets,
+    sent_map: TextOffsets,
+    raw_map: TextOffsets,
     char_map: list[int] | None,
     cursor: int,
     warnings: list[str],
@@ -341,8 +370,8 @@ def parse_check_response(
         cited_facts.append(v.opt_str(v.obj(item, path), "chunkText", path) or "")
 
     sent = raw_answer if sent_answer is None else sent_answer
-    sent_map = _offsets(sent)
-    raw_map = sent_map if sent_answer is None else _offsets(raw_answer)
+    sent_map = TextOffsets(sent)
+    raw_map = sent_map if sent_answer is None else TextOffsets(raw_answer)
     claims: list[GroundingClaim] = []
     cursor = 0
     for i, item in enumerate(v.arr(d.get("claims", []), "$.claims")):

@@ -26,7 +26,6 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from itertools import chain
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,8 +36,7 @@ from streamcite.local.lexical import (
     analyze,
     char_ngrams,
     detect_language,
-    SENTENCE_BREAK,
-    raw_tokens_with_breaks,
+    raw_tokens,
     token_table,
 )
 from streamcite.local.sentences import needs_grounding, split_sentences, strip_markers
@@ -50,7 +48,7 @@ __all__ = ["ClaimVerdict", "EngineConfig", "evaluate"]
 class EngineConfig:
     """Tunable constants (the defaults were chosen on HaluEval's dev split)."""
 
-    candidates: int = 4
+    candidates: int = 3
     """Facts scored closely per claim (after BM25)."""
     bm25_min_facts: int = 6
     """Below this many facts, every fact is scored closely."""
@@ -65,7 +63,7 @@ class EngineConfig:
     midpoint: float = 0.72
     """Recall at which the calibrated score is 0.5."""
     steepness: float = 11.0
-    anchors: int = 4
+    anchors: int = 2
     """Best sentences of a fact from which windows are grown."""
     number_scope: str = "window"
     """Where a claim's numbers must appear: ``window`` or anywhere in the ``fact``."""
@@ -102,8 +100,8 @@ class _Fact:
 
     __slots__ = (
         "_grams",
+        "_index",
         "_negs",
-        "_prefixes",
         "_sentences",
         "_sets",
         "counts",
@@ -115,14 +113,15 @@ class _Fact:
 
     def __init__(self, text: str, table: TokenTable) -> None:
         self.table = table
-        self.tokens = raw_tokens_with_breaks(text)
+        self.tokens = raw_tokens(text)
         self.keys = table.keys(self.tokens)
-        self.counts: Counter[str] = Counter(chain.from_iterable(self.keys))
+        self.counts: Counter[str] = Counter(self.keys)
+        self.counts.pop("", None)
         self.length = sum(self.counts.values())
         self._sentences: list[tuple[int, int]] | None = None
         self._sets: list[set[str]] | None = None
         self._negs: list[bool] | None = None
-        self._prefixes: dict[str, list[str]] | None = None
+        self._index: dict[str, list[int]] | None = None
         self._grams: dict[int, str] = {}
 
     def sentences(self) -> list[tuple[int, int]]:
@@ -130,15 +129,27 @@ class _Fact:
         if self._sentences is None:
             out: list[tuple[int, int]] = []
             start = 0
-            for i, t in enumerate(self.tokens):
-                if t == SENTENCE_BREAK:
-                    if i > start:
-                        out.append((start, i))
-                    start = i + 1
+            for end in self.table.sentence_ends(self.tokens):
+                out.append((start, end + 1))
+                start = end + 1
             if len(self.tokens) > start:
                 out.append((start, len(self.tokens)))
             self._sentences = out
         return self._sentences
+
+    def index(self, terms: set[str]) -> dict[str, list[int]]:
+        """Claim term -> sentences containing it (only the claims' terms are indexed)."""
+        if self._index is None:
+            index: dict[str, list[int]] = {}
+            for i, keys in enumerate(self.sets()):
+                for k in keys & terms:
+                    lst = index.get(k)
+                    if lst is None:
+                        index[k] = [i]
+                    else:
+                        lst.append(i)
+            self._index = index
+        return self._index
 
     @property
     def n_sentences(self) -> int:
@@ -147,7 +158,9 @@ class _Fact:
     def sets(self) -> list[set[str]]:
         if self._sets is None:
             keys = self.keys
-            self._sets = [set(chain.from_iterable(keys[a:b])) for a, b in self.sentences()]
+            self._sets = [set(keys[a:b]) for a, b in self.sentences()]
+            for keys_of_sentence in self._sets:
+                keys_of_sentence.discard("")
         return self._sets
 
     def negated(self, i: int) -> bool:
@@ -155,20 +168,6 @@ class _Fact:
             negated, tokens = self.table.negated, self.tokens
             self._negs = [negated(tokens[a:b]) for a, b in self.sentences()]
         return self._negs[i]
-
-    def prefix_map(self) -> dict[str, list[str]]:
-        """5-letter prefix -> the fact's word keys that start with it."""
-        if self._prefixes is None:
-            out: dict[str, list[str]] = {}
-            for k in self.counts:
-                if len(k) >= 5 and k[0] != "#":
-                    lst = out.get(k[:5])
-                    if lst is None:
-                        out[k[:5]] = [k]
-                    else:
-                        lst.append(k)
-            self._prefixes = out
-        return self._prefixes
 
     def gram_text(self, i: int) -> str:
         """Keys of sentence ``i`` space-separated and padded: n-gram containment by substring."""
@@ -230,7 +229,7 @@ class _BM25:
 
 
 class _Claim:
-    __slots__ = ("features", "grams", "total", "unique", "weights")
+    __slots__ = ("features", "forms", "grams", "total", "unique", "weights")
 
     def __init__(self, features: TextFeatures, cfg: EngineConfig) -> None:
         self.features = features
@@ -239,33 +238,59 @@ class _Claim:
             k: (cfg.salient_weight if k in features.salient else 1.0) for k in self.unique
         }
         self.total = sum(self.weights.values())
+        self.forms: dict[str, list[str]] = {}
+        """Key -> other keys of the facts with the same 5-letter prefix (set by evaluate)."""
         self.grams = list(char_ngrams(" ".join(self.unique))) if cfg.ngram_weight else []
+
+
+def _link_prefix_forms(claims: list[_Claim], facts: list[_Fact], terms: set[str]) -> None:
+    """For each claim word, the facts' words that share its 5-letter prefix (once per check)."""
+    wanted = {k[:5] for k in terms if len(k) >= 5 and k[0] != "#"}
+    if not wanted:
+        return
+    forms: dict[str, list[str]] = {}
+    for k in set().union(*(f.counts.keys() for f in facts)):
+        p = k[:5]
+        if p in wanted and k[0] != "#":
+            lst = forms.get(p)
+            if lst is None:
+                forms[p] = [k]
+            else:
+                lst.append(k)
+    for claim in claims:
+        for k in claim.unique:
+            same = forms.get(k[:5]) if len(k) >= 5 and k[0] != "#" else None
+            if same:
+                others = [f for f in same if f != k]
+                if others:
+                    claim.forms[k] = others
 
 
 def _calibrate(recall: float, cfg: EngineConfig) -> float:
     return 1.0 / (1.0 + math.exp(-cfg.steepness * (recall - cfg.midpoint)))
 
 
-def _score_pair(claim: _Claim, fact: _Fact, cfg: EngineConfig) -> float:
-    """Support of one claim by one fact, in [0, 1]."""
-    sets = fact.sets()
+def _score_pair(claim: _Claim, fact: _Fact, terms: set[str], cfg: EngineConfig) -> float:
+    """Support of one claim by one fact, in [0, 1].
+
+    ``terms``: every key of every claim and its prefix forms (what fact indexes hold).
+    """
+    index = fact.index(terms)
     counts = fact.counts
     credit: list[tuple[float, dict[int, float]]] = []
     per_sentence: dict[int, float] = {}
     for k, w in claim.weights.items():
-        if k in counts:
-            hits = {i: 1.0 for i, keys in enumerate(sets) if k in keys}
-        elif len(k) >= 5 and k[0] != "#":
-            # Not in the fact as such: an inflected or derived form may share a prefix.
-            forms = fact.prefix_map().get(k[:5])
-            if not forms:
-                continue
-            partial = cfg.prefix_credit
-            hits = {
-                i: partial for i, keys in enumerate(sets) if any(f in keys for f in forms)
-            }
+        where = index.get(k)
+        if where:
+            hits = dict.fromkeys(where, 1.0)
         else:
-            continue
+            # Not in the fact as such: an inflected or derived form may share a prefix.
+            hits = {}
+            for form in claim.forms.get(k, ()):
+                if form in counts:
+                    hits.update(dict.fromkeys(index.get(form, ()), cfg.prefix_credit))
+            if not hits:
+                continue
         credit.append((w, hits))
         for i, c in hits.items():
             per_sentence[i] = per_sentence.get(i, 0.0) + w * c
@@ -276,22 +301,23 @@ def _score_pair(claim: _Claim, fact: _Fact, cfg: EngineConfig) -> float:
     best_anchor = ranked[0]
     best_got, best_window = per_sentence[best_anchor], (best_anchor,)
     if cfg.max_window > 1:
-        n_sents = fact.n_sentences
         for a in ranked[: cfg.anchors]:
-            for window in ((a - 1, a), (a, a + 1)):
-                if window[0] < 0 or window[1] >= n_sents:
+            for b in (a - 1, a + 1):
+                # The union of two sentences scores at most the sum of both: skip a pair
+                # that cannot beat the best even then (most pairs, at a 0.8 discount).
+                other = per_sentence.get(b)
+                if other is None or (per_sentence[a] + other) * cfg.window_discount <= best_got:
                     continue
-                i, j = window
                 got = 0.0
                 for w, hits in credit:
-                    got += w * max(hits.get(i, 0.0), hits.get(j, 0.0))
+                    got += w * max(hits.get(a, 0.0), hits.get(b, 0.0))
                 got *= cfg.window_discount
                 if got > best_got:
-                    best_got, best_window, best_anchor = got, window, a
+                    best_got, best_window, best_anchor = got, (min(a, b), max(a, b)), a
     recall = best_got / claim.total if claim.total else 0.0
     if claim.grams:
         text = "".join(fact.gram_text(i) for i in best_window)
-        contained = sum(1 for g in claim.grams if g in text)
+        contained = sum(map(text.__contains__, claim.grams))
         recall = (1.0 - cfg.ngram_weight) * recall + cfg.ngram_weight * contained / len(
             claim.grams
         )
@@ -343,9 +369,10 @@ def evaluate(
     table = token_table(lang)
     built = [_Fact(f, table) for f in facts]
     prepared = [(verdict, _Claim(feats, config)) for verdict, feats in claims]
-    bm25 = None
-    if len(built) >= config.bm25_min_facts:
-        bm25 = _BM25(built, {k for _, c in prepared for k in c.unique})
+    terms = {k for _, c in prepared for k in c.unique}
+    _link_prefix_forms([c for _, c in prepared], built, terms)
+    terms.update(f for _, c in prepared for forms in c.forms.values() for f in forms)
+    bm25 = _BM25(built, terms) if len(built) >= config.bm25_min_facts else None
     for verdict, claim in prepared:
         if bm25 is not None:
             candidates = bm25.top(claim.unique, config.candidates)
@@ -353,7 +380,7 @@ def evaluate(
             candidates = list(range(len(built)))
         scored: list[tuple[int, float]] = []
         for j in candidates:
-            score = _score_pair(claim, built[j], config)
+            score = _score_pair(claim, built[j], terms, config)
             if score > 0.0:
                 scored.append((j, score))
         scored.sort(key=lambda p: (-p[1], p[0]))

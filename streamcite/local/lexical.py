@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import compress
 
 __all__ = [
     "LANGUAGES",
@@ -28,8 +28,8 @@ __all__ = [
     "detect_language",
     "fold",
     "SENTENCE_BREAK",
+    "ends_sentence",
     "raw_tokens",
-    "raw_tokens_with_breaks",
     "is_stopword",
     "stem",
     "token_table",
@@ -382,85 +382,80 @@ def _canonical_number(raw: str) -> str:
 
 
 # Fast tokenising of long texts: lower-case, a few Unicode punctuation marks made
-# ASCII, UTF-8 bytes, ASCII punctuation (but . , ' ") turned into spaces by one
-# bytes.translate, then bytes.split(). Every step is a single C call; each token
-# is then analysed once per process (memo keyed by its bytes).
+# ASCII, UTF-8 bytes, ASCII punctuation but . , ' " ! ? turned into spaces by one
+# bytes.translate, then bytes.split(). Every step is a single C call; each distinct
+# token is then analysed once per process (memo keyed by its bytes). A token that
+# ends with . ! or ? (possibly before a closing quote) ends a rough sentence.
 _PREFOLD = (
     ("’", "'"), ("‘", "'"), ("ʼ", "'"), ("׳", "'"), ("“", '"'), ("”", '"'), ("״", '"'),
     ("«", " "), ("»", " "), ("‹", " "), ("›", " "), ("—", " "), ("–", " "), ("‑", " "),
-    ("‐", " "), ("־", " "), ("…", ". "), ("¿", " "), ("¡", " "), ("„", " "),
+    ("‐", " "), ("־", " "), ("…", ". "), ("¿", " "), ("¡", " "), ("„", " "), ("׃", ". "),
+    ("。", ". "), ("！", "! "), ("？", "? "), ("؟", "? "),
 )  # fmt: skip
-_BYTE_PUNCT_SRC = b"()[]{}!?;:<>/\\|*#@&+=~^`$%-_\t\r"
+_BYTE_PUNCT_SRC = b"()[]{};:<>/\\|*#@&+=~^`$%-_\t\r"
 _BYTE_PUNCT = bytes.maketrans(_BYTE_PUNCT_SRC, b" " * len(_BYTE_PUNCT_SRC))
-_SENTENCE_BREAKS = tuple(
-    p.encode()
-    for p in (". ", "! ", "? ", ".\n", "!\n", "?\n", '." ', ".' ", '?" ', '!" ', "\n", "׃ ",
-              "。", "！", "？", "؟")
-)  # fmt: skip
 
-
-def _prefold(text: str) -> bytes:
-    text = text.lower()
-    for src, dst in _PREFOLD:
-        if src in text:
-            text = text.replace(src, dst)
-    return text.encode("utf-8", "replace")
+SENTENCE_BREAK = b"\x00"
+"""A token :func:`raw_tokens` puts where a line ends (a rough sentence break too)."""
 
 
 def raw_tokens(text: str) -> list[bytes]:
-    """Raw tokens of ``text`` (lower-cased UTF-8 bytes, edge punctuation still on)."""
-    return _prefold(text).translate(_BYTE_PUNCT).split()
+    """Raw tokens of ``text``: lower-cased UTF-8 bytes, edge punctuation still on, line
+    breaks as :data:`SENTENCE_BREAK` tokens. No Python work per character or token."""
+    text = text.lower()
+    if not text.isascii():
+        for src, dst in _PREFOLD:
+            if src in text:
+                text = text.replace(src, dst)
+    if "\n" in text:
+        text = text.replace("\n", " \x00 ")
+    return text.encode("utf-8", "replace").translate(_BYTE_PUNCT).split()
 
 
-SENTENCE_BREAK = b"\x00"
-"""The token :func:`raw_tokens_with_breaks` puts between rough sentences."""
-
-
-def raw_tokens_with_breaks(text: str) -> list[bytes]:
-    """:func:`raw_tokens`, with :data:`SENTENCE_BREAK` tokens at terminal punctuation and
-    newlines (one C-level pass: no Python work per token)."""
-    data = _prefold(text)
-    for brk in _SENTENCE_BREAKS:
-        if brk in data:
-            data = data.replace(brk, b" \x00 ")
-    return data.translate(_BYTE_PUNCT).split()
+def ends_sentence(token: bytes) -> bool:
+    """Whether a raw token closes a rough sentence (``cameron.``, ``why?"``, line break)."""
+    return token == SENTENCE_BREAK or token.rstrip(b"\"')]").endswith((b".", b"!", b"?"))
 
 
 class TokenTable:
-    """Memo of token analyses for one language: raw token -> content keys, negation cues.
+    """Memo of token analyses for one language: raw token -> content key, negation cues.
 
     A key is a light stem, or starts with ``#`` for a number (``#1500``), a month
-    (``#m12``) or a word with digits. Function words have no key. Once the
+    (``#m12``) or a word with digits; ``""`` for a function word. Once the
     vocabulary is known, the keys of a token list cost one dict lookup per token.
     """
 
-    __slots__ = ("key", "lang", "negations")
+    __slots__ = ("enders", "key", "lang", "negations")
 
     MAX_ENTRIES = 300_000
 
     def __init__(self, lang: str) -> None:
         self.lang = lang
-        self.key: dict[bytes, tuple[str, ...]] = {SENTENCE_BREAK: ()}
+        self.key: dict[bytes, str] = {SENTENCE_BREAK: ""}
         self.negations: set[bytes] = set()
         """Raw tokens that are negation cues (``not``, ``didn't``, ``n'est``, ``ולא``)."""
+        self.enders: set[bytes] = {SENTENCE_BREAK}
+        """Raw tokens that end a rough sentence (``cameron.``, ``why?"``)."""
 
-    def keys(self, tokens: list[bytes]) -> list[tuple[str, ...]]:
-        """Keys of each raw token, in order (an empty tuple for function words)."""
+    def keys(self, tokens: list[bytes]) -> list[str]:
+        """The key of each raw token, in order (``""`` for function words)."""
         get = self.key.get
-        out: list[tuple[str, ...] | None] = [get(t) for t in tokens]
+        out: list[str | None] = [get(t) for t in tokens]
         if None in out:
             for i, k in enumerate(out):
                 if k is None:
                     out[i] = self.learn(tokens[i])
         return out  # type: ignore[return-value]
 
-    def flat_keys(self, tokens: list[bytes]) -> list[str]:
-        return list(chain.from_iterable(self.keys(tokens)))
+    def content_keys(self, tokens: list[bytes]) -> list[str]:
+        """The non-empty keys of ``tokens``, in order."""
+        return [k for k in self.keys(tokens) if k]
 
-    def learn(self, token: bytes) -> tuple[str, ...]:
+    def learn(self, token: bytes) -> str:
         if len(self.key) >= self.MAX_ENTRIES:
             self.key.clear()  # negation cues are few and stay
-            self.key[SENTENCE_BREAK] = ()
+            self.key[SENTENCE_BREAK] = ""
+            self.enders = {SENTENCE_BREAK}
         keys: list[str] = []
         negation = False
         for sub in TOKEN_RE.findall(fold(token.decode("utf-8", "replace"))):
@@ -468,11 +463,18 @@ class TokenTable:
             negation = negation or neg
             if key:
                 keys.append(key)
-        out = tuple(keys)
+        # "example.com" or "a.m." make one key, the same on both sides of a check.
+        out = ".".join(keys)
         self.key[token] = out
         if negation:
             self.negations.add(token)
+        if ends_sentence(token):
+            self.enders.add(token)
         return out
+
+    def sentence_ends(self, tokens: list[bytes]) -> list[int]:
+        """Positions of the tokens that end a rough sentence (tokens seen by :meth:`keys`)."""
+        return list(compress(range(len(tokens)), map(self.enders.__contains__, tokens)))
 
     def negated(self, tokens: list[bytes]) -> bool:
         return not self.negations.isdisjoint(tokens)
@@ -561,7 +563,7 @@ def analyze(text: str, lang: str, *, salience: bool = False) -> TextFeatures:
     """
     table = token_table(lang)
     tokens = raw_tokens(text)
-    keys = table.flat_keys(tokens)
+    keys = table.content_keys(tokens)
     numbers = {k for k in keys if k[0] == "#"}
     out = TextFeatures(keys, numbers, table.negated(tokens), set(numbers))
     if salience:
@@ -576,7 +578,7 @@ def _capitalised_keys(text: str, table: TokenTable) -> set[str]:
     words = [w for w in _CASED_WORD_RE.findall(text)[1:] if len(w) > 1 and w[0].isupper()]
     if not words:
         return set()
-    return set(table.flat_keys(raw_tokens(" ".join(words))))
+    return set(table.content_keys(raw_tokens(" ".join(words))))
 
 
 def char_ngrams(text: str, n: int = 4) -> set[str]:

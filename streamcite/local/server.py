@@ -453,13 +453,15 @@ async def _stream(request: web.Request, plan: _StreamPlan, log: Any) -> web.Stre
         if plan.first_delay:
             await asyncio.sleep(plan.first_delay)
         if plan.token_delay and len(contents) > 1:
-            # Pace against a schedule, not by sleeping a fixed time after each write:
-            # otherwise write and wake-up overheads add up and 50 tokens/s becomes 40.
+            # Each gap is at least token_delay, measured from the previous write's start,
+            # so the write itself does not slow the pace (clients measure inter-token
+            # latency against it).
             loop = asyncio.get_running_loop()
-            start = loop.time()
+            last = loop.time()
             for i, event in enumerate(contents):
                 if i:
-                    await asyncio.sleep(max(0.0, start + i * plan.token_delay - loop.time()))
+                    await asyncio.sleep(max(0.0, last + plan.token_delay - loop.time()))
+                    last = loop.time()
                 await response.write(event)
                 sent += 1
         elif contents:
@@ -741,12 +743,17 @@ async def _grounding_check(request: web.Request) -> web.Response:
         return _google_error(400, "Invalid JSON payload received: expected an object.")
     try:
         # Imported here: the checker is a separate module the server must not need to start.
-        from streamcite.local.checker import InvalidGroundingRequest, check_google_request
+        from streamcite.local import checker
     except ImportError:
         return _google_error(501, "the offline grounding checker is not installed")
     try:
-        result = check_google_request(body)
-    except InvalidGroundingRequest as exc:
+        # The async variant moves large checks off the event loop, where streams are served.
+        acheck = getattr(checker, "acheck_google_request", None)
+        if acheck is not None:
+            result = await acheck(body)
+        else:
+            result = checker.check_google_request(body)
+    except checker.InvalidGroundingRequest as exc:
         return _google_error(400, str(exc))
     return _json(result)
 

@@ -1,0 +1,354 @@
+"""Shared pieces of the relay tests: a scriptable upstream, relay/backend starters, clients.
+
+Everything runs over real loopback sockets: the fake upstream and the relay are aiohttp
+servers on 127.0.0.1 port 0; clients are aiohttp WebSocket/HTTP clients (and, for the
+slow-client test, a raw socket that speaks just enough WebSocket).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import os
+import secrets
+import socket
+import struct
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+from aiohttp import web
+
+from streamcite.core.sse import SSEDecoder
+from streamcite.relay.server import RelayConfig, RelayServer
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+# -- a scriptable upstream -------------------------------------------------------------
+
+HOSTILE_CITATIONS: list[dict[str, Any]] = [
+    {
+        "cited_text": '<img src=x onerror="window.__pwned=1"> and <script>window.__pwned=2</script>',
+        "cited_text_heading": "<b onmouseover=alert(1)>Heading</b>",
+        "document_title": '<a href="javascript:alert(1)">Evil title</a>',
+        "document_index": 0,
+        "document_author": "<svg onload=alert(1)>",
+        "document_year": "2024",
+        "document_reference": "§1",
+        "source_url": "javascript:window.__pwned=3",
+    },
+    {
+        "cited_text": "A plain, safe citation.",
+        "document_title": "Safe document",
+        "document_index": 1,
+        "source_url": "https://example.org/doc",
+    },
+]
+
+DEFAULT_TOKENS = ["The", " answer", " is", " cited", " [", "1", "].", " More", " text", " [2]."]
+
+
+def chunk_frame(
+    content: str | None = None, finish: str | None = None, **extra: Any
+) -> bytes:
+    delta: dict[str, Any] = {} if content is None else {"content": content}
+    body = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "fake",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        **extra,
+    }
+    return b"data: " + orjson.dumps(body) + b"\n\n"
+
+
+@dataclass
+class FakeUpstream:
+    """An OpenAI-style streaming endpoint with counters (what the relay did to it)."""
+
+    tokens: Sequence[str] = field(default_factory=lambda: list(DEFAULT_TOKENS))
+    citations: list[dict[str, Any]] = field(
+        default_factory=lambda: [
+            {"cited_text": "First source.", "document_title": "Doc A", "document_index": 0},
+            {"cited_text": "Second source.", "document_title": "Doc B", "document_index": 1},
+        ]
+    )
+    delay: float = 0.0
+    status: int = 200
+    error_body: bytes = b'{"error": {"message": "nope"}}'
+    requests: int = 0
+    open_streams: int = 0
+    completed: int = 0
+    closed_by_client: int = 0
+    seen_headers: list[dict[str, str]] = field(default_factory=list)
+    url: str = ""
+
+    @property
+    def answer(self) -> str:
+        return "".join(self.tokens)
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._handle)
+        return app
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        self.requests += 1
+        self.seen_headers.append(dict(request.headers))
+        await request.read()
+        if self.status != 200:
+            return web.Response(
+                status=self.status, body=self.error_body, content_type="application/json"
+            )
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        self.open_streams += 1
+        try:
+            await resp.write(chunk_frame(""))
+            for tok in self.tokens:
+                if self.delay:
+                    await asyncio.sleep(self.delay)
+                await resp.write(chunk_frame(tok))
+            await resp.write(chunk_frame(None, "stop", citations=self.citations))
+            await resp.write(b"data: [DONE]\n\n")
+            self.completed += 1
+        except (ConnectionResetError, asyncio.CancelledError):
+            self.closed_by_client += 1
+            raise
+        finally:
+            self.open_streams -= 1
+        return resp
+
+
+@contextlib.asynccontextmanager
+async def running(app: web.Application) -> AsyncIterator[str]:
+    """Serve ``app`` on 127.0.0.1:0; yield its root URL; stop it after."""
+    runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=1.0)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await asyncio.wait_for(runner.cleanup(), 10)
+
+
+@contextlib.asynccontextmanager
+async def fake_upstream(**kw: Any) -> AsyncIterator[FakeUpstream]:
+    up = FakeUpstream(**kw)
+    async with running(up.app()) as url:
+        up.url = url
+        yield up
+
+
+@contextlib.asynccontextmanager
+async def relay(base_url: str, **config: Any) -> AsyncIterator[RelayServer]:
+    """A relay on 127.0.0.1:0 in front of ``base_url`` (``.../v1``)."""
+    config.setdefault("retries", 0)
+    server = RelayServer(RelayConfig(base_url=base_url, **config), shutdown_timeout=2.0)
+    await server.start()
+    try:
+        yield server
+    finally:
+        await asyncio.wait_for(server.stop(), 30)
+
+
+# -- clients -------------------------------------------------------------------------------
+
+
+class RelayClient:
+    """A WebSocket client that sorts frames per stream and keeps everything it saw."""
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        self.ws = ws
+        self.frames: list[dict[str, Any]] = []
+        self.raw: list[str] = []
+        self.hello: dict[str, Any] | None = None
+
+    async def recv(self, timeout: float = 10.0) -> dict[str, Any]:
+        msg = await self.ws.receive(timeout=timeout)
+        if msg.type is not aiohttp.WSMsgType.TEXT:
+            raise ConnectionError(f"{msg.type.name}: {msg.data!r} {msg.extra!r}")
+        self.raw.append(msg.data)
+        obj: dict[str, Any] = orjson.loads(msg.data)
+        self.frames.append(obj)
+        if obj.get("type") == "hello":
+            self.hello = obj
+        return obj
+
+    async def send(self, obj: dict[str, Any]) -> None:
+        await self.ws.send_str(orjson.dumps(obj).decode())
+
+    async def ask(self, question: str, ref: str | None = None, **options: Any) -> str:
+        """Send ``ask``; return the stream id from ``accepted`` (frames before it are kept)."""
+        ref = ref or secrets.token_hex(4)
+        msg: dict[str, Any] = {"type": "ask", "question": question, "ref": ref}
+        if options:
+            msg["options"] = options
+        await self.send(msg)
+        while True:
+            obj = await self.recv()
+            if obj.get("type") == "accepted" and obj.get("ref") == ref:
+                return str(obj["stream_id"])
+            if obj.get("type") == "error" and obj.get("seq") is None and obj.get("ref") == ref:
+                raise RelayRefused(obj)
+
+    async def until(self, predicate: Any, timeout: float = 20.0) -> dict[str, Any]:
+        async with asyncio.timeout(timeout):
+            while True:
+                obj = await self.recv(timeout)
+                if predicate(obj):
+                    return obj
+
+    async def until_done(self, stream_id: str, timeout: float = 20.0) -> dict[str, Any]:
+        return await self.until(
+            lambda o: o.get("stream_id") == stream_id and o.get("type") == "done", timeout
+        )
+
+    def events(self, stream_id: str) -> list[dict[str, Any]]:
+        return [f for f in self.frames if f.get("stream_id") == stream_id and f.get("seq")]
+
+
+class RelayRefused(Exception):
+    def __init__(self, frame: dict[str, Any]) -> None:
+        super().__init__(f"{frame.get('code')}: {frame.get('message')}")
+        self.frame = frame
+
+
+@contextlib.asynccontextmanager
+async def ws_client(
+    server: RelayServer, session: aiohttp.ClientSession | None = None, **kw: Any
+) -> AsyncIterator[RelayClient]:
+    own = session is None
+    session = session or aiohttp.ClientSession()
+    try:
+        async with session.ws_connect(server.ws_url, **kw) as ws:
+            client = RelayClient(ws)
+            await client.recv()  # hello
+            yield client
+    finally:
+        if own:
+            await session.close()
+
+
+def text_of(events: Sequence[dict[str, Any]]) -> str:
+    return "".join(e["text"] for e in events if e["type"] == "token" and e["index"] == 0)
+
+
+def seqs_of(events: Sequence[dict[str, Any]]) -> list[int]:
+    return [int(e["seq"]) for e in events]
+
+
+async def read_sse(resp: aiohttp.ClientResponse, *, stop_after: int | None = None) -> list[Any]:
+    """Decoded SSE events of a response (until its end, or ``stop_after`` events)."""
+    dec = SSEDecoder()
+    out: list[Any] = []
+    async for data in resp.content.iter_any():
+        for ev in dec.feed(data):
+            out.append(ev)
+            if stop_after is not None and len(out) >= stop_after:
+                return out
+    out.extend(dec.close())
+    return out
+
+
+# -- a raw WebSocket client that can refuse to read ----------------------------------
+
+
+class RawWs:
+    """Just enough RFC 6455 to connect, send a masked text frame and parse server frames.
+
+    Its socket has a tiny receive buffer and it reads only when told to, so the relay's
+    writes back up — the slow client of the backpressure tests.
+    """
+
+    def __init__(self, host: str, port: int, rcvbuf: int = 4096) -> None:
+        self.host, self.port, self.rcvbuf = host, port, rcvbuf
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def connect(self, path: str = "/ws") -> None:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.rcvbuf)
+        sock.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(sock, (self.host, self.port))
+        self.reader, self.writer = await asyncio.open_connection(
+            sock=sock, limit=64 * 1024 * 1024
+        )
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.writer.write(
+            (
+                f"GET {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\nUpgrade: websocket\r\n"
+                f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                "Sec-WebSocket-Version: 13\r\n\r\n"
+            ).encode()
+        )
+        await self.writer.drain()
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 101"), head
+
+    async def send_text(self, text: str) -> None:
+        assert self.writer is not None
+        payload = text.encode()
+        mask = os.urandom(4)
+        n = len(payload)
+        if n < 126:
+            head = struct.pack("!BB", 0x81, 0x80 | n)
+        elif n < 65536:
+            head = struct.pack("!BBH", 0x81, 0x80 | 126, n)
+        else:
+            head = struct.pack("!BBQ", 0x81, 0x80 | 127, n)
+        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        self.writer.write(head + mask + masked)
+        await self.writer.drain()
+
+    async def read_frame(self, timeout: float = 10.0) -> tuple[int, bytes]:
+        """(opcode, payload) of the next server frame (servers do not mask)."""
+        assert self.reader is not None
+        async with asyncio.timeout(timeout):
+            b0, b1 = await self.reader.readexactly(2)
+            n = b1 & 0x7F
+            if n == 126:
+                (n,) = struct.unpack("!H", await self.reader.readexactly(2))
+            elif n == 127:
+                (n,) = struct.unpack("!Q", await self.reader.readexactly(8))
+            return b0 & 0x0F, await self.reader.readexactly(n)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.transport.abort()
+
+
+# -- the browser -------------------------------------------------------------------------
+
+
+def require_chromium() -> str:
+    """The system Chromium for Playwright; skip (or fail when CI=true) when it is missing."""
+    in_ci = os.environ.get("CI", "").lower() == "true"
+    problem: str | None = None
+    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        problem = f"{CHROMIUM} is missing (install it with scripts/install-chromium.sh, as root)"
+    else:
+        try:
+            import playwright.async_api  # noqa: F401
+        except ImportError:
+            problem = "playwright for Python is not installed (pip install playwright)"
+    if problem is not None:
+        if in_ci:
+            pytest.fail(f"{problem}; CI=true: browser tests must run, not skip", pytrace=False)
+        pytest.skip(problem)
+    return CHROMIUM
