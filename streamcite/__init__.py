@@ -33,8 +33,27 @@ from streamcite.pipeline import ChatStream, Timeouts, stream_chat
 
 __version__ = "0.1.0"
 
+# Clients and apps load on first use, so `import streamcite` (and the CLI) stays light.
+_LAZY = {
+    "WikitSources": "streamcite.enrich.wikit",
+    "GoogleGrounding": "streamcite.enrich.google",
+    "LocalGrounding": "streamcite.local.checker",
+    "LocalBackend": "streamcite.local.server",
+    "BackendConfig": "streamcite.local.server",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'streamcite' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
 __all__ = [
     "AnswerBuilder",
+    "BackendConfig",
     "ChatStream",
     "ChatStreamParser",
     "ChunkInterpreter",
@@ -53,10 +72,13 @@ __all__ = [
     "EventTooLarge",
     "FinishEvent",
     "FootnoteDetector",
+    "GoogleGrounding",
     "GroundingClaim",
     "GroundingEvent",
     "GroundingFact",
     "GroundingResult",
+    "LocalBackend",
+    "LocalGrounding",
     "MalformedResponse",
     "MarkerMode",
     "MetaEvent",
@@ -73,6 +95,7 @@ __all__ = [
     "UpstreamError",
     "Usage",
     "UsageEvent",
+    "WikitSources",
     "aiter_events",
     "event_to_json",
     "iter_events",

@@ -485,11 +485,14 @@ class ChatStream:
             answer=self._parser.builder.snapshot(),
             request=self.request,
             response_headers=dict(self.response_headers),
+            chunk_fields=dict(self._parser.builder.chunk_fields),
             wait_for=self._wait_for,
         )
+        # Enrichers that wait for others start last: independent requests go out first.
+        ordered = sorted(self.after, key=lambda e: len(getattr(e, "needs", ()) or ()))
         self._tasks = [
             asyncio.create_task(self._enrich(e, ctx), name=f"{self.stream_id}:{e.kind}")
-            for e in self.after
+            for e in ordered
         ]
 
     async def _wait_for(self, kind: str) -> Event | None:

@@ -61,9 +61,7 @@ HOSTILE_CITATIONS: list[dict[str, Any]] = [
 DEFAULT_TOKENS = ["The", " answer", " is", " cited", " [", "1", "].", " More", " text", " [2]."]
 
 
-def chunk_frame(
-    content: str | None = None, finish: str | None = None, **extra: Any
-) -> bytes:
+def chunk_frame(content: str | None = None, finish: str | None = None, **extra: Any) -> bytes:
     delta: dict[str, Any] = {} if content is None else {"content": content}
     body = {
         "id": "chatcmpl-fake",
@@ -159,6 +157,7 @@ async def fake_upstream(**kw: Any) -> AsyncIterator[FakeUpstream]:
 async def relay(base_url: str, **config: Any) -> AsyncIterator[RelayServer]:
     """A relay on 127.0.0.1:0 in front of ``base_url`` (``.../v1``)."""
     config.setdefault("retries", 0)
+    config.setdefault("shutdown_grace", 0.5)
     server = RelayServer(RelayConfig(base_url=base_url, **config), shutdown_timeout=2.0)
     await server.start()
     try:
@@ -179,8 +178,8 @@ class RelayClient:
         self.raw: list[str] = []
         self.hello: dict[str, Any] | None = None
 
-    async def recv(self, timeout: float = 10.0) -> dict[str, Any]:
-        msg = await self.ws.receive(timeout=timeout)
+    async def recv(self, limit: float = 10.0) -> dict[str, Any]:
+        msg = await self.ws.receive(timeout=limit)
         if msg.type is not aiohttp.WSMsgType.TEXT:
             raise ConnectionError(f"{msg.type.name}: {msg.data!r} {msg.extra!r}")
         self.raw.append(msg.data)
@@ -207,16 +206,16 @@ class RelayClient:
             if obj.get("type") == "error" and obj.get("seq") is None and obj.get("ref") == ref:
                 raise RelayRefused(obj)
 
-    async def until(self, predicate: Any, timeout: float = 20.0) -> dict[str, Any]:
-        async with asyncio.timeout(timeout):
+    async def until(self, predicate: Any, limit: float = 20.0) -> dict[str, Any]:
+        async with asyncio.timeout(limit):
             while True:
-                obj = await self.recv(timeout)
+                obj = await self.recv(limit)
                 if predicate(obj):
                     return obj
 
-    async def until_done(self, stream_id: str, timeout: float = 20.0) -> dict[str, Any]:
+    async def until_done(self, stream_id: str, limit: float = 20.0) -> dict[str, Any]:
         return await self.until(
-            lambda o: o.get("stream_id") == stream_id and o.get("type") == "done", timeout
+            lambda o: o.get("stream_id") == stream_id and o.get("type") == "done", limit
         )
 
     def events(self, stream_id: str) -> list[dict[str, Any]]:
@@ -243,6 +242,15 @@ async def ws_client(
     finally:
         if own:
             await session.close()
+
+
+async def eventually(predicate: Any, limit: float = 10.0, step: float = 0.02) -> None:
+    """Wait until ``predicate()`` is true; fail after ``limit`` seconds."""
+    for _ in range(int(limit / step) + 1):
+        if predicate():
+            return
+        await asyncio.sleep(step)
+    raise AssertionError(f"condition not met within {limit} s")
 
 
 def text_of(events: Sequence[dict[str, Any]]) -> str:
@@ -272,37 +280,53 @@ async def read_sse(resp: aiohttp.ClientResponse, *, stop_after: int | None = Non
 class RawWs:
     """Just enough RFC 6455 to connect, send a masked text frame and parse server frames.
 
-    Its socket has a tiny receive buffer and it reads only when told to, so the relay's
-    writes back up — the slow client of the backpressure tests.
+    It reads its socket only when asked (no background reader), with a tiny receive
+    buffer, so the relay's writes back up — the slow client of the backpressure tests.
     """
 
     def __init__(self, host: str, port: int, rcvbuf: int = 4096) -> None:
         self.host, self.port, self.rcvbuf = host, port, rcvbuf
-        self.reader: asyncio.StreamReader | None = None
-        self.writer: asyncio.StreamWriter | None = None
+        self.sock: socket.socket | None = None
+        self._buf = bytearray()
 
     async def connect(self, path: str = "/ws") -> None:
+        loop = asyncio.get_running_loop()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.rcvbuf)
         sock.setblocking(False)
-        await asyncio.get_running_loop().sock_connect(sock, (self.host, self.port))
-        self.reader, self.writer = await asyncio.open_connection(
-            sock=sock, limit=64 * 1024 * 1024
-        )
+        await loop.sock_connect(sock, (self.host, self.port))
+        self.sock = sock
         key = base64.b64encode(os.urandom(16)).decode()
-        self.writer.write(
+        await loop.sock_sendall(
+            sock,
             (
                 f"GET {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\nUpgrade: websocket\r\n"
                 f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
                 "Sec-WebSocket-Version: 13\r\n\r\n"
-            ).encode()
+            ).encode(),
         )
-        await self.writer.drain()
-        head = await self.reader.readuntil(b"\r\n\r\n")
+        while b"\r\n\r\n" not in self._buf:
+            await self._fill()
+        head, _, rest = bytes(self._buf).partition(b"\r\n\r\n")
+        self._buf = bytearray(rest)
         assert head.startswith(b"HTTP/1.1 101"), head
 
+    async def _fill(self) -> None:
+        assert self.sock is not None
+        data = await asyncio.get_running_loop().sock_recv(self.sock, 65536)
+        if not data:
+            raise ConnectionError("closed by the relay")
+        self._buf += data
+
+    async def _exactly(self, n: int) -> bytes:
+        while len(self._buf) < n:
+            await self._fill()
+        out = bytes(self._buf[:n])
+        del self._buf[:n]
+        return out
+
     async def send_text(self, text: str) -> None:
-        assert self.writer is not None
+        assert self.sock is not None
         payload = text.encode()
         mask = os.urandom(4)
         n = len(payload)
@@ -313,24 +337,30 @@ class RawWs:
         else:
             head = struct.pack("!BBQ", 0x81, 0x80 | 127, n)
         masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
-        self.writer.write(head + mask + masked)
-        await self.writer.drain()
+        await asyncio.get_running_loop().sock_sendall(self.sock, head + mask + masked)
 
-    async def read_frame(self, timeout: float = 10.0) -> tuple[int, bytes]:
+    async def send_close(self, code: int = 1000) -> None:
+        """Answer the relay's close frame (completes the closing handshake)."""
+        assert self.sock is not None
+        mask = os.urandom(4)
+        payload = bytes(b ^ mask[i % 4] for i, b in enumerate(code.to_bytes(2, "big")))
+        await asyncio.get_running_loop().sock_sendall(self.sock, b"\x88\x82" + mask + payload)
+
+    async def read_frame(self, limit: float = 10.0) -> tuple[int, bytes]:
         """(opcode, payload) of the next server frame (servers do not mask)."""
-        assert self.reader is not None
-        async with asyncio.timeout(timeout):
-            b0, b1 = await self.reader.readexactly(2)
+        async with asyncio.timeout(limit):
+            b0, b1 = await self._exactly(2)
             n = b1 & 0x7F
             if n == 126:
-                (n,) = struct.unpack("!H", await self.reader.readexactly(2))
+                (n,) = struct.unpack("!H", await self._exactly(2))
             elif n == 127:
-                (n,) = struct.unpack("!Q", await self.reader.readexactly(8))
-            return b0 & 0x0F, await self.reader.readexactly(n)
+                (n,) = struct.unpack("!Q", await self._exactly(8))
+            return b0 & 0x0F, await self._exactly(n)
 
     def close(self) -> None:
-        if self.writer is not None:
-            self.writer.transport.abort()
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
 
 
 # -- the browser -------------------------------------------------------------------------

@@ -6,9 +6,17 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
+import structlog
 from aiohttp import web
 
 ServeFn = Callable[[web.Application], Awaitable[str]]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_structlog() -> None:
+    """Each test starts from structlog's defaults: a test (or an app it runs) that
+    configured logging must not change what another test's capture_logs sees."""
+    structlog.reset_defaults()
 
 
 @pytest.fixture

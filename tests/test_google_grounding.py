@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,6 +153,22 @@ async def google() -> AsyncIterator[FakeGoogle]:
         yield srv
     finally:
         await runner.cleanup()
+
+
+@pytest.fixture
+def captured_logs() -> Iterator[list[dict[str, Any]]]:
+    """Every structlog entry, DEBUG included, whatever another test configured."""
+    old = structlog.get_config()
+    capture = structlog.testing.LogCapture()
+    structlog.configure(
+        processors=[capture],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG),
+        cache_logger_on_first_use=False,
+    )
+    try:
+        yield capture.entries
+    finally:
+        structlog.configure(**old)
 
 
 def grounding(srv: FakeGoogle, **kw: Any) -> GoogleGrounding:
@@ -856,12 +873,14 @@ async def test_adc_missing_is_a_clear_error(
         await ApplicationDefaultToken().token()
 
 
-async def test_token_never_in_repr_logs_or_errors(google: FakeGoogle) -> None:
+async def test_token_never_in_repr_logs_or_errors(
+    google: FakeGoogle, captured_logs: list[dict[str, Any]]
+) -> None:
     google.script(Reply(503, b"{}"), Reply(403, _error(403, "PERMISSION_DENIED", "denied")))
-    with structlog.testing.capture_logs() as logs:
-        g = grounding(google)
-        with pytest.raises(GoogleAuthError) as info:
-            await g.check("Roma.", ["Roma."])
+    logs = captured_logs
+    g = grounding(google)
+    with pytest.raises(GoogleAuthError) as info:
+        await g.check("Roma.", ["Roma."])
     assert google.seen[0].headers["Authorization"] == f"Bearer {TOKEN}"
     assert any(e.get("event") == "retrying" for e in logs)
     for text in (repr(g), str(info.value), repr(info.value), repr(logs), repr(g._tokens)):

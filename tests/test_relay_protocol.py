@@ -36,10 +36,10 @@ from streamcite.relay.protocol import (
 )
 from streamcite.relay.server import RelayConfig
 from tests._relay_fixtures import (
-    FakeUpstream,
     RawWs,
     RelayClient,
     RelayRefused,
+    eventually,
     fake_upstream,
     read_sse,
     relay,
@@ -237,7 +237,11 @@ def test_parse_client_message_refusals(data: bytes, code: str) -> None:
     st.text(max_size=50),
 )
 def test_envelope_is_the_event_with_stream_id_and_seq(sid: str, seq: int, text: str) -> None:
-    for event in (TokenEvent(index=0, text=text, display=text), MetaEvent(id=text), ErrorEvent(message=text)):
+    for event in (
+        TokenEvent(index=0, text=text, display=text),
+        MetaEvent(id=text),
+        ErrorEvent(message=text),
+    ):
         payload = orjson.dumps(event)
         framed = orjson.loads(envelope(sid, seq, payload))
         assert framed == {"stream_id": sid, "seq": seq, **orjson.loads(payload)}
@@ -299,66 +303,70 @@ async def test_ws_several_streams_on_one_connection() -> None:
 
 
 async def test_per_connection_and_total_stream_caps() -> None:
-    async with fake_upstream(delay=0.05, tokens=["x"] * 100) as up:
-        async with relay(up.url + "/v1", max_streams_per_connection=2, max_streams_total=3) as server:
-            async with ws_client(server) as a, ws_client(server) as b:
-                await a.ask("q1")
-                await a.ask("q2")
-                with pytest.raises(RelayRefused) as refused:
-                    await a.ask("q3")
-                assert refused.value.frame["code"] == "too_many_streams"
-                await b.ask("q4")
-                with pytest.raises(RelayRefused) as busy:
-                    await b.ask("q5")
-                assert busy.value.frame["code"] == "relay_busy"
-                assert busy.value.frame["retryable"] is True
+    async with (
+        fake_upstream(delay=0.05, tokens=["x"] * 100) as up,
+        relay(up.url + "/v1", max_streams_per_connection=2, max_streams_total=3) as server,
+        ws_client(server) as a,
+        ws_client(server) as b,
+    ):
+        await a.ask("q1")
+        await a.ask("q2")
+        with pytest.raises(RelayRefused) as refused:
+            await a.ask("q3")
+        assert refused.value.frame["code"] == "too_many_streams"
+        await b.ask("q4")
+        with pytest.raises(RelayRefused) as busy:
+            await b.ask("q5")
+        assert busy.value.frame["code"] == "relay_busy"
+        assert busy.value.frame["retryable"] is True
 
 
 # -- cancel -------------------------------------------------------------------------------
 
 
 async def test_cancel_stops_the_upstream_request() -> None:
-    async with fake_upstream(delay=0.02, tokens=[f" t{i}" for i in range(500)]) as up:
-        async with relay(up.url + "/v1") as server, ws_client(server) as client:
-            sid = await client.ask("q")
-            await client.until(lambda o: o.get("type") == "token" and o["seq"] >= 4)
-            await client.send({"type": "cancel", "stream_id": sid})
-            await client.until_done(sid)
-            events = client.events(sid)
-            assert_contiguous(events)
-            errors = [e for e in events if e["type"] == "error"]
-            assert [e["code"] for e in errors] == ["cancelled"]
-            assert events[-1]["answer"]["errors"][-1]["code"] == "cancelled"
-            assert text_of(events) == events[-1]["answer"]["text"]
-            async with asyncio.timeout(5):
-                while up.open_streams:
-                    await asyncio.sleep(0.01)
-            assert (up.requests, up.completed, up.closed_by_client) == (1, 0, 1)
-            assert server.relay.active_streams == 0
-            # cancelling again, or an unknown stream, is harmless / reported
-            await client.send({"type": "cancel", "stream_id": sid})
-            await client.send({"type": "cancel", "stream_id": "no-such-stream"})
-            err = await client.until(lambda o: o.get("type") == "error" and o.get("seq") is None)
-            assert err["code"] == "unknown_stream" and err["stream_id"] == "no-such-stream"
+    async with (
+        fake_upstream(delay=0.02, tokens=[f" t{i}" for i in range(500)]) as up,
+        relay(up.url + "/v1") as server,
+        ws_client(server) as client,
+    ):
+        sid = await client.ask("q")
+        await client.until(lambda o: o.get("type") == "token" and o["seq"] >= 4)
+        await client.send({"type": "cancel", "stream_id": sid})
+        await client.until_done(sid)
+        events = client.events(sid)
+        assert_contiguous(events)
+        errors = [e for e in events if e["type"] == "error"]
+        assert [e["code"] for e in errors] == ["cancelled"]
+        assert events[-1]["answer"]["errors"][-1]["code"] == "cancelled"
+        assert text_of(events) == events[-1]["answer"]["text"]
+        await eventually(lambda: up.open_streams == 0, 5)
+        assert (up.requests, up.completed, up.closed_by_client) == (1, 0, 1)
+        assert server.relay.active_streams == 0
+        # cancelling again, or an unknown stream, is harmless / reported
+        await client.send({"type": "cancel", "stream_id": sid})
+        await client.send({"type": "cancel", "stream_id": "no-such-stream"})
+        err = await client.until(lambda o: o.get("type") == "error" and o.get("seq") is None)
+        assert err["code"] == "unknown_stream" and err["stream_id"] == "no-such-stream"
 
 
 async def test_disconnect_without_resume_cancels_after_grace() -> None:
-    async with fake_upstream(delay=0.02, tokens=[f" t{i}" for i in range(500)]) as up:
-        async with relay(up.url + "/v1", resume_grace=0.2) as server:
-            async with ws_client(server) as client:
-                sid = await client.ask("q")
-                await client.until(lambda o: o.get("type") == "token")
-            async with asyncio.timeout(5):
-                while up.open_streams or server.relay.active_streams:
-                    await asyncio.sleep(0.02)
-            assert up.closed_by_client == 1 and up.completed == 0
-            # the log still holds the stream, ended with "abandoned" + done
-            async with ws_client(server) as late:
-                await late.send({"type": "resume", "stream_id": sid, "after_seq": 0})
-                await late.until_done(sid)
-                events = late.events(sid)
-            assert_contiguous(events)
-            assert events[-2]["type"] == "error" and events[-2]["code"] == "abandoned"
+    async with (
+        fake_upstream(delay=0.02, tokens=[f" t{i}" for i in range(500)]) as up,
+        relay(up.url + "/v1", resume_grace=0.2) as server,
+    ):
+        async with ws_client(server) as client:
+            sid = await client.ask("q")
+            await client.until(lambda o: o.get("type") == "token")
+        await eventually(lambda: not (up.open_streams or server.relay.active_streams), 5)
+        assert up.closed_by_client == 1 and up.completed == 0
+        # the log still holds the stream, ended with "abandoned" + done
+        async with ws_client(server) as late:
+            await late.send({"type": "resume", "stream_id": sid, "after_seq": 0})
+            await late.until_done(sid)
+            events = late.events(sid)
+        assert_contiguous(events)
+        assert events[-2]["type"] == "error" and events[-2]["code"] == "abandoned"
 
 
 # -- resume --------------------------------------------------------------------------------
@@ -375,7 +383,7 @@ async def test_resume_after_forced_disconnect_is_exactly_once() -> None:
                 assert server.relay.drop_clients() == 1  # a network cut, server side
                 with pytest.raises(ConnectionError):
                     while True:
-                        await first.recv(timeout=5)
+                        await first.recv(limit=5)
             before = first.events(sid)
             last = before[-1]["seq"]
             async with ws_client(server, session) as second:
@@ -393,72 +401,117 @@ async def test_resume_after_forced_disconnect_is_exactly_once() -> None:
 
 
 async def test_resume_errors() -> None:
-    async with fake_upstream() as up, relay(up.url + "/v1") as server:
-        async with ws_client(server) as client:
-            await client.send({"type": "resume", "stream_id": "unknown", "after_seq": 0})
-            err = await client.until(lambda o: o.get("type") == "error")
-            assert err["code"] == "unknown_stream" and err["seq"] is None
-            sid = await client.ask("q")
-            await client.until_done(sid)
-            await client.send({"type": "resume", "stream_id": sid, "after_seq": 999})
-            err = await client.until(lambda o: o.get("type") == "error")
-            assert err["code"] == "bad_seq"
-            # a finished stream can be replayed from any point while it is retained
-            await client.send({"type": "resume", "stream_id": sid, "after_seq": 3})
-            await client.until(lambda o: o.get("type") == "accepted")
-            await client.until_done(sid)
-            replay = [f for f in client.frames[-200:] if f.get("stream_id") == sid and f.get("seq")]
-            assert replay[-1]["type"] == "done"
+    async with (
+        fake_upstream() as up,
+        relay(up.url + "/v1") as server,
+        ws_client(server) as client,
+    ):
+        await client.send({"type": "resume", "stream_id": "unknown", "after_seq": 0})
+        err = await client.until(lambda o: o.get("type") == "error")
+        assert err["code"] == "unknown_stream" and err["seq"] is None
+        sid = await client.ask("q")
+        await client.until_done(sid)
+        await client.send({"type": "resume", "stream_id": sid, "after_seq": 999})
+        err = await client.until(lambda o: o.get("type") == "error")
+        assert err["code"] == "bad_seq"
+        # a finished stream can be replayed from any point while it is retained
+        await client.send({"type": "resume", "stream_id": sid, "after_seq": 3})
+        await client.until(lambda o: o.get("type") == "accepted")
+        await client.until_done(sid)
+        replay = [f for f in client.frames[-200:] if f.get("stream_id") == sid and f.get("seq")]
+        assert replay[-1]["type"] == "done"
 
 
 # -- backpressure --------------------------------------------------------------------------
 
 
-async def test_slow_client_is_closed_and_never_slows_the_others() -> None:
-    big = "x" * 2000
-    tokens = [big] * 600  # ~1.2 MB of events, written as fast as possible
-    async with fake_upstream(tokens=tokens) as up:
-        async with relay(up.url + "/v1", send_timeout=0.5, client_buffer_events=64) as server:
-            raw = RawWs("127.0.0.1", server.port, rcvbuf=4096)
-            await raw.connect()
-            await raw.send_text('{"type":"ask","question":"slow","ref":"slow"}')
-            async with ws_client(server) as fast:
-                sid_fast = await fast.ask("fast")
-                await fast.until_done(sid_fast)
-                assert_contiguous(fast.events(sid_fast))
-                assert len([e for e in fast.events(sid_fast) if e["type"] == "token"]) == 600
-            # the slow client's upstream was read to the end regardless of the client
-            async with asyncio.timeout(10):
-                while up.completed < 2:
-                    await asyncio.sleep(0.02)
-            async with asyncio.timeout(10):
-                while not server.relay.metrics.client_closed["too_slow"]:
-                    await asyncio.sleep(0.02)
-            # now read what the slow client got: frames in order, then close 4008
-            frames: list[dict[str, Any]] = []
-            close_code = None
-            with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError, TimeoutError):
+async def _read_raw_until_close(raw: RawWs) -> tuple[list[dict[str, Any]], int | None]:
+    frames: list[dict[str, Any]] = []
+    with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError, TimeoutError):
+        while True:
+            op, payload = await raw.read_frame(limit=5)
+            if op == 8:
+                await raw.send_close()
+                return frames, int.from_bytes(payload[:2], "big")
+            frames.append(orjson.loads(payload))
+    return frames, None
+
+
+async def _resume_rest(server: Any, sid: str, after: int) -> list[dict[str, Any]]:
+    async with ws_client(server, max_msg_size=0) as again:
+        await again.send({"type": "resume", "stream_id": sid, "after_seq": after})
+        await again.until_done(sid, limit=30)
+        return again.events(sid)
+
+
+async def test_stalled_client_is_closed_and_never_slows_the_others() -> None:
+    tokens = ["x" * 2000] * 200  # ~400 kB of events, written as fast as possible
+    async with (
+        fake_upstream(tokens=tokens) as up,
+        relay(
+            up.url + "/v1", send_timeout=2.0, client_buffer_bytes=16384, client_sndbuf=8192
+        ) as server,
+    ):
+        raw = RawWs("127.0.0.1", server.port, rcvbuf=4096)
+        await raw.connect()
+        await raw.send_text('{"type":"ask","question":"slow","ref":"slow"}')  # never reads
+        async with ws_client(server, max_msg_size=0) as fast:
+            sid_fast = await fast.ask("fast")
+            await fast.until_done(sid_fast, limit=30)
+            assert_contiguous(fast.events(sid_fast))
+            assert len([e for e in fast.events(sid_fast) if e["type"] == "token"]) == 200
+        # the stalled client's upstream was read to the end all the same
+        await eventually(
+            lambda: up.completed == 2 and server.relay.metrics.client_closed["too_slow"] > 0
+        )
+        frames, close_code = await _read_raw_until_close(raw)
+        raw.close()
+        assert close_code == 4008
+        sid = next(f for f in frames if f.get("type") == "accepted")["stream_id"]
+        got = [f for f in frames if f.get("stream_id") == sid and f.get("seq")]
+        assert got and got[-1]["type"] != "done"
+        assert seqs_of(got) == list(range(1, len(got) + 1))
+        # it reconnects and resumes where it stopped, exactly once
+        assert_contiguous(got + await _resume_rest(server, sid, got[-1]["seq"]))
+
+
+async def test_client_falling_behind_is_closed_and_can_resume() -> None:
+    # A steady producer and a client that reads a little, slowly: every wait for its
+    # socket is short (no send timeout), but it falls further and further behind.
+    tokens = ["y" * 2000] * 300
+    async with (
+        fake_upstream(tokens=tokens, delay=0.002) as up,
+        relay(
+            up.url + "/v1",
+            send_timeout=30,
+            client_buffer_events=50,
+            client_buffer_bytes=16384,
+            client_sndbuf=8192,
+        ) as server,
+    ):
+        raw = RawWs("127.0.0.1", server.port, rcvbuf=4096)
+        await raw.connect()
+        await raw.send_text('{"type":"ask","question":"slow reader","ref":"r"}')
+        frames: list[dict[str, Any]] = []
+        close_code = None
+        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+            async with asyncio.timeout(60):
                 while True:
-                    op, payload = await raw.read_frame(timeout=5)
+                    op, payload = await raw.read_frame(limit=10)
                     if op == 8:
                         close_code = int.from_bytes(payload[:2], "big")
+                        await raw.send_close()
                         break
                     frames.append(orjson.loads(payload))
-            raw.close()
-            assert close_code == 4008
-            accepted = next(f for f in frames if f.get("type") == "accepted")
-            sid = accepted["stream_id"]
-            got = [f for f in frames if f.get("stream_id") == sid and f.get("seq")]
-            assert seqs_of(got) == list(range(1, len(got) + 1))
-            assert got and got[-1]["type"] != "done"
-            # ... and it can resume from where it stopped, exactly once
-            async with ws_client(server, max_msg_size=0) as again:
-                await again.send(
-                    {"type": "resume", "stream_id": sid, "after_seq": got[-1]["seq"]}
-                )
-                await again.until_done(sid, timeout=30)
-                rest = again.events(sid)
-            assert_contiguous(got + rest)
+                    await asyncio.sleep(0.005)
+        raw.close()
+        assert close_code == 4008
+        # the upstream is read to its end regardless
+        await eventually(lambda: up.completed == 1)
+        sid = next(f for f in frames if f.get("type") == "accepted")["stream_id"]
+        got = [f for f in frames if f.get("stream_id") == sid and f.get("seq")]
+        assert seqs_of(got) == list(range(1, len(got) + 1))
+        assert_contiguous(got + await _resume_rest(server, sid, got[-1]["seq"]))
 
 
 # -- security ------------------------------------------------------------------------------
@@ -479,9 +532,11 @@ async def test_token_required_on_every_transport() -> None:
                 async with ws_client(server, session, **kw) as client:
                     sid = await client.ask("q")
                     await client.until_done(sid)
-            async with aiohttp.ClientSession(cookies={"streamcite_token": "s3cret-token"}) as jar:
-                async with ws_client(server, jar) as client:
-                    assert client.hello is not None
+            async with (
+                aiohttp.ClientSession(cookies={"streamcite_token": "s3cret-token"}) as jar,
+                ws_client(server, jar) as client,
+            ):
+                assert client.hello is not None
             resp = await session.post(server.url + "/sse", data=b'{"type":"ask","question":"q"}')
             assert resp.status == 401
             assert (await session.get(server.url + "/metrics")).status == 401
@@ -511,38 +566,42 @@ async def test_origin_allow_list() -> None:
                 headers={"Origin": "http://evil.example"},
             )
             assert resp.status == 403
-        async with relay(up.url + "/v1", allowed_origins=("https://app.example",)) as server:
-            async with aiohttp.ClientSession() as session:
-                async with ws_client(server, session, origin="https://app.example"):
-                    pass
-                with pytest.raises(aiohttp.WSServerHandshakeError):
-                    await session.ws_connect(server.ws_url, origin=server.url)
+        async with (
+            relay(up.url + "/v1", allowed_origins=("https://app.example",)) as server,
+            aiohttp.ClientSession() as session,
+        ):
+            async with ws_client(server, session, origin="https://app.example"):
+                pass
+            with pytest.raises(aiohttp.WSServerHandshakeError):
+                await session.ws_connect(server.ws_url, origin=server.url)
 
 
 async def test_oversize_and_invalid_messages() -> None:
-    async with fake_upstream() as up:
-        async with relay(up.url + "/v1", max_message_bytes=1024, max_question_chars=50) as server:
-            async with ws_client(server) as client:
-                await client.send({"type": "ask", "question": "x" * 60})
-                err = await client.until(lambda o: o.get("type") == "error")
-                assert err["code"] == "question_too_long" and err["stage"] == "relay"
-                await client.ws.send_str("not json")
-                assert (await client.until(lambda o: o.get("type") == "error"))["code"] == "bad_json"
-                await client.ws.send_bytes(b"\x00\x01")
-                assert (await client.until(lambda o: o.get("type") == "error"))["code"] == "bad_message"
-                # still usable after refusals
-                sid = await client.ask("short")
-                await client.until_done(sid)
-                await client.ws.send_str('{"type":"ask","question":"' + "y" * 2000 + '"}')
-                msg = await client.ws.receive(timeout=5)
-                assert msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
-                assert client.ws.close_code == 1009
-            async with aiohttp.ClientSession() as session:
-                resp = await session.post(server.url + "/sse", data=b"x" * 5000)
-                assert resp.status == 413
-                resp = await session.post(server.url + "/sse", data=b'{"type":"nope"}')
-                assert resp.status == 400
-                assert (await resp.json())["code"] == "unknown_type"
+    async with (
+        fake_upstream() as up,
+        relay(up.url + "/v1", max_message_bytes=1024, max_question_chars=50) as server,
+    ):
+        async with ws_client(server) as client:
+            await client.send({"type": "ask", "question": "x" * 60})
+            err = await client.until(lambda o: o.get("type") == "error")
+            assert err["code"] == "question_too_long" and err["stage"] == "relay"
+            await client.ws.send_str("not json")
+            assert (await client.until(lambda o: o.get("type") == "error"))["code"] == "bad_json"
+            await client.ws.send_bytes(b"\x00\x01")
+            assert (await client.until(lambda o: o.get("type") == "error"))["code"] == "bad_message"
+            # still usable after refusals
+            sid = await client.ask("short")
+            await client.until_done(sid)
+            await client.ws.send_str('{"type":"ask","question":"' + "y" * 2000 + '"}')
+            msg = await client.ws.receive(timeout=5)
+            assert msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
+            assert client.ws.close_code == 1009
+        async with aiohttp.ClientSession() as session:
+            resp = await session.post(server.url + "/sse", data=b"x" * 5000)
+            assert resp.status == 413
+            resp = await session.post(server.url + "/sse", data=b'{"type":"nope"}')
+            assert resp.status == 400
+            assert (await resp.json())["code"] == "unknown_type"
 
 
 async def test_client_cannot_choose_the_upstream_and_keys_never_leak() -> None:
@@ -582,11 +641,14 @@ async def test_client_cannot_choose_the_upstream_and_keys_never_leak() -> None:
 async def test_upstream_faults_end_with_error_and_done(
     faults: str, code: str | None, tokens_expected: bool
 ) -> None:
-    async with backend() as be, relay(be.base_url, allow_client_faults=True, timeouts=FAST) as server:
-        async with ws_client(server) as client:
-            sid = await client.ask(QUESTION, faults=faults)
-            await client.until_done(sid)
-            events = client.events(sid)
+    async with (
+        backend() as be,
+        relay(be.base_url, allow_client_faults=True, timeouts=FAST) as server,
+        ws_client(server) as client,
+    ):
+        sid = await client.ask(QUESTION, faults=faults)
+        await client.until_done(sid)
+        events = client.events(sid)
     assert_contiguous(events)
     errors = [e for e in events if e["type"] == "error"]
     assert errors, faults
@@ -638,31 +700,35 @@ async def test_sse_ask_cut_and_resume_with_last_event_id() -> None:
 
 
 async def test_sse_cancel() -> None:
-    async with fake_upstream(delay=0.02, tokens=[" t"] * 500) as up:
-        async with relay(up.url + "/v1") as server, aiohttp.ClientSession() as session:
-            resp = await session.post(server.url + "/sse", data=b'{"type":"ask","question":"q"}')
-            dec_events = await read_sse(resp, stop_after=4)
-            sid = orjson.loads(dec_events[0].data)["stream_id"]
-            c = await session.post(
-                server.url + "/sse", data=orjson.dumps({"type": "cancel", "stream_id": sid})
-            )
-            assert c.status == 202
-            rest = [orjson.loads(e.data) for e in await read_sse(resp)]
-            assert rest[-1]["type"] == "done"
-            assert any(e.get("code") == "cancelled" for e in rest)
-            async with asyncio.timeout(5):
-                while up.open_streams:
-                    await asyncio.sleep(0.01)
-            assert up.closed_by_client == 1
+    async with (
+        fake_upstream(delay=0.02, tokens=[" t"] * 500) as up,
+        relay(up.url + "/v1") as server,
+        aiohttp.ClientSession() as session,
+    ):
+        resp = await session.post(server.url + "/sse", data=b'{"type":"ask","question":"q"}')
+        dec_events = await read_sse(resp, stop_after=4)
+        sid = orjson.loads(dec_events[0].data)["stream_id"]
+        c = await session.post(
+            server.url + "/sse", data=orjson.dumps({"type": "cancel", "stream_id": sid})
+        )
+        assert c.status == 202
+        rest = [orjson.loads(e.data) for e in await read_sse(resp)]
+        assert rest[-1]["type"] == "done"
+        assert any(e.get("code") == "cancelled" for e in rest)
+        await eventually(lambda: up.open_streams == 0, 5)
+        assert up.closed_by_client == 1
 
 
 # -- heartbeats, metrics, static files --------------------------------------------------------
 
 
 async def test_heartbeats_on_an_idle_connection() -> None:
-    async with fake_upstream() as up, relay(up.url + "/v1", heartbeat_interval=0.1) as server:
-        async with ws_client(server) as client:
-            beats = [await client.until(lambda o: o.get("type") == "heartbeat") for _ in range(2)]
+    async with (
+        fake_upstream() as up,
+        relay(up.url + "/v1", heartbeat_interval=0.1) as server,
+        ws_client(server) as client,
+    ):
+        beats = [await client.until(lambda o: o.get("type") == "heartbeat") for _ in range(2)]
     assert all(isinstance(b["ts"], float) and "seq" not in b for b in beats)
 
 
@@ -693,18 +759,21 @@ async def test_metrics_exposition() -> None:
 
 
 async def test_page_and_static_files_are_served_with_a_strict_csp() -> None:
-    async with fake_upstream() as up, relay(up.url + "/v1") as server:
-        async with aiohttp.ClientSession() as session:
-            page = await session.get(server.url + "/")
-            assert page.status == 200 and "text/html" in page.headers["Content-Type"]
-            csp = page.headers["Content-Security-Policy"]
-            assert "script-src 'self'" in csp and "unsafe-inline" not in csp
-            assert page.headers["X-Content-Type-Options"] == "nosniff"
-            js = await session.get(server.url + "/static/app.js")
-            assert js.status == 200 and "javascript" in js.headers["Content-Type"]
-            assert "innerHTML" not in (await js.text()).replace("never innerHTML", "")
-            assert (await session.get(server.url + "/static/")).status in (403, 404)
-            assert (await session.get(server.url + "/static/../server.py")).status in (403, 404)
+    async with (
+        fake_upstream() as up,
+        relay(up.url + "/v1") as server,
+        aiohttp.ClientSession() as session,
+    ):
+        page = await session.get(server.url + "/")
+        assert page.status == 200 and "text/html" in page.headers["Content-Type"]
+        csp = page.headers["Content-Security-Policy"]
+        assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+        assert page.headers["X-Content-Type-Options"] == "nosniff"
+        js = await session.get(server.url + "/static/app.js")
+        assert js.status == 200 and "javascript" in js.headers["Content-Type"]
+        assert "innerHTML" not in (await js.text()).replace("never innerHTML", "")
+        assert (await session.get(server.url + "/static/")).status in (403, 404)
+        assert (await session.get(server.url + "/static/../server.py")).status in (403, 404)
 
 
 # -- shutdown and leaks --------------------------------------------------------------------
@@ -734,28 +803,34 @@ async def test_graceful_shutdown_ends_streams_with_shutdown_error() -> None:
 
 
 async def test_no_leaked_tasks_or_upstream_connections() -> None:
-    async with fake_upstream(delay=0.01, tokens=[" t"] * 300) as up:
-        async with relay(up.url + "/v1", resume_grace=0.0) as server:
-            await asyncio.sleep(0.05)
-            baseline = len(asyncio.all_tasks())
-            async with aiohttp.ClientSession() as session:
-                for _ in range(3):
-                    clients = [await ws_client(server, session).__aenter__() for _ in range(4)]
+    async with (
+        fake_upstream(delay=0.01, tokens=[" t"] * 300) as up,
+        relay(up.url + "/v1", resume_grace=0.0) as server,
+    ):
+        await asyncio.sleep(0.05)
+        baseline = len(asyncio.all_tasks())
+        async with aiohttp.ClientSession() as session:
+            for _ in range(3):
+                async with contextlib.AsyncExitStack() as stack:
+                    clients = [
+                        await stack.enter_async_context(ws_client(server, session))
+                        for _ in range(4)
+                    ]
                     sids = [await c.ask("q") for c in clients]
                     for c in clients:
                         await c.until(lambda o: o.get("type") == "token")
                     await clients[0].send({"type": "cancel", "stream_id": sids[0]})
-                    for c in clients:  # disconnect mid-stream, no resume
-                        await c.ws.close()
-            async with asyncio.timeout(10):
-                while up.open_streams or server.relay.active_streams or server.relay.client_count:
-                    await asyncio.sleep(0.02)
-                while len(asyncio.all_tasks()) > baseline:
-                    await asyncio.sleep(0.02)
-            assert len(asyncio.all_tasks()) == baseline
-            assert up.open_streams == 0 and up.closed_by_client == 12
-            connector = server.relay._session.connector  # type: ignore[union-attr]
-            assert connector is not None and not getattr(connector, "_acquired", set())
+                # leaving the block disconnects the others mid-stream, without resume
+        await eventually(
+            lambda: (
+                not (up.open_streams or server.relay.active_streams or server.relay.client_count)
+            )
+        )
+        await eventually(lambda: len(asyncio.all_tasks()) <= baseline)
+        assert len(asyncio.all_tasks()) == baseline
+        assert up.open_streams == 0 and up.closed_by_client == 12
+        connector = server.relay._session.connector  # type: ignore[union-attr]
+        assert connector is not None and not getattr(connector, "_acquired", set())
 
 
 # -- the command line --------------------------------------------------------------------------
@@ -799,4 +874,3 @@ async def test_cli_serves_and_shuts_down_on_sigterm() -> None:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
-

@@ -8,9 +8,10 @@ the server's side, the way Wikit would see them.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import warnings
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -178,6 +179,22 @@ async def server() -> AsyncIterator[ScriptServer]:
         yield srv
     finally:
         await runner.cleanup()
+
+
+@pytest.fixture
+def captured_logs() -> Iterator[list[dict[str, Any]]]:
+    """Every structlog entry, DEBUG included, whatever another test configured."""
+    old = structlog.get_config()
+    capture = structlog.testing.LogCapture()
+    structlog.configure(
+        processors=[capture],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG),
+        cache_logger_on_first_use=False,
+    )
+    try:
+        yield capture.entries
+    finally:
+        structlog.configure(**old)
 
 
 def client(srv: ScriptServer, **kw: Any) -> WikitSources:
@@ -433,12 +450,14 @@ async def test_tolerated_variants(server: ScriptServer) -> None:
 # -- secrets ------------------------------------------------------------------------
 
 
-async def test_api_key_never_in_repr_logs_or_errors(server: ScriptServer) -> None:
+async def test_api_key_never_in_repr_logs_or_errors(
+    server: ScriptServer, captured_logs: list[dict[str, Any]]
+) -> None:
     server.script(V2_PATH, Reply(500, b"{}"), Reply(404, b"{}"), Reply(401, b"{}"))
-    with structlog.testing.capture_logs() as logs:
-        wikit = client(server, api_key=SECRET_KEY)
-        with pytest.raises(WikitAuthError) as info:
-            await wikit.fetch(QID)
+    logs = captured_logs
+    wikit = client(server, api_key=SECRET_KEY)
+    with pytest.raises(WikitAuthError) as info:
+        await wikit.fetch(QID)
     assert len(server.seen) == 3  # the key was sent each time...
     assert all(s.headers["Wikit-Semantics-API-Key"] == SECRET_KEY for s in server.seen)
     assert any(entry.get("event") == "retrying" for entry in logs)
@@ -640,8 +659,13 @@ def test_match_refs_from_text_numbers_and_answer() -> None:
     assert [s.quoted_as for s in m.sources_never_referenced] == ["4", "x"]
     assert not m.ok
     assert match_refs([1, 2, 4], sources[:4]).ok
-    refs = [CitationRef(0, 4, 3, 0), CitationRef(0, 1, 0, 5)]
+    refs = [
+        CitationRef(0, 4, 3, 0),
+        CitationRef(0, 1, 0, 5),
+        CitationRef(1, 9, 8, 0),
+    ]  # choice 1 ignored
     by_answer = match_refs(CitedAnswer(text="ignored [2]", citation_refs=refs), sources[:4])
+    assert by_answer.refs_without_source == []
     assert sorted(by_answer.matched) == [1, 4] and [
         s.quoted_as for s in by_answer.sources_never_referenced
     ] == ["2", "2"]

@@ -28,6 +28,7 @@ import gc
 import itertools
 import multiprocessing
 import multiprocessing.connection
+import signal
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -647,6 +648,9 @@ def _local_backend_main(
     # be blocking work per request, and noise in the benchmark's own output.
     from streamcite.logs import configure_logging
 
+    # Ctrl-C reaches the whole process group: the parent decides when the backend stops
+    # (after its in-flight requests are cancelled), so the child ignores it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     configure_logging("WARNING")
     asyncio.run(_local_backend_serve(conn, config, host))
 

@@ -6,6 +6,8 @@ The chunk interpreter appends to the public lists directly on the hot path (one
 
 from __future__ import annotations
 
+from typing import Any
+
 from streamcite.core.events import (
     CitationRefEvent,
     CitationsEvent,
@@ -29,6 +31,7 @@ class AnswerBuilder:
     """Collects the parts of one answer; :meth:`snapshot` returns the answer so far."""
 
     __slots__ = (
+        "chunk_fields",
         "citations",
         "complete",
         "display_is_text",
@@ -62,6 +65,9 @@ class AnswerBuilder:
         self.model: str | None = None
         self.timings = Timings()
         self.complete = False
+        self.chunk_fields: dict[str, Any] = {}
+        """Top-level fields (``choices`` excepted) of the first chunk and of the finish
+        chunk, first value kept: where providers put ids such as a Wikit query id."""
 
     def add(self, ev: Event) -> None:
         """Fold one event into the answer (events already folded by the interpreter are

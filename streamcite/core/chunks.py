@@ -255,6 +255,7 @@ class ChunkInterpreter:
         if "citations" in obj or "search_results" in obj:
             self._citations(obj, out)
         if finishes is not None:
+            self._keep_fields(obj)
             for f in finishes:
                 self._finished.add(f.index)
                 if f.index == 0:
@@ -311,10 +312,17 @@ class ChunkInterpreter:
         if refs:
             self._add_refs(idx, refs, out)
 
+    def _keep_fields(self, obj: dict[str, Any]) -> None:
+        fields = self._builder.chunk_fields
+        for k, v in obj.items():
+            if k != "choices" and k not in fields:
+                fields[k] = v
+
     def _meta(self, obj: dict[str, Any], out: list[Event]) -> None:
         cid, model, created = obj.get("id"), obj.get("model"), obj.get("created")
         if not cid and not model:
             return  # e.g. Azure's preamble: empty id and model are not the completion's
+        self._keep_fields(obj)
         self._meta_seen = True
         ev = MetaEvent(
             id=cid if isinstance(cid, str) else None,

@@ -7,8 +7,10 @@ many offsets convert in O(log n) each.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
-from itertools import accumulate
+from itertools import accumulate, repeat
+from operator import add, rshift
 
 __all__ = ["OffsetMap", "byte_to_char", "char_to_byte", "char_to_utf16"]
 
@@ -20,9 +22,18 @@ class OffsetMap:
 
     def __init__(self, text: str):
         self.text = text
-        # Byte offset at which each character starts, plus the end sentinel.
-        self._byte_starts = [0, *accumulate(_utf8_len(c) for c in text)]
-        self._u16_starts = [0, *accumulate(2 if ord(c) > 0xFFFF else 1 for c in text)]
+        self._byte_starts: list[int] | None = None
+        self._u16_starts: list[int] | None = None
+        if text.isascii():
+            return  # all three units coincide: no tables at all
+        # Byte offset at which each character starts, plus the end sentinel; the
+        # per-character lengths come from C-level map()s, not a Python loop.
+        lens = list(map(len, map(str.encode, text, _UTF8, _SURROGATEPASS)))
+        self._byte_starts = [0, *accumulate(lens)]
+        if _ASTRAL.search(text):
+            # UTF-16 units per character: (utf8_len >> 2) + 1 is 1 for 1–3 bytes, 2 for 4.
+            units = map(add, map(rshift, lens, repeat(2)), repeat(1))
+            self._u16_starts = [0, *accumulate(units)]
 
     def byte_to_char(self, byte_offset: int) -> int:
         """Character index of the character containing ``byte_offset`` (clamped).
@@ -32,33 +43,37 @@ class OffsetMap:
         """
         if byte_offset <= 0:
             return 0
-        if byte_offset >= self._byte_starts[-1]:
+        starts = self._byte_starts
+        if starts is None:
+            return min(byte_offset, len(self.text))
+        if byte_offset >= starts[-1]:
             return len(self.text)
-        return bisect_right(self._byte_starts, byte_offset) - 1
+        return bisect_right(starts, byte_offset) - 1
 
     def byte_to_char_end(self, byte_offset: int) -> int:
         """Like :meth:`byte_to_char` for an exclusive end: rounds up inside a character."""
         i = self.byte_to_char(byte_offset)
-        if i < len(self.text) and self._byte_starts[i] < byte_offset:
+        starts = self._byte_starts
+        if starts is not None and i < len(self.text) and starts[i] < byte_offset:
             return i + 1
         return i
 
     def char_to_byte(self, char_offset: int) -> int:
         char_offset = max(0, min(char_offset, len(self.text)))
-        return self._byte_starts[char_offset]
+        return char_offset if self._byte_starts is None else self._byte_starts[char_offset]
 
     def char_to_utf16(self, char_offset: int) -> int:
         char_offset = max(0, min(char_offset, len(self.text)))
-        return self._u16_starts[char_offset]
+        return char_offset if self._u16_starts is None else self._u16_starts[char_offset]
 
     @property
     def byte_length(self) -> int:
-        return self._byte_starts[-1]
+        return len(self.text) if self._byte_starts is None else self._byte_starts[-1]
 
 
-def _utf8_len(c: str) -> int:
-    o = ord(c)
-    return 1 if o < 0x80 else 2 if o < 0x800 else 3 if o < 0x10000 else 4
+_ASTRAL = re.compile("[\U00010000-\U0010FFFF]")  # characters that are 2 UTF-16 units
+_UTF8 = repeat("utf-8")
+_SURROGATEPASS = repeat("surrogatepass")
 
 
 def byte_to_char(text: str, byte_offset: int) -> int:

@@ -32,6 +32,8 @@ class EnrichContext:
     """The chat request that was sent."""
     response_headers: Mapping[str, str] = field(default_factory=dict)
     """Headers of the upstream streaming response (case-insensitive lookups not guaranteed)."""
+    chunk_fields: Mapping[str, Any] = field(default_factory=dict)
+    """Top-level fields of the stream's first and finish chunks (``choices`` excepted)."""
     wait_for: Callable[[str], Awaitable[Event | None]] | None = None
     """``await ctx.wait_for("sources")``: the event of another enricher (None if it failed)."""
 

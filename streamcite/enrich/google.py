@@ -139,8 +139,10 @@ def strip_markers(raw: str) -> tuple[str, list[int]]:
 
 
 def _footnote_numbers(answer: CitedAnswer | str) -> set[int]:
-    if isinstance(answer, CitedAnswer) and answer.citation_refs:
-        return {r.number for r in answer.citation_refs}
+    if isinstance(answer, CitedAnswer):
+        numbers = {r.number for r in answer.citation_refs if r.index == 0}
+        if numbers:
+            return numbers
     text = answer.text if isinstance(answer, CitedAnswer) else answer
     return {int(n) for m in _MARKER.finditer(text) for n in m.group(1).split(",")}
 

@@ -476,10 +476,11 @@ class RefMatch:
 
 def _ref_numbers(answer_or_refs: CitedAnswer | str | Iterable[int | CitationRef]) -> list[int]:
     if isinstance(answer_or_refs, CitedAnswer):
-        if answer_or_refs.citation_refs:
-            items: Iterable[int | CitationRef] = answer_or_refs.citation_refs
-        else:
+        # ``text`` is choice 0; so are the sources Wikit returns for it.
+        refs0 = [r for r in answer_or_refs.citation_refs if r.index == 0]
+        if not refs0:
             return _ref_numbers(answer_or_refs.text)
+        items: Iterable[int | CitationRef] = refs0
     elif isinstance(answer_or_refs, str):
         return [int(n) for m in _MARKER.finditer(answer_or_refs) for n in m.group(1).split(",")]
     else:

@@ -34,10 +34,10 @@ from streamcite.local.lexical import (
     TextFeatures,
     TokenTable,
     analyze,
-    char_ngrams,
     detect_language,
     raw_tokens,
     token_table,
+    word_ngrams,
 )
 from streamcite.local.sentences import needs_grounding, split_sentences, strip_markers
 
@@ -90,6 +90,19 @@ class ClaimVerdict:
     """(fact index, support score) of the facts that support it at all, best first."""
 
 
+# A sentence that opens with a pronoun continues the previous one ("Titanic is a
+# film. It was directed by ..."): such a pair is aligned with a claim undiscounted.
+_PRONOUNS = frozenset(
+    w.encode()
+    for w in str.split(
+        "it he she they this these its his her their "
+        "il elle ils elles ce cette celui celle "
+        "esso essa lui lei essi esse questo questa "
+        "הוא היא הם הן זה זו זאת"
+    )
+)
+
+
 class _Fact:
     """One fact as raw tokens and content keys, cut lazily into rough sentences.
 
@@ -100,7 +113,6 @@ class _Fact:
 
     __slots__ = (
         "_grams",
-        "_index",
         "_negs",
         "_sentences",
         "_sets",
@@ -120,8 +132,7 @@ class _Fact:
         self.length = sum(self.counts.values())
         self._sentences: list[tuple[int, int]] | None = None
         self._sets: list[set[str]] | None = None
-        self._negs: list[bool] | None = None
-        self._index: dict[str, list[int]] | None = None
+        self._negs: dict[int, bool] | None = None
         self._grams: dict[int, str] = {}
 
     def sentences(self) -> list[tuple[int, int]]:
@@ -137,20 +148,6 @@ class _Fact:
             self._sentences = out
         return self._sentences
 
-    def index(self, terms: set[str]) -> dict[str, list[int]]:
-        """Claim term -> sentences containing it (only the claims' terms are indexed)."""
-        if self._index is None:
-            index: dict[str, list[int]] = {}
-            for i, keys in enumerate(self.sets()):
-                for k in keys & terms:
-                    lst = index.get(k)
-                    if lst is None:
-                        index[k] = [i]
-                    else:
-                        lst.append(i)
-            self._index = index
-        return self._index
-
     @property
     def n_sentences(self) -> int:
         return len(self.sentences())
@@ -163,11 +160,20 @@ class _Fact:
                 keys_of_sentence.discard("")
         return self._sets
 
+    def continues(self, i: int) -> bool:
+        """Whether rough sentence ``i`` opens with a pronoun (refers to the one before)."""
+        a, b = self.sentences()[i]
+        return b > a and self.tokens[a] in _PRONOUNS
+
     def negated(self, i: int) -> bool:
+        """Whether rough sentence ``i`` holds a negation cue."""
         if self._negs is None:
-            negated, tokens = self.table.negated, self.tokens
-            self._negs = [negated(tokens[a:b]) for a, b in self.sentences()]
-        return self._negs[i]
+            self._negs = {}
+        neg = self._negs.get(i)
+        if neg is None:
+            a, b = self.sentences()[i]
+            neg = self._negs[i] = self.table.negated(self.tokens[a:b])
+        return neg
 
     def gram_text(self, i: int) -> str:
         """Keys of sentence ``i`` space-separated and padded: n-gram containment by substring."""
@@ -216,31 +222,56 @@ class _BM25:
         if len(row):
             self.matrix[row, col] = idf[row] * tf * (k1 + 1.0) / (tf + norm[col])
 
-    def top(self, terms: Sequence[str], k: int) -> list[int]:
-        ids = [self.vocab[t] for t in terms if t in self.vocab]
-        if not ids:
-            return []
-        scores = self.matrix[ids].sum(axis=0)
-        if k < len(scores):
-            best = np.argpartition(-scores, k)[:k]
+    def top_many(self, claims: Sequence[Sequence[str]], k: int) -> list[list[int]]:
+        """For each claim (its terms), the ``k`` best facts with a positive score, best first.
+
+        One gather and one segmented sum for all claims: no per-claim numpy calls.
+        """
+        n_facts = self.matrix.shape[1]
+        ids: list[int] = []
+        starts: list[int] = []
+        has_terms: list[bool] = []
+        for terms in claims:
+            mine = [self.vocab[t] for t in terms if t in self.vocab]
+            has_terms.append(bool(mine))
+            starts.append(len(ids))
+            ids.extend(mine or [0])  # placeholder row keeps reduceat's segments aligned
+        if not ids or not n_facts:
+            return [[] for _ in claims]
+        scores = np.add.reduceat(self.matrix[ids], starts, axis=0)
+        k = min(k, n_facts)
+        if k < n_facts:
+            best = np.argpartition(-scores, k - 1, axis=1)[:, :k]
         else:
-            best = np.arange(len(scores))
-        return [int(j) for j in best[np.argsort(-scores[best])] if scores[j] > 0]
+            best = np.tile(np.arange(n_facts), (len(claims), 1))
+        out: list[list[int]] = []
+        for row, (cols, ok) in enumerate(zip(best, has_terms, strict=True)):
+            if not ok:
+                out.append([])
+                continue
+            vals = scores[row, cols]
+            order = np.argsort(-vals, kind="stable")
+            out.append([int(cols[o]) for o in order if vals[o] > 0])
+        return out
 
 
 class _Claim:
-    __slots__ = ("features", "forms", "grams", "total", "unique", "weights")
+    __slots__ = ("features", "forms", "grams", "keyset", "n_grams", "total", "unique", "weights")
 
     def __init__(self, features: TextFeatures, cfg: EngineConfig) -> None:
         self.features = features
         self.unique = list(dict.fromkeys(features.stems))
+        self.keyset = set(self.unique)
         self.weights = {
             k: (cfg.salient_weight if k in features.salient else 1.0) for k in self.unique
         }
         self.total = sum(self.weights.values())
         self.forms: dict[str, list[str]] = {}
         """Key -> other keys of the facts with the same 5-letter prefix (set by evaluate)."""
-        self.grams = list(char_ngrams(" ".join(self.unique))) if cfg.ngram_weight else []
+        # Character 4-grams per word: a word matched as such contains all of its own,
+        # so only the grams of unmatched words are searched in the window.
+        self.grams = {k: word_ngrams(k) for k in self.unique} if cfg.ngram_weight else {}
+        self.n_grams = sum(len(g) for g in self.grams.values())
 
 
 def _link_prefix_forms(claims: list[_Claim], facts: list[_Fact], terms: set[str]) -> None:
@@ -270,57 +301,83 @@ def _calibrate(recall: float, cfg: EngineConfig) -> float:
     return 1.0 / (1.0 + math.exp(-cfg.steepness * (recall - cfg.midpoint)))
 
 
-def _score_pair(claim: _Claim, fact: _Fact, terms: set[str], cfg: EngineConfig) -> float:
-    """Support of one claim by one fact, in [0, 1].
-
-    ``terms``: every key of every claim and its prefix forms (what fact indexes hold).
-    """
-    index = fact.index(terms)
+def _score_pair(claim: _Claim, fact: _Fact, cfg: EngineConfig) -> float:
+    """Support of one claim by one fact, in [0, 1]."""
     counts = fact.counts
-    credit: list[tuple[float, dict[int, float]]] = []
+    present = claim.keyset & counts.keys()
+    # Words of the claim missing from the fact may appear inflected (shared prefix).
+    stand_in: dict[str, str] = {}
+    for k in claim.keyset - present:
+        for form in claim.forms.get(k, ()):
+            if form in counts:
+                stand_in[form] = k
+    if not present and not stand_in:
+        return 0.0
+    lookup = present | stand_in.keys()
+    weights = claim.weights
+    partial = cfg.prefix_credit
+    credit: dict[str, dict[int, float]] = {}
     per_sentence: dict[int, float] = {}
-    for k, w in claim.weights.items():
-        where = index.get(k)
-        if where:
-            hits = dict.fromkeys(where, 1.0)
-        else:
-            # Not in the fact as such: an inflected or derived form may share a prefix.
-            hits = {}
-            for form in claim.forms.get(k, ()):
-                if form in counts:
-                    hits.update(dict.fromkeys(index.get(form, ()), cfg.prefix_credit))
-            if not hits:
-                continue
-        credit.append((w, hits))
-        for i, c in hits.items():
-            per_sentence[i] = per_sentence.get(i, 0.0) + w * c
+    for i, keys in enumerate(fact.sets()):
+        common = keys & lookup
+        if not common:
+            continue
+        got = 0.0
+        for key in common:
+            # A fact key that is a claim word counts as such, even if it is also the
+            # inflected stand-in of another claim word.
+            if key in present:
+                k, c = key, 1.0
+            else:
+                k, c = stand_in[key], partial
+            hits = credit.get(k)
+            if hits is None:
+                credit[k] = {i: c}
+                got += weights[k] * c
+            else:
+                before = hits.get(i, 0.0)
+                if before < c:
+                    hits[i] = c
+                    got += weights[k] * (c - before)
+        per_sentence[i] = got
     if not per_sentence:
         return 0.0
     # Single sentences score per_sentence directly; pairs are tried around the best.
     ranked = sorted(per_sentence, key=per_sentence.__getitem__, reverse=True)
     best_anchor = ranked[0]
-    best_got, best_window = per_sentence[best_anchor], (best_anchor,)
+    best_got = per_sentence[best_anchor]
+    best_window: tuple[int, ...] = (best_anchor,)
     if cfg.max_window > 1:
         for a in ranked[: cfg.anchors]:
             for b in (a - 1, a + 1):
                 # The union of two sentences scores at most the sum of both: skip a pair
                 # that cannot beat the best even then (most pairs, at a 0.8 discount).
                 other = per_sentence.get(b)
-                if other is None or (per_sentence[a] + other) * cfg.window_discount <= best_got:
+                if other is None or per_sentence[a] + other <= best_got:
+                    continue
+                discount = 1.0 if fact.continues(max(a, b)) else cfg.window_discount
+                if (per_sentence[a] + other) * discount <= best_got:
                     continue
                 got = 0.0
-                for w, hits in credit:
-                    got += w * max(hits.get(a, 0.0), hits.get(b, 0.0))
-                got *= cfg.window_discount
+                for k, hits in credit.items():
+                    got += weights[k] * max(hits.get(a, 0.0), hits.get(b, 0.0))
+                got *= discount
                 if got > best_got:
                     best_got, best_window, best_anchor = got, (min(a, b), max(a, b)), a
     recall = best_got / claim.total if claim.total else 0.0
-    if claim.grams:
-        text = "".join(fact.gram_text(i) for i in best_window)
-        contained = sum(map(text.__contains__, claim.grams))
-        recall = (1.0 - cfg.ngram_weight) * recall + cfg.ngram_weight * contained / len(
-            claim.grams
-        )
+    if claim.n_grams:
+        contained = 0
+        text: str | None = None
+        first, last = best_window[0], best_window[-1]
+        for k, grams in claim.grams.items():
+            hits = credit.get(k)
+            if hits is not None and (hits.get(first) == 1.0 or hits.get(last) == 1.0):
+                contained += len(grams)
+                continue
+            if text is None:
+                text = "".join(fact.gram_text(i) for i in best_window)
+            contained += sum(map(text.__contains__, grams))
+        recall = (1.0 - cfg.ngram_weight) * recall + cfg.ngram_weight * contained / claim.n_grams
     score = _calibrate(recall, cfg)
     numbers = claim.features.numbers
     if numbers:
@@ -371,16 +428,15 @@ def evaluate(
     prepared = [(verdict, _Claim(feats, config)) for verdict, feats in claims]
     terms = {k for _, c in prepared for k in c.unique}
     _link_prefix_forms([c for _, c in prepared], built, terms)
-    terms.update(f for _, c in prepared for forms in c.forms.values() for f in forms)
     bm25 = _BM25(built, terms) if len(built) >= config.bm25_min_facts else None
-    for verdict, claim in prepared:
-        if bm25 is not None:
-            candidates = bm25.top(claim.unique, config.candidates)
-        else:
-            candidates = list(range(len(built)))
+    if bm25 is not None:
+        shortlists = bm25.top_many([c.unique for _, c in prepared], config.candidates)
+    else:
+        shortlists = [list(range(len(built)))] * len(prepared)
+    for (verdict, claim), candidates in zip(prepared, shortlists, strict=True):
         scored: list[tuple[int, float]] = []
         for j in candidates:
-            score = _score_pair(claim, built[j], terms, config)
+            score = _score_pair(claim, built[j], config)
             if score > 0.0:
                 scored.append((j, score))
         scored.sort(key=lambda p: (-p[1], p[0]))

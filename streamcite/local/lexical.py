@@ -16,23 +16,25 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import compress
 
 __all__ = [
     "LANGUAGES",
+    "SENTENCE_BREAK",
     "TOKEN_RE",
     "TextFeatures",
     "TokenTable",
     "analyze",
     "char_ngrams",
     "detect_language",
-    "fold",
-    "SENTENCE_BREAK",
     "ends_sentence",
-    "raw_tokens",
+    "fold",
     "is_stopword",
+    "raw_tokens",
     "stem",
     "token_table",
+    "word_ngrams",
 ]
 
 LANGUAGES = ("en", "fr", "it", "he")
@@ -66,6 +68,8 @@ def fold(text: str) -> str:
 
     The length may change (NFKD): use it for matching, never for offsets.
     """
+    if text.isascii():
+        return text.lower()  # nothing else to fold, and O(1) to know
     text = unicodedata.normalize("NFKD", text.translate(_PUNCT_FOLD))
     return _MARKS_RE.sub("", text).lower().translate(_HEBREW_FINALS)
 
@@ -163,53 +167,33 @@ _NUMBER_WORDS: dict[str, dict[str, int]] = {
     },
 }  # fmt: skip
 
-# Months ("may" and "march" are left out: too often a verb).
+
+def _months(spec: str) -> dict[str, int]:
+    """``"january jan|february feb|..."`` -> {folded name: month number}."""
+    return {fold(name): i + 1 for i, names in enumerate(spec.split("|")) for name in names.split()}
+
+
+# Months. Left out where the word is too often something else: English "march" and
+# "may" (verbs), Italian "ago" (needle) and "mar" (sea), "set" and "gen".
 _MONTHS: dict[str, dict[str, int]] = {
-    "en": {
-        m: i + 1
-        for i, names in enumerate(
-            "january,jan february,feb ,mar april,apr ,jun june,jun july,jul august,aug "
-            "september,sep,sept october,oct november,nov december,dec".split(" ")
-        )
-        for m in names.split(",")
-        if m
-    },
-    "fr": {
-        fold(m): i + 1
-        for i, names in enumerate(
-            "janvier,janv février,févr mars avril,avr mai juin juillet,juil août "
-            "septembre,sept octobre,oct novembre,nov décembre,déc".split(" ")
-        )
-        for m in names.split(",")
-    },
-    "it": {
-        m: i + 1
-        for i, names in enumerate(
-            "gennaio,gen febbraio,feb marzo,mar aprile,apr maggio,mag giugno,giu "
-            "luglio,lug agosto,ago settembre,set ottobre,ott novembre,nov dicembre,dic".split(
-                " "
-            )
-        )
-        for m in names.split(",")
-    },
-    "he": {
-        fold(m): i + 1
-        for i, m in enumerate(
-            "ינואר פברואר מרץ אפריל מאי יוני יולי אוגוסט ספטמבר אוקטובר נובמבר דצמבר".split()
-        )
-    },
+    "en": _months(
+        "january jan|february feb||april apr||june jun|july jul|august aug|"
+        "september sep sept|october oct|november nov|december dec"
+    ),
+    "fr": _months(
+        "janvier janv|février févr|mars|avril avr|mai|juin|juillet juil|août|"
+        "septembre sept|octobre oct|novembre nov|décembre déc"
+    ),
+    "it": _months(
+        "gennaio|febbraio feb|marzo|aprile apr|maggio mag|giugno giu|luglio lug|agosto|"
+        "settembre|ottobre ott|novembre nov|dicembre dic"
+    ),
+    "he": _months("ינואר|פברואר|מרץ|אפריל|מאי|יוני|יולי|אוגוסט|ספטמבר|אוקטובר|נובמבר|דצמבר"),
 }
-# "mar"/"gen"/"set" are Italian/English words too: as months they only count when
-# written in full, except in the language where the abbreviation is unambiguous.
-for _lang in ("en", "it"):
-    for _amb in ("mar", "gen", "set", "ago"):
-        _MONTHS[_lang].pop(_amb, None)
 
 _ELISIONS = {
     "fr": _folded("l d j m n s t c qu jusqu lorsqu puisqu quoiqu presqu"),
-    "it": _folded(
-        "l d dell nell all dall sull coll quell un c v m t s gl bell sant tutt quest"
-    ),
+    "it": _folded("l d dell nell all dall sull coll quell un c v m t s gl bell sant tutt quest"),
 }
 _ELISIONS_ANY = frozenset().union(*_ELISIONS.values())
 _EN_CONTRACTION_TAILS = frozenset({"s", "re", "ve", "ll", "d", "m"})
@@ -220,13 +204,11 @@ _EN_CONTRACTION_TAILS = frozenset({"s", "re", "ve", "ll", "d", "m"})
 _HEBREW_RE = re.compile("[\u05d0-\u05ea]")
 _LATIN_WORD_RE = re.compile(r"[a-zà-ÿ]+")
 _LANG_CUES: dict[str, frozenset[str]] = {
-    "en": frozenset("the and of is was are to with that this it for from by have has".split()),
-    "fr": frozenset(
-        "le les des est et une du dans pour pas au aux qui sur avec ce cette sont été".split()
-    ),
-    "it": frozenset(
+    "en": _folded("the and of is was are to with that this it for from by have has"),
+    "fr": _folded("le les des est et une du dans pour pas au aux qui sur avec ce cette sont été"),
+    "it": _folded(
         "il gli della delle degli dell nell che di per una non sono nel nella del alla con è "
-        "anche ha hanno".split()
+        "anche ha hanno"
     ),
 }
 
@@ -585,9 +567,14 @@ def char_ngrams(text: str, n: int = 4) -> set[str]:
     """Character n-grams of each word padded with spaces (words shorter than n whole)."""
     grams: set[str] = set()
     for word in text.split():
-        padded = f" {word} "
-        if len(padded) <= n:
-            grams.add(padded)
-            continue
-        grams.update(padded[i : i + n] for i in range(len(padded) - n + 1))
+        grams.update(word_ngrams(word, n))
     return grams
+
+
+@lru_cache(maxsize=65_536)
+def word_ngrams(word: str, n: int = 4) -> tuple[str, ...]:
+    """Character n-grams of `` word `` (padded with spaces); memoised, words recur."""
+    padded = f" {word} "
+    if len(padded) <= n:
+        return (padded,)
+    return tuple(dict.fromkeys(padded[i : i + n] for i in range(len(padded) - n + 1)))

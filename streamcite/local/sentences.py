@@ -42,26 +42,27 @@ class Sentence:
     """A Markdown heading or a table row: never a claim that needs a check."""
 
 
+def _folded_words(words: str) -> frozenset[str]:
+    return frozenset(fold(w) for w in words.split())
+
+
 # Titles before a name: the period never ends the sentence (matched case-sensitively
 # on the first letter, so "me." in English still ends one).
-_TITLES = frozenset(
-    fold(w)
-    for w in """mr mrs ms messrs dr prof sr st rev hon gen col capt cpt lt sgt gov sen rep
+_TITLES = _folded_words(
+    """mr mrs ms messrs dr prof sr st rev hon gen col capt cpt lt sgt gov sen rep
     pres mt ft mons msgr mgr card sig sigg sig.ra sig.na dott dott.ssa prof.ssa avv ing arch
-    rag geom gent gent.mo egr spett m mm mme mlle me pr ste fr s ss sto sta""".split()
+    rag geom gent gent.mo egr spett m mm mme mlle me pr ste fr s ss sto sta"""
 )
 # Abbreviations that never end a sentence.
-_NEVER_FINAL = frozenset(
-    fold(w)
-    for w in """e.g i.e eg ie cf cfr vs viz es ex p.es p.ex a.c d.c c.-a-d c.-à-d op
-    ibid ivi loc c.d ca approx ad""".split()
+_NEVER_FINAL = _folded_words(
+    """e.g i.e eg ie cf cfr vs viz es ex p.es p.ex a.c d.c c.-a-d c.-à-d op
+    ibid ivi loc c.d ca approx ad"""
 )
 # Reference abbreviations: not final when a number follows (p. 12, art. 3, Jan. 5).
-_BEFORE_NUMBER = frozenset(
-    fold(w)
-    for w in """no nr n nn p pp pag pagg art artt fig figs vol voll cap capp par sez chap ch
+_BEFORE_NUMBER = _folded_words(
+    """no nr n nn p pp pag pagg art artt fig figs vol voll cap capp par sez chap ch
     sec ed ep sq tab all c jan feb mar apr jun jul aug sep sept oct nov dec gen mag giu
-    lug ago set ott dic janv févr avr juil déc""".split()
+    lug ago set ott dic janv févr avr juil déc"""
 )
 
 _TERMINATOR_RE = re.compile(
@@ -153,6 +154,8 @@ def _is_boundary(text: str, seg_start: int, seg_end: int, m: re.Match[str]) -> b
     if term[0] != "." or term.startswith(".."):
         return True
     prev = _prev_word(text, seg_start, m.start())
+    # An elided article is not part of the abbreviation: "l'art. 4", "dell'art. 3".
+    prev = prev[max(prev.rfind("'"), prev.rfind("’")) + 1 :]
     if not prev:
         return True
     low = fold(prev)
@@ -213,6 +216,11 @@ _FILLER_START = tuple(
         "great question", "good question", "thanks for asking", "thank you for asking",
         "here is a summary", "here's a summary", "here is what i found", "here's what i found",
         "as an ai",
+        # statements about the search itself, not about the world
+        "i found no source", "i found no document", "i could not find", "i couldn't find",
+        "i did not find", "i didn't find", "no source found", "non ho trovato",
+        "non sono riuscito a trovare", "je n'ai trouvé aucun", "je n'ai pas trouvé",
+        "לא מצאתי",
         # Italian
         "spero che questo", "spero che questa", "spero di esserti", "spero di esserle",
         "spero che ti sia", "spero che le sia", "spero sia utile", "fammi sapere",
@@ -234,15 +242,14 @@ _FILLER_START = tuple(
     )
 )  # fmt: skip
 # Whole sentences made only of these words are pleasantries.
-_PLEASANTRY_WORDS = frozenset(
-    fold(w)
-    for w in """sure certainly of course absolutely okay ok alright right yes no problem thanks
+_PLEASANTRY_WORDS = _folded_words(
+    """sure certainly of course absolutely okay ok alright right yes no problem thanks
     thank you welcome you're hello hi hey great happy to help glad indeed
     certo certamente sicuro assolutamente grazie prego ciao salve buongiorno volentieri sì si
     ecco bene perfetto d'accordo
     bien sûr certainement absolument merci bonjour salut avec plaisir oui parfait d'accord
     voilà entendu
-    בטח בהחלט כמובן תודה בשמחה שלום כן בסדר מצוין""".split()
+    בטח בהחלט כמובן תודה בשמחה שלום כן בסדר מצוין"""
 )
 _WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 

@@ -205,6 +205,46 @@ class _Script:
             return await client.evalsha(self.sha, len(keys), *keys, *args)  # type: ignore[misc]
 
 
+def _bulk(value: bytes) -> bytes:
+    return b"$%d\r\n%s\r\n" % (len(value), value)
+
+
+class _HotConnection:
+    """One dedicated connection for a hot path (the writer, the tail reader): commands are
+    packed here (redis-py's generic packing costs several µs per argument) and sent as one
+    write; replies are read with redis-py's parser. Any failure or cancellation mid-command
+    drops the connection, so a half-read reply can never be mistaken for the next one; the
+    next call reconnects."""
+
+    __slots__ = ("_conn", "_pool")
+
+    def __init__(self, pool: aioredis.ConnectionPool) -> None:
+        self._pool = pool
+        self._conn: Any = None
+
+    async def call(self, packed: bytes, limit: float) -> Any:
+        """Send one packed command, return its reply; ``limit`` seconds for the whole exchange."""
+        if self._conn is None:
+            self._conn = await self._pool.get_connection()  # type: ignore[no-untyped-call]
+        conn = self._conn
+        try:
+            async with asyncio.timeout(limit):
+                await conn.send_packed_command(packed, check_health=False)
+                return await conn.read_response()
+        except BaseException as exc:
+            if not isinstance(exc, NoScriptError):  # a complete error reply: still in sync
+                await conn.disconnect(nowait=True)
+            if isinstance(exc, TimeoutError):
+                raise RedisTimeoutError("Redis did not answer in time") from None
+            raise
+
+    async def release(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            await conn.disconnect(nowait=True)
+            await self._pool.release(conn)
+
+
 # --------------------------------------------------------------------------------------------
 # Local state
 # --------------------------------------------------------------------------------------------
@@ -219,6 +259,8 @@ class _Owned:
     key: str
     meta_key: str
     lease_key: str
+    key_bulk: bytes = b""
+    """``key`` as a RESP bulk string, packed once for every write of this stream."""
     next_seq: int = 1
     entries: list[LogEntry] = field(default_factory=list)
     """Entries acknowledged by Redis (or failed ones, see ``append``), contiguous seqs."""
@@ -259,6 +301,7 @@ class _Follower:
     lease_key: str
     meta_key: str
     tail: int
+    key_bulk: bytes = b""
     """Highest seq the tailer has fetched; its next ``XREAD`` starts after it."""
     buf: list[LogEntry] = field(default_factory=list)
     touched: float = 0.0
@@ -394,7 +437,9 @@ class RedisStreamLog:
         pool = aioredis.BlockingConnectionPool.from_url(
             url,
             max_connections=max_connections,
-            timeout=command_timeout,
+            # Waiting for a free connection is local queueing (say, a burst of resumes), not an
+            # outage: allow it longer than one command.
+            timeout=max(command_timeout * 6, 30.0),
             socket_connect_timeout=connect_timeout,
             socket_timeout=command_timeout,
             protocol=2,
@@ -405,20 +450,28 @@ class RedisStreamLog:
         self._client = aioredis.Redis(connection_pool=pool, retry=no_retry)
         # The tail reader blocks in XREAD: its own connection, with a socket timeout above the
         # block time so a quiet stream is not mistaken for a dead server.
-        self._tail_pool = aioredis.ConnectionPool.from_url(
+        # Raw replies for the stream reads: we parse [id, [field, value]] ourselves.
+        for command in ("XRANGE", "XREAD", "XREVRANGE"):
+            self._client.set_response_callback(command, _identity)
+        # The writer and the tail reader each keep one connection of their own; their timeouts
+        # are applied per command (the tail reader's XREAD blocks by design).
+        self._hot_pool = aioredis.ConnectionPool.from_url(
             url,
             max_connections=2,
             socket_connect_timeout=connect_timeout,
-            socket_timeout=self._tail_block_ms / 1000 + command_timeout,
+            socket_timeout=None,
             protocol=2,
             retry=no_retry,
-            client_name=f"streamcite-relay-tail:{self.instance_id}"[:120].replace(" ", "_"),
+            client_name=f"streamcite-relay-hot:{self.instance_id}"[:120].replace(" ", "_"),
         )
-        self._tail_client = aioredis.Redis(connection_pool=self._tail_pool, retry=no_retry)
-        for client in (self._client, self._tail_client):
-            # Raw replies for the stream reads: we parse [id, [field, value]] ourselves.
-            for command in ("XRANGE", "XREAD", "XREVRANGE"):
-                client.set_response_callback(command, _identity)
+        self._writer_conn = _HotConnection(self._hot_pool)
+        self._tail_conn = _HotConnection(self._hot_pool)
+        self._command_timeout = command_timeout
+        self._maxlen_bulk = _bulk(str(maxlen).encode())
+        self._ctl_key_bulk = _bulk(f"{prefix}c:{self.instance_id}".encode())
+        self._read_chunk_bulk = _bulk(str(self._read_chunk).encode())
+        self._tail_block_bulk = _bulk(str(self._tail_block_ms).encode())
+        self._wake_pending = False
 
         self._append = _Script(_APPEND_LUA)
         self._open = _Script(_OPEN_LUA)
@@ -527,10 +580,11 @@ class RedisStreamLog:
             o.notify()
         for f in self._followers.values():
             f.changed.set()
+        await self._writer_conn.release()
+        await self._tail_conn.release()
         await self._client.aclose()
-        await self._tail_client.aclose()
         await self._pool.aclose()
-        await self._tail_pool.aclose()
+        await self._hot_pool.aclose()
 
     # ------------------------------------------------------------------ error handling
 
@@ -583,6 +637,7 @@ class RedisStreamLog:
             key=self._stream_key(stream_id),
             meta_key=self._meta_key(stream_id),
             lease_key=self._lease_key(stream_id),
+            key_bulk=_bulk(self._stream_key(stream_id).encode()),
         )
         created = await self._call(
             lambda: self._open(
@@ -647,11 +702,22 @@ class RedisStreamLog:
                     self._settle(batch, err)
 
     async def _write_batch(self, batch: list[tuple[_Owned, LogEntry, asyncio.Future[int]]]) -> None:
-        keys = [o.key for o, _, _ in batch]
-        args: list[Any] = [self.maxlen]
+        # EVALSHA sha n key_1..key_n maxlen seq_1 payload_1 .. seq_n payload_n, packed by hand.
+        n = len(batch)
+        parts: list[bytes] = [
+            b"*%d\r\n$7\r\nEVALSHA\r\n" % (3 + 3 * n + 1),
+            _bulk(self._append.sha.encode()),
+            _bulk(str(n).encode()),
+        ]
+        parts += [o.key_bulk for o, _, _ in batch]
+        parts.append(self._maxlen_bulk)
         for _, entry, _ in batch:
-            args.append(entry.seq)
-            args.append(entry.payload)
+            seq = str(entry.seq).encode()
+            payload = entry.payload
+            parts.append(b"$%d\r\n%s\r\n$%d\r\n" % (len(seq), seq, len(payload)))
+            parts.append(payload)
+            parts.append(b"\r\n")
+        packed = b"".join(parts)
         delay = 0.02
         while True:
             try:
@@ -660,7 +726,11 @@ class RedisStreamLog:
                     # metadata before the entries (readers elsewhere look these up).
                     await self._renew_owned(raise_errors=True)
                 self.stats["round_trips"] += 1
-                await self._append(self._client, keys, args)
+                try:
+                    await self._writer_conn.call(packed, self._command_timeout)
+                except NoScriptError:  # Redis restarted: its script cache is empty
+                    await self._client.script_load(self._append.source)
+                    continue
                 break
             except _TRANSIENT as exc:
                 now = time.monotonic()
@@ -865,6 +935,7 @@ class RedisStreamLog:
                 meta_key=self._meta_key(stream_id),
                 tail=after_seq,
                 touched=time.monotonic(),
+                key_bulk=_bulk(self._stream_key(stream_id).encode()),
             )
             self._followers[stream_id] = f
             await self._wake_tailer()
@@ -930,6 +1001,10 @@ class RedisStreamLog:
     async def _wake_tailer(self) -> None:
         # The tailer blocks in XREAD on the streams it already follows plus our control stream;
         # an entry on the control stream makes it return and pick up the new stream at once.
+        # One wake-up at a time is enough: the tailer rebuilds its key set after consuming it.
+        if self._wake_pending:
+            return
+        self._wake_pending = True
         with contextlib.suppress(*_TRANSIENT):
             self.stats["round_trips"] += 1
             async with self._client.pipeline(transaction=False) as pipe:
@@ -943,18 +1018,39 @@ class RedisStreamLog:
         while True:
             try:
                 if not ctl_known:
-                    raw: Any = await self._tail_client.xrevrange(self._ctl_key, "+", "-", count=1)
+                    raw: Any = await self._tail_conn.call(
+                        b"*6\r\n$9\r\nXREVRANGE\r\n"
+                        + self._ctl_key_bulk
+                        + b"$1\r\n+\r\n$1\r\n-\r\n$5\r\nCOUNT\r\n$1\r\n1\r\n",
+                        self._command_timeout,
+                    )
                     self._ctl_last = raw[0][0] if raw else b"0-0"
                     ctl_known = True
+                # Cleared before the key set is built: a follower added after this point sends
+                # a wake-up of its own, which ends the XREAD below at once.
+                self._wake_pending = False
                 now = time.monotonic()
-                streams: dict[Any, Any] = {self._ctl_key: self._ctl_last}
+                keys = [self._ctl_key_bulk]
+                ids = [_bulk(self._ctl_last)]
                 for f in self._followers.values():
                     if f.waiting or now - f.touched <= self._follow_idle:
-                        streams[f.key] = f"{f.tail}-0"
+                        keys.append(f.key_bulk)
+                        ids.append(_bulk(b"%d-0" % f.tail))
+                packed = b"".join(
+                    [
+                        b"*%d\r\n$5\r\nXREAD\r\n$5\r\nCOUNT\r\n" % (6 + 2 * len(keys)),
+                        self._read_chunk_bulk,
+                        b"$5\r\nBLOCK\r\n",
+                        self._tail_block_bulk,
+                        b"$7\r\nSTREAMS\r\n",
+                        *keys,
+                        *ids,
+                    ]
+                )
                 self.stats["xread_calls"] += 1
                 self.stats["round_trips"] += 1
-                reply: Any = await self._tail_client.xread(
-                    streams, count=self._read_chunk, block=self._tail_block_ms
+                reply: Any = await self._tail_conn.call(
+                    packed, self._tail_block_ms / 1000 + self._command_timeout
                 )
             except asyncio.CancelledError:
                 raise

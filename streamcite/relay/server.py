@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import hmac
 import secrets
+import socket
 import time
 from bisect import bisect_left
 from collections import Counter
@@ -107,9 +108,15 @@ class RelayConfig:
     max_streams_total: int = 2000
     """Upstream requests running at once on this relay."""
     max_connections: int = 10_000
+    client_buffer_bytes: int = 256 * 1024
+    """Bytes a client's socket write buffer may hold; past it the relay waits for the
+    client (only that client: events stay in the log)."""
+    client_sndbuf: int | None = None
+    """``SO_SNDBUF`` of client sockets; None keeps the OS default (autotuned, up to
+    megabytes). Lower it to bound the kernel memory each client may hold."""
     client_buffer_events: int = 4096
-    """How many events a client may fall behind the live stream before it is closed
-    with 4008 (it can reconnect and resume)."""
+    """How many events a client whose buffer is full may fall behind the live stream
+    before it is closed with 4008 (it can reconnect and resume)."""
     send_timeout: float = 10.0
     """Longest a single write to a client may wait for its socket to drain."""
     heartbeat_interval: float = 15.0
@@ -132,6 +139,7 @@ class RelayConfig:
             "max_streams_total",
             "max_connections",
             "client_buffer_events",
+            "client_buffer_bytes",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
@@ -299,10 +307,11 @@ class _Client:
     """One client connection (a WebSocket, or one SSE response)."""
 
     kind = "?"
-    __slots__ = ("closing", "id", "last_send", "log", "pumps", "sending_since")
+    __slots__ = ("closing", "id", "last_send", "log", "pumps", "sending_since", "transport")
 
-    def __init__(self) -> None:
+    def __init__(self, transport: asyncio.BaseTransport | None) -> None:
         self.id = secrets.token_hex(4)
+        self.transport = transport
         self.pumps: dict[str, asyncio.Task[None]] = {}
         self.last_send = time.monotonic()
         self.sending_since = 0.0
@@ -328,6 +337,11 @@ class _Client:
             self.sending_since = 0.0
         self.last_send = now
 
+    def backlogged(self) -> bool:
+        """True when the kernel stopped taking this client's bytes (its buffer holds some)."""
+        t = self.transport
+        return isinstance(t, asyncio.WriteTransport) and t.get_write_buffer_size() > 0
+
     async def idle_tick(self) -> None:
         """Called by a pump with nothing to send for a while (SSE sends a heartbeat)."""
 
@@ -348,8 +362,13 @@ class _WsClient(_Client):
     kind = "ws"
     __slots__ = ("closer", "send_timeout", "ws")
 
-    def __init__(self, ws: web.WebSocketResponse, send_timeout: float):
-        super().__init__()
+    def __init__(
+        self,
+        ws: web.WebSocketResponse,
+        transport: asyncio.BaseTransport | None,
+        send_timeout: float,
+    ):
+        super().__init__(transport)
         self.ws = ws
         self.send_timeout = send_timeout
         self.closer: asyncio.Task[None] | None = None
@@ -366,8 +385,10 @@ class _WsClient(_Client):
         self.closer = asyncio.create_task(self._close(code, reason), name=f"ws-close:{self.id}")
 
     async def _close(self, code: int, reason: str) -> None:
+        # The close frame queues behind what the client has not read yet: give a slow
+        # client a few seconds to reach it (and see the code), then drop the connection.
         try:
-            async with asyncio.timeout(self.send_timeout):
+            async with asyncio.timeout(max(5.0, self.send_timeout)):
                 await self.ws.close(code=code, message=reason.encode())
         except (TimeoutError, ConnectionError, RuntimeError, aiohttp.ClientError):
             self.abort()
@@ -388,7 +409,7 @@ class _SseClient(_Client):
     def __init__(
         self, request: web.Request, resp: web.StreamResponse, heartbeat_interval: float
     ) -> None:
-        super().__init__()
+        super().__init__(request.transport)
         self.request = request
         self.resp = resp
         self.heartbeat_interval = heartbeat_interval
@@ -655,7 +676,8 @@ class Relay:
             max_msg_size=cfg.max_message_bytes, compress=False, autoping=True, heartbeat=None
         )
         await ws.prepare(request)
-        client = _WsClient(ws, cfg.send_timeout)
+        _limit_write_buffer(request.transport, cfg.client_buffer_bytes, cfg.client_sndbuf)
+        client = _WsClient(ws, request.transport, cfg.send_timeout)
         self._clients.add(client)
         self.metrics.connections["ws"] += 1
         client.log.debug("client.open", peer=request.remote)
@@ -806,6 +828,7 @@ class Relay:
                 **_SECURITY_HEADERS,
             }
         )
+        _limit_write_buffer(request.transport, cfg.client_buffer_bytes, cfg.client_sndbuf)
         client = _SseClient(request, resp, cfg.heartbeat_interval)
         # Validate before committing to a 200 event stream, so errors are plain HTTP.
         if isinstance(msg, AskMessage):
@@ -1033,7 +1056,9 @@ class Relay:
                             stream_id=sid,
                         )
                     )
-                if entries[-1].seq - max(delivered, backlog_end) > bound:
+                # Behind the live head (resume backlog excepted) while its socket is full:
+                # the client cannot keep up. A burst to a client that keeps up is fine.
+                if entries[-1].seq - max(delivered, backlog_end) > bound and client.backlogged():
                     raise _TooSlow
                 send = client.send
                 for entry in entries:
@@ -1245,6 +1270,18 @@ _RESUME_ERRORS = {
     "bad_seq": "after_seq is past the last event of the stream",
     "too_many_streams": "too many streams on this connection",
 }
+
+
+def _limit_write_buffer(
+    transport: asyncio.BaseTransport | None, high: int, sndbuf: int | None
+) -> None:
+    if isinstance(transport, asyncio.WriteTransport):
+        transport.set_write_buffer_limits(high=high)
+    if sndbuf is not None and transport is not None:
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
 
 
 def _parse_last_event_id(value: str) -> int | None:
