@@ -309,6 +309,11 @@ class ChatStream:
             if isinstance(exc, _OpenFailed):
                 self._log.info("stream.retry", attempt=state.attempt_number, code=exc.event.code)
 
+        if self.retries <= 0:
+            resp = await attempt()  # no retry policy to build on the TTFT path
+            self._resp = resp
+            self.response_headers = resp.headers
+            return resp
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.retries + 1),
             wait=wait,

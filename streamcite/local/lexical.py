@@ -421,8 +421,7 @@ class TokenTable:
 
     def keys(self, tokens: list[bytes]) -> list[str]:
         """The key of each raw token, in order (``""`` for function words)."""
-        get = self.key.get
-        out: list[str | None] = [get(t) for t in tokens]
+        out: list[str | None] = list(map(self.key.get, tokens))
         if None in out:
             for i, k in enumerate(out):
                 if k is None:
