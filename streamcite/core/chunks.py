@@ -162,49 +162,54 @@ class ChunkInterpreter:
             i += 1
             if isinstance(item, tuple):
                 self.feed(item[1], item[0], out)
-            else:
-                try:
-                    obj = loads(item)
-                except _JSONDecodeError:
-                    self.feed(item, b"", out)  # [DONE], or reports invalid JSON
-                    if self.done:
-                        break
-                    continue
-                if type(obj) is not dict:
-                    self._fault(out, "bad_chunk", f"chunk is not a JSON object: {item[:120]!r}")
-                    continue
-                choices = obj.get("choices")
-                if (
-                    det is not None
-                    and type(choices) is list
-                    and len(choices) == 1
-                    and "citations" not in obj
-                    and "search_results" not in obj
-                    and not obj.get("usage")
-                    and "error" not in obj
-                ):
-                    ch = choices[0]
-                    if type(ch) is dict and not ch.get("finish_reason") and not ch.get("index"):
-                        delta = ch.get("delta")
-                        if type(delta) is dict:
-                            content = delta.get("content")
-                            if type(content) is str:
-                                if not content:
-                                    continue
-                                append(token(0, content, content))
-                                raw0.append(content)
-                                if det.held or "[" in content:
-                                    refs = det.feed(content)[1]
-                                    if refs:
-                                        self._add_refs(0, refs, out)
-                                else:
-                                    det.offset += len(content)
-                                continue
-                self._interpret(obj, "delta", out)
-            det = self._detectors.get(0)
+                det = self._detectors.get(0)
+                continue
+            try:
+                obj = loads(item)
+                # The shape of nearly every chunk; anything else raises and goes the
+                # general way (zero-cost try in CPython 3.11 when nothing is raised).
+                (ch,) = obj["choices"]
+                content = ch["delta"]["content"]
+            except _JSONDecodeError:
+                self.feed(item, b"", out)  # [DONE], or reports the invalid JSON
+                if self.done:
+                    break
+                continue
+            except (KeyError, TypeError, ValueError, IndexError):
+                self._general(obj, item, out)
+                det = self._detectors.get(0)
+                continue
+            if (
+                det is None
+                or type(content) is not str
+                or ch.get("finish_reason")
+                or ch.get("index")
+                or "citations" in obj
+                or "search_results" in obj
+                or "error" in obj
+                or ("usage" in obj and obj["usage"])
+            ):
+                self._general(obj, item, out)
+                det = self._detectors.get(0)
+                continue
+            if content:
+                append(token(0, content, content))
+                raw0.append(content)
+                if det.held or "[" in content:
+                    refs = det.feed(content)[1]
+                    if refs:
+                        self._add_refs(0, refs, out)
+                else:
+                    det.offset += len(content)
         if i < len(raw):
             for item in raw[i:]:  # after [DONE]: the general path ignores them
                 self.feed(item if isinstance(item, bytes) else item[1], b"", out)
+
+    def _general(self, obj: Any, payload: bytes, out: list[Event]) -> None:
+        if type(obj) is not dict:
+            self._fault(out, "bad_chunk", f"chunk is not a JSON object: {payload[:120]!r}")
+        else:
+            self._interpret(obj, "delta", out)
 
     def _interpret(self, obj: dict[str, Any], key: str, out: list[Event]) -> None:
         if not self._meta_seen:

@@ -72,7 +72,7 @@ def _scan(s: str, p: int, nums: list[int]) -> int:
 class FootnoteDetector:
     """Footnote markers of one choice's text, detected incrementally."""
 
-    __slots__ = ("_render", "_strip", "held", "held_start", "keep", "offset")
+    __slots__ = ("_held_refs", "_render", "_strip", "held", "held_start", "keep", "offset")
 
     def __init__(self, mode: MarkerMode = "keep") -> None:
         self.keep = mode == "keep"
@@ -92,12 +92,26 @@ class FootnoteDetector:
         self.held = ""
         """Raw text held back because it may be (the start of) a marker."""
         self.held_start = 0
+        self._held_refs: list[tuple[int, int]] | None = None
+        """Keep mode: the refs of a held *complete* marker that only awaits its next char."""
 
     def feed(self, text: str) -> tuple[str, list[tuple[int, int]] | None]:
         """Consume one delta. Returns ``(display text, [(number, offset), ...] or None)``."""
         if not self.held and "[" not in text and (self.keep or text[-1:] not in _SPACE):
             self.offset += len(text)
             return text, None
+        if self._held_refs is not None and text[:1] != "(":
+            # The held "[n]" is confirmed by a next char that is not "(": no re-scan.
+            refs = self._held_refs
+            self._held_refs = None
+            self.held = ""
+            if "[" in text:
+                more = self._process(text, self.offset, final=False)[1]
+                if more:
+                    refs = refs + more
+            self.offset += len(text)
+            return text, refs
+        self._held_refs = None
         if self.held:
             s = self.held + text
             base = self.held_start
@@ -114,6 +128,7 @@ class FootnoteDetector:
             return "", None
         s, base = self.held, self.held_start
         self.held = ""
+        self._held_refs = None
         display, refs = self._process(s, base, final=True)
         return ("" if self.keep else display), refs
 
@@ -133,6 +148,8 @@ class FootnoteDetector:
                 continue
             if end == _PARTIAL or (end == len(s) and not final):
                 hold = p
+                if end != _PARTIAL and self.keep:
+                    self._held_refs = [(number, base + p) for number in nums]
                 break
             if end < len(s) and s[end] == "(":
                 p = s.find("[", end)  # a markdown link, not a footnote
