@@ -7,7 +7,9 @@ entry − writer called ``append``, on one monotonic clock (CLOCK_MONOTONIC is s
 it also holds across processes). Three set-ups:
 
   memory         MemoryStreamLog; writer and readers in one process (one relay)
-  redis-local    RedisStreamLog; readers on the owner instance (a client on its own relay)
+  redis-local    RedisStreamLog; readers on the owner instance (a client on its own relay);
+                 they see an entry once Redis has stored it (local_delivery="after_write")
+  redis-local-immediate  the same with local_delivery="immediate" (Redis written behind)
   redis-remote   RedisStreamLog; the owner in a child process, readers in this one — every
                  client reconnected to another relay instance (the worst case)
 
@@ -71,9 +73,11 @@ def pct(values: list[float], p: float) -> float:
     return values[k]
 
 
-async def write_streams(log: StreamLog, sids: list[str], seconds: float, owner: str) -> int:
-    for sid in sids:
-        await log.open_stream(sid, owner=owner)
+async def open_streams(log: StreamLog, sids: list[str], owner: str) -> None:
+    await asyncio.gather(*(log.open_stream(sid, owner=owner) for sid in sids))
+
+
+async def write_streams(log: StreamLog, sids: list[str], seconds: float) -> int:
     n_tokens = int(seconds * RATE)
     # One ticker wakes each slot's streams every 20 ms, as upstream data would wake the relay's
     # producers: one wake-up per token, without a timer per token.
@@ -81,7 +85,9 @@ async def write_streams(log: StreamLog, sids: list[str], seconds: float, owner: 
 
     async def ticker() -> None:
         start = time.monotonic() + 0.2
-        for k in range(n_tokens * SLOTS + SLOTS):
+        k = 0
+        while True:  # until cancelled: a stream that fell behind still gets its ticks
+            k += 1
             delay = start + k / (RATE * SLOTS) - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
@@ -110,8 +116,6 @@ async def read_streams(log: StreamLog, sids: list[str], deadline: float) -> list
         while time.monotonic() < deadline:
             entries = await log.read(sid, after, block=1.0)
             if not entries:
-                if after == 0:
-                    await asyncio.sleep(0.01)  # not opened yet (remote owner)
                 continue
             now = time.perf_counter()
             for e in entries:
@@ -139,25 +143,33 @@ def redis_calls(url: str) -> int:
 async def run_mode(mode: str, n: int, seconds: float, url: str | None) -> dict[str, Any]:
     run = f"{os.getpid()}-{time.monotonic_ns()}"
     sids = [f"b{n}-{mode}-{i}-{run}" for i in range(n)]
-    cpu0 = os.times()
-    calls0 = redis_calls(url) if url else 0
     round_trips = 0
-    deadline = time.monotonic() + seconds + 30
+    deadline = time.monotonic() + seconds + 60
     if mode == "memory":
         log: Any = MemoryStreamLog()
+        await open_streams(log, sids, "bench")
+        cpu0 = os.times()
         readers = asyncio.create_task(read_streams(log, sids, deadline))
-        tokens = await write_streams(log, sids, seconds, "bench")
+        tokens = await write_streams(log, sids, seconds)
         lat = await readers
+        cpu1 = os.times()
         await log.aclose()
     else:
         from streamcite.relay.redislog import RedisStreamLog
 
         assert url is not None
-        log = RedisStreamLog(url, instance_id=f"bench-reader-{mode}-{n}")
+        delivery = "immediate" if mode == "redis-local-immediate" else "after_write"
+        log = RedisStreamLog(
+            url, instance_id=f"bench-reader-{mode}-{n}-{run}", local_delivery=delivery
+        )
         await log.connect()
-        if mode == "redis-local":
+        if mode in ("redis-local", "redis-local-immediate"):
+            await open_streams(log, sids, "bench")
+            calls0 = redis_calls(url)
+            trips0 = log.stats["round_trips"]
+            cpu0 = os.times()
             readers = asyncio.create_task(read_streams(log, sids, deadline))
-            tokens = await write_streams(log, sids, seconds, "bench")
+            tokens = await write_streams(log, sids, seconds)
             lat = await readers
         else:
             child = await asyncio.create_subprocess_exec(
@@ -168,17 +180,32 @@ async def run_mode(mode: str, n: int, seconds: float, url: str | None) -> dict[s
                 str(n),
                 str(seconds),
                 json.dumps(sids),
+                stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
             )
-            lat = await read_streams(log, sids, deadline)
-            out, _ = await asyncio.wait_for(child.communicate(), 60)
+            assert child.stdin is not None and child.stdout is not None
+            # The owner opens the streams, then waits for us: every reader is following
+            # (blocked in read) before the first token.
+            line = await asyncio.wait_for(child.stdout.readline(), 120)
+            assert line.strip() == b"ready", line
+            calls0 = redis_calls(url)
+            trips0 = log.stats["round_trips"]
+            cpu0 = os.times()
+            readers = asyncio.create_task(read_streams(log, sids, deadline))
+            await asyncio.sleep(1.0)
+            child.stdin.write(b"go\n")
+            await child.stdin.drain()
+            lat = await readers
+            out = await asyncio.wait_for(child.stdout.read(), 120)
+            await asyncio.wait_for(child.wait(), 60)
             child_stats = json.loads(out)
             tokens = child_stats["tokens"]
             round_trips += child_stats["round_trips"]
-        round_trips += log.stats["round_trips"]
+        cpu1 = os.times()
+        round_trips += log.stats["round_trips"] - trips0
         await log.aclose()
-    cpu1 = os.times()
     calls = (redis_calls(url) - calls0) if url and mode != "memory" else 0
+    # The bench's own INFO calls are not counted (they are excluded by name).
     cpu = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
     cpu += (cpu1.children_user - cpu0.children_user) + (cpu1.children_system - cpu0.children_system)
     return {
@@ -200,8 +227,12 @@ async def writer_role(url: str, n: int, seconds: float, sids: list[str]) -> None
 
     log = RedisStreamLog(url, instance_id=f"bench-owner-{os.getpid()}")
     await log.connect()
-    tokens = await write_streams(log, sids, seconds, "bench-owner")
-    stats = dict(log.stats)
+    await open_streams(log, sids, "bench-owner")
+    trips0 = log.stats["round_trips"]
+    print("ready", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+    tokens = await write_streams(log, sids, seconds)
+    stats = {"round_trips": log.stats["round_trips"] - trips0}
     await log.aclose()
     print(json.dumps({"tokens": tokens, "round_trips": stats["round_trips"]}))
 
@@ -233,7 +264,11 @@ async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--streams", type=int, nargs="+", default=[100, 1000])
     ap.add_argument("--seconds", type=float, default=5.0)
-    ap.add_argument("--modes", nargs="+", default=["memory", "redis-local", "redis-remote"])
+    ap.add_argument(
+        "--modes",
+        nargs="+",
+        default=["memory", "redis-local", "redis-local-immediate", "redis-remote"],
+    )
     ap.add_argument("--redis-url", default=None, help="use this Redis instead of starting one")
     ap.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = ap.parse_args()

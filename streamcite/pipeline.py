@@ -310,10 +310,10 @@ class ChatStream:
                 self._log.info("stream.retry", attempt=state.attempt_number, code=exc.event.code)
 
         if self.retries <= 0:
-            resp = await attempt()  # no retry policy to build on the TTFT path
-            self._resp = resp
-            self.response_headers = resp.headers
-            return resp
+            first = await attempt()  # no retry policy to build on the TTFT path
+            self._resp = first
+            self.response_headers = first.headers
+            return first
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.retries + 1),
             wait=wait,

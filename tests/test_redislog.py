@@ -100,6 +100,7 @@ async def test_seq_numbers_start_at_one_and_follow_call_order(make_log: LogFacto
     # gets 1, 2, 3, ... in the order of the calls.
     calls = [(sid, f"{sid}:{i}".encode()) for i in range(60) for sid in ("s1", "s2", "s3")]
     seqs = await asyncio.gather(*(a.append(sid, p) for sid, p in calls))
+    await a.flush()  # append returns once queued; other instances read what Redis has
     for sid in ("s1", "s2", "s3"):
         got = [s for (csid, _), s in zip(calls, seqs, strict=True) if csid == sid]
         assert got == list(range(1, 61))
@@ -126,6 +127,7 @@ async def test_payload_bytes_round_trip_exactly(make_log: LogFactory) -> None:
     ]
     for p in payloads:
         await a.append("bin", p)
+    await a.flush()
     assert [e.payload for e in await b.read("bin", 0)] == payloads
 
 
@@ -136,6 +138,7 @@ async def test_resume_from_every_cut_point_is_exactly_once(make_log: LogFactory)
     n = 40
     for i in range(n):
         await a.append("r", b"e%d" % i)
+    await a.flush()
     for log in (a, b):
         for cut in range(0, n + 1):
             entries = await log.read("r", cut)
@@ -354,6 +357,7 @@ async def test_maxlen_bounds_the_log_and_a_late_reader_sees_the_gap(
     await a.open_stream("big", owner="a")
     for i in range(0, 1000, 50):
         await asyncio.gather(*(a.append("big", b"%d" % j) for j in range(i, i + 50)))
+    await a.flush()
     for log in (a, b):
         entries = await log.read("big", 0)
         seqs = [e.seq for e in entries]
@@ -389,13 +393,21 @@ async def test_redis_down_mid_stream_is_a_clear_error_never_a_hang(
     b = await make_log("B", url=server.url, unavailable_after=0.5)
     await a.open_stream("down", owner="a")
     await a.append("down", b"before")
+    await a.flush()
     assert await b.read("down", 0) == [LogEntry(1, b"before")]
     server.stop()
+    assert await a.append("down", b"during") == 2  # queued: append does not wait for Redis
     async with asyncio.timeout(GUARD):
-        with pytest.raises(RedisUnavailable):
-            await a.append("down", b"during")
-        # The owner's own readers still get the entry (to learn what happened) ...
-        assert await a.read("down", 1) == [LogEntry(2, b"during")]
+        with pytest.raises(RedisUnavailable) as info:
+            while True:  # the write fails after unavailable_after; appends then raise
+                await a.append("down", b"later")
+                await asyncio.sleep(0.05)
+        assert info.value.code == "redis_unavailable" and info.value.retryable
+        # The owner's own readers still get the entries (to learn what happened) ...
+        local = await a.read("down", 1)
+        assert local[0] == LogEntry(2, b"during")
+        assert [e.seq for e in local] == list(range(2, 2 + len(local)))
+        assert {e.payload for e in local[1:]} == {b"later"}
         # ... other instances get the error.
         with pytest.raises(RedisUnavailable):
             await b.status("down")
@@ -409,24 +421,27 @@ async def test_redis_restart_mid_stream_recovers(
     redis_server_factory: Callable[[], RedisServer], make_log: LogFactory
 ) -> None:
     """A quick restart (no persistence: Redis comes back empty) within ``unavailable_after``:
-    the owner's append waits, then succeeds; the lease and metadata are re-created; a reader on
-    another instance continues from where it was, without gap or duplicate."""
+    the owner's queued entries are written once Redis is back; the lease and metadata are
+    re-created; a reader on another instance continues from where it was, without gap or
+    duplicate."""
     server = redis_server_factory()
     a = await make_log("A", url=server.url, unavailable_after=10.0, lease_ms=600)
     b = await make_log("B", url=server.url, unavailable_after=10.0, lease_ms=600)
     await a.open_stream("rs", owner="a")
     for i in range(5):
         await a.append("rs", b"%d" % i)
+    await a.flush()
     assert len(await b.read("rs", 0)) == 5
     follower = asyncio.create_task(collect_until(b, "rs", 5, lambda e: e.payload == b"end"))
     await asyncio.sleep(0.1)
     server.stop()
-    during = asyncio.create_task(a.append("rs", b"5"))
+    assert await a.append("rs", b"5") == 6  # queued
     await asyncio.sleep(0.3)
-    assert not during.done()  # waiting for Redis, not failed, not lost
+    # Readers, the owner's own included, see an entry only once Redis has it.
+    assert await a.read("rs", 5) == []
     server.start()
     async with asyncio.timeout(GUARD):
-        assert await during == 6
+        assert await a.read("rs", 5, block=GUARD) == [LogEntry(6, b"5")]
         for i in range(6, 10):
             await a.append("rs", b"%d" % i)
         await a.append("rs", b"end")

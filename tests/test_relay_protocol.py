@@ -874,3 +874,15 @@ async def test_cli_serves_and_shuts_down_on_sigterm() -> None:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+def test_browser_gate_skips_locally_but_fails_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests import _relay_fixtures
+
+    monkeypatch.setattr(_relay_fixtures, "CHROMIUM", "/nonexistent/chromium")
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match=r"install-chromium\.sh"):
+        _relay_fixtures.require_chromium()
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI=true"):
+        _relay_fixtures.require_chromium()

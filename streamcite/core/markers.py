@@ -102,13 +102,13 @@ class FootnoteDetector:
             return text, None
         if self._held_refs is not None and text[:1] != "(":
             # The held "[n]" is confirmed by a next char that is not "(": no re-scan.
-            refs = self._held_refs
+            refs: list[tuple[int, int]] | None = self._held_refs
             self._held_refs = None
             self.held = ""
             if "[" in text:
                 more = self._process(text, self.offset, final=False)[1]
                 if more:
-                    refs = refs + more
+                    refs = [*(refs or ()), *more]
             self.offset += len(text)
             return text, refs
         self._held_refs = None

@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import math
 import os
 import secrets
 import socket
@@ -87,11 +88,13 @@ class StreamLogConflict(StreamciteError):
 # Lua scripts: each runs atomically and costs one round trip whatever the batch size.
 # --------------------------------------------------------------------------------------------
 
+# ARGV: maxlen, fan-out channel, fan-out message (the batch, packed), then seq and payload
+# per entry. The message is published after the entries are stored, atomically with them.
 _APPEND_LUA = """
 local maxlen = ARGV[1]
 local dup = 0
 for i = 1, #KEYS do
-  local r = redis.pcall('XADD', KEYS[i], 'MAXLEN', '~', maxlen, ARGV[2 * i] .. '-0', 'p', ARGV[2 * i + 1])
+  local r = redis.pcall('XADD', KEYS[i], 'MAXLEN', '~', maxlen, ARGV[2 * i + 2] .. '-0', 'p', ARGV[2 * i + 3])
   if type(r) == 'table' and r.err then
     if string.find(r.err, 'equal or smaller', 1, true) then
       dup = dup + 1
@@ -100,6 +103,7 @@ for i = 1, #KEYS do
     end
   end
 end
+redis.call('PUBLISH', ARGV[2], ARGV[3])
 return dup
 """
 
@@ -176,6 +180,37 @@ end
 return table.concat(out)
 """
 
+# Entries after a seq, packed into one string per stream: "{seq} {len} {payload}" repeated.
+# redis-py's pure-Python reply parser costs microseconds per element, and an XRANGE entry is
+# five elements; packed, a whole backlog is one. KEYS: streams; ARGV: after-seq per stream,
+# then the count per stream; with a meta key as one more KEY, its state and owning instance
+# are appended to the reply.
+_FETCH_LUA = """
+local n = #ARGV - 1
+local count = ARGV[#ARGV]
+local out = {}
+for i = 1, n do
+  local entries = redis.call('XRANGE', KEYS[i], '(' .. ARGV[i] .. '-0', '+', 'COUNT', count)
+  local parts = {}
+  for j = 1, #entries do
+    local id = entries[j][1]
+    local fields = entries[j][2]
+    local payload = ''
+    for k = 1, #fields, 2 do
+      if fields[k] == 'p' then payload = fields[k + 1] end
+    end
+    parts[#parts + 1] = string.sub(id, 1, string.find(id, '-', 1, true) - 1) .. ' ' .. #payload .. ' ' .. payload
+  end
+  out[i] = table.concat(parts)
+end
+if #KEYS > n then
+  local m = redis.call('HMGET', KEYS[n + 1], 'state', 'instance')
+  out[n + 1] = m[1] or ''
+  out[n + 2] = m[2] or ''
+end
+return out
+"""
+
 _STATUS_LUA = """
 local lease = redis.call('GET', KEYS[1]) or ''
 local m = redis.call('HMGET', KEYS[2], 'owner', 'instance', 'state', 'last_seq')
@@ -250,6 +285,75 @@ class _HotConnection:
 # --------------------------------------------------------------------------------------------
 
 
+class _TimerWheel:
+    """Timeouts of blocked reads, rounded up to the next 50 ms tick so that they share one
+    loop timer per tick: a blocked read per event per client is the relay's hot path, and a
+    timer each (``asyncio.timeout``) costs more than the rest of the read."""
+
+    __slots__ = ("_buckets",)
+    TICK: Final = 0.05
+
+    def __init__(self) -> None:
+        self._buckets: dict[int, set[asyncio.Future[None]]] = {}
+
+    def add(self, fut: asyncio.Future[None], limit: float) -> int:
+        loop = asyncio.get_running_loop()
+        key = math.ceil((loop.time() + limit) / self.TICK)
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = self._buckets[key] = set()
+            loop.call_at(key * self.TICK, self._fire, key)
+        bucket.add(fut)
+        return key
+
+    def discard(self, key: int, fut: asyncio.Future[None]) -> None:
+        bucket = self._buckets.get(key)
+        if bucket is not None:
+            bucket.discard(fut)
+
+    def _fire(self, key: int) -> None:
+        for fut in self._buckets.pop(key, ()):
+            if not fut.done():
+                fut.set_result(None)
+
+    def fire_all(self) -> None:
+        for key in list(self._buckets):
+            self._fire(key)
+
+
+class _Waiters:
+    """Readers blocked on one stream: a list of futures resolved together."""
+
+    __slots__ = ("futures",)
+
+    def __init__(self) -> None:
+        self.futures: list[asyncio.Future[None]] = []
+
+    async def wait(self, limit: float, wheel: _TimerWheel) -> None:
+        """Until :meth:`wake` or about ``limit`` seconds (up to 50 ms more), whichever first."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.futures.append(fut)
+        key = wheel.add(fut, limit)
+        try:
+            await fut
+        finally:
+            wheel.discard(key, fut)
+            if not fut.done():
+                fut.cancel()
+            if self.futures and fut in self.futures:
+                self.futures.remove(fut)
+
+    def wake(self) -> None:
+        if self.futures:
+            futures, self.futures = self.futures, []
+            for fut in futures:
+                if not fut.done():
+                    fut.set_result(None)
+
+    def __len__(self) -> int:
+        return len(self.futures)
+
+
 @dataclass(slots=True, eq=False)
 class _Owned:
     """A stream this instance owns: the writer side plus an in-memory copy for local readers."""
@@ -261,16 +365,22 @@ class _Owned:
     lease_key: str
     key_bulk: bytes = b""
     """``key`` as a RESP bulk string, packed once for every write of this stream."""
+    sid_prefix: bytes = b""
+    """``{len} {stream_id}`` for the fan-out message."""
     next_seq: int = 1
+    written: int = 0
+    """Highest seq the writer has settled (stored in Redis, or failed for good)."""
     entries: list[LogEntry] = field(default_factory=list)
-    """Entries acknowledged by Redis (or failed ones, see ``append``), contiguous seqs."""
+    """Entries local readers can see, contiguous seqs (see ``local_delivery``)."""
     first_seq: int = 1
     finished: bool = False
     finished_at: float = 0.0
     lost: bool = False
     """Another instance holds the lease: appends are refused."""
-    last_write: asyncio.Future[int] | None = None
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    error: StreamciteError | None = None
+    """Set when a write of this stream failed for good (Redis unavailable): later entries are
+    delivered to local readers only, and ``append`` raises it."""
+    waiters: _Waiters = field(default_factory=_Waiters)
 
     def deliver(self, entry: LogEntry, cap: int) -> None:
         self.entries.append(entry)
@@ -279,10 +389,6 @@ class _Owned:
             drop = len(self.entries) - cap
             del self.entries[:drop]
             self.first_seq += drop
-
-    def notify(self) -> None:
-        self.changed.set()
-        self.changed = asyncio.Event()
 
     def slice(self, after_seq: int) -> list[LogEntry]:
         start = max(after_seq + 1 - self.first_seq, 0)
@@ -295,18 +401,20 @@ class _Owned:
 
 @dataclass(slots=True, eq=False)
 class _Follower:
-    """A stream owned elsewhere that readers on this instance follow through the tailer."""
+    """A stream owned elsewhere that readers on this instance follow through the fan-out."""
 
     key: str
     lease_key: str
     meta_key: str
     tail: int
-    key_bulk: bytes = b""
-    """Highest seq the tailer has fetched; its next ``XREAD`` starts after it."""
+    """Highest seq received (contiguously) for this stream."""
+    channel: str = ""
+    """The owner's fan-out channel."""
+    resync: bool = False
+    """Entries may have been missed: fetch from Redis before taking fan-out messages again."""
     buf: list[LogEntry] = field(default_factory=list)
     touched: float = 0.0
-    waiting: int = 0
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    waiters: _Waiters = field(default_factory=_Waiters)
 
     def add(self, entries: list[LogEntry], cap: int) -> None:
         if not entries:
@@ -319,11 +427,7 @@ class _Follower:
         if len(self.buf) > cap + cap // 4 + 16:
             del self.buf[: len(self.buf) - cap]
         self.tail = max(self.tail, entries[-1].seq)
-        self.wake()
-
-    def wake(self) -> None:
-        self.changed.set()
-        self.changed = asyncio.Event()
+        self.waiters.wake()
 
     def slice(self, after_seq: int) -> list[LogEntry] | None:
         """Entries after ``after_seq`` when the buffer covers ``after_seq + 1``, else None."""
@@ -335,17 +439,38 @@ class _Follower:
         return self.buf[after_seq + 1 - first :]
 
 
-def _parse_entries(raw: Any) -> list[LogEntry]:
-    """Raw ``XRANGE`` / one stream of ``XREAD``: ``[[id, [field, value, ...]], ...]``."""
+def _unpack(packed: bytes) -> list[LogEntry]:
+    """Entries of one stream from ``_FETCH_LUA``'s packed form."""
     out: list[LogEntry] = []
-    for entry_id, fields in raw:
-        seq = int(entry_id.split(b"-", 1)[0])
-        payload = b""
-        for i in range(0, len(fields) - 1, 2):
-            if fields[i] == b"p":
-                payload = fields[i + 1]
-                break
-        out.append(LogEntry(seq, payload))
+    i, n = 0, len(packed)
+    find = packed.index
+    while i < n:
+        j = find(b" ", i)
+        k = find(b" ", j + 1)
+        end = k + 1 + int(packed[j + 1 : k])
+        out.append(LogEntry(int(packed[i:j]), packed[k + 1 : end]))
+        i = end
+    return out
+
+
+def _unpack_fanout(packed: bytes) -> list[tuple[str, LogEntry]]:
+    """``(stream_id, entry)`` pairs of a fan-out message: ``{n} {sid}{seq} {len} {payload}``."""
+    out: list[tuple[str, LogEntry]] = []
+    i, n = 0, len(packed)
+    find = packed.index
+    while i < n:
+        j = find(b" ", i)
+        sid_end = j + 1 + int(packed[i:j])
+        k = find(b" ", sid_end + 1)
+        m = find(b" ", k + 1)
+        end = m + 1 + int(packed[k + 1 : m])
+        out.append(
+            (
+                packed[j + 1 : sid_end].decode(),
+                LogEntry(int(packed[sid_end + 1 : k]), packed[m + 1 : end]),
+            )
+        )
+        i = end
     return out
 
 
@@ -392,6 +517,12 @@ class RedisStreamLog:
         prefix: key prefix, to share one Redis database between deployments.
         write_batch: most entries per write round trip.
         max_connections: size of the (blocking) connection pool for commands.
+        local_delivery: when this instance's own readers see an entry: ``"after_write"`` (the
+            default) once Redis has stored it — no client ever holds an event the shared log
+            lacks, so a resume on any instance is exact even after the owner crashed;
+            ``"immediate"`` at ``append`` — the in-memory log's latency for local clients,
+            Redis written behind; if the owner crashes, its clients may hold the last few ms
+            of events that never reached Redis.
     """
 
     def __init__(
@@ -408,7 +539,12 @@ class RedisStreamLog:
         max_connections: int = 32,
         connect_timeout: float = 2.0,
         command_timeout: float = 5.0,
+        local_delivery: str = "after_write",
     ) -> None:
+        if local_delivery not in ("after_write", "immediate"):
+            raise ValueError("local_delivery is 'after_write' or 'immediate'")
+        self.local_delivery = local_delivery
+        self._immediate = local_delivery == "immediate"
         if maxlen < 1 or retention <= 0 or lease_ms < 100 or unavailable_after < 0:
             raise ValueError("maxlen >= 1, retention > 0, lease_ms >= 100, unavailable_after >= 0")
         self.instance_id = (
@@ -426,7 +562,8 @@ class RedisStreamLog:
         # Finished streams stay in memory (for local readers) at most this long; Redis keeps them
         # for the full retention and serves later reads.
         self._local_retention = min(retention, 30.0)
-        self._tail_block_ms = 1000
+        self._control_block_ms = 1000
+        self._fanout_poll = 0.05
         self._follow_idle = 15.0
         self._follow_buffer = 4096
         self._read_chunk = 1000
@@ -457,7 +594,7 @@ class RedisStreamLog:
         # are applied per command (the tail reader's XREAD blocks by design).
         self._hot_pool = aioredis.ConnectionPool.from_url(
             url,
-            max_connections=2,
+            max_connections=3,  # writer, control stream, fan-out subscription
             socket_connect_timeout=connect_timeout,
             socket_timeout=None,
             protocol=2,
@@ -465,13 +602,12 @@ class RedisStreamLog:
             client_name=f"streamcite-relay-hot:{self.instance_id}"[:120].replace(" ", "_"),
         )
         self._writer_conn = _HotConnection(self._hot_pool)
-        self._tail_conn = _HotConnection(self._hot_pool)
+        self._control_conn = _HotConnection(self._hot_pool)
         self._command_timeout = command_timeout
         self._maxlen_bulk = _bulk(str(maxlen).encode())
-        self._ctl_key_bulk = _bulk(f"{prefix}c:{self.instance_id}".encode())
-        self._read_chunk_bulk = _bulk(str(self._read_chunk).encode())
-        self._tail_block_bulk = _bulk(str(self._tail_block_ms).encode())
-        self._wake_pending = False
+        self._fanout_bulk = _bulk(self._fanout_channel(self.instance_id).encode())
+        self._fanout_wake = _Waiters()
+        self._fanout_down_since: float | None = None
 
         self._append = _Script(_APPEND_LUA)
         self._open = _Script(_OPEN_LUA)
@@ -480,20 +616,26 @@ class RedisStreamLog:
         self._release = _Script(_RELEASE_LUA)
         self._status = _Script(_STATUS_LUA)
         self._watch = _Script(_WATCH_LUA)
+        self._fetch = _Script(_FETCH_LUA)
 
         self._owned: dict[str, _Owned] = {}
         self._followers: dict[str, _Follower] = {}
         self._callbacks: list[CallbackT] = []
         self._callback_tasks: set[asyncio.Future[None]] = set()
 
-        self._pending: list[tuple[_Owned, LogEntry, asyncio.Future[int]]] = []
+        self._pending: list[tuple[_Owned, LogEntry]] = []
+        """Entries queued for the writer (in append order)."""
         self._pending_event: asyncio.Event | None = None
+        self._in_flight = 0
+        self._progress = _Waiters()
+        self._wheel = _TimerWheel()
+        """Woken after every write round trip (backpressure, finish, close wait on it)."""
+        self._max_pending = 100_000
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
         self._closed = False
         self._down_since: float | None = None
         """monotonic time of the first failure of the current outage (writer, heartbeat)."""
-        self._tail_down_since: float | None = None
         self._needs_renew = False
         self._ctl_key = f"{prefix}c:{self.instance_id}"
         self._ctl_last: bytes = b"0-0"
@@ -540,7 +682,8 @@ class RedisStreamLog:
         self._tasks = [
             asyncio.create_task(self._write_loop(), name="redislog-writer"),
             asyncio.create_task(self._heartbeat_loop(), name="redislog-heartbeat"),
-            asyncio.create_task(self._tail_loop(), name="redislog-tail"),
+            asyncio.create_task(self._control_loop(), name="redislog-control"),
+            asyncio.create_task(self._fanout_loop(), name="redislog-fanout"),
         ]
 
     async def aclose(self, *, release_leases: bool = True) -> None:
@@ -552,13 +695,9 @@ class RedisStreamLog:
             return
         self._closed = True
         if self._started:
-            outstanding = [
-                o.last_write
-                for o in self._owned.values()
-                if o.last_write is not None and not o.last_write.done()
-            ]
-            if outstanding:
-                await asyncio.wait(outstanding, timeout=2.0)
+            deadline = time.monotonic() + 2.0
+            while (self._pending or self._in_flight) and time.monotonic() < deadline:
+                await self._progress.wait(deadline - time.monotonic(), self._wheel)
             if release_leases:
                 keys = [o.lease_key for o in self._owned.values() if not o.finished]
                 if keys:
@@ -570,18 +709,15 @@ class RedisStreamLog:
             for cb_task in list(self._callback_tasks):
                 cb_task.cancel()
             await asyncio.gather(*self._tasks, *self._callback_tasks, return_exceptions=True)
-        err = StreamciteError("the Redis stream log is closed", code="log_closed")
-        for _, _, fut in self._pending:
-            if not fut.done():
-                fut.set_exception(err)
-                fut.exception()  # mark retrieved: the appender may be gone
         self._pending.clear()
         for o in self._owned.values():
-            o.notify()
+            o.waiters.wake()
         for f in self._followers.values():
-            f.changed.set()
+            f.waiters.wake()
+        self._progress.wake()
+        self._wheel.fire_all()
         await self._writer_conn.release()
-        await self._tail_conn.release()
+        await self._control_conn.release()
         await self._client.aclose()
         await self._pool.aclose()
         await self._hot_pool.aclose()
@@ -638,6 +774,7 @@ class RedisStreamLog:
             meta_key=self._meta_key(stream_id),
             lease_key=self._lease_key(stream_id),
             key_bulk=_bulk(self._stream_key(stream_id).encode()),
+            sid_prefix=b"%d %s" % (len(stream_id.encode()), stream_id.encode()),
         )
         created = await self._call(
             lambda: self._open(
@@ -652,14 +789,19 @@ class RedisStreamLog:
         self._owned[stream_id] = o
 
     async def append(self, stream_id: str, payload: bytes) -> int:
-        """Append one event; return its seq once Redis has stored it.
+        """Append one event and return its seq (allocated here: the owner is the only writer).
 
-        Appends from all streams queued while a write is in flight go out together in one
-        round trip. Raises :class:`StreamLogConflict` if this instance does not own the
-        stream (or it is finished), :class:`RedisUnavailable` if Redis stayed unreachable for
-        ``unavailable_after`` seconds — in that case the entry *is* still delivered to this
-        instance's readers (so a relay can append an ``error`` and ``done`` that its own
-        clients will see), but other instances will not see it."""
+        The entry is queued for the writer task, which sends everything queued since its last
+        round trip in one ``EVALSHA``; readers — on this instance too — see it once Redis has
+        stored it, so no client ever holds an event the shared log lacks. ``append`` itself
+        does not wait for Redis (the producer is never slowed by it) unless more than
+        100,000 entries are queued (backpressure).
+
+        Raises :class:`StreamLogConflict` if this instance does not own the stream (or it is
+        finished). Once a write of this stream has failed for good (Redis unreachable for
+        ``unavailable_after`` seconds), raises :class:`RedisUnavailable` — the entry is then
+        still delivered to this instance's readers (so a relay can append an ``error`` and
+        ``done`` its own clients will see), not to Redis."""
         o = self._owned.get(stream_id)
         if o is None:
             self._ensure_started()
@@ -672,12 +814,41 @@ class RedisStreamLog:
             raise StreamciteError("the Redis stream log is closed", code="log_closed")
         seq = o.next_seq
         o.next_seq = seq + 1
-        fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        o.last_write = fut
-        self._pending.append((o, LogEntry(seq, payload), fut))
+        entry = LogEntry(seq, payload)
+        if o.error is not None:
+            o.deliver(entry, self.maxlen)
+            o.written = seq
+            o.waiters.wake()
+            raise o.error
+        if self._immediate:
+            o.deliver(entry, self.maxlen)
+            o.waiters.wake()
+        self._pending.append((o, entry))
         assert self._pending_event is not None
         self._pending_event.set()
-        return await fut
+        if len(self._pending) > self._max_pending:
+            await self._wait_for_writer(lambda: len(self._pending) <= self._max_pending // 2)
+        return seq
+
+    async def flush(self) -> None:
+        """Wait until every entry appended so far is in Redis (or has failed for good); then
+        other instances can read it. Raises :class:`RedisUnavailable` if writes do not drain
+        (not needed by the relay — readers see entries as soon as they are written)."""
+        targets = [(o, o.next_seq - 1) for o in self._owned.values()]
+        await self._wait_for_writer(lambda: all(o.written >= last for o, last in targets))
+
+    async def _wait_for_writer(self, done: Callable[[], bool]) -> None:
+        """Wait until ``done()`` holds, re-checked after every write round trip. The writer
+        settles every batch within ``unavailable_after`` (+ one command), so this is bounded."""
+        limit = self.unavailable_after + self._command_timeout + 1.0
+        deadline = time.monotonic() + limit
+        while not done():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise RedisUnavailable(
+                    f"Redis at {self._where} unavailable: writes did not drain in {limit:.0f} s"
+                )
+            await self._progress.wait(remaining, self._wheel)
 
     async def _write_loop(self) -> None:
         assert self._pending_event is not None
@@ -688,6 +859,7 @@ class RedisStreamLog:
             while self._pending:
                 batch = self._pending[: self.write_batch]
                 del self._pending[: self.write_batch]
+                self._in_flight = len(batch)
                 try:
                     await self._write_batch(batch)
                 except asyncio.CancelledError:
@@ -700,18 +872,27 @@ class RedisStreamLog:
                         else StreamLogConflict(f"write failed: {type(exc).__name__}")
                     )
                     self._settle(batch, err)
+                finally:
+                    self._in_flight = 0
+                    self._progress.wake()
 
-    async def _write_batch(self, batch: list[tuple[_Owned, LogEntry, asyncio.Future[int]]]) -> None:
+    async def _write_batch(self, batch: list[tuple[_Owned, LogEntry]]) -> None:
         # EVALSHA sha n key_1..key_n maxlen seq_1 payload_1 .. seq_n payload_n, packed by hand.
         n = len(batch)
+        fanout: list[bytes] = []
+        for o, entry in batch:
+            fanout.append(b"%s %d %d " % (o.sid_prefix, entry.seq, len(entry.payload)))
+            fanout.append(entry.payload)
         parts: list[bytes] = [
-            b"*%d\r\n$7\r\nEVALSHA\r\n" % (3 + 3 * n + 1),
+            b"*%d\r\n$7\r\nEVALSHA\r\n" % (3 + 3 * n + 3),
             _bulk(self._append.sha.encode()),
             _bulk(str(n).encode()),
         ]
-        parts += [o.key_bulk for o, _, _ in batch]
+        parts += [o.key_bulk for o, _ in batch]
         parts.append(self._maxlen_bulk)
-        for _, entry, _ in batch:
+        parts.append(self._fanout_bulk)
+        parts.append(_bulk(b"".join(fanout)))
+        for _, entry in batch:
             seq = str(entry.seq).encode()
             payload = entry.payload
             parts.append(b"$%d\r\n%s\r\n$%d\r\n" % (len(seq), seq, len(payload)))
@@ -752,22 +933,18 @@ class RedisStreamLog:
         self.stats["entries_written"] += len(batch)
         self._settle(batch, None)
 
-    def _settle(
-        self, batch: list[tuple[_Owned, LogEntry, asyncio.Future[int]]], err: BaseException | None
-    ) -> None:
-        """Deliver the batch to local readers (in seq order) and resolve the appenders."""
+    def _settle(self, batch: list[tuple[_Owned, LogEntry]], err: StreamciteError | None) -> None:
+        """Deliver a written (or failed) batch to local readers, in seq order, and wake them."""
         touched: dict[int, _Owned] = {}
-        for o, entry, fut in batch:
-            if entry.seq == o.last_seq + 1:
+        for o, entry in batch:
+            if entry.seq == o.last_seq + 1:  # not yet delivered (always, unless immediate)
                 o.deliver(entry, self.maxlen)
-            touched[id(o)] = o
-            if not fut.done():
-                if err is None:
-                    fut.set_result(entry.seq)
-                else:
-                    fut.set_exception(err)
+                touched[id(o)] = o
+            o.written = entry.seq
+            if err is not None and o.error is None:
+                o.error = err
         for o in touched.values():
-            o.notify()
+            o.waiters.wake()
 
     async def finish(self, stream_id: str) -> None:
         """Mark the stream done: after its queued appends, Redis keeps it ``retention`` seconds
@@ -778,13 +955,16 @@ class RedisStreamLog:
             raise StreamLogConflict("stream is not owned by this instance")
         if o.finished:
             return
-        last = o.last_write
-        if last is not None and not last.done():
-            with contextlib.suppress(Exception):
-                await asyncio.shield(last)
-        o.finished = True
-        o.finished_at = time.monotonic()
-        o.notify()
+        # After the stream's queued entries: they are settled (written or failed) in order.
+        last = o.next_seq - 1
+        try:
+            await self._wait_for_writer(lambda: o.written >= last)
+        finally:
+            o.finished = True
+            o.finished_at = time.monotonic()
+            o.waiters.wake()
+        if o.error is not None:
+            raise o.error
         await self._call(
             lambda: self._finish(
                 self._client,
@@ -812,7 +992,7 @@ class RedisStreamLog:
         """Wake the readers of followed streams whose owner's lease lapsed, so that they look
         at :meth:`status` now rather than when their ``block`` ends: a dead owner is noticed
         within ``lease_ms`` plus one heartbeat interval."""
-        waited = [f for f in self._followers.values() if f.waiting]
+        waited = [f for f in self._followers.values() if f.waiters]
         for i in range(0, len(waited), 500):
             chunk = waited[i : i + 500]
             keys: list[str] = []
@@ -822,11 +1002,11 @@ class RedisStreamLog:
                 self.stats["round_trips"] += 1
                 result = await self._watch(self._client, keys, [])
             except _TRANSIENT:
-                return  # the tailer and readers report the outage
+                return  # the fan-out loop and the readers report the outage
             flags = result.decode() if isinstance(result, bytes) else str(result)
             for f, flag in zip(chunk, flags, strict=False):
                 if flag == "0":
-                    f.wake()
+                    f.waiters.wake()
 
     async def _renew_owned(self, *, raise_errors: bool) -> None:
         live = [o for o in self._owned.values() if not o.finished and not o.lost]
@@ -872,7 +1052,7 @@ class RedisStreamLog:
         for sid in [
             sid
             for sid, f in self._followers.items()
-            if f.waiting == 0 and now - f.touched > self._follow_idle
+            if not f.waiters and now - f.touched > self._follow_idle
         ]:
             del self._followers[sid]
 
@@ -894,10 +1074,7 @@ class RedisStreamLog:
             got = o.slice(after_seq)
             if got or not block or o.finished:
                 return got
-            changed = o.changed
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(block):
-                    await changed.wait()
+            await o.waiters.wait(block, self._wheel)
             return o.slice(after_seq)
         if not 0 < len(stream_id) <= _MAX_STREAM_ID:
             return []
@@ -907,8 +1084,8 @@ class RedisStreamLog:
         self, stream_id: str, after_seq: int, block: float | None
     ) -> list[LogEntry]:
         f = self._followers.get(stream_id)
-        if f is not None and f.waiting == 0 and time.monotonic() - f.touched > self._follow_idle:
-            # Idle: the tailer stopped following it, so its tail may be stale. Start afresh.
+        if f is not None and not f.waiters and time.monotonic() - f.touched > self._follow_idle:
+            # Idle: the fan-out may have been dropped for it, so its tail may be stale.
             del self._followers[stream_id]
             f = None
         if f is not None:
@@ -918,27 +1095,29 @@ class RedisStreamLog:
                 return got
             if block and after_seq >= f.tail:
                 return await self._wait_follower(f, after_seq, block)
-            # A non-blocking read asks Redis, not the tailer (which may lag a little): a reader
+            # A non-blocking read asks Redis, not the fan-out (which may lag a little): a reader
             # that saw the owner's lease lapse gets every entry the owner stored.
-        entries, state = await self._xrange(
+        entries, state, instance = await self._xrange(
             self._stream_key(stream_id), after_seq, meta_key=self._meta_key(stream_id)
         )
-        if entries or not block or state != b"running":
+        if entries or not block or state != b"running" or not instance:
             # Nothing will follow a finished (or unknown / expired) stream: no need to wait.
             return entries
         f = self._followers.get(stream_id)
         if f is None:
-            # Nothing after after_seq exists now, so XREAD from after_seq misses nothing.
+            # Nothing after after_seq existed a moment ago; the fan-out loop subscribes to the
+            # owner's channel if needed, then fetches what came in between.
             f = _Follower(
                 key=self._stream_key(stream_id),
                 lease_key=self._lease_key(stream_id),
                 meta_key=self._meta_key(stream_id),
                 tail=after_seq,
                 touched=time.monotonic(),
-                key_bulk=_bulk(self._stream_key(stream_id).encode()),
+                channel=self._fanout_channel(instance.decode()),
+                resync=True,
             )
             self._followers[stream_id] = f
-            await self._wake_tailer()
+            self._fanout_wake.wake()
         return await self._wait_follower(f, after_seq, block)
 
     async def _wait_follower(
@@ -947,140 +1126,195 @@ class RedisStreamLog:
         if not block:
             return []
         if (
-            self._tail_down_since is not None
-            and time.monotonic() - self._tail_down_since >= self.unavailable_after
+            self._fanout_down_since is not None
+            and time.monotonic() - self._fanout_down_since >= self.unavailable_after
         ):
             raise RedisUnavailable(
-                f"Redis at {self._where} unavailable (follow): the tail reader cannot reach it"
+                f"Redis at {self._where} unavailable (follow): the fan-out cannot reach it"
             )
-        f.waiting += 1
-        changed = f.changed
         try:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(block):
-                    await changed.wait()
+            await f.waiters.wait(block, self._wheel)
         finally:
-            f.waiting -= 1
             f.touched = time.monotonic()
         got = f.slice(after_seq)
         if got is None and f.tail > after_seq:
-            entries, _ = await self._xrange(f.key, after_seq)  # the buffer restarted past after_seq
+            entries, _, _ = await self._xrange(f.key, after_seq)  # the buffer restarted past it
             return entries
         return got or []
 
     async def _xrange(
         self, key: str, after_seq: int, *, meta_key: str | None = None
-    ) -> tuple[list[LogEntry], bytes | None]:
-        """Every entry after ``after_seq`` (in chunks), and — with ``meta_key`` — the stream's
-        ``state`` read in the same round trip as the first chunk."""
+    ) -> tuple[list[LogEntry], bytes | None, bytes | None]:
+        """Every entry after ``after_seq`` (in chunks, packed by ``_FETCH_LUA``), and — with
+        ``meta_key`` — the stream's ``state`` and owning ``instance``, read in the same round
+        trip as the first chunk."""
         out: list[LogEntry] = []
         state: bytes | None = None
-        start = after_seq + 1
+        instance: bytes | None = None
+        after = after_seq
         while True:
-            lo = f"{start}-0"
-
-            async def fetch(lo: str = lo, meta_key: str | None = meta_key) -> list[Any]:
-                async with self._client.pipeline(transaction=False) as pipe:
-                    pipe.xrange(key, min=lo, max="+", count=self._read_chunk)
-                    if meta_key is not None:
-                        pipe.hget(meta_key, "state")
-                    result: list[Any] = await pipe.execute()
-                    return result
-
+            keys = [key] if meta_key is None else [key, meta_key]
+            args = [after, self._read_chunk]
             self.stats["xrange_calls"] += 1
-            replies = await self._call(fetch, what="read")
+            replies = await self._call(
+                lambda keys=keys, args=args: self._fetch(self._client, keys, args),  # type: ignore[misc]
+                what="read",
+            )
             if meta_key is not None:
-                state = replies[1]
+                state = replies[1] or None
+                instance = replies[2] or None
                 meta_key = None
-            chunk = _parse_entries(replies[0])
+            chunk = _unpack(replies[0])
             out += chunk
             if len(chunk) < self._read_chunk:
-                return out, state
-            start = chunk[-1].seq + 1
+                return out, state, instance
+            after = chunk[-1].seq
 
-    async def _wake_tailer(self) -> None:
-        # The tailer blocks in XREAD on the streams it already follows plus our control stream;
-        # an entry on the control stream makes it return and pick up the new stream at once.
-        # One wake-up at a time is enough: the tailer rebuilds its key set after consuming it.
-        if self._wake_pending:
-            return
-        self._wake_pending = True
-        with contextlib.suppress(*_TRANSIENT):
-            self.stats["round_trips"] += 1
-            async with self._client.pipeline(transaction=False) as pipe:
-                pipe.xadd(self._ctl_key, {"w": b"1"}, maxlen=1000, approximate=True)
-                pipe.pexpire(self._ctl_key, 60_000)  # gone a minute after this instance is
-                await pipe.execute()
+    # ------------------------------------------------------------------ control stream
 
-    async def _tail_loop(self) -> None:
+    async def _control_loop(self) -> None:
+        """Follow this instance's control stream (cancels routed to it) with a blocking XREAD."""
         delay = 0.05
         ctl_known = False
         while True:
             try:
                 if not ctl_known:
-                    raw: Any = await self._tail_conn.call(
+                    raw: Any = await self._control_conn.call(
                         b"*6\r\n$9\r\nXREVRANGE\r\n"
-                        + self._ctl_key_bulk
+                        + _bulk(self._ctl_key.encode())
                         + b"$1\r\n+\r\n$1\r\n-\r\n$5\r\nCOUNT\r\n$1\r\n1\r\n",
                         self._command_timeout,
                     )
                     self._ctl_last = raw[0][0] if raw else b"0-0"
                     ctl_known = True
-                # Cleared before the key set is built: a follower added after this point sends
-                # a wake-up of its own, which ends the XREAD below at once.
-                self._wake_pending = False
-                now = time.monotonic()
-                keys = [self._ctl_key_bulk]
-                ids = [_bulk(self._ctl_last)]
-                for f in self._followers.values():
-                    if f.waiting or now - f.touched <= self._follow_idle:
-                        keys.append(f.key_bulk)
-                        ids.append(_bulk(b"%d-0" % f.tail))
                 packed = b"".join(
                     [
-                        b"*%d\r\n$5\r\nXREAD\r\n$5\r\nCOUNT\r\n" % (6 + 2 * len(keys)),
-                        self._read_chunk_bulk,
-                        b"$5\r\nBLOCK\r\n",
-                        self._tail_block_bulk,
+                        b"*8\r\n$5\r\nXREAD\r\n$5\r\nCOUNT\r\n$3\r\n100\r\n$5\r\nBLOCK\r\n",
+                        _bulk(str(self._control_block_ms).encode()),
                         b"$7\r\nSTREAMS\r\n",
-                        *keys,
-                        *ids,
+                        _bulk(self._ctl_key.encode()),
+                        _bulk(self._ctl_last),
                     ]
                 )
-                self.stats["xread_calls"] += 1
                 self.stats["round_trips"] += 1
-                reply: Any = await self._tail_conn.call(
-                    packed, self._tail_block_ms / 1000 + self._command_timeout
+                reply: Any = await self._control_conn.call(
+                    packed, self._control_block_ms / 1000 + self._command_timeout
                 )
             except asyncio.CancelledError:
                 raise
-            except _TRANSIENT as exc:
-                if self._tail_down_since is None:
-                    self._tail_down_since = time.monotonic()
-                    self._log.warning("redislog_tail_unreachable", error=f"{type(exc).__name__}")
+            except _TRANSIENT:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 0.5)
                 continue
-            except Exception as exc:  # never let the tailer die; back off instead
-                self._log.error("redislog_tail_error", error=repr(exc))
+            except Exception as exc:  # never let the loop die; back off instead
+                self._log.error("redislog_control_error", error=repr(exc))
                 await asyncio.sleep(0.5)
                 continue
-            if self._tail_down_since is not None:
-                self._tail_down_since = None
-                delay = 0.05
-            if not reply:
-                continue
-            by_key = {f.key: f for f in self._followers.values()}
-            ctl = self._ctl_key.encode()
-            for key, raw_entries in reply:
-                if key == ctl:
-                    self._on_control(raw_entries)
+            delay = 0.05
+            for _key, raw_entries in reply or ():
+                self._on_control(raw_entries)
+
+    # ------------------------------------------------------------------ fan-out (live tail)
+
+    def _fanout_channel(self, instance: str) -> str:
+        return f"{self.prefix}f:{instance}"
+
+    async def _fanout_loop(self) -> None:
+        """Deliver the live tail of followed streams: each owner publishes every write batch on
+        its channel (one message per round trip, whatever the number of entries); this loop
+        subscribes to the channels of the owners it follows, hands the entries to the
+        followers, and fetches from Redis whatever a follower may have missed (a gap, a fresh
+        subscription, a reconnect)."""
+        pubsub: Any = None
+        subscribed: set[str] = set()
+        delay = 0.05
+        try:
+            while True:
+                wanted = {f.channel for f in self._followers.values()}
+                if not wanted and not subscribed:
+                    await self._fanout_wake.wait(1.0, self._wheel)
                     continue
-                follower = by_key.get(key.decode())
-                if follower is not None:
-                    entries = _parse_entries(raw_entries)
-                    self.stats["entries_followed"] += len(entries)
-                    follower.add(entries, self._follow_buffer)
+                try:
+                    if pubsub is None:
+                        pubsub = aioredis.Redis(connection_pool=self._hot_pool).pubsub()
+                        subscribed = set()
+                        for f in self._followers.values():
+                            f.resync = True  # anything may have been missed while away
+                    if wanted - subscribed:
+                        await pubsub.subscribe(*(wanted - subscribed))
+                        subscribed |= wanted
+                    if subscribed - wanted:
+                        await pubsub.unsubscribe(*(subscribed - wanted))
+                        subscribed &= wanted
+                    resync = [f for f in self._followers.values() if f.resync]
+                    if resync:
+                        # After the subscription is in force: anything written before it is
+                        # fetched here, anything after arrives as a message.
+                        await self._catch_up(resync)
+                    message = await pubsub.get_message(
+                        ignore_subscribe_messages=True, timeout=self._fanout_poll
+                    )
+                except asyncio.CancelledError:
+                    raise
+                except _TRANSIENT as exc:
+                    if self._fanout_down_since is None:
+                        self._fanout_down_since = time.monotonic()
+                        self._log.warning("redislog_fanout_unreachable", error=type(exc).__name__)
+                    if pubsub is not None:
+                        with contextlib.suppress(Exception):
+                            await pubsub.aclose()
+                        pubsub = None
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 0.5)
+                    continue
+                if self._fanout_down_since is not None:
+                    self._fanout_down_since = None
+                    delay = 0.05
+                if message is not None and message.get("type") == "message":
+                    self._on_fanout(message["data"])
+        finally:
+            if pubsub is not None:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()
+
+    def _on_fanout(self, data: bytes) -> None:
+        followers = self._followers
+        if not followers:
+            return
+        got: dict[str, list[LogEntry]] = {}
+        for sid, entry in _unpack_fanout(data):
+            f = followers.get(sid)
+            if f is None or f.resync:
+                continue
+            last = got[sid][-1].seq if sid in got else f.tail
+            if entry.seq <= last:
+                continue  # already fetched
+            if entry.seq != last + 1:
+                f.resync = True  # a gap: fetch from Redis on the next loop turn
+                got.pop(sid, None)
+                continue
+            got.setdefault(sid, []).append(entry)
+        for sid, entries in got.items():
+            f = followers[sid]
+            if not f.resync:
+                self.stats["entries_followed"] += len(entries)
+                f.add(entries, self._follow_buffer)
+
+    async def _catch_up(self, followers: list[_Follower]) -> None:
+        """Fetch (packed) what the followed streams hold past each follower's tail."""
+        for i in range(0, len(followers), 500):
+            chunk = followers[i : i + 500]
+            keys = [f.key for f in chunk]
+            args: list[Any] = [f.tail for f in chunk]
+            args.append(self._read_chunk)
+            self.stats["round_trips"] += 1
+            replies = await self._fetch(self._client, keys, args)
+            for f, packed in zip(chunk, replies, strict=False):
+                entries = [e for e in _unpack(packed) if e.seq > f.tail]
+                self.stats["entries_followed"] += len(entries)
+                f.add(entries, self._follow_buffer)
+                # A full chunk means more may be there: stay in resync for the next turn.
+                f.resync = len(entries) >= self._read_chunk
 
     # ------------------------------------------------------------------ status
 

@@ -349,7 +349,10 @@ class _Client:
         raise NotImplementedError
 
     def abort(self) -> None:
-        raise NotImplementedError
+        """Drop the TCP connection at once (a network cut, as far as the client knows)."""
+        self.closing = True
+        if isinstance(self.transport, asyncio.WriteTransport):
+            self.transport.abort()
 
     def _stop_pumps(self) -> None:
         current = asyncio.current_task()
@@ -393,14 +396,6 @@ class _WsClient(_Client):
         except (TimeoutError, ConnectionError, RuntimeError, aiohttp.ClientError):
             self.abort()
 
-    def abort(self) -> None:
-        """Drop the TCP connection at once (a network cut, as far as the client knows)."""
-        self.closing = True
-        req = getattr(self.ws, "_req", None)
-        transport = None if req is None else req.transport
-        if transport is not None:
-            transport.abort()
-
 
 class _SseClient(_Client):
     kind = "sse"
@@ -432,12 +427,6 @@ class _SseClient(_Client):
             self.abort()
         self._stop_pumps()
 
-    def abort(self) -> None:
-        self.closing = True
-        transport = self.request.transport
-        if transport is not None:
-            transport.abort()
-
 
 # -- the relay -----------------------------------------------------------------------
 
@@ -451,6 +440,10 @@ class Relay:
     the relay; a log passed in is not closed). ``session`` is an optional
     ``aiohttp.ClientSession`` for upstream requests (default: one of the relay's own,
     sized for ``max_streams_total``).
+
+    To serve :attr:`app` yourself, use an ``AppRunner`` with ``handler_cancellation=True``
+    (as :class:`RelayServer` does) so that an SSE client that goes away is noticed at
+    once rather than at its next heartbeat.
     """
 
     def __init__(
@@ -469,6 +462,9 @@ class Relay:
         self.on_event: OnEvent | None = None
         """Benchmark hook: ``(stream_id, seq, perf_counter())`` for every event the
         pipeline yields, taken before it is logged. ``None`` costs nothing."""
+        self.on_sent: OnEvent | None = None
+        """Benchmark hook: ``(stream_id, seq, perf_counter())`` once an event's frame
+        was handed to the client's socket."""
         self._owned: dict[str, _Owned] = {}
         self._clients: set[_Client] = set()
         self._accepting = True
@@ -1061,8 +1057,11 @@ class Relay:
                 if entries[-1].seq - max(delivered, backlog_end) > bound and client.backlogged():
                     raise _TooSlow
                 send = client.send
+                on_sent = self.on_sent
                 for entry in entries:
                     await send(envelope(sid, entry.seq, entry.payload), entry.seq)
+                    if on_sent is not None:
+                        on_sent(sid, entry.seq, time.perf_counter())
                 metrics.events_sent += len(entries)
                 last = entries[-1]
                 delivered = last.seq

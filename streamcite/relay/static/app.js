@@ -175,6 +175,7 @@ function onControl(msg) {
     case "error": {
       const s = typeof msg.stream_id === "string" ? state.streams.get(msg.stream_id) : null;
       if (s) {
+        if (msg.code === "resume_gap") s.allowGap = true;
         if (msg.code === "unknown_stream" || msg.code === "stream_expired") {
           s.lost = true;
           setStatus(s, "error", "lost");
@@ -241,6 +242,7 @@ function newStream(id, turn) {
     done: false,
     lost: false,
     verified: null,
+    allowGap: false,
     renderQueued: false,
     tail: null, // text node that receives tokens between full renders
   };
@@ -282,9 +284,13 @@ function onStreamEvent(ev) {
   if (!s) return;
   if (ev.seq <= s.lastSeq) return; // already rendered: never twice
   if (ev.seq !== s.lastSeq + 1) {
-    // A hole: ask again from the last event we have instead of rendering out of order.
-    send({ type: "resume", stream_id: s.id, after_seq: s.lastSeq });
-    return;
+    if (s.allowGap) {
+      s.allowGap = false; // the relay said these events are gone (resume_gap)
+    } else {
+      // A hole: ask again from the last event we have instead of rendering out of order.
+      send({ type: "resume", stream_id: s.id, after_seq: s.lastSeq });
+      return;
+    }
   }
   s.lastSeq = ev.seq;
   s.seqs.push(ev.seq);
@@ -535,6 +541,7 @@ function renderSupport(s) {
   node.textContent = `support ${Math.round(g.support_score * 100)}%`;
   node.title = `grounding check (${String(g.provider)}): support score ${g.support_score.toFixed(3)}`;
   node.dataset.score = String(g.support_score);
+  node.dataset.level = supportClass({ score: g.support_score });
 }
 
 // -- sources panels ------------------------------------------------------------------
