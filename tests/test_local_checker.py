@@ -315,6 +315,9 @@ async def test_long_facts_are_split_and_extra_facts_dropped_with_warnings() -> N
     assert result.claims[1].supported  # found in the last window
     many = await LocalGrounding().check(RELEASED, ["bees"] * 205 + [WIKI])
     assert len(many.facts) == 200 and any("dropped" in w for w in many.warnings)
+    # Any iterable will do, and a CitedAnswer stands for its text.
+    generated = LocalGrounding().check_sync(CitedAnswer(text=RELEASED), (f for f in [WIKI]))
+    assert generated.warnings == [] and generated.claims[1].supported
 
 
 async def test_large_inputs_run_in_a_worker_thread(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -514,3 +517,36 @@ async def test_google_client_against_the_backend_matches_the_local_check(backend
     assert [(c.start, c.end, c.supported, c.grounding_check_required) for c in remote.claims] == [
         (c.start, c.end, c.supported, c.grounding_check_required) for c in local.claims
     ]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How many days of remote work per week?",
+        "Quanti giorni di ferie ho all'anno?",
+        "Combien de jours de télétravail par semaine ?",
+    ],
+)
+async def test_pipeline_catches_the_backends_injected_hallucination(
+    backend: Any, question: str
+) -> None:
+    from streamcite.pipeline import stream_chat
+
+    request = {
+        "model": "streamcite-local",
+        "messages": [{"role": "user", "content": question}],
+        "stream": True,
+    }
+    # The backend changes one number of its (otherwise extractive) answer.
+    headers = {"X-Streamcite-Fault": "hallucinate=1"}
+    async with stream_chat(
+        request, base_url=backend.base_url, headers=headers, after=[LocalGrounding()]
+    ) as s:
+        async for _ in s:
+            pass
+        answer = s.answer
+    result = answer.grounding
+    assert result is not None
+    checked = [c for c in result.claims if c.grounding_check_required]
+    assert len(checked) >= 2
+    assert sum(1 for c in checked if not c.supported) == 1

@@ -111,7 +111,7 @@ async def test_seq_numbers_start_at_one_and_follow_call_order(make_log: LogFacto
     st = await b.status("s2")
     assert st is not None
     assert (st.last_seq, st.finished, st.owner, st.owner_alive) == (60, False, "relay-a", True)
-    assert a.stats["write_batches"] < a.stats["entries_written"]  # they were batched
+    assert a.stats()["write_batches"] < a.stats()["entries_written"]  # they were batched
 
 
 async def test_payload_bytes_round_trip_exactly(make_log: LogFactory) -> None:
@@ -190,7 +190,7 @@ async def test_live_follow_on_another_instance_with_reconnects(make_log: LogFact
     assert [e.payload for e in got_b] == expected
     assert [e.payload for e in got_c] == expected
     assert [e.seq for e in got_b] == list(range(1, n + 2))
-    assert c.stats["entries_followed"] > 0  # C really followed the live tail through XREAD
+    assert c.stats()["entries_followed"] > 0  # C really followed the live tail through XREAD
 
 
 async def test_several_readers_at_different_positions_on_one_instance(
@@ -417,15 +417,18 @@ async def test_redis_down_mid_stream_is_a_clear_error_never_a_hang(
             await a.finish("down")
 
 
+@pytest.mark.parametrize("delivery", ["immediate", "after_write"])
 async def test_redis_restart_mid_stream_recovers(
-    redis_server_factory: Callable[[], RedisServer], make_log: LogFactory
+    redis_server_factory: Callable[[], RedisServer], make_log: LogFactory, delivery: str
 ) -> None:
     """A quick restart (no persistence: Redis comes back empty) within ``unavailable_after``:
     the owner's queued entries are written once Redis is back; the lease and metadata are
     re-created; a reader on another instance continues from where it was, without gap or
     duplicate."""
     server = redis_server_factory()
-    a = await make_log("A", url=server.url, unavailable_after=10.0, lease_ms=600)
+    a = await make_log(
+        "A", url=server.url, unavailable_after=10.0, lease_ms=600, local_delivery=delivery
+    )
     b = await make_log("B", url=server.url, unavailable_after=10.0, lease_ms=600)
     await a.open_stream("rs", owner="a")
     for i in range(5):
@@ -437,8 +440,12 @@ async def test_redis_restart_mid_stream_recovers(
     server.stop()
     assert await a.append("rs", b"5") == 6  # queued
     await asyncio.sleep(0.3)
-    # Readers, the owner's own included, see an entry only once Redis has it.
-    assert await a.read("rs", 5) == []
+    if delivery == "after_write":
+        # Readers, the owner's own included, see an entry only once Redis has it ...
+        assert await a.read("rs", 5) == []
+    else:
+        # ... or the owner's readers see it at once, Redis is written behind.
+        assert await a.read("rs", 5) == [LogEntry(6, b"5")]
     server.start()
     async with asyncio.timeout(GUARD):
         assert await a.read("rs", 5, block=GUARD) == [LogEntry(6, b"5")]
@@ -474,3 +481,20 @@ async def test_close_leaves_no_task_behind(redis_server: RedisServer, redis_pref
     assert asyncio.all_tasks() - before == set()
     with pytest.raises(StreamciteError):
         await a.read("t", 0)
+
+
+async def test_a_reader_blocked_on_a_dead_owner_is_woken(make_log: LogFactory) -> None:
+    """A reader waiting on a stream whose owner dies returns (empty) soon after the lease
+    lapses, not when its long ``block`` ends, so the relay can report ``owner_lost``."""
+    a = await make_log("A", lease_ms=300)
+    b = await make_log("B", lease_ms=300)
+    await a.open_stream("dead", owner="a")
+    await a.append("dead", b"x")
+    await a.flush()
+    reader = asyncio.create_task(b.read("dead", 1, block=120))
+    await asyncio.sleep(0.2)
+    await a.aclose(release_leases=False)
+    async with asyncio.timeout(GUARD):  # well under the 120 s block: only the lease watch
+        assert await reader == []
+    st = await b.status("dead")
+    assert st is not None and not st.owner_alive

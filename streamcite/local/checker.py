@@ -23,18 +23,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import structlog
 
 from streamcite.core.events import GroundingEvent, SourcesEvent
 from streamcite.core.grounding import CitedChunk, GroundingClaim, GroundingFact, GroundingResult
-from streamcite.core.models import Citation
+from streamcite.core.models import Citation, CitedAnswer
 from streamcite.core.offsets import OffsetMap
 from streamcite.core.sources import QuotedSource
 from streamcite.enrich.base import EnrichContext
-from streamcite.enrich.facts import MAX_FACTS, build_facts
+from streamcite.enrich.facts import MAX_FACT_CHARS, MAX_FACTS, build_facts
 from streamcite.enrich.limits import (
     InvalidGroundingRequest,
     validate_answer,
@@ -117,13 +117,16 @@ class LocalGrounding:
 
     async def check(
         self,
-        answer: str,
-        facts: Sequence[FactLike],
+        answer: str | CitedAnswer,
+        facts: Iterable[FactLike],
         *,
         citation_threshold: float = 0.6,
         claim_level_scores: bool = False,
     ) -> GroundingResult:
         """Check ``answer`` against ``facts`` (texts, GroundingFacts, Citations, QuotedSources).
+
+        ``answer`` is the raw text (footnote markers may stay: claim offsets are on it),
+        or a CitedAnswer, whose ``text`` is checked.
 
         Facts longer than 10,000 characters are split into windows and only the
         first 200 facts are used, as with Google (each policy applied is reported in
@@ -131,6 +134,8 @@ class LocalGrounding:
         Large inputs are scored in a worker thread; small ones inline.
         """
         threshold = validate_citation_threshold(citation_threshold)
+        if isinstance(answer, CitedAnswer):
+            answer = answer.text
         prepared, warnings = _prepare_facts(facts)
         size = len(answer) + sum(len(f.text) for f in prepared)
         if size > INLINE_MAX_CHARS:
@@ -141,14 +146,16 @@ class LocalGrounding:
 
     def check_sync(
         self,
-        answer: str,
-        facts: Sequence[FactLike],
+        answer: str | CitedAnswer,
+        facts: Iterable[FactLike],
         *,
         citation_threshold: float = 0.6,
         claim_level_scores: bool = False,
     ) -> GroundingResult:
         """:meth:`check` without an event loop (always inline)."""
         threshold = validate_citation_threshold(citation_threshold)
+        if isinstance(answer, CitedAnswer):
+            answer = answer.text
         prepared, warnings = _prepare_facts(facts)
         return self._run(answer, prepared, threshold, claim_level_scores, warnings)
 
@@ -202,14 +209,25 @@ class LocalGrounding:
         return GroundingEvent.from_result(result)
 
 
-def _prepare_facts(facts: Sequence[FactLike]) -> tuple[list[GroundingFact], list[str]]:
+def _text_of(item: FactLike) -> str:
+    if isinstance(item, str):
+        return item
+    if isinstance(item, GroundingFact):
+        return item.text
+    if isinstance(item, Citation):
+        return item.cited_text or ""
+    return item.chunk.data
+
+
+def _prepare_facts(facts: Iterable[FactLike]) -> tuple[list[GroundingFact], list[str]]:
+    """Facts as GroundingFacts, fitted to Google's limits the way the Google client does."""
+    items = list(facts)
+    prepared = build_facts(items)
     warnings: list[str] = []
-    prepared = build_facts(facts)
-    n_items = sum(1 for _ in facts)
-    if len(prepared) > n_items:
+    long_items = sum(1 for item in items if len(_text_of(item)) > MAX_FACT_CHARS)
+    if long_items:
         warnings.append(
-            f"facts longer than 10,000 characters were split: {n_items} items -> "
-            f"{len(prepared)} facts"
+            f"{long_items} fact(s) longer than {MAX_FACT_CHARS:,} characters split into windows"
         )
     if len(prepared) > MAX_FACTS:
         warnings.append(f"{len(prepared) - MAX_FACTS} facts beyond the first {MAX_FACTS} dropped")

@@ -5,11 +5,12 @@ For each claim (one sentence of the answer) and each candidate fact:
 1. **Candidates.** With more than a handful of facts, BM25 over the facts' content
    stems picks the few facts worth a close look (numpy; ≤ 200 facts).
 2. **Best window.** Each fact is cut into sentences; the claim is aligned with the
-   window of one or two adjacent sentences that covers most of it.
-3. **Recall.** Weighted recall of the claim's content stems in that window: exact
-   stem matches count fully, shared 5-letter prefixes (``directed``/``director``)
-   partly; names and numbers weigh more. It is blended with the character 4-gram
-   containment of the claim's content words in the window (morphology, compounds).
+   window of one sentence, or two adjacent ones (discounted, unless the second
+   opens with a pronoun: "… film. It was directed by …"), that covers most of it.
+3. **Recall.** Weighted recall of the claim's content stems (stopwords dropped,
+   light per-language stemming) in that window; names and numbers weigh more. It
+   is blended with the character 4-gram containment of the claim's words in the
+   window, which credits inflected and derived forms (``directed``/``director``).
 4. **Vetoes.** A number or date of the claim missing from the window, or a negation
    on one side only, cuts the score hard: "founded in 1975" is not supported by
    "founded in 1998", whatever the overlap.
@@ -49,13 +50,14 @@ class EngineConfig:
     """Tunable constants (the defaults were chosen on HaluEval's dev split)."""
 
     candidates: int = 3
-    """Facts scored closely per claim (after BM25)."""
+    """Facts scored closely per claim (after BM25): at most this many are cited."""
+    candidates_at_scale: int = 2
+    """``candidates`` when there are more than ``scale_facts`` facts (time budget)."""
+    scale_facts: int = 50
     bm25_min_facts: int = 6
     """Below this many facts, every fact is scored closely."""
     salient_weight: float = 1.6
     """Weight of names and numbers relative to other content words."""
-    prefix_credit: float = 0.7
-    """Credit of a shared 5-letter prefix (vs 1.0 for the same stem)."""
     ngram_weight: float = 0.25
     """Share of character 4-gram containment in the blended recall."""
     number_veto: float = 0.3
@@ -107,8 +109,8 @@ class _Fact:
     """One fact as raw tokens and content keys, cut lazily into rough sentences.
 
     Only the fact-level key counts (for BM25) are computed up front, in C-level
-    passes; the sentences' key sets, negation flags and prefix maps are built when
-    the fact is a candidate for some claim.
+    passes; the sentences' key sets and negation flags are built when the fact is a
+    candidate for some claim.
     """
 
     __slots__ = (
@@ -128,8 +130,7 @@ class _Fact:
         self.tokens = raw_tokens(text)
         self.keys = table.keys(self.tokens)
         self.counts: Counter[str] = Counter(self.keys)
-        self.counts.pop("", None)
-        self.length = sum(self.counts.values())
+        self.length = len(self.keys) - self.counts.pop("", 0)
         self._sentences: list[tuple[int, int]] | None = None
         self._sets: list[set[str]] | None = None
         self._negs: dict[int, bool] | None = None
@@ -256,7 +257,7 @@ class _BM25:
 
 
 class _Claim:
-    __slots__ = ("features", "forms", "grams", "keyset", "n_grams", "total", "unique", "weights")
+    __slots__ = ("features", "grams", "keyset", "n_grams", "total", "unique", "weights")
 
     def __init__(self, features: TextFeatures, cfg: EngineConfig) -> None:
         self.features = features
@@ -266,35 +267,10 @@ class _Claim:
             k: (cfg.salient_weight if k in features.salient else 1.0) for k in self.unique
         }
         self.total = sum(self.weights.values())
-        self.forms: dict[str, list[str]] = {}
-        """Key -> other keys of the facts with the same 5-letter prefix (set by evaluate)."""
         # Character 4-grams per word: a word matched as such contains all of its own,
         # so only the grams of unmatched words are searched in the window.
         self.grams = {k: word_ngrams(k) for k in self.unique} if cfg.ngram_weight else {}
         self.n_grams = sum(len(g) for g in self.grams.values())
-
-
-def _link_prefix_forms(claims: list[_Claim], facts: list[_Fact], terms: set[str]) -> None:
-    """For each claim word, the facts' words that share its 5-letter prefix (once per check)."""
-    wanted = {k[:5] for k in terms if len(k) >= 5 and k[0] != "#"}
-    if not wanted:
-        return
-    forms: dict[str, list[str]] = {}
-    for k in set().union(*(f.counts.keys() for f in facts)):
-        p = k[:5]
-        if p in wanted and k[0] != "#":
-            lst = forms.get(p)
-            if lst is None:
-                forms[p] = [k]
-            else:
-                lst.append(k)
-    for claim in claims:
-        for k in claim.unique:
-            same = forms.get(k[:5]) if len(k) >= 5 and k[0] != "#" else None
-            if same:
-                others = [f for f in same if f != k]
-                if others:
-                    claim.forms[k] = others
 
 
 def _calibrate(recall: float, cfg: EngineConfig) -> float:
@@ -303,42 +279,23 @@ def _calibrate(recall: float, cfg: EngineConfig) -> float:
 
 def _score_pair(claim: _Claim, fact: _Fact, cfg: EngineConfig) -> float:
     """Support of one claim by one fact, in [0, 1]."""
-    counts = fact.counts
-    present = claim.keyset & counts.keys()
-    # Words of the claim missing from the fact may appear inflected (shared prefix).
-    stand_in: dict[str, str] = {}
-    for k in claim.keyset - present:
-        for form in claim.forms.get(k, ()):
-            if form in counts:
-                stand_in[form] = k
-    if not present and not stand_in:
+    present = claim.keyset & fact.counts.keys()
+    if not present:
         return 0.0
-    lookup = present | stand_in.keys()
     weights = claim.weights
-    partial = cfg.prefix_credit
-    credit: dict[str, dict[int, float]] = {}
+    credit: dict[str, set[int]] = {}
     per_sentence: dict[int, float] = {}
-    for i, keys in enumerate(fact.sets()):
-        common = keys & lookup
+    for i, common in enumerate(map(present.intersection, fact.sets())):
         if not common:
             continue
         got = 0.0
-        for key in common:
-            # A fact key that is a claim word counts as such, even if it is also the
-            # inflected stand-in of another claim word.
-            if key in present:
-                k, c = key, 1.0
+        for k in common:
+            where = credit.get(k)
+            if where is None:
+                credit[k] = {i}
             else:
-                k, c = stand_in[key], partial
-            hits = credit.get(k)
-            if hits is None:
-                credit[k] = {i: c}
-                got += weights[k] * c
-            else:
-                before = hits.get(i, 0.0)
-                if before < c:
-                    hits[i] = c
-                    got += weights[k] * (c - before)
+                where.add(i)
+            got += weights[k]
         per_sentence[i] = got
     if not per_sentence:
         return 0.0
@@ -359,8 +316,9 @@ def _score_pair(claim: _Claim, fact: _Fact, cfg: EngineConfig) -> float:
                 if (per_sentence[a] + other) * discount <= best_got:
                     continue
                 got = 0.0
-                for k, hits in credit.items():
-                    got += weights[k] * max(hits.get(a, 0.0), hits.get(b, 0.0))
+                for k, where in credit.items():
+                    if a in where or b in where:
+                        got += weights[k]
                 got *= discount
                 if got > best_got:
                     best_got, best_window, best_anchor = got, (min(a, b), max(a, b)), a
@@ -370,9 +328,9 @@ def _score_pair(claim: _Claim, fact: _Fact, cfg: EngineConfig) -> float:
         text: str | None = None
         first, last = best_window[0], best_window[-1]
         for k, grams in claim.grams.items():
-            hits = credit.get(k)
-            if hits is not None and (hits.get(first) == 1.0 or hits.get(last) == 1.0):
-                contained += len(grams)
+            where = credit.get(k)
+            if where is not None and (first in where or last in where):
+                contained += len(grams)  # the word itself is there: all its grams are
                 continue
             if text is None:
                 text = "".join(fact.gram_text(i) for i in best_window)
@@ -427,10 +385,10 @@ def evaluate(
     built = [_Fact(f, table) for f in facts]
     prepared = [(verdict, _Claim(feats, config)) for verdict, feats in claims]
     terms = {k for _, c in prepared for k in c.unique}
-    _link_prefix_forms([c for _, c in prepared], built, terms)
     bm25 = _BM25(built, terms) if len(built) >= config.bm25_min_facts else None
     if bm25 is not None:
-        shortlists = bm25.top_many([c.unique for _, c in prepared], config.candidates)
+        k = config.candidates if len(built) <= config.scale_facts else config.candidates_at_scale
+        shortlists = bm25.top_many([c.unique for _, c in prepared], k)
     else:
         shortlists = [list(range(len(built)))] * len(prepared)
     for (verdict, claim), candidates in zip(prepared, shortlists, strict=True):

@@ -66,7 +66,8 @@ _BEFORE_NUMBER = _folded_words(
 )
 
 _TERMINATOR_RE = re.compile(
-    r"(?:\.{2,}|…|[.!?׃؟]+|[。！？]+)"
+    # One character class first, so the regex engine can scan for it quickly.
+    r"[.!?…׃؟。！？]+"
     # closing quotes/brackets, then footnote markers like [1] or [1, 2]
     r"(?:[\"'”’»›)\]」』*_]*)"
     r"(?:[ \t]?\[\d{1,4}(?:\s*[,;–-]\s*\d{1,4})*\])*"

@@ -7,7 +7,8 @@ Layout (``prefix`` defaults to ``streamcite:relay:``; one plain Redis server, no
 ``{p}m:{stream_id}``   hash: ``owner`` (label given to :meth:`open_stream`), ``instance``, ``state``
                        (``running`` / ``done``), ``last_seq`` once done
 ``{p}l:{stream_id}``   the owner's lease: value = owning instance id, ``PX lease_ms``
-``{p}c:{instance}``    the instance's control stream: cancels routed to it (and wake-ups)
+``{p}c:{instance}``    the instance's control stream: cancels routed to it
+``{p}f:{instance}``    (pub/sub channel) the instance's write batches, for live followers
 =====================  ==========================================================================
 
 How it keeps the per-token cost low:
@@ -18,11 +19,17 @@ How it keeps the per-token cost low:
   per entry. Appends issued in the same loop iteration (or while a batch is in flight) share
   one round trip and one reply. Explicit ids make a retried batch idempotent (an id at or below
   the stream's top is an entry an earlier attempt already stored).
-* **Local readers** (clients connected to the owner) are served from memory once Redis has
-  acknowledged the entry (write-through), so they never wait on a Redis read.
-* **Remote readers** (a client that reconnected to another instance) read the backlog with
-  ``XRANGE`` and then follow the live tail through one shared ``XREAD BLOCK`` per instance
-  that covers every followed stream and the instance's control stream.
+* **Local readers** (clients connected to the owner) are served from memory, once Redis has
+  stored the entry (``local_delivery="after_write"``, the default) or at once
+  (``"immediate"``); they never wait on a Redis read.
+* **Remote readers** (a client that reconnected to another instance) read the backlog in one
+  round trip (a Lua script packs the entries into one string per stream: redis-py's pure-Python
+  reply parser costs microseconds per element) and then follow the live tail through the
+  owner's fan-out channel: the write script publishes every batch, stored first, as one
+  message; each instance subscribes to the owners it follows and fetches from Redis whatever
+  it may have missed (a gap, a fresh subscription, a reconnect).
+* **Control**: cancels go to the owner's control stream (durable, unlike pub/sub), which it
+  follows with a blocking ``XREAD``.
 
 Failures: lost connections are retried with backoff; once Redis has been unreachable for
 ``unavailable_after`` seconds, calls raise :class:`RedisUnavailable` (``redis_unavailable``,
@@ -517,12 +524,14 @@ class RedisStreamLog:
         prefix: key prefix, to share one Redis database between deployments.
         write_batch: most entries per write round trip.
         max_connections: size of the (blocking) connection pool for commands.
-        local_delivery: when this instance's own readers see an entry: ``"after_write"`` (the
-            default) once Redis has stored it — no client ever holds an event the shared log
-            lacks, so a resume on any instance is exact even after the owner crashed;
-            ``"immediate"`` at ``append`` — the in-memory log's latency for local clients,
-            Redis written behind; if the owner crashes, its clients may hold the last few ms
-            of events that never reached Redis.
+        local_delivery: when this instance's own readers see an entry. ``"after_write"`` (the
+            default): once Redis has stored it — no client ever holds an event the shared log
+            lacks, so a resume anywhere is exact and, if the owner crashes, the partial answer
+            other instances report is exactly what its clients saw; it costs two or three
+            event-loop turns per event, which is what dominates the added latency under load.
+            ``"immediate"``: at ``append``, as with the in-memory log, Redis written behind
+            (within one round trip): for deployments that keep clients on their owner; after
+            an owner crash its clients may be a few events ahead of Redis.
     """
 
     def __init__(
@@ -640,15 +649,27 @@ class RedisStreamLog:
         self._ctl_key = f"{prefix}c:{self.instance_id}"
         self._ctl_last: bytes = b"0-0"
         self._log = _log.bind(instance=self.instance_id, redis=self._where)
-        self.stats: dict[str, int] = {
+        self.counters: dict[str, int] = {
             "round_trips": 0,
             "entries_written": 0,
             "write_batches": 0,
-            "xread_calls": 0,
             "entries_followed": 0,
-            "xrange_calls": 0,
+            "backlog_reads": 0,
         }
         """Counters: Redis round trips made, entries written, etc. (benchmarks read them)."""
+
+    def stats(self) -> dict[str, int]:
+        """For metrics and benchmarks: streams owned and followed here, entries queued, and the
+        counters (Redis round trips, entries written, write batches, entries followed, reads)."""
+        return {
+            "streams": len(self._owned),
+            "live": sum(1 for o in self._owned.values() if not o.finished),
+            "followed": len(self._followers),
+            "queued": len(self._pending),
+            "entries": sum(len(o.entries) for o in self._owned.values()),
+            "bytes": sum(len(e.payload) for o in self._owned.values() for e in o.entries),
+            **self.counters,
+        }
 
     def __repr__(self) -> str:
         return f"RedisStreamLog(redis={self._where!r}, instance_id={self.instance_id!r})"
@@ -747,7 +768,7 @@ class RedisStreamLog:
         delay = 0.05
         while True:
             try:
-                self.stats["round_trips"] += 1
+                self.counters["round_trips"] += 1
                 return await fn()
             except _TRANSIENT as exc:
                 remaining = deadline - time.monotonic()
@@ -792,8 +813,8 @@ class RedisStreamLog:
         """Append one event and return its seq (allocated here: the owner is the only writer).
 
         The entry is queued for the writer task, which sends everything queued since its last
-        round trip in one ``EVALSHA``; readers — on this instance too — see it once Redis has
-        stored it, so no client ever holds an event the shared log lacks. ``append`` itself
+        round trip in one ``EVALSHA``; readers on other instances see it once Redis has stored
+        it, readers on this one then too (or at once, see ``local_delivery``). ``append`` itself
         does not wait for Redis (the producer is never slowed by it) unless more than
         100,000 entries are queued (backpressure).
 
@@ -906,7 +927,7 @@ class RedisStreamLog:
                     # Back from an outage: Redis may have restarted empty, so re-create leases and
                     # metadata before the entries (readers elsewhere look these up).
                     await self._renew_owned(raise_errors=True)
-                self.stats["round_trips"] += 1
+                self.counters["round_trips"] += 1
                 try:
                     await self._writer_conn.call(packed, self._command_timeout)
                 except NoScriptError:  # Redis restarted: its script cache is empty
@@ -929,8 +950,8 @@ class RedisStreamLog:
                 "redis_reachable_again", outage_s=round(time.monotonic() - self._down_since, 3)
             )
             self._down_since = None
-        self.stats["write_batches"] += 1
-        self.stats["entries_written"] += len(batch)
+        self.counters["write_batches"] += 1
+        self.counters["entries_written"] += len(batch)
         self._settle(batch, None)
 
     def _settle(self, batch: list[tuple[_Owned, LogEntry]], err: StreamciteError | None) -> None:
@@ -999,7 +1020,7 @@ class RedisStreamLog:
             for f in chunk:
                 keys += (f.lease_key, f.meta_key)
             try:
-                self.stats["round_trips"] += 1
+                self.counters["round_trips"] += 1
                 result = await self._watch(self._client, keys, [])
             except _TRANSIENT:
                 return  # the fan-out loop and the readers report the outage
@@ -1016,7 +1037,7 @@ class RedisStreamLog:
                 keys: list[str] = []
                 for o in chunk:
                     keys += (o.lease_key, o.meta_key, o.key)
-                self.stats["round_trips"] += 1
+                self.counters["round_trips"] += 1
                 result = await self._renew(
                     self._client,
                     keys,
@@ -1155,7 +1176,7 @@ class RedisStreamLog:
         while True:
             keys = [key] if meta_key is None else [key, meta_key]
             args = [after, self._read_chunk]
-            self.stats["xrange_calls"] += 1
+            self.counters["backlog_reads"] += 1
             replies = await self._call(
                 lambda keys=keys, args=args: self._fetch(self._client, keys, args),  # type: ignore[misc]
                 what="read",
@@ -1196,7 +1217,7 @@ class RedisStreamLog:
                         _bulk(self._ctl_last),
                     ]
                 )
-                self.stats["round_trips"] += 1
+                self.counters["round_trips"] += 1
                 reply: Any = await self._control_conn.call(
                     packed, self._control_block_ms / 1000 + self._command_timeout
                 )
@@ -1297,7 +1318,7 @@ class RedisStreamLog:
         for sid, entries in got.items():
             f = followers[sid]
             if not f.resync:
-                self.stats["entries_followed"] += len(entries)
+                self.counters["entries_followed"] += len(entries)
                 f.add(entries, self._follow_buffer)
 
     async def _catch_up(self, followers: list[_Follower]) -> None:
@@ -1307,11 +1328,11 @@ class RedisStreamLog:
             keys = [f.key for f in chunk]
             args: list[Any] = [f.tail for f in chunk]
             args.append(self._read_chunk)
-            self.stats["round_trips"] += 1
+            self.counters["round_trips"] += 1
             replies = await self._fetch(self._client, keys, args)
             for f, packed in zip(chunk, replies, strict=False):
                 entries = [e for e in _unpack(packed) if e.seq > f.tail]
-                self.stats["entries_followed"] += len(entries)
+                self.counters["entries_followed"] += len(entries)
                 f.add(entries, self._follow_buffer)
                 # A full chunk means more may be there: stay in resync for the next turn.
                 f.resync = len(entries) >= self._read_chunk
