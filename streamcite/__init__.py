@@ -51,6 +51,7 @@ def __getattr__(name: str) -> object:
 
     return getattr(importlib.import_module(module), name)
 
+
 __all__ = [
     "AnswerBuilder",
     "BackendConfig",

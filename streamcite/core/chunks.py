@@ -187,7 +187,7 @@ class ChunkInterpreter:
                 or "citations" in obj
                 or "search_results" in obj
                 or "error" in obj
-                or ("usage" in obj and obj["usage"])
+                or obj.get("usage")
             ):
                 self._general(obj, item, out)
                 det = self._detectors.get(0)

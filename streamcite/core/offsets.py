@@ -71,7 +71,7 @@ class OffsetMap:
         return len(self.text) if self._byte_starts is None else self._byte_starts[-1]
 
 
-_ASTRAL = re.compile("[\U00010000-\U0010FFFF]")  # characters that are 2 UTF-16 units
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")  # characters that are 2 UTF-16 units
 _UTF8 = repeat("utf-8")
 _SURROGATEPASS = repeat("surrogatepass")
 

@@ -603,7 +603,7 @@ class RedisStreamLog:
         # are applied per command (the tail reader's XREAD blocks by design).
         self._hot_pool = aioredis.ConnectionPool.from_url(
             url,
-            max_connections=3,  # writer, control stream, fan-out subscription
+            max_connections=6,  # writer, control stream, fan-out subscription (+ slack)
             socket_connect_timeout=connect_timeout,
             socket_timeout=None,
             protocol=2,
