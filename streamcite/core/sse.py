@@ -23,7 +23,7 @@ event arriving in small reads costs linear time; ``max_event_size`` bounds memor
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import TypeAlias, cast
 
 from streamcite.core.errors import EventTooLarge
 
@@ -177,13 +177,14 @@ class SSEDecoder:
             # Fastest path: every block of this read is exactly one "data: " line
             # (no lone LF, every block starts "data: "). Then one C-level split
             # yields all payloads, with no Python work per event.
-            payloads: list[RawEvent] = region[6:].split(b"\n\ndata: ")  # type: ignore[assignment]
+            payloads = region[6:].split(b"\n\ndata: ")
             # Each separator holds exactly two LFs: if those are all the LFs there
             # are, every block was one "data: " line and nothing else.
             if region.count(b"\n") == 2 * (len(payloads) - 1):
-                if len(region) > self.max_event_size and max(map(len, payloads)) > self.max_event_size:  # type: ignore[arg-type]
+                limit = self.max_event_size
+                if len(region) > limit and max(map(len, payloads)) > limit:
                     self._too_large()
-                return payloads
+                return cast(list[RawEvent], payloads)
         out: list[RawEvent] = []
         for block in region.split(b"\n\n"):
             # Fast path: a block that is exactly one "data: ..." line.
