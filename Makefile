@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench lint fmt setup system-deps clean
+.PHONY: demo test bench bench-all lint fmt setup system-deps clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -28,9 +28,17 @@ system-deps:
 test: $(STAMP) system-deps
 	$(BIN)/python -m pytest -q
 
+# The quick ones (a few minutes). bench-all adds the long-running ones.
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_parse.py
 	$(BIN)/python benchmarks/bench_ttft.py
+	$(BIN)/python benchmarks/bench_enrich.py
+
+bench-all: bench system-deps
+	$(BIN)/python benchmarks/grounding_quality.py
+	$(BIN)/python benchmarks/bench_relay.py
+	$(BIN)/python benchmarks/bench_redislog.py
+	$(BIN)/python examples/bench_local.py --out bench-out
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

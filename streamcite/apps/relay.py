@@ -192,8 +192,21 @@ async def _make_log(url: str | None, instance_id: str) -> Any:
         from streamcite.relay.redislog import RedisStreamLog
     except ImportError as exc:
         raise click.ClickException(f"--redis-url needs the Redis stream log: {exc}") from None
-    log = RedisStreamLog(url, instance_id=instance_id)
-    await log.connect()
+    from streamcite.core.errors import StreamciteError
+
+    try:
+        log = RedisStreamLog(url, instance_id=instance_id)
+    except ValueError as exc:
+        raise click.ClickException(f"--redis-url: {exc}") from None
+    try:
+        await log.connect()
+    except StreamciteError as exc:
+        with contextlib.suppress(Exception):
+            await log.aclose()
+        # The message names Redis as host:port/db, never the URL's password.
+        raise click.ClickException(
+            f"cannot start: the Redis stream log is unavailable ({exc.code}): {exc.message}"
+        ) from None
     return log
 
 

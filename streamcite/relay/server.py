@@ -27,7 +27,7 @@ import time
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -37,10 +37,27 @@ import orjson
 import structlog
 from aiohttp import WSMsgType, web
 
-from streamcite.core.events import DoneEvent, ErrorEvent, Event, TokenEvent
+from streamcite.core.answer import AnswerBuilder
+from streamcite.core.errors import StreamciteError
+from streamcite.core.events import (
+    CitationRefEvent,
+    CitationsEvent,
+    DoneEvent,
+    ErrorEvent,
+    Event,
+    FinishEvent,
+    GroundingEvent,
+    MetaEvent,
+    SourcesEvent,
+    TokenEvent,
+    UsageEvent,
+)
+from streamcite.core.grounding import CitedChunk, GroundingClaim, GroundingFact
+from streamcite.core.models import Citation, CitedAnswer
+from streamcite.core.sources import QuotedSource
 from streamcite.enrich.base import Enricher
 from streamcite.pipeline import Timeouts, stream_chat
-from streamcite.relay.log import StreamLog
+from streamcite.relay.log import LogEntry, StreamLog, StreamStatus
 from streamcite.relay.memlog import MemoryStreamLog
 from streamcite.relay.protocol import (
     AskMessage,
@@ -736,17 +753,31 @@ class Relay:
             self.metrics.errors[exc.code] += 1
             await client.send(relay_error_frame(exc.code, exc.message))
             return
-        if isinstance(msg, AskMessage):
-            sid = await self._ask(client, msg)
-            if sid is not None:
-                self._start_pump(client, sid, 0)
-        elif isinstance(msg, CancelMessage):
-            frame = await self._cancel(msg.stream_id)
-            if frame is not None:
-                await client.send(frame)
-        else:
-            if await self._resume(client, msg):
-                self._start_pump(client, msg.stream_id, msg.after_seq)
+        try:
+            if isinstance(msg, AskMessage):
+                sid = await self._ask(client, msg)
+                if sid is not None:
+                    self._start_pump(client, sid, 0)
+            elif isinstance(msg, CancelMessage):
+                frame = await self._cancel(msg.stream_id)
+                if frame is not None:
+                    await client.send(frame)
+            else:
+                if await self._resume(client, msg):
+                    self._start_pump(client, msg.stream_id, msg.after_seq)
+        except StreamciteError as exc:  # the log failed (Redis unreachable, say)
+            self.metrics.errors[exc.code] += 1
+            ref = msg.ref if isinstance(msg, AskMessage) else None
+            sid_or_none = None if isinstance(msg, AskMessage) else msg.stream_id
+            await client.send(
+                relay_error_frame(
+                    exc.code,
+                    _log_failed_message(exc),
+                    stream_id=sid_or_none,
+                    ref=ref,
+                    retryable=exc.retryable,
+                )
+            )
 
     # -- SSE -------------------------------------------------------------------------
 
@@ -779,7 +810,10 @@ class Relay:
                 return self._bad_request("bad_message", "send an ask/resume body or ?stream_id=")
             msg = ResumeMessage(stream_id=sid, after_seq=0)
         if isinstance(msg, CancelMessage):
-            frame = await self._cancel(msg.stream_id)
+            try:
+                frame = await self._cancel(msg.stream_id)
+            except StreamciteError as exc:
+                return self._log_unavailable(exc, msg.stream_id)
             return web.Response(status=202 if frame is None else 404,
                                 body=frame or b'{"type":"cancel_requested"}',
                                 content_type="application/json")  # fmt: skip
@@ -803,6 +837,16 @@ class Relay:
         if after is None:
             return self._bad_request("bad_message", "after_seq / Last-Event-ID must be >= 0")
         return await self._serve_sse(request, ResumeMessage(stream_id=sid, after_seq=after))
+
+    def _log_unavailable(self, exc: StreamciteError, sid: str | None) -> web.Response:
+        self.metrics.errors[exc.code] += 1
+        return web.Response(
+            status=503,
+            body=relay_error_frame(
+                exc.code, _log_failed_message(exc), stream_id=sid, retryable=exc.retryable
+            ),
+            content_type="application/json",
+        )
 
     def _bad_request(self, code: str, message: str) -> web.Response:
         self.metrics.errors[code] += 1
@@ -837,12 +881,18 @@ class Relay:
                     body=relay_error_frame(code, message, ref=msg.ref, retryable=retryable),
                     content_type="application/json",
                 )
-            owned = await self._start_stream(msg)
+            try:
+                owned = await self._start_stream(msg)
+            except StreamciteError as exc:
+                return self._log_unavailable(exc, None)
             sid, after = owned.stream_id, 0
             first = accepted_frame(sid, msg.ref)
         else:
-            status = await self.log.status(msg.stream_id)
-            if status is None or msg.after_seq > status.last_seq:
+            try:
+                status = await self.log.status(msg.stream_id)
+            except StreamciteError as exc:
+                return self._log_unavailable(exc, msg.stream_id)
+            if status is None or _bad_seq(msg.after_seq, status):
                 code = "unknown_stream" if status is None else "bad_seq"
                 self.metrics.errors[code] += 1
                 return web.Response(
@@ -933,7 +983,7 @@ class Relay:
         code: str | None = None
         if status is None:
             code = "unknown_stream"
-        elif msg.after_seq > status.last_seq:
+        elif _bad_seq(msg.after_seq, status):
             code = "bad_seq"
         elif (
             msg.stream_id not in client.pumps
@@ -1011,62 +1061,57 @@ class Relay:
         metrics = self.metrics
         bound = self.config.client_buffer_events
         block = self.config.heartbeat_interval
+        if sid not in self._owned:
+            # Only a status check notices that another instance (the owner) died: poll
+            # often enough that its readers learn it soon after its lease lapses.
+            block = min(block, _REMOTE_POLL)
         delivered = after_seq
-        # Events already logged when the client (re)attached are backlog, not lag.
-        status = await log.status(sid)
-        backlog_end = status.last_seq if status is not None else 0
         try:
-            while True:
-                entries = await log.read(sid, delivered, block=block)
-                if not entries:
-                    status = await log.status(sid)
-                    if status is None:
-                        await client.send(
-                            relay_error_frame(
-                                "stream_expired", "the stream is no longer kept", stream_id=sid
+            try:
+                # Events already logged when the client (re)attached are backlog, not lag.
+                status = await log.status(sid)
+                backlog_end = status.last_seq if status is not None else 0
+                while True:
+                    entries = await log.read(sid, delivered, block=block)
+                    if not entries:
+                        status = await log.status(sid)
+                        if status is None:
+                            await client.send(
+                                relay_error_frame(
+                                    "stream_expired", "the stream is no longer kept", stream_id=sid
+                                )
                             )
-                        )
+                            return
+                        if status.finished and status.last_seq <= delivered:
+                            return
+                        if not status.owner_alive:
+                            await self._end_orphaned(client, sid, delivered, status)
+                            return
+                        await client.idle_tick()
+                        continue
+                    first = entries[0].seq
+                    if first > delivered + 1:
+                        await self._send_gap(client, sid, delivered, first)
+                    # Behind the live head (resume backlog excepted) while its socket is full:
+                    # the client cannot keep up. A burst to a client that keeps up is fine.
+                    if (
+                        entries[-1].seq - max(delivered, backlog_end) > bound
+                        and client.backlogged()
+                    ):
+                        raise _TooSlow
+                    send = client.send
+                    on_sent = self.on_sent
+                    for entry in entries:
+                        await send(envelope(sid, entry.seq, entry.payload), entry.seq)
+                        if on_sent is not None:
+                            on_sent(sid, entry.seq, time.perf_counter())
+                    metrics.events_sent += len(entries)
+                    last = entries[-1]
+                    delivered = last.seq
+                    if is_done_payload(last.payload):
                         return
-                    if status.finished and status.last_seq <= delivered:
-                        return
-                    if not status.owner_alive:
-                        metrics.errors["owner_lost"] += 1
-                        await client.send(
-                            relay_error_frame(
-                                "owner_lost",
-                                "the relay running this stream is gone",
-                                stream_id=sid,
-                                retryable=True,
-                            )
-                        )
-                        return
-                    await client.idle_tick()
-                    continue
-                first = entries[0].seq
-                if first > delivered + 1:
-                    metrics.errors["resume_gap"] += 1
-                    await client.send(
-                        relay_error_frame(
-                            "resume_gap",
-                            f"events {delivered + 1}..{first - 1} are no longer kept",
-                            stream_id=sid,
-                        )
-                    )
-                # Behind the live head (resume backlog excepted) while its socket is full:
-                # the client cannot keep up. A burst to a client that keeps up is fine.
-                if entries[-1].seq - max(delivered, backlog_end) > bound and client.backlogged():
-                    raise _TooSlow
-                send = client.send
-                on_sent = self.on_sent
-                for entry in entries:
-                    await send(envelope(sid, entry.seq, entry.payload), entry.seq)
-                    if on_sent is not None:
-                        on_sent(sid, entry.seq, time.perf_counter())
-                metrics.events_sent += len(entries)
-                last = entries[-1]
-                delivered = last.seq
-                if is_done_payload(last.payload):
-                    return
+            except StreamciteError as exc:  # the log failed (Redis unreachable, say)
+                await self._end_on_log_error(client, sid, delivered, exc)
         except _TooSlow:
             metrics.client_closed["too_slow"] += 1
             client.log.info("client.too_slow", stream_id=sid, delivered=delivered)
@@ -1078,6 +1123,80 @@ class Relay:
                 self._detach(sid)
             if client.pumps.get(sid) is asyncio.current_task():
                 del client.pumps[sid]
+
+    async def _send_gap(self, client: _Client, sid: str, delivered: int, first: int) -> None:
+        self.metrics.errors["resume_gap"] += 1
+        await client.send(
+            relay_error_frame(
+                "resume_gap",
+                f"events {delivered + 1}..{first - 1} are no longer kept",
+                stream_id=sid,
+            )
+        )
+
+    async def _end_orphaned(
+        self, client: _Client, sid: str, delivered: int, status: StreamStatus
+    ) -> None:
+        """End a stream whose owner died: the rest of its log, then ``error`` (``owner_lost``)
+        and ``done`` with the answer rebuilt from the log.
+
+        Nobody can append to the log any more (only the owner may), so these two events are
+        synthesised by every reader; they depend only on the log's content, so every client
+        of the stream, on any instance, gets the same ones with the same ``seq``."""
+        log = self.log
+        # The owner is gone: the log cannot grow, one non-blocking read is all of it.
+        logged = await log.read(sid, 0)
+        tail = [e for e in logged if e.seq > delivered]
+        if tail:
+            if tail[0].seq > delivered + 1:
+                await self._send_gap(client, sid, delivered, tail[0].seq)
+            for entry in tail:
+                await client.send(envelope(sid, entry.seq, entry.payload), entry.seq)
+                self.metrics.events_sent += 1
+                delivered = entry.seq
+                if is_done_payload(entry.payload):
+                    return  # it did finish after all (the status raced with the last write)
+        last = max(delivered, status.last_seq, logged[-1].seq if logged else 0)
+        error = ErrorEvent(
+            code="owner_lost",
+            message=(
+                "the relay instance running this stream stopped before it finished; "
+                "the answer is partial"
+            ),
+            retryable=True,
+            stage="relay",
+        )
+        self.metrics.errors["owner_lost"] += 1
+        client.log.info("relay.stream.owner_lost", stream_id=sid, owner=status.owner, last=last)
+        answer = _rebuild_answer(logged, error)
+        await client.send(envelope(sid, last + 1, orjson.dumps(error)), last + 1)
+        await client.send(envelope(sid, last + 2, orjson.dumps(DoneEvent(answer=answer))), last + 2)
+        self.metrics.events_sent += 2
+
+    async def _end_on_log_error(
+        self, client: _Client, sid: str, delivered: int, exc: StreamciteError
+    ) -> None:
+        """The log could not be read: tell the client (``error`` with the log's code) and end
+        the stream with ``done`` — the answer this client received, when the log can still
+        say it, else an empty one — rather than leaving the client waiting."""
+        code = exc.code
+        self.metrics.errors[code] += 1
+        client.log.warning("relay.pump.log_failed", stream_id=sid, code=code, delivered=delivered)
+        error = ErrorEvent(
+            code=code,
+            message=f"the relay could not read the stream's log ({code}); the answer is partial",
+            retryable=exc.retryable,
+            stage="relay",
+        )
+        try:
+            logged = [e for e in await self.log.read(sid, 0) if e.seq <= delivered]
+        except StreamciteError:
+            logged = []
+        answer = _rebuild_answer(logged, error)
+        await client.send(envelope(sid, delivered + 1, orjson.dumps(error)), delivered + 1)
+        done = envelope(sid, delivered + 2, orjson.dumps(DoneEvent(answer=answer)))
+        await client.send(done, delivered + 2)
+        self.metrics.events_sent += 2
 
     async def _drop_pumps(self, client: _Client) -> None:
         pumps = list(client.pumps.values())
@@ -1160,7 +1279,15 @@ class Relay:
                 task = asyncio.current_task()
                 if task is not None:
                     task.uncancel()
-        except Exception as exc:  # a bug or a broken log: end the stream cleanly anyway
+        except StreamciteError as exc:  # the log failed (Redis unreachable, say)
+            slog.warning("relay.stream.log_failed", code=exc.code)
+            failure = ErrorEvent(
+                code=exc.code,
+                message=f"the relay's stream log failed ({exc.code}); the answer is partial",
+                retryable=exc.retryable,
+                stage="relay",
+            )
+        except Exception as exc:  # a bug: end the stream cleanly anyway
             slog.exception("relay.stream.failed")
             failure = ErrorEvent(
                 code="relay_error",
@@ -1269,6 +1396,84 @@ _RESUME_ERRORS = {
     "bad_seq": "after_seq is past the last event of the stream",
     "too_many_streams": "too many streams on this connection",
 }
+
+
+_REMOTE_POLL = 2.0
+"""Longest blocking read of a pump whose stream is owned by another instance (seconds)."""
+
+
+def _bad_seq(after_seq: int, status: StreamStatus) -> bool:
+    """``after_seq`` past the log's end is an error, unless the owner died: a client may
+    then hold events the log never got, and it is told ``owner_lost`` instead."""
+    return after_seq > status.last_seq and (status.finished or status.owner_alive)
+
+
+def _log_failed_message(exc: StreamciteError) -> str:
+    # The exception's own text may name the log's host: clients get the code only.
+    return f"the relay's stream log is unavailable ({exc.code}); retry later"
+
+
+def _wire_kwargs(cls: type, obj: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of dataclass ``cls`` found in its wire dict ``obj``."""
+    return {f.name: obj[f.name] for f in fields(cls) if f.init and f.name in obj}
+
+
+def _event_from_wire(obj: dict[str, Any]) -> Event | None:
+    """Rebuild a logged event from its wire JSON (the relay's own output: trusted shape)."""
+    kind = obj.get("type")
+    if kind == "token":
+        return TokenEvent(**_wire_kwargs(TokenEvent, obj))
+    if kind == "citation_ref":
+        return CitationRefEvent(**_wire_kwargs(CitationRefEvent, obj))
+    if kind == "finish":
+        return FinishEvent(**_wire_kwargs(FinishEvent, obj))
+    if kind == "citations":
+        return CitationsEvent(
+            citations=[Citation(**_wire_kwargs(Citation, c)) for c in obj.get("citations") or ()]
+        )
+    if kind == "usage":
+        return UsageEvent(**_wire_kwargs(UsageEvent, obj))
+    if kind == "meta":
+        return MetaEvent(**_wire_kwargs(MetaEvent, obj))
+    if kind == "error":
+        return ErrorEvent(**_wire_kwargs(ErrorEvent, obj))
+    if kind == "sources":
+        return SourcesEvent(
+            provider=obj.get("provider") or "wikit",
+            query_id=obj.get("query_id"),
+            sources=[QuotedSource.from_dict(s) for s in obj.get("sources") or ()],
+        )
+    if kind == "grounding":
+        return GroundingEvent(
+            provider=obj.get("provider") or "local",
+            support_score=obj.get("support_score"),
+            claims=[GroundingClaim(**_wire_kwargs(GroundingClaim, c)) for c in obj["claims"]],
+            cited_chunks=[CitedChunk(**_wire_kwargs(CitedChunk, c)) for c in obj["cited_chunks"]],
+            cited_facts=list(obj.get("cited_facts") or ()),
+            warnings=list(obj.get("warnings") or ()),
+            facts=[GroundingFact(**_wire_kwargs(GroundingFact, f)) for f in obj["facts"]],
+        )
+    return None  # done (never before the end) or a type this relay does not know
+
+
+def _rebuild_answer(entries: Sequence[LogEntry], error: ErrorEvent) -> CitedAnswer:
+    """The partial answer a stream's logged events make, ending with ``error``.
+
+    Deterministic in the log's content, so readers on different instances agree; its
+    ``text`` is the concatenation of the logged token texts. An entry that cannot be
+    rebuilt is skipped (it cannot be, short of a bug: the relay wrote it)."""
+    builder = AnswerBuilder()
+    for entry in entries:
+        try:
+            obj = orjson.loads(entry.payload)
+            event = _event_from_wire(obj) if isinstance(obj, dict) else None
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, StreamciteError):
+            _log.warning("relay.rebuild.skipped", seq=entry.seq)
+            continue
+        if event is not None:
+            builder.add(event)
+    builder.add(error)
+    return builder.snapshot()
 
 
 def _limit_write_buffer(
