@@ -22,8 +22,10 @@ from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
 from streamcite import Timeouts, stream_chat
+from streamcite.core.errors import StreamciteError
 from streamcite.core.events import ErrorEvent, MetaEvent, TokenEvent
 from streamcite.local.server import BackendConfig, LocalBackend
+from streamcite.relay.log import LogEntry, StreamStatus
 from streamcite.relay.memlog import MemoryStreamLog
 from streamcite.relay.protocol import (
     AskMessage,
@@ -34,7 +36,7 @@ from streamcite.relay.protocol import (
     is_done_payload,
     parse_client_message,
 )
-from streamcite.relay.server import RelayConfig
+from streamcite.relay.server import RelayConfig, RelayServer
 from tests._relay_fixtures import (
     RawWs,
     RelayClient,
@@ -420,6 +422,195 @@ async def test_resume_errors() -> None:
         await client.until_done(sid)
         replay = [f for f in client.frames[-200:] if f.get("stream_id") == sid and f.get("seq")]
         assert replay[-1]["type"] == "done"
+
+
+# -- a log shared by two relays, with a dying owner and failing reads ---------------------------
+
+
+class FaultyLog:
+    """A :class:`MemoryStreamLog` shared by several relays (as Redis is), plus faults.
+
+    ``kill(owner)``: that instance's writes are lost from now on and its unfinished streams
+    report ``owner_alive=False``, as a crashed owner's lapsed lease does. ``fail_reads``:
+    that many next ``read`` calls raise ``redis_unavailable``. ``fail_appends_after``: an
+    ``append`` beyond that many entries of a stream raises ``redis_unavailable`` (the entry
+    still reaches this process's readers, as the Redis log does for the owner's clients).
+    """
+
+    def __init__(self) -> None:
+        self.mem = MemoryStreamLog()
+        self.dead: set[str] = set()
+        self.owners: dict[str, str] = {}
+        self.fail_reads = 0
+        self.fail_appends_after: int | None = None
+
+    @staticmethod
+    def _unavailable() -> StreamciteError:
+        return StreamciteError("Redis at test:0/0 unavailable", code="redis_unavailable",
+                               retryable=True)  # fmt: skip
+
+    def kill(self, owner: str) -> None:
+        self.dead.add(owner)
+
+    async def open_stream(self, stream_id: str, *, owner: str) -> None:
+        self.owners[stream_id] = owner
+        await self.mem.open_stream(stream_id, owner=owner)
+
+    async def append(self, stream_id: str, payload: bytes) -> int:
+        if self.owners.get(stream_id) in self.dead:
+            raise self._unavailable()
+        seq = await self.mem.append(stream_id, payload)
+        if self.fail_appends_after is not None and seq > self.fail_appends_after:
+            raise self._unavailable()
+        return seq
+
+    async def finish(self, stream_id: str) -> None:
+        if self.owners.get(stream_id) not in self.dead:
+            await self.mem.finish(stream_id)
+
+    async def read(
+        self, stream_id: str, after_seq: int, *, block: float | None = None
+    ) -> list[LogEntry]:
+        if self.fail_reads > 0:
+            self.fail_reads -= 1
+            raise self._unavailable()
+        return await self.mem.read(stream_id, after_seq, block=block)
+
+    async def status(self, stream_id: str) -> StreamStatus | None:
+        st = await self.mem.status(stream_id)
+        if st is None or st.finished or self.owners.get(stream_id) not in self.dead:
+            return st
+        return StreamStatus(last_seq=st.last_seq, finished=False, owner=st.owner,
+                            owner_alive=False)  # fmt: skip
+
+    async def request_cancel(self, stream_id: str) -> None:
+        await self.mem.request_cancel(stream_id)
+
+    def on_cancel(self, callback: Any) -> None:
+        self.mem.on_cancel(callback)
+
+    async def aclose(self) -> None:
+        await self.mem.aclose()
+
+
+@contextlib.asynccontextmanager
+async def relays_sharing(
+    log: FaultyLog, base_url: str, names: tuple[str, ...] = ("relay-a", "relay-b")
+) -> AsyncIterator[list[RelayServer]]:
+    servers = [
+        RelayServer(
+            RelayConfig(
+                base_url=base_url,
+                instance_id=name,
+                retries=0,
+                shutdown_grace=0.5,
+                heartbeat_interval=0.5,
+            ),
+            log=log,
+            shutdown_timeout=2.0,
+        )
+        for name in names
+    ]
+    try:
+        for server in servers:
+            await server.start()
+        yield servers
+    finally:
+        for server in servers:
+            await asyncio.wait_for(server.stop(), 30)
+        await log.aclose()
+
+
+async def test_dead_owner_ends_the_stream_with_owner_lost_and_the_same_partial_answer() -> None:
+    log = FaultyLog()
+    async with (
+        fake_upstream(delay=0.02, tokens=[f" w{i}" for i in range(400)]) as up,
+        relays_sharing(log, up.url + "/v1") as (a, b),
+        ws_client(a) as on_a,
+        ws_client(b) as on_b,
+    ):
+        sid = await on_a.ask("q")
+        await on_b.send({"type": "resume", "stream_id": sid, "after_seq": 0})
+        await on_b.until(lambda o: o.get("stream_id") == sid and o.get("seq", 0) >= 4)
+        log.kill("relay-a")  # A's writes stop reaching the log; its lease "lapses"
+        done_a = await on_a.until_done(sid)
+        done_b = await on_b.until_done(sid)
+        status = await log.mem.status(sid)
+        assert status is not None
+        # A client that holds events the log never got resumes past its end: not bad_seq.
+        async with ws_client(b) as ahead:
+            await ahead.send({"type": "resume", "stream_id": sid, "after_seq": status.last_seq + 3})
+            accepted = await ahead.until(lambda o: o.get("stream_id") == sid)
+            assert accepted["type"] == "accepted", accepted
+            done_ahead = await ahead.until_done(sid)
+            ahead_events = ahead.events(sid)
+    events_a, events_b = on_a.events(sid), on_b.events(sid)
+    # Both instances synthesised the same ending from the log: same events, same seqs.
+    assert events_a == events_b
+    assert_contiguous(events_a)
+    assert events_a[-2]["seq"] == status.last_seq + 1 and done_a["seq"] == status.last_seq + 2
+    errors = [e for e in events_a if e["type"] == "error"]
+    assert [(e["code"], e["retryable"], e["stage"]) for e in errors] == [
+        ("owner_lost", True, "relay")
+    ]
+    answer = done_b["answer"]
+    assert (
+        answer["text"]
+        == text_of(events_b)
+        == "".join(f" w{i}" for i in range(len(answer["text"].split())))
+    )
+    assert 0 < len(answer["text"]) < len(up.answer)
+    assert [e["code"] for e in answer["errors"]] == ["owner_lost"]
+    assert answer["complete"] is False
+    assert [e["type"] for e in ahead_events] == ["error", "done"]
+    assert ahead_events[0]["seq"] == status.last_seq + 4 and ahead_events[0]["code"] == "owner_lost"
+    assert done_ahead["answer"]["text"] == answer["text"]
+    assert a.relay.metrics.errors["owner_lost"] == 1 and b.relay.metrics.errors["owner_lost"] == 2
+
+
+async def test_log_read_failure_ends_the_client_stream_with_its_error_and_done() -> None:
+    log = FaultyLog()
+    async with (
+        fake_upstream(delay=0.02, tokens=[" t"] * 200) as up,
+        relays_sharing(log, up.url + "/v1", ("relay-a",)) as (a,),
+        ws_client(a) as client,
+    ):
+        sid = await client.ask("q")
+        await client.until(lambda o: o.get("stream_id") == sid and o.get("seq", 0) >= 3)
+        log.fail_reads = 1  # the pump's next read fails; the log answers again afterwards
+        done = await client.until_done(sid)
+        events = client.events(sid)
+        await client.send({"type": "cancel", "stream_id": sid})
+    assert_contiguous(events)
+    error = events[-2]
+    assert (error["type"], error["code"], error["retryable"]) == (
+        "error",
+        "redis_unavailable",
+        True,
+    )
+    assert "test:0" not in error["message"]  # the log's address stays on the server
+    assert done["answer"]["text"] == text_of(events)
+    assert [e["code"] for e in done["answer"]["errors"]] == ["redis_unavailable"]
+    assert a.relay.metrics.errors["redis_unavailable"] == 1
+
+
+async def test_log_write_failure_ends_the_stream_with_the_logs_error_code() -> None:
+    log = FaultyLog()
+    log.fail_appends_after = 5
+    async with (
+        fake_upstream(tokens=[" t"] * 50) as up,
+        relays_sharing(log, up.url + "/v1", ("relay-a",)) as (a,),
+        ws_client(a) as client,
+    ):
+        sid = await client.ask("q")
+        done = await client.until_done(sid)
+        events = client.events(sid)
+        await eventually(lambda: a.relay.metrics.streams_finished["error"] == 1)
+    assert_contiguous(events)
+    errors = [e for e in events if e["type"] == "error"]
+    assert [(e["code"], e["retryable"]) for e in errors] == [("redis_unavailable", True)]
+    assert [e["code"] for e in done["answer"]["errors"]] == ["redis_unavailable"]
+    assert done["answer"]["text"] == text_of(events)
 
 
 # -- backpressure --------------------------------------------------------------------------

@@ -1255,6 +1255,7 @@ class Relay:
         done: DoneEvent | None = None
         reraise = False
         failure: ErrorEvent | None = None
+        log_failed = False
         try:
             async with stream:
                 async for event in stream:
@@ -1281,6 +1282,7 @@ class Relay:
                     task.uncancel()
         except StreamciteError as exc:  # the log failed (Redis unreachable, say)
             slog.warning("relay.stream.log_failed", code=exc.code)
+            log_failed = True
             failure = ErrorEvent(
                 code=exc.code,
                 message=f"the relay's stream log failed ({exc.code}); the answer is partial",
@@ -1296,7 +1298,13 @@ class Relay:
             )
         try:
             if done is None:
-                final = self._final_events(stream.answer, owned.cancel_reason, failure)
+                answer = stream.answer
+                if log_failed:
+                    # The pipeline may have folded tokens it had not yielded yet (or that
+                    # never reached the log): the answer is what the clients were given.
+                    with contextlib.suppress(StreamciteError):
+                        answer = _rebuild_answer(await log.read(sid, 0), None)
+                final = self._final_events(answer, owned.cancel_reason, failure)
                 for event in final:
                     if type(event) is ErrorEvent:
                         metrics.errors[event.code] += 1  # type: ignore[union-attr]
@@ -1456,8 +1464,8 @@ def _event_from_wire(obj: dict[str, Any]) -> Event | None:
     return None  # done (never before the end) or a type this relay does not know
 
 
-def _rebuild_answer(entries: Sequence[LogEntry], error: ErrorEvent) -> CitedAnswer:
-    """The partial answer a stream's logged events make, ending with ``error``.
+def _rebuild_answer(entries: Sequence[LogEntry], error: ErrorEvent | None) -> CitedAnswer:
+    """The partial answer a stream's logged events make, ending with ``error`` (if any).
 
     Deterministic in the log's content, so readers on different instances agree; its
     ``text`` is the concatenation of the logged token texts. An entry that cannot be
@@ -1472,7 +1480,8 @@ def _rebuild_answer(entries: Sequence[LogEntry], error: ErrorEvent) -> CitedAnsw
             continue
         if event is not None:
             builder.add(event)
-    builder.add(error)
+    if error is not None:
+        builder.add(error)
     return builder.snapshot()
 
 
