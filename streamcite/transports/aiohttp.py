@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Mapping
 
 import aiohttp
 
-from streamcite.transports.base import TransportError
+from streamcite.transports.base import TransportError, read_limited
 
 __all__ = ["AiohttpTransport"]
 
@@ -43,17 +43,7 @@ class _Response:
             ) from exc
 
     async def read(self, limit: int = 1 << 20) -> bytes:
-        chunks: list[bytes] = []
-        size = 0
-        try:
-            async for data in self.aiter_bytes():
-                chunks.append(data)
-                size += len(data)
-                if size >= limit:
-                    break
-        except TransportError:
-            pass  # an error body cut short is still worth reporting
-        return b"".join(chunks)[:limit]
+        return await read_limited(self.aiter_bytes(), limit)
 
     async def aclose(self) -> None:
         if self._resp.content.at_eof():

@@ -11,7 +11,23 @@ from typing import Protocol
 
 from streamcite.core.errors import StreamciteError
 
-__all__ = ["Transport", "TransportError", "UpstreamResponse"]
+__all__ = ["Transport", "TransportError", "UpstreamResponse", "read_limited"]
+
+
+async def read_limited(chunks: AsyncIterator[bytes], limit: int) -> bytes:
+    """Up to ``limit`` bytes of a body; a body cut short is returned as far as it came
+    (an error body is still worth reporting)."""
+    parts: list[bytes] = []
+    size = 0
+    try:
+        async for data in chunks:
+            parts.append(data)
+            size += len(data)
+            if size >= limit:
+                break
+    except TransportError:
+        pass
+    return b"".join(parts)[:limit]
 
 
 class TransportError(StreamciteError):

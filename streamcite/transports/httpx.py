@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Mapping
 import httpx
 import httpx_sse
 
-from streamcite.transports.base import TransportError
+from streamcite.transports.base import TransportError, read_limited
 
 __all__ = ["HttpxTransport"]
 
@@ -62,17 +62,7 @@ class _Response:
             ) from exc
 
     async def read(self, limit: int = 1 << 20) -> bytes:
-        chunks: list[bytes] = []
-        size = 0
-        try:
-            async for data in self.aiter_bytes():
-                chunks.append(data)
-                size += len(data)
-                if size >= limit:
-                    break
-        except TransportError:
-            pass
-        return b"".join(chunks)[:limit]
+        return await read_limited(self.aiter_bytes(), limit)
 
     async def aclose(self) -> None:
         await self._stack.aclose()
