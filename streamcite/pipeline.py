@@ -175,7 +175,13 @@ class ChatStream:
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
             self._secrets.append(api_key)
-        host = urlsplit(self.url).netloc
+        parts = urlsplit(self.url)
+        host = f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
+        self._host = host  # never the userinfo of the URL
+        if parts.password:
+            self._secrets.append(parts.password)
+        # "Bearer sk-..." is scrubbed whole and by its credential alone.
+        self._secrets += [w for v in list(self._secrets) for w in v.split()[1:] if len(w) >= 6]
         self._log = _log.bind(
             stream_id=self.stream_id, upstream=host, model=self.request.get("model")
         )
@@ -185,9 +191,10 @@ class ChatStream:
         self._results: dict[str, asyncio.Future[Event | None]] = {}
         self._t0 = 0.0
         self._done = False
+        self._started = False
 
     def __repr__(self) -> str:  # never shows keys or headers
-        return f"<ChatStream {self.stream_id} {urlsplit(self.url).netloc} model={self.request.get('model')!r}>"
+        return f"<ChatStream {self.stream_id} {self._host} model={self.request.get('model')!r}>"
 
     # -- public surface ------------------------------------------------------------
 
@@ -206,7 +213,10 @@ class ChatStream:
 
     def __aiter__(self) -> AsyncIterator[Event]:
         if self._gen is None:
-            self._gen = self._run()
+            # One run per stream: once closed, iterating again yields nothing (the
+            # answer so far stays in ``answer``) rather than sending a new request.
+            self._gen = _exhausted() if self._started else self._run()
+            self._started = True
         return self._gen
 
     @property
@@ -274,15 +284,29 @@ class ChatStream:
 
     async def _open(self) -> UpstreamResponse:
         body = orjson.dumps(self.request)
-        connect = self._bounded(self.timeouts.connect)
 
         async def attempt() -> UpstreamResponse:
+            connect = self._bounded(self.timeouts.connect)
             try:
-                resp = await self._transport.open(self.url, self._headers, body, connect)
+                # The connect timeout covers the socket; this one covers a server that
+                # accepts the request and never sends its response headers.
+                async with asyncio.timeout(self._bounded(self.timeouts.first_token)):
+                    resp = await self._transport.open(self.url, self._headers, body, connect)
+            except TimeoutError as exc:
+                raise _OpenFailed(self._timeout_error(waiting_first=True)) from exc
             except TransportError as exc:
                 raise _OpenFailed(
                     ErrorEvent(
                         code=exc.code, message=exc.message, retryable=exc.retryable, stage=exc.stage
+                    )
+                ) from exc
+            except Exception as exc:  # a client library error we do not know: still typed
+                raise _OpenFailed(
+                    ErrorEvent(
+                        code="connect_failed",
+                        message=f"{type(exc).__name__}: {exc}",
+                        retryable=False,
+                        stage="connect",
                     )
                 ) from exc
             if resp.status >= 400:
@@ -348,6 +372,8 @@ class ChatStream:
                 if type(ev) is TokenEvent and timings.ttft_ms is None:
                     self._first_token()
                 yield self._note(ev)
+            for ev in parser.close():
+                yield self._note(ev)
             return
         if ctype != "text/event-stream":
             check = getattr(resp, "check_event_stream", None)
@@ -391,6 +417,16 @@ class ChatStream:
                 yield self._error(
                     ErrorEvent(
                         code=exc.code, message=exc.message, retryable=exc.retryable, stage=exc.stage
+                    )
+                )
+                break
+            except Exception as exc:  # an unexpected client-library error: typed, not raised
+                yield self._error(
+                    ErrorEvent(
+                        code="connection_lost",
+                        message=f"{type(exc).__name__}: {exc}",
+                        retryable=True,
+                        stage="http",
                     )
                 )
                 break
@@ -533,6 +569,14 @@ class ChatStream:
                 message=self._scrub(f"{type(exc).__name__}: {exc}"),
                 stage=kind,
             )
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # we are being cancelled: let it through
+            # The enricher itself raised CancelledError: a failure like any other.
+            result = ErrorEvent(
+                code=f"{kind}_failed", message="the enricher was cancelled", stage=kind
+            )
         elapsed = (time.perf_counter() - started) * 1000
         timings = self._parser.builder.timings
         if kind == "sources":
@@ -618,3 +662,8 @@ def stream_chat(
         retries=retries,
         stream_id=stream_id,
     )
+
+
+async def _exhausted() -> AsyncIterator[Event]:
+    return
+    yield  # makes this an async generator

@@ -9,7 +9,6 @@ import orjson
 
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.chunks import ChunkInterpreter
-from streamcite.core.errors import EventTooLarge
 from streamcite.core.events import DoneEvent, ErrorEvent, Event
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import CitedAnswer
@@ -52,11 +51,8 @@ class ChatStreamParser:
 
     def feed(self, data: bytes) -> list[Event]:
         """Events completed by ``data`` (any split of the stream)."""
-        try:
-            raw = self._decoder.feed_raw(data)
-        except EventTooLarge as exc:
-            return [self.add_error(ErrorEvent(code=exc.code, message=exc.message, stage="sse"))]
         out: list[Event] = []
+        raw = self._decoder.feed_raw(data)
         if raw:
             self._interpreter.feed_raw(raw, out)
             parts = self.builder.text_parts

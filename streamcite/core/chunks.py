@@ -26,7 +26,7 @@ from streamcite.core.events import (
 )
 from streamcite.core.markers import FootnoteDetector, MarkerMode
 from streamcite.core.models import CitationRef, Usage
-from streamcite.core.sse import RawEvent
+from streamcite.core.sse import OVERFLOW, RawEvent
 
 __all__ = ["ChunkInterpreter", "error_from_payload"]
 
@@ -115,13 +115,20 @@ class ChunkInterpreter:
         """Interpret one SSE ``data`` payload (bytes) of event type ``event``."""
         if out is None:
             out = []
+        if self.done:
+            return out  # nothing after [DONE] is part of the answer, not even errors
         if event and event != b"message":
             if event == b"error":
                 self._sse_error(payload, out)
+            elif event == OVERFLOW[0]:
+                self._fault(
+                    out,
+                    "event_too_large",
+                    "an SSE event exceeded max_event_size and was dropped",
+                    "sse",
+                )
             # Other event types (pings, provider extensions) carry no chat chunk.
             return out
-        if self.done:
-            return out  # anything after [DONE] is not part of the answer
         if payload == b"[DONE]":
             self.done = True
             self._builder.complete = True
@@ -157,9 +164,7 @@ class ChunkInterpreter:
         raw0 = self._raw0
         token = TokenEvent
         det = self._detectors.get(0)
-        i = 0
         for item in raw:
-            i += 1
             if isinstance(item, tuple):
                 self.feed(item[1], item[0], out)
                 det = self._detectors.get(0)
@@ -183,7 +188,8 @@ class ChunkInterpreter:
                 det is None
                 or type(content) is not str
                 or ch.get("finish_reason")
-                or ch.get("index")
+                or type(idx := ch.get("index", 0)) is not int
+                or idx
                 or "citations" in obj
                 or "search_results" in obj
                 or "error" in obj
@@ -201,9 +207,7 @@ class ChunkInterpreter:
                         self._add_refs(0, refs, out)
                 else:
                     det.offset += len(content)
-        if i < len(raw):
-            for item in raw[i:]:  # after [DONE]: the general path ignores them
-                self.feed(item if isinstance(item, bytes) else item[1], b"", out)
+        # Whatever followed [DONE] in this read is dropped (feed() ignores it too).
 
     def _general(self, obj: Any, payload: bytes, out: list[Event]) -> None:
         if type(obj) is not dict:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "EventTooLarge",
     "MalformedResponse",
@@ -29,9 +31,16 @@ class StreamciteError(Exception):
 
 
 class EventTooLarge(StreamciteError):
-    """An SSE event (or line) grew past the decoder's ``max_event_size``."""
+    """An SSE event (or line) grew past the decoder's ``max_event_size``.
+
+    ``events`` holds the events the same read completed besides the dropped one.
+    """
 
     code = "event_too_large"
+
+    def __init__(self, message: str, *, events: list[Any] | None = None):
+        super().__init__(message)
+        self.events: list[Any] = events or []
 
 
 class MalformedResponse(StreamciteError):

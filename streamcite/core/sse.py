@@ -23,13 +23,16 @@ event arriving in small reads costs linear time; ``max_event_size`` bounds memor
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypeAlias, cast
+from typing import Any, TypeAlias, cast
 
 from streamcite.core.errors import EventTooLarge
 
-__all__ = ["DEFAULT_MAX_EVENT_SIZE", "RawEvent", "SSEDecoder", "ServerSentEvent"]
+__all__ = ["DEFAULT_MAX_EVENT_SIZE", "OVERFLOW", "RawEvent", "SSEDecoder", "ServerSentEvent"]
 
 RawEvent: TypeAlias = "bytes | tuple[bytes, bytes, str, int | None]"
+
+OVERFLOW: tuple[bytes, bytes, str, int | None] = (b"\x00overflow", b"", "", None)
+"""In :meth:`SSEDecoder.feed_raw` output: an event was dropped here for its size."""
 """What :meth:`SSEDecoder.feed_raw` returns per event: the ``data`` bytes of a plain
 ``message`` event, or ``(event type, data, last event id, retry)`` for any other."""
 
@@ -67,8 +70,11 @@ class SSEDecoder:
         "_bom_done",
         "_data",
         "_data_size",
+        "_discarding",
         "_event",
         "_in_block",
+        "_last_lf",
+        "_skip_data",
         "_skip_lf",
         "_tail",
         "last_event_id",
@@ -88,6 +94,9 @@ class SSEDecoder:
         self._in_block = False  # a field line was seen since the last blank line
         self._skip_lf = False  # the previous read ended with CR: a leading LF is its pair
         self._bom_done = False
+        self._discarding = False  # dropping the rest of an oversized block
+        self._skip_data = False  # dropping the data lines of an oversized event
+        self._last_lf = False
         self.truncated = False
         """Set by :meth:`close` when an unterminated block had to be discarded."""
 
@@ -99,14 +108,18 @@ class SSEDecoder:
     # -- public API ----------------------------------------------------------------
 
     def feed(self, data: bytes) -> list[ServerSentEvent]:
-        """Decode ``data`` (any split of the stream) and return the events it completed."""
-        out: list[ServerSentEvent] = []
-        for item in self._feed(data, True):
-            assert isinstance(item, tuple)  # full mode always gives tuples
-            ev, payload, lid, retry = item
-            event = "message" if not ev else ev.decode("utf-8", "replace")
-            out.append(ServerSentEvent(event, payload.decode("utf-8", "replace"), lid, retry))
-        return out
+        """Decode ``data`` (any split of the stream) and return the events it completed.
+
+        Raises :class:`EventTooLarge` when an event exceeds ``max_event_size``: that
+        event is dropped (up to its blank line) and ``exc.events`` holds the other
+        events this read completed; decoding can go on with the next read.
+        """
+        try:
+            raw = self._feed(data, True)
+        except EventTooLarge as exc:
+            exc.events = _public(exc.events)
+            raise
+        return _public(raw)
 
     def close(self) -> list[ServerSentEvent]:
         """End of input. Per the standard, an unterminated final block is discarded."""
@@ -121,6 +134,8 @@ class SSEDecoder:
         its ``data:`` line (the common case: nothing else to report), or a tuple
         ``(event type, data, last event id, retry)`` with type and data as bytes.
         Data stays bytes so it can go to orjson without a ``str`` round-trip.
+        An event over ``max_event_size`` is dropped and :data:`OVERFLOW` stands in
+        its place (this method does not raise).
         """
         return self._feed(data, False)
 
@@ -149,6 +164,11 @@ class SSEDecoder:
             if chunk[-1:] == b"\r":
                 self._skip_lf = True  # its LF, if any, starts the next read
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if self._discarding:
+            chunk = self._discard(chunk)
+            if not chunk:
+                return []
+        limit = self.max_event_size
         tail = self._tail
         if tail:
             # Only the new bytes (and the one before them) can hold a new block end.
@@ -156,8 +176,9 @@ class SSEDecoder:
             tail += chunk
             end = tail.rfind(b"\n\n", scan_from)
             if end == -1:
-                if len(tail) > self.max_event_size:
-                    self._too_large()
+                if len(tail) > limit:
+                    self._overflow_tail()
+                    return self._finish([OVERFLOW], full)
                 return []
             region = bytes(tail[:end])
             del tail[: end + 2]
@@ -165,14 +186,16 @@ class SSEDecoder:
             end = chunk.rfind(b"\n\n")
             if end == -1:
                 tail += chunk
-                if len(tail) > self.max_event_size:
-                    self._too_large()
+                if len(tail) > limit:
+                    self._overflow_tail()
+                    return self._finish([OVERFLOW], full)
                 return []
             region = chunk[:end]
             if end + 2 < len(chunk):
                 tail += chunk[end + 2 :]
-        if len(tail) > self.max_event_size:
-            self._too_large()
+        tail_overflow = len(tail) > limit
+        if tail_overflow:
+            self._overflow_tail()  # reported after this read's complete events
         if not full and region.startswith(b"data: "):
             # Fastest path: every block of this read is exactly one "data: " line
             # (no lone LF, every block starts "data: "). Then one C-level split
@@ -180,18 +203,20 @@ class SSEDecoder:
             payloads = region[6:].split(b"\n\ndata: ")
             # Each separator holds exactly two LFs: if those are all the LFs there
             # are, every block was one "data: " line and nothing else.
-            if region.count(b"\n") == 2 * (len(payloads) - 1):
-                limit = self.max_event_size
-                if len(region) > limit and max(map(len, payloads)) > limit:
-                    self._too_large()
+            if region.count(b"\n") == 2 * (len(payloads) - 1) and (
+                len(region) <= limit or max(map(len, payloads)) <= limit
+            ):
+                if tail_overflow:
+                    payloads.append(OVERFLOW)  # type: ignore[arg-type]
+                    return self._finish(cast(list[RawEvent], payloads), full)
                 return cast(list[RawEvent], payloads)
         out: list[RawEvent] = []
         for block in region.split(b"\n\n"):
             # Fast path: a block that is exactly one "data: ..." line.
             if block.startswith(b"data: ") and b"\n" not in block:
-                if len(block) > self.max_event_size:
-                    self._too_large()
-                if full:
+                if len(block) - 6 > limit:
+                    out.append(OVERFLOW)  # this event is dropped, the others kept
+                elif full:
                     out.append((b"", block[6:], self.last_event_id, self.retry))
                 else:
                     out.append(block[6:])
@@ -199,12 +224,42 @@ class SSEDecoder:
                 lines = block.split(b"\n")
                 lines.append(b"")
                 self._lines(lines, out)
-        return out
+        if tail_overflow:
+            out.append(OVERFLOW)
+        return self._finish(out, full)
+
+    def _overflow_tail(self) -> None:
+        """The unterminated block grew past the limit: drop it, and drop what follows
+        of it until its blank line, so its remainder is never parsed as new events."""
+        self._last_lf = self._tail.endswith(b"\n")
+        self._reset_block()
+        self._discarding = True
+
+    def _discard(self, chunk: bytes) -> bytes:
+        """Bytes after the end of the block being discarded (b"" while it goes on)."""
+        s = b"\n" + chunk if self._last_lf else chunk
+        i = s.find(b"\n\n")
+        if i == -1:
+            self._last_lf = s.endswith(b"\n")
+            return b""
+        self._discarding = False
+        return s[i + 2 :]
+
+    def _finish(self, out: list[RawEvent], full: bool) -> list[RawEvent]:
+        """Raw mode keeps OVERFLOW markers in place (the consumer reports the fault
+        where it happened); full mode raises with the other events attached."""
+        if not full or OVERFLOW not in out:
+            return out
+        raise EventTooLarge(
+            f"an SSE event exceeded max_event_size ({self.max_event_size} bytes) and was dropped",
+            events=[e for e in out if e is not OVERFLOW],
+        )
 
     def _lines(self, lines: list[bytes], out: list[RawEvent]) -> None:
         data = self._data
         for line in lines:
             if not line:
+                self._skip_data = False
                 if data:
                     payload = data[0] if len(data) == 1 else b"\n".join(data)
                     out.append((self._event, payload, self.last_event_id, self.retry))
@@ -234,9 +289,13 @@ class SSEDecoder:
                     self._field(field, value)
                     continue
             self._data_size += len(value) + 1
-            if self._data_size > self.max_event_size:
-                self._too_large()
-            data.append(value)
+            if self._data_size > self.max_event_size and not self._skip_data:
+                # Drop this event's data; the blank line ends it as usual.
+                out.append(OVERFLOW)
+                data.clear()
+                self._skip_data = True
+            if not self._skip_data:
+                data.append(value)
 
     def _field(self, field: bytes, value: bytes) -> None:
         if field == b"event":
@@ -250,13 +309,19 @@ class SSEDecoder:
         # Any other field is ignored, as the standard requires.
 
     def _reset_block(self) -> None:
+        self._skip_data = False
         self._tail.clear()
         self._data.clear()
         self._data_size = 0
         self._event = b""
         self._in_block = False
 
-    def _too_large(self) -> None:
-        limit = self.max_event_size
-        self._reset_block()
-        raise EventTooLarge(f"an SSE event exceeded max_event_size ({limit} bytes)")
+
+def _public(raw: list[Any]) -> list[ServerSentEvent]:
+    out: list[ServerSentEvent] = []
+    for item in raw:
+        assert isinstance(item, tuple)  # full mode always gives tuples
+        ev, payload, lid, retry = item
+        event = "message" if not ev else ev.decode("utf-8", "replace")
+        out.append(ServerSentEvent(event, payload.decode("utf-8", "replace"), lid, retry))
+    return out

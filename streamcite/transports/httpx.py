@@ -54,7 +54,7 @@ class _Response:
             async for data in self._resp.aiter_bytes():
                 if data:
                     yield data
-        except httpx.TransportError as exc:
+        except httpx.HTTPError as exc:  # transport and decoding errors alike
             raise TransportError(
                 f"connection lost mid-body: {type(exc).__name__}: {exc}",
                 code="connection_lost",
@@ -97,7 +97,7 @@ class HttpxTransport:
             raise TransportError(
                 "connect timed out", code="connect_timeout", stage="timeout"
             ) from exc
-        except httpx.TransportError as exc:
+        except httpx.HTTPError as exc:
             await stack.aclose()
             raise TransportError(
                 f"cannot connect: {type(exc).__name__}: {exc}", code="connect_failed"
