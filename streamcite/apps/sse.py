@@ -20,13 +20,19 @@ def command(file: str | None, max_event_size: int) -> None:
     {"event", "data", "id", "retry"} per dispatched event."""
     decoder = SSEDecoder(max_event_size)
     out = sys.stdout.buffer
-    try:
-        for chunk in read_chunks(file):
-            for ev in decoder.feed(chunk):
-                out.write(orjson.dumps(ev.to_dict(), option=orjson.OPT_APPEND_NEWLINE))
-    except EventTooLarge as exc:
-        raise click.ClickException(exc.message) from exc
+    dropped = 0
+    for chunk in read_chunks(file):
+        try:
+            events = decoder.feed(chunk)
+        except EventTooLarge as exc:
+            events = exc.events  # the oversized event is dropped, the others kept
+            dropped += 1
+        for ev in events:
+            out.write(orjson.dumps(ev.to_dict(), option=orjson.OPT_APPEND_NEWLINE))
     decoder.close()
     out.flush()
     if decoder.truncated:
         click.echo("streamcite sse: input ended inside an event (discarded)", err=True)
+    if dropped:
+        click.echo(f"streamcite sse: {dropped} event(s) over --max-event-size dropped", err=True)
+        raise SystemExit(1)
