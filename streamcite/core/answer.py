@@ -54,7 +54,8 @@ class AnswerBuilder:
         self.display_parts: list[str] = []
         """Display texts of choice 0 (unused when ``display_is_text``: keep mode)."""
         self.display_is_text = False
-        self.refs: list[CitationRef] = []
+        self.refs: list[CitationRefEvent] = []
+        """The citation_ref events (turned into CitationRef in :meth:`snapshot`)."""
         self.citations: list[Citation] = []
         self.sources: list[QuotedSource] = []
         self.grounding: GroundingResult | None = None
@@ -81,7 +82,7 @@ class AnswerBuilder:
                     self.display_parts.append(ev.display)
         elif t is CitationRefEvent:
             assert isinstance(ev, CitationRefEvent)
-            self.refs.append(CitationRef(ev.index, ev.number, ev.document_index, ev.offset))
+            self.refs.append(ev)
         elif t is CitationsEvent:
             assert isinstance(ev, CitationsEvent)
             if ev.citations:
@@ -136,7 +137,9 @@ class AnswerBuilder:
             id=self.id,
             model=self.model,
             citations=list(self.citations),
-            citation_refs=list(self.refs),
+            citation_refs=[
+                CitationRef(r.index, r.number, r.document_index, r.offset) for r in self.refs
+            ],
             dangling_refs=dangling,
             uncited_documents=uncited,
             sources=list(self.sources),

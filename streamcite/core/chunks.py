@@ -25,7 +25,7 @@ from streamcite.core.events import (
     UsageEvent,
 )
 from streamcite.core.markers import FootnoteDetector, MarkerMode
-from streamcite.core.models import CitationRef, Usage
+from streamcite.core.models import Usage
 from streamcite.core.sse import OVERFLOW, RawEvent
 
 __all__ = ["ChunkInterpreter", "error_from_payload"]
@@ -305,8 +305,9 @@ class ChunkInterpreter:
 
     def _add_refs(self, idx: int, refs: list[tuple[int, int]], out: list[Event]) -> None:
         for number, offset in refs:
-            out.append(CitationRefEvent(idx, number, number - 1, offset))
-            self._refs.append(CitationRef(idx, number, number - 1, offset))
+            ev = CitationRefEvent(idx, number, number - 1, offset)
+            out.append(ev)
+            self._refs.append(ev)
 
     def _flush(self, idx: int, out: list[Event]) -> None:
         det = self._detectors.get(idx)

@@ -17,6 +17,7 @@ possible partial marker is held back, and released as soon as it cannot be one.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TypeAlias
 
@@ -24,6 +25,9 @@ __all__ = ["FootnoteDetector", "MarkerMode", "render_superscript"]
 
 MarkerMode: TypeAlias = str | Callable[[int], str]
 
+# A complete marker that ends the text (same grammar as _scan: 1–4 digits, no
+# leading zero, comma-separated with optional spaces).
+_TAIL_MARKER = re.compile(r"\[([1-9][0-9]{0,3}(?:, *[1-9][0-9]{0,3})*)\]\Z")
 _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 _MAX_DIGITS = 4
 _PARTIAL = -1
@@ -112,6 +116,18 @@ class FootnoteDetector:
             self.offset += len(text)
             return text, refs
         self._held_refs = None
+        if self.keep and not self.held:
+            # The usual shape, "… [3]": one complete marker ending the delta. It only
+            # awaits its next character (not "("), so hold it with its refs known.
+            p = text.find("[")
+            m = _TAIL_MARKER.match(text, p)
+            if m is not None:
+                offset = self.offset + p
+                self.held = text[p:]
+                self.held_start = offset
+                self._held_refs = [(int(n), offset) for n in m.group(1).split(",")]
+                self.offset += len(text)
+                return text, None
         if self.held:
             s = self.held + text
             base = self.held_start
