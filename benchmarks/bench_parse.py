@@ -46,7 +46,7 @@ CITATIONS = [
 ]
 
 
-def make_stream(n: int) -> bytes:
+def make_stream(n: int, footnotes: bool = True) -> bytes:
     base = {
         "id": "chatcmpl-bench",
         "object": "chat.completion.chunk",
@@ -68,7 +68,7 @@ def make_stream(n: int) -> bytes:
     for i in range(n):
         word = words[i % len(words)]
         if word == " [1]":
-            word = f" [{(i // len(words)) % 5 + 1}]"
+            word = f" [{(i // len(words)) % 5 + 1}]" if footnotes else " sempre"
         choice = {"index": 0, "delta": {"content": word}, "finish_reason": None}
         out.append(b"data: " + orjson.dumps({**base, "choices": [choice]}) + b"\n\n")
     fin = {
@@ -217,14 +217,22 @@ async def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--sizes", type=int, nargs="+", default=[2000, 20000])
+    ap.add_argument("--sizes", type=int, nargs="*", default=[2000, 20000])
     ap.add_argument(
         "--skip-openai-above", type=int, default=10**9, help="skip (c) for bigger streams"
     )
+    ap.add_argument(
+        "--without-footnotes",
+        type=int,
+        nargs="*",
+        default=[20000],
+        help="sizes also run with no footnote in the text (to show their cost)",
+    )
     args = ap.parse_args()
 
-    for n in args.sizes:
-        parts = pieces(make_stream(n))
+    runs = [(n, True) for n in args.sizes] + [(n, False) for n in args.without_footnotes]
+    for n, footnotes in runs:
+        parts = pieces(make_stream(n, footnotes))
         impls = {
             k: v
             for k, v in IMPLS.items()
@@ -239,8 +247,10 @@ async def main() -> None:
         med = {k: statistics.median(v) / n * 1e6 for k, v in samples.items()}
         floor_us = med["(a) floor: split + orjson"]
         openai_us = med.get("(c) openai SDK AsyncStream")
+        kind = "a footnote every 9 tokens" if footnotes else "no footnotes"
         print(
-            f"\n{n:,} content chunks + 5-citation finish chunk, 4 KiB reads, {args.rounds} interleaved rounds"
+            f"\n{n:,} content chunks ({kind}) + 5-citation finish chunk, 4 KiB reads, "
+            f"{args.rounds} interleaved rounds"
         )
         print(f"{'implementation':32} {'µs/chunk':>9} {'× floor':>8} {'openai ÷ this':>14}")
         for k, us in med.items():
