@@ -29,8 +29,6 @@ from streamcite.core.events import (
     ErrorEvent,
     Event,
     FinishEvent,
-    GroundingEvent,
-    SourcesEvent,
     TokenEvent,
 )
 from streamcite.core.markers import MarkerMode
@@ -596,8 +594,7 @@ class ChatStream:
             if isinstance(ev, ErrorEvent):
                 yield self._error(ev)
                 continue
-            if isinstance(ev, SourcesEvent | GroundingEvent) or hasattr(ev, "type"):
-                self._parser.builder.add(ev)
+            self._parser.builder.add(ev)  # sources → answer.sources, grounding → answer.grounding
             yield ev
         self._tasks = []
 
