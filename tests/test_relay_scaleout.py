@@ -116,7 +116,7 @@ class Cluster:
     log_dir: Path
     relays: list[Proc] = field(default_factory=list)
 
-    def add_relay(self, name: str) -> Proc:
+    def add_relay(self, name: str, *extra: str) -> Proc:
         relay = Proc(
             name,
             [
@@ -133,6 +133,7 @@ class Cluster:
                 self.redis_url,
                 "--shutdown-grace",
                 "1",
+                *extra,
             ],
             self.log_dir,
         )
@@ -406,3 +407,22 @@ async def test_redis_restart_mid_stream_is_recovered_or_a_clear_error(
                 await on_b.until(lambda f: f.get("stream_id") == sid2 and f.get("type") == "done")
         assert_exactly_once(on_b.events(sid2))
         assert tokens_text(on_b.events(sid2)) == expected
+
+
+async def test_immediate_local_delivery_streams_the_whole_answer(
+    shared: Cluster, session: aiohttp.ClientSession
+) -> None:
+    """`--redis-local-delivery immediate`: local clients get events before Redis stores
+    them; the answer is still complete, in order, exactly once, and resumable elsewhere."""
+    relay = shared.add_relay("relay-D", "--redis-local-delivery", "immediate")
+    expected = await backend_answer(session, shared.backend, QUESTION)
+    async with Client(session, relay) as on_d:
+        sid = await on_d.ask(QUESTION)
+        done = await on_d.until(lambda f: f.get("stream_id") == sid and f.get("type") == "done")
+    events = on_d.events(sid)
+    assert_exactly_once(events)
+    assert tokens_text(events) == expected == done["answer"]["text"]
+    async with Client(session, shared.relays[0]) as on_a:  # the log on Redis is complete
+        await on_a.send({"type": "resume", "stream_id": sid, "after_seq": 0})
+        await on_a.until(lambda f: f.get("stream_id") == sid and f.get("type") == "done")
+    assert [e["seq"] for e in on_a.events(sid)] == [e["seq"] for e in events]

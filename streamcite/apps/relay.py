@@ -111,6 +111,14 @@ def _env(name: str | None, what: str) -> str | None:
     metavar="URL",
     help="Keep stream logs in Redis Streams (several relay instances).",
 )
+@click.option(
+    "--redis-local-delivery",
+    type=click.Choice(["after_write", "immediate"]),
+    default="after_write",
+    show_default=True,
+    help="When this instance's own clients see an event: after Redis stored it (exact "
+    "resume after a crash), or at once (lower latency; a crash can lose events Redis never got).",
+)
 @click.option("--max-streams", type=click.IntRange(1), default=2000, show_default=True)
 @click.option(
     "--shutdown-grace", type=click.FloatRange(0), default=10.0, show_default=True, metavar="S"
@@ -185,7 +193,7 @@ def _enrichers(opts: dict[str, Any], backend: Any, secrets: dict[str, str | None
     return out
 
 
-async def _make_log(url: str | None, instance_id: str) -> Any:
+async def _make_log(url: str | None, instance_id: str, local_delivery: str = "after_write") -> Any:
     if not url:
         return None
     try:
@@ -195,7 +203,7 @@ async def _make_log(url: str | None, instance_id: str) -> Any:
     from streamcite.core.errors import StreamciteError
 
     try:
-        log = RedisStreamLog(url, instance_id=instance_id)
+        log = RedisStreamLog(url, instance_id=instance_id, local_delivery=local_delivery)
     except ValueError as exc:
         raise click.ClickException(f"--redis-url: {exc}") from None
     try:
@@ -235,7 +243,9 @@ async def _serve(opts: dict[str, Any], upstream: str, secrets: dict[str, str | N
             shutdown_grace=opts["shutdown_grace"],
             allow_client_faults=opts["allow_faults"] and backend is not None,
         )
-        log = await _make_log(opts["redis_url"], config.instance_id)
+        log = await _make_log(
+            opts["redis_url"], config.instance_id, opts.get("redis_local_delivery", "after_write")
+        )
         if log is not None:
             stack.push_async_callback(log.aclose)
         server = await stack.enter_async_context(
