@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 import structlog
 
-__all__ = ["configure_logging", "redact_secrets"]
+__all__ = ["configure_logging", "get_logger", "redact_secrets"]
 
 _SECRET_KEYS = ("authorization", "api_key", "apikey", "token", "secret", "password")
 
@@ -50,3 +50,59 @@ def configure_logging(
         logger_factory=structlog.PrintLoggerFactory(file=stream or sys.stderr),
         cache_logger_on_first_use=False,
     )
+
+
+class LibraryLogger:
+    """A structlog logger for library code: quiet until the application decides.
+
+    While structlog is unconfigured, only warnings and errors are written (to stderr),
+    so importing streamcite never prints info lines into an application's stdout.
+    Once the application (or the CLI, through :func:`configure_logging`) configures
+    structlog, every call goes through that configuration. Bound context is kept.
+    """
+
+    __slots__ = ("_ctx", "_name")
+
+    def __init__(self, name: str, ctx: dict[str, Any] | None = None) -> None:
+        self._name = name
+        self._ctx = ctx or {}
+
+    def bind(self, **kw: Any) -> LibraryLogger:
+        return LibraryLogger(self._name, {**self._ctx, **kw})
+
+    def _target(self) -> Any:
+        if structlog.is_configured():
+            return structlog.get_logger(self._name).bind(**self._ctx)
+        return _quiet_logger().bind(logger=self._name, **self._ctx)
+
+    def __getattr__(self, method: str) -> Any:
+        # debug, info, warning, error, exception, ... resolved at call time.
+        return getattr(self._target(), method)
+
+    def __repr__(self) -> str:
+        return f"<LibraryLogger {self._name}>"
+
+
+_QUIET: list[Any] = []
+
+
+def _quiet_logger() -> Any:
+    if not _QUIET:
+        _QUIET.append(
+            structlog.wrap_logger(
+                structlog.PrintLogger(sys.stderr),
+                processors=[
+                    structlog.processors.add_log_level,
+                    structlog.processors.TimeStamper(fmt="iso"),
+                    redact_secrets,
+                    structlog.dev.ConsoleRenderer(colors=False),
+                ],
+                wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
+            )
+        )
+    return _QUIET[0]
+
+
+def get_logger(name: str = "streamcite") -> LibraryLogger:
+    """The logger library modules use (see :class:`LibraryLogger`)."""
+    return LibraryLogger(name)

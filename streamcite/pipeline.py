@@ -20,7 +20,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
-import structlog
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from streamcite.core.api import ChatStreamParser
@@ -34,11 +33,12 @@ from streamcite.core.events import (
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import CitedAnswer
 from streamcite.enrich.base import EnrichContext, Enricher
+from streamcite.logs import get_logger
 from streamcite.transports.base import Transport, TransportError, UpstreamResponse
 
 __all__ = ["ChatStream", "Timeouts", "stream_chat"]
 
-_log = structlog.get_logger("streamcite")
+_log = get_logger("streamcite")
 _ids = itertools.count(1)
 _SECRET_HEADER_WORDS = ("authorization", "api-key", "apikey", "api_key", "token", "secret", "key")
 _MAX_RETRY_WAIT = 30.0

@@ -37,7 +37,6 @@ from typing import Any, Literal
 
 import numpy as np
 import orjson
-import structlog
 
 from streamcite.core.events import (
     DoneEvent,
@@ -49,6 +48,7 @@ from streamcite.core.events import (
 )
 from streamcite.core.models import CitedAnswer
 from streamcite.enrich.base import Enricher
+from streamcite.logs import get_logger
 from streamcite.pipeline import Timeouts, stream_chat
 
 __all__ = [
@@ -63,7 +63,7 @@ __all__ = [
     "run_sweep",
 ]
 
-_log = structlog.get_logger("streamcite.bench")
+_log = get_logger("streamcite.bench")
 
 Schedule = Literal["poisson", "fixed"]
 TransportName = Literal["aiohttp", "httpx"]

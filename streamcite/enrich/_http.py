@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import aiohttp
-import structlog
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from streamcite.core.errors import StreamciteError, UpstreamError
+from streamcite.logs import get_logger
 
 __all__ = [
     "HttpResponse",
@@ -138,7 +138,7 @@ async def with_retries(
     started = loop.time()
     deadline_at = started + policy.deadline
     attempts = 0
-    log = log if log is not None else structlog.get_logger("streamcite.enrich")
+    log = log if log is not None else get_logger("streamcite.enrich")
 
     def wait(state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None

@@ -32,7 +32,6 @@ from typing import Any, Literal
 
 import aiohttp
 import orjson
-import structlog
 
 from streamcite.core import _validate as v
 from streamcite.core.errors import MalformedResponse, StreamciteError, UpstreamError
@@ -58,6 +57,7 @@ from streamcite.enrich._http import (
 )
 from streamcite.enrich.base import EnrichContext
 from streamcite.enrich.facts import MAX_FACT_CHARS, MAX_FACTS, fact_from, split_fact
+from streamcite.logs import get_logger
 
 __all__ = [
     "DEFAULT_GROUNDING_CONFIG",
@@ -520,9 +520,7 @@ class GoogleGrounding:
             ("sources",) if facts is None and facts_from in ("sources", "both") else ()
         )
         self._sessions = SessionHolder(session)
-        self._log = structlog.get_logger("streamcite.enrich.google").bind(
-            grounding_config=grounding_config
-        )
+        self._log = get_logger("streamcite.enrich.google").bind(grounding_config=grounding_config)
 
     def __repr__(self) -> str:
         return (

@@ -27,7 +27,6 @@ from urllib.parse import quote
 
 import aiohttp
 import orjson
-import structlog
 
 from streamcite.core import _validate as v
 from streamcite.core.errors import MalformedResponse, UpstreamError
@@ -44,6 +43,7 @@ from streamcite.enrich._http import (
     with_retries,
 )
 from streamcite.enrich.base import EnrichContext
+from streamcite.logs import get_logger
 
 __all__ = [
     "DocumentGroup",
@@ -195,7 +195,7 @@ class WikitSources:
         self.retry = retry or RetryPolicy(deadline=deadline, request_timeout=request_timeout)
         self.timeout = float(timeout) if timeout is not None else self.retry.deadline + 1.0
         self._sessions = SessionHolder(session)
-        self._log = structlog.get_logger("streamcite.enrich.wikit").bind(app_id=app_id)
+        self._log = get_logger("streamcite.enrich.wikit").bind(app_id=app_id)
 
     def __repr__(self) -> str:
         key = "'***'" if self._api_key else "None"

@@ -26,8 +26,6 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import structlog
-
 from streamcite.core.events import GroundingEvent, SourcesEvent
 from streamcite.core.grounding import CitedChunk, GroundingClaim, GroundingFact, GroundingResult
 from streamcite.core.models import Citation, CitedAnswer
@@ -44,6 +42,7 @@ from streamcite.enrich.limits import (
     validate_user_labels,
 )
 from streamcite.local.grounding_engine import ClaimVerdict, evaluate
+from streamcite.logs import get_logger
 
 __all__ = [
     "InvalidGroundingRequest",
@@ -59,7 +58,7 @@ INLINE_MAX_CHARS = 64_000
 """Above this many characters (answer + facts) a check runs in a worker thread, so the
 event loop is not held for more than a few milliseconds."""
 
-_log = structlog.get_logger("streamcite.local.checker")
+_log = get_logger("streamcite.local.checker")
 
 
 class LocalGrounding:

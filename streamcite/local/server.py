@@ -33,7 +33,6 @@ from types import TracebackType
 from typing import Any
 
 import orjson
-import structlog
 from aiohttp import web
 
 from streamcite.local.answerer import (
@@ -46,6 +45,7 @@ from streamcite.local.answerer import (
 from streamcite.local.corpus import Corpus, load_corpus, stable_id
 from streamcite.local.faults import FaultSpec, FaultSpecError, request_faults
 from streamcite.local.store import AnswerStore, StoredAnswer
+from streamcite.logs import get_logger
 
 __all__ = ["MODEL", "BackendConfig", "LocalBackend", "create_app"]
 
@@ -137,7 +137,7 @@ class _State:
         self.closing = asyncio.Event()
         self.organization_id = config.wikit_org_id or DEFAULT_ORGANIZATION_ID
         self._answers: OrderedDict[str, Answer] = OrderedDict()
-        self.log = structlog.get_logger("streamcite.local")
+        self.log = get_logger("streamcite.local")
 
     def answer(self, question: str) -> Answer:
         """Answers are pure functions of the question: keep the recent ones."""

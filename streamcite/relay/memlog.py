@@ -19,13 +19,12 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import structlog
-
+from streamcite.logs import get_logger
 from streamcite.relay.log import LogEntry, StreamLog, StreamStatus
 
 __all__ = ["MemoryStreamLog"]
 
-_log = structlog.get_logger("streamcite.relay.memlog")
+_log = get_logger("streamcite.relay.memlog")
 _TICK = 0.05
 """Granularity of ``read(block=...)`` timeouts, in seconds."""
 

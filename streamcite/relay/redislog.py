@@ -53,7 +53,6 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 import redis.asyncio as aioredis
-import structlog
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -61,11 +60,12 @@ from redis.exceptions import NoScriptError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from streamcite.core.errors import StreamciteError
+from streamcite.logs import get_logger
 from streamcite.relay.log import LogEntry, StreamStatus
 
 __all__ = ["RedisStreamLog", "RedisUnavailable", "StreamLogConflict"]
 
-_log = structlog.get_logger("streamcite.relay.redislog")
+_log = get_logger("streamcite.relay.redislog")
 
 # Errors after which the same command may succeed later (Redis restarting, loading, network).
 # BusyLoadingError is a ConnectionError subclass in redis-py.

@@ -34,7 +34,6 @@ from typing import Any
 
 import aiohttp
 import orjson
-import structlog
 from aiohttp import WSMsgType, web
 
 from streamcite.core.answer import AnswerBuilder
@@ -56,6 +55,7 @@ from streamcite.core.grounding import CitedChunk, GroundingClaim, GroundingFact
 from streamcite.core.models import Citation, CitedAnswer
 from streamcite.core.sources import QuotedSource
 from streamcite.enrich.base import Enricher
+from streamcite.logs import get_logger
 from streamcite.pipeline import Timeouts, stream_chat
 from streamcite.relay.log import LogEntry, StreamLog, StreamStatus
 from streamcite.relay.memlog import MemoryStreamLog
@@ -77,7 +77,7 @@ from streamcite.relay.protocol import (
 
 __all__ = ["Relay", "RelayConfig", "RelayMetrics", "RelayServer"]
 
-_log = structlog.get_logger("streamcite.relay")
+_log = get_logger("streamcite.relay")
 
 STATIC_DIR = Path(__file__).with_name("static")
 TOKEN_COOKIE = "streamcite_token"
