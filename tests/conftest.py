@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
 
 import pytest
 import structlog
+import structlog.testing
 from aiohttp import web
 
 ServeFn = Callable[[web.Application], Awaitable[str]]
@@ -36,3 +39,19 @@ async def serve() -> AsyncIterator[ServeFn]:
     yield start
     for runner in runners:
         await asyncio.wait_for(runner.cleanup(), 5)
+
+
+@pytest.fixture
+def captured_logs() -> Iterator[list[dict[str, Any]]]:
+    """Every structlog entry, DEBUG included, whatever another test configured."""
+    old = structlog.get_config()
+    capture = structlog.testing.LogCapture()
+    structlog.configure(
+        processors=[capture],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG),
+        cache_logger_on_first_use=False,
+    )
+    try:
+        yield capture.entries
+    finally:
+        structlog.configure(**old)

@@ -11,18 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import re
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-import structlog
 from aiohttp import web
 
 from streamcite.core.errors import MalformedResponse, UpstreamError
@@ -41,6 +38,7 @@ from streamcite.enrich.google import (
     parse_check_response,
     prepare_facts,
 )
+from tests.conftest import ServeFn
 
 CONFIG = "projects/my-proj/locations/global/groundingConfigs/default_grounding_config"
 CHECK_PATH = f"/v1/{CONFIG}:check"
@@ -139,36 +137,12 @@ class FakeGoogle:
 
 
 @pytest.fixture
-async def google() -> AsyncIterator[FakeGoogle]:
+async def google(serve: ServeFn) -> FakeGoogle:
     srv = FakeGoogle()
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", srv.handle)
-    runner = web.AppRunner(app, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    host, port = runner.addresses[0][:2]
-    srv.url = f"http://{host}:{port}"
-    try:
-        yield srv
-    finally:
-        await runner.cleanup()
-
-
-@pytest.fixture
-def captured_logs() -> Iterator[list[dict[str, Any]]]:
-    """Every structlog entry, DEBUG included, whatever another test configured."""
-    old = structlog.get_config()
-    capture = structlog.testing.LogCapture()
-    structlog.configure(
-        processors=[capture],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG),
-        cache_logger_on_first_use=False,
-    )
-    try:
-        yield capture.entries
-    finally:
-        structlog.configure(**old)
+    srv.url = await serve(app)
+    return srv
 
 
 def grounding(srv: FakeGoogle, **kw: Any) -> GoogleGrounding:

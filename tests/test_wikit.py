@@ -8,10 +8,8 @@ the server's side, the way Wikit would see them.
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 import warnings
-from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -19,7 +17,6 @@ from typing import Any
 import aiohttp
 import orjson
 import pytest
-import structlog
 from aiohttp import web
 
 from streamcite.core.errors import MalformedResponse, UpstreamError
@@ -38,6 +35,7 @@ from streamcite.enrich.wikit import (
     page_label,
     sources_without_url,
 )
+from tests.conftest import ServeFn
 
 APP = "app-42"
 ORG = "686d3ceb18a3087351f0fa35"
@@ -165,36 +163,12 @@ class ScriptServer:
 
 
 @pytest.fixture
-async def server() -> AsyncIterator[ScriptServer]:
+async def server(serve: ServeFn) -> ScriptServer:
     srv = ScriptServer()
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", srv.handle)
-    runner = web.AppRunner(app, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    host, port = runner.addresses[0][:2]
-    srv.url = f"http://{host}:{port}"
-    try:
-        yield srv
-    finally:
-        await runner.cleanup()
-
-
-@pytest.fixture
-def captured_logs() -> Iterator[list[dict[str, Any]]]:
-    """Every structlog entry, DEBUG included, whatever another test configured."""
-    old = structlog.get_config()
-    capture = structlog.testing.LogCapture()
-    structlog.configure(
-        processors=[capture],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG),
-        cache_logger_on_first_use=False,
-    )
-    try:
-        yield capture.entries
-    finally:
-        structlog.configure(**old)
+    srv.url = await serve(app)
+    return srv
 
 
 def client(srv: ScriptServer, **kw: Any) -> WikitSources:
