@@ -22,6 +22,10 @@ from typing import Any, TextIO
 import click
 import orjson
 
+from streamcite.apps._enrichers import (
+    EnricherOptions,
+    build_enrichers,
+)
 from streamcite.core.events import (
     CitationRefEvent,
     DoneEvent,
@@ -43,12 +47,6 @@ DEMO_QUESTION = (
     "How many days a week can I work from home, and which security rules apply outside the office?"
 )
 """The ``--demo`` question: the built-in corpus answers it from two documents, one of them twice."""
-
-LOCAL_WIKIT_APP = "streamcite-demo"
-LOCAL_WIKIT_ORG = "streamcite-local"
-LOCAL_GOOGLE_CONFIG = (
-    "projects/streamcite-local/locations/global/groundingConfigs/default_grounding_config"
-)
 
 
 @dataclass(slots=True)
@@ -312,51 +310,24 @@ async def _ask(opts: AskOptions) -> int:
 
 def _enrichers(opts: AskOptions, local_root: str | None) -> list[Any]:
     """Wikit sources and the grounding check, pointed at the local backend when local."""
-    out: list[Any] = []
-    if _wants_sources(opts):
-        from streamcite.enrich.wikit import WikitSources
-
-        wikit_key = os.environ.get(opts.wikit_api_key_env) if opts.wikit_api_key_env else None
-        base = opts.wikit_base_url or local_root or "https://apis.wikit.ai"
-        out.append(
-            WikitSources(
-                opts.wikit_app or LOCAL_WIKIT_APP,
-                opts.wikit_org or LOCAL_WIKIT_ORG,
-                api_key=wikit_key,
-                base_url=base,
-            )
-        )
-    if opts.grounding == "local":
-        from streamcite.local.checker import LocalGrounding
-
-        out.append(LocalGrounding(facts_from=opts.grounding_facts))
-    elif opts.grounding == "google":
-        from streamcite.enrich.google import GoogleGrounding
-
-        token = os.environ.get(opts.google_token_env) if opts.google_token_env else None
-        if local_root is not None and opts.google_endpoint is None:
-            # The local backend speaks Google's check API too; it wants no real token.
-            out.append(
-                GoogleGrounding(
-                    opts.google_config or LOCAL_GOOGLE_CONFIG,
-                    token=token or "local",
-                    endpoint=local_root,
-                    facts_from=opts.grounding_facts,  # type: ignore[arg-type]
-                    claim_level_scores=True,
-                )
-            )
-        else:
-            if opts.google_config is None:
-                raise click.UsageError("--grounding google needs --google-config")
-            kwargs: dict[str, Any] = {
-                "token": token,
-                "facts_from": opts.grounding_facts,
-                "claim_level_scores": True,
-            }
-            if opts.google_endpoint:
-                kwargs["endpoint"] = opts.google_endpoint
-            out.append(GoogleGrounding(opts.google_config, **kwargs))
-    return out
+    return build_enrichers(
+        EnricherOptions(
+            sources=_wants_sources(opts),
+            wikit_app=opts.wikit_app,
+            wikit_org=opts.wikit_org,
+            wikit_api_key=os.environ.get(opts.wikit_api_key_env)
+            if opts.wikit_api_key_env
+            else None,
+            wikit_base_url=opts.wikit_base_url,
+            grounding=opts.grounding,
+            grounding_facts=opts.grounding_facts,
+            google_config=opts.google_config,
+            google_endpoint=opts.google_endpoint,
+            google_token=os.environ.get(opts.google_token_env) if opts.google_token_env else None,
+            claim_level_scores=True,
+        ),
+        local_root,
+    )
 
 
 # --------------------------------------------------------------------------- renderers

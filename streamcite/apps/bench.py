@@ -21,6 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 import click
 from rich.console import Console
 
+from streamcite.apps._enrichers import EnricherOptions, build_enrichers
 from streamcite.bench.report import (
     ResultsFileError,
     build_results,
@@ -43,7 +44,6 @@ from streamcite.pipeline import Timeouts
 __all__ = ["command"]
 
 _LOCAL_MODEL = "streamcite-local"
-_LOCAL_GOOGLE_CONFIG = "projects/local/locations/global/groundingConfigs/default_grounding_config"
 
 
 def _env_secret(name: str | None, what: str) -> str | None:
@@ -372,16 +372,17 @@ def command(
     }
     err = Console(stderr=True)
     show_progress = err.is_terminal if progress is None else progress
-    options = _EnricherOptions(
-        wikit_app,
-        wikit_org,
-        wikit_key,
-        wikit_base_url,
-        grounding,
-        google_config,
-        google_endpoint,
-        google_token,
-        grounding_facts,
+    options = EnricherOptions(
+        sources=bool(wikit_app and wikit_org),
+        wikit_app=wikit_app,
+        wikit_org=wikit_org,
+        wikit_api_key=wikit_key,
+        wikit_base_url=wikit_base_url,
+        grounding=grounding,
+        grounding_facts=grounding_facts,
+        google_config=google_config,
+        google_endpoint=google_endpoint,
+        google_token=google_token,
     )
     try:
         runs = asyncio.run(
@@ -417,76 +418,14 @@ def command(
                 err.print(f"[yellow]no plots:[/yellow] {exc}")
 
 
-class _EnricherOptions:
-    __slots__ = (
-        "google_config",
-        "google_endpoint",
-        "google_token",
-        "grounding",
-        "grounding_facts",
-        "wikit_app",
-        "wikit_base_url",
-        "wikit_key",
-        "wikit_org",
-    )
-
-    def __init__(
-        self,
-        wikit_app: str | None,
-        wikit_org: str | None,
-        wikit_key: str | None,
-        wikit_base_url: str | None,
-        grounding: str,
-        google_config: str | None,
-        google_endpoint: str | None,
-        google_token: str | None,
-        grounding_facts: str,
-    ) -> None:
-        self.wikit_app = wikit_app
-        self.wikit_org = wikit_org
-        self.wikit_key = wikit_key
-        self.wikit_base_url = wikit_base_url
-        self.grounding = grounding
-        self.google_config = google_config
-        self.google_endpoint = google_endpoint
-        self.google_token = google_token
-        self.grounding_facts = grounding_facts
-
-    def __repr__(self) -> str:  # holds secrets: never shown
-        return "<_EnricherOptions>"
-
-
 async def _make_enrichers(
-    opts: _EnricherOptions, stack: contextlib.AsyncExitStack, local_root: str | None
+    opts: EnricherOptions, stack: contextlib.AsyncExitStack, local_root: str | None
 ) -> list[Enricher]:
     """The enrichers asked for, each kept open (one connection pool) for the whole run."""
-    enrichers: list[Enricher] = []
-    if opts.wikit_app and opts.wikit_org:
-        from streamcite.enrich.wikit import DEFAULT_BASE_URL, WikitSources
-
-        wikit = WikitSources(
-            opts.wikit_app,
-            opts.wikit_org,
-            api_key=opts.wikit_key,
-            base_url=opts.wikit_base_url or local_root or DEFAULT_BASE_URL,
-        )
-        enrichers.append(await stack.enter_async_context(wikit))
-    if opts.grounding == "local":
-        from streamcite.local.checker import LocalGrounding
-
-        enrichers.append(LocalGrounding(facts_from=opts.grounding_facts))
-    elif opts.grounding == "google":
-        from streamcite.enrich.google import GoogleGrounding
-
-        kwargs: dict[str, Any] = {"facts_from": opts.grounding_facts}
-        endpoint = opts.google_endpoint or local_root
-        if endpoint:
-            kwargs["endpoint"] = endpoint
-        token = opts.google_token
-        if token is None and local_root is not None and not opts.google_endpoint:
-            token = "local"  # the local backend does not check Google credentials
-        google = GoogleGrounding(opts.google_config or _LOCAL_GOOGLE_CONFIG, token=token, **kwargs)
-        enrichers.append(await stack.enter_async_context(google))
+    enrichers = build_enrichers(opts, local_root)
+    for e in enrichers:
+        if hasattr(e, "__aenter__"):
+            await stack.enter_async_context(e)  # type: ignore[arg-type]
     return enrichers
 
 
@@ -494,7 +433,7 @@ async def _bench(
     target: BenchTarget,
     questions: Sequence[str],
     loads: Sequence[LoadSpec],
-    opts: _EnricherOptions,
+    opts: EnricherOptions,
     local: bool,
     corpus: Path | None,
     in_process: bool,

@@ -19,9 +19,8 @@ from typing import Any
 
 import click
 
+from streamcite.apps._enrichers import EnricherOptions, build_enrichers
 from streamcite.logs import configure_logging
-
-_LOCAL_APP = "streamcite-local"
 
 
 def _env(name: str | None, what: str) -> str | None:
@@ -159,38 +158,20 @@ async def _local_backend(opts: dict[str, Any]) -> AsyncIterator[Any]:
 
 
 def _enrichers(opts: dict[str, Any], backend: Any, secrets: dict[str, str | None]) -> list[Any]:
-    out: list[Any] = []
-    wikit_app = opts["wikit_app"]
-    if wikit_app or (backend is not None and opts["sources"]):
-        from streamcite.enrich.wikit import WikitSources
-
-        base = opts["wikit_base_url"] or (backend.root_url if backend is not None else None)
-        kwargs: dict[str, Any] = {} if base is None else {"base_url": base}
-        out.append(
-            WikitSources(
-                wikit_app or _LOCAL_APP,
-                opts["wikit_org"] or _LOCAL_APP,
-                api_key=secrets["wikit_key"],
-                **kwargs,
-            )
-        )
-    grounding = opts["grounding"]
-    if grounding == "local":
-        from streamcite.local.checker import LocalGrounding
-
-        out.append(LocalGrounding())
-    elif grounding == "google":
-        from streamcite.enrich.google import GoogleGrounding
-
-        kwargs = {}
-        if opts["google_config"]:
-            kwargs["grounding_config"] = opts["google_config"]
-        endpoint = opts["google_endpoint"] or (backend.root_url if backend is not None else None)
-        if endpoint:
-            kwargs["endpoint"] = endpoint
-        token = secrets["google_token"] or ("local" if backend is not None else None)
-        out.append(GoogleGrounding(token=token, **kwargs))
-    return out
+    return build_enrichers(
+        EnricherOptions(
+            sources=bool(opts["wikit_app"]) or (backend is not None and opts["sources"]),
+            wikit_app=opts["wikit_app"],
+            wikit_org=opts["wikit_org"],
+            wikit_api_key=secrets["wikit_key"],
+            wikit_base_url=opts["wikit_base_url"],
+            grounding=opts["grounding"],
+            google_config=opts["google_config"],
+            google_endpoint=opts["google_endpoint"],
+            google_token=secrets["google_token"],
+        ),
+        backend.root_url if backend is not None else None,
+    )
 
 
 async def _make_log(url: str | None, instance_id: str, local_delivery: str = "after_write") -> Any:

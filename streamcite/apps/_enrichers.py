@@ -1,0 +1,86 @@
+"""The after-the-stream enrichers asked for on a command line (`ask`, `bench`, `relay`).
+
+One place decides what `--wikit-*`, `--grounding` and `--google-*` mean, and how they
+default when the upstream is the embedded backend (which speaks Wikit's and Google's
+APIs too, and checks no credentials unless configured).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from streamcite.enrich.base import Enricher
+
+__all__ = [
+    "LOCAL_GOOGLE_CONFIG",
+    "LOCAL_WIKIT_APP",
+    "LOCAL_WIKIT_ORG",
+    "EnricherOptions",
+    "build_enrichers",
+]
+
+LOCAL_WIKIT_APP = "streamcite-demo"
+LOCAL_WIKIT_ORG = "streamcite-local"
+LOCAL_GOOGLE_CONFIG = (
+    "projects/streamcite-local/locations/global/groundingConfigs/default_grounding_config"
+)
+
+
+@dataclass(slots=True, repr=False)
+class EnricherOptions:
+    sources: bool = False
+    """Fetch Wikit quoted sources."""
+    wikit_app: str | None = None
+    wikit_org: str | None = None
+    wikit_api_key: str | None = None
+    wikit_base_url: str | None = None
+    grounding: str = "none"
+    """``none``, ``local`` or ``google``."""
+    grounding_facts: str = "citations"
+    google_config: str | None = None
+    google_endpoint: str | None = None
+    google_token: str | None = None
+    claim_level_scores: bool = False
+
+    def __repr__(self) -> str:  # holds secrets: never shown
+        return f"<EnricherOptions sources={self.sources} grounding={self.grounding}>"
+
+
+def build_enrichers(opts: EnricherOptions, local_root: str | None) -> list[Enricher]:
+    """The enrichers ``opts`` asks for; ``local_root`` is the embedded backend's root URL
+    when it is the upstream (then Wikit and Google default to its endpoints)."""
+    out: list[Any] = []
+    if opts.sources:
+        from streamcite.enrich.wikit import DEFAULT_BASE_URL, WikitSources
+
+        out.append(
+            WikitSources(
+                opts.wikit_app or LOCAL_WIKIT_APP,
+                opts.wikit_org or LOCAL_WIKIT_ORG,
+                api_key=opts.wikit_api_key,
+                base_url=opts.wikit_base_url or local_root or DEFAULT_BASE_URL,
+            )
+        )
+    if opts.grounding == "local":
+        from streamcite.local.checker import LocalGrounding
+
+        out.append(LocalGrounding(facts_from=opts.grounding_facts))
+    elif opts.grounding == "google":
+        from streamcite.enrich.google import GoogleGrounding
+
+        local = local_root is not None and opts.google_endpoint is None
+        if opts.google_config is None and not local:
+            raise click.UsageError("--grounding google needs --google-config")
+        kwargs: dict[str, Any] = {
+            "token": opts.google_token or ("local" if local else None),
+            "facts_from": opts.grounding_facts,
+            "claim_level_scores": opts.claim_level_scores,
+        }
+        endpoint = opts.google_endpoint or local_root
+        if endpoint:
+            kwargs["endpoint"] = endpoint
+        out.append(GoogleGrounding(opts.google_config or LOCAL_GOOGLE_CONFIG, **kwargs))
+    return out
