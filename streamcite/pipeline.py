@@ -138,10 +138,22 @@ def _make_transport(kind: str | Transport, session: Any) -> Transport:
 
 
 class ChatStream:
-    """One streamed chat answer. Use through :func:`stream_chat`.
+    """Stream a chat completion with citations; an async context manager and iterator.
+
+    >>> async with stream_chat({"model": "m", "messages": msgs, "stream": True},
+    ...                        base_url="http://127.0.0.1:8000/v1") as stream:
+    ...     async for event in stream:
+    ...         print(event.type)
 
     Iterate it for events (the last is always ``done``); ``answer`` is the
     :class:`CitedAnswer` so far and, after ``done``, the final one.
+
+    ``base_url`` is the API root (``/chat/completions`` is appended). ``session`` is an
+    optional ``httpx.AsyncClient`` (transport ``httpx``) or ``aiohttp.ClientSession``
+    (transport ``aiohttp``) to reuse; otherwise one is made and closed per stream.
+    ``retries`` retries retryable failures (429, 5xx, connect errors) with jittered
+    backoff, honouring Retry-After — only before any byte of the answer, so tokens are
+    never duplicated. ``after`` enrichers run concurrently once the finish chunk arrives.
     """
 
     def __init__(
@@ -618,47 +630,9 @@ def _is_secret_header(name: str) -> bool:
     return any(w in low for w in _SECRET_HEADER_WORDS)
 
 
-def stream_chat(
-    request: Mapping[str, Any],
-    *,
-    base_url: str,
-    api_key: str | None = None,
-    transport: str | Transport = "aiohttp",
-    headers: Mapping[str, str] | None = None,
-    session: Any = None,
-    timeouts: Timeouts = Timeouts(),
-    marker_mode: MarkerMode = "keep",
-    after: Sequence[Enricher] = (),
-    retries: int = 0,
-    stream_id: str | None = None,
-) -> ChatStream:
-    """Stream a chat completion with citations; an async context manager and iterator.
-
-    >>> async with stream_chat({"model": "m", "messages": msgs, "stream": True},
-    ...                        base_url="http://127.0.0.1:8000/v1") as stream:
-    ...     async for event in stream:
-    ...         print(event.type)
-
-    ``base_url`` is the API root (``/chat/completions`` is appended). ``session`` is an
-    optional ``httpx.AsyncClient`` (transport ``httpx``) or ``aiohttp.ClientSession``
-    (transport ``aiohttp``) to reuse; otherwise one is made and closed per stream.
-    ``retries`` retries retryable failures (429, 5xx, connect errors) with jittered
-    backoff, honouring Retry-After — only before any byte of the answer, so tokens are
-    never duplicated. ``after`` enrichers run concurrently once the finish chunk arrives.
-    """
-    return ChatStream(
-        request,
-        base_url=base_url,
-        api_key=api_key,
-        transport=transport,
-        headers=headers,
-        session=session,
-        timeouts=timeouts,
-        marker_mode=marker_mode,
-        after=after,
-        retries=retries,
-        stream_id=stream_id,
-    )
+stream_chat = ChatStream
+"""``stream_chat(request, *, base_url, ...)`` opens one :class:`ChatStream` (the
+constructor is the API: one signature, documented once)."""
 
 
 async def _exhausted() -> AsyncIterator[Event]:

@@ -74,6 +74,21 @@ def test_oversized_event_keeps_the_other_events_of_its_read() -> None:
     assert [e.data for e in d.feed(b'yyy\ndata: {"forged":1}\n\ndata: after\n\n')] == ["after"]
 
 
+def test_event_after_an_oversized_multi_line_event_is_decoded() -> None:
+    # The size count of the dropped event must not carry over into the next one.
+    big = b"".join(b"data: " + b"x" * 40 + b"\n" for _ in range(5)) + b"\n"
+    stream = big + b"data: a\ndata: b\n\n"
+    for parts in splits(stream):
+        d = SSEDecoder(max_event_size=100)
+        got = []
+        for part in parts:
+            try:
+                got += d.feed(part)
+            except EventTooLarge as exc:
+                got += exc.events
+        assert [e.data for e in got] == ["a\nb"]
+
+
 def test_parser_reports_oversize_and_keeps_tokens_however_split() -> None:
     data = chunk("a") + b"data: " + b"x" * 300 + b"\n\n" + chunk("b", "stop") + b"data: [DONE]\n\n"
     for parts in splits(data):

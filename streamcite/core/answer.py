@@ -6,6 +6,7 @@ The chunk interpreter appends to the public lists directly on the hot path (one
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from streamcite.core.events import (
@@ -146,6 +147,6 @@ class AnswerBuilder:
             grounding=self.grounding,
             usage=self.usage,
             errors=list(self.errors),
-            timings=Timings(**{k: getattr(self.timings, k) for k in Timings.__slots__}),  # type: ignore[attr-defined]
+            timings=replace(self.timings),
             complete=self.complete,
         )

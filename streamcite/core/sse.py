@@ -72,7 +72,6 @@ class SSEDecoder:
         "_data_size",
         "_discarding",
         "_event",
-        "_in_block",
         "_last_lf",
         "_skip_data",
         "_skip_lf",
@@ -91,7 +90,6 @@ class SSEDecoder:
         self._data: list[bytes] = []
         self._data_size = 0
         self._event = b""
-        self._in_block = False  # a field line was seen since the last blank line
         self._skip_lf = False  # the previous read ended with CR: a leading LF is its pair
         self._bom_done = False
         self._discarding = False  # dropping the rest of an oversized block
@@ -103,7 +101,8 @@ class SSEDecoder:
     @property
     def pending(self) -> bool:
         """True when input is buffered that has not been terminated by a blank line."""
-        return bool(self._tail.strip(b"\n")) or self._in_block
+        # Blocks are parsed only once complete, so all that can be pending is the tail.
+        return bool(self._tail.strip(b"\n"))
 
     # -- public API ----------------------------------------------------------------
 
@@ -259,16 +258,14 @@ class SSEDecoder:
         data = self._data
         for line in lines:
             if not line:
-                self._skip_data = False
                 if data:
                     payload = data[0] if len(data) == 1 else b"\n".join(data)
                     out.append((self._event, payload, self.last_event_id, self.retry))
                     data.clear()
-                    self._data_size = 0
+                self._data_size = 0
+                self._skip_data = False
                 self._event = b""
-                self._in_block = False
                 continue
-            self._in_block = True
             # Fast path: the overwhelmingly common "data: ..." line.
             if line[:6] == b"data: ":
                 value = line[6:]
@@ -314,7 +311,6 @@ class SSEDecoder:
         self._data.clear()
         self._data_size = 0
         self._event = b""
-        self._in_block = False
 
 
 def _public(raw: list[Any]) -> list[ServerSentEvent]:
