@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench bench-all lint fmt setup system-deps clean
+.PHONY: demo test test-fast bench bench-all lint fmt setup system-deps clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -27,6 +27,10 @@ system-deps:
 
 test: $(STAMP) system-deps
 	$(BIN)/python -m pytest -q
+
+# No browser, no Redis: the inner loop while editing.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m 'not browser and not redis'
 
 # The quick ones (a few minutes). bench-all adds the long-running ones.
 bench: $(STAMP)

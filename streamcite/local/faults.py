@@ -8,7 +8,7 @@ wins over the query parameter, which wins over the server default.
 
 Stream positions count content chunks (those carrying ``delta.content``) from 1;
 a position past the last content chunk means the finish chunk. See
-``docs/readme/local.md`` for the full table.
+``docs/local-backend.md`` for the full table.
 """
 
 from __future__ import annotations
