@@ -1,40 +1,103 @@
 """streamcite: citation-aware streaming of LLM answers.
 
 Bytes in → incremental SSE decode → chunk interpretation → typed events as they
-arrive (tokens, live footnote references) → citations at the finish chunk → after
-the stream, quoted sources and grounding checks, concurrently → one CitedAnswer.
+arrive (tokens, reasoning, tool calls, live footnote references) → citations at the
+finish chunk → after the stream, quoted sources and grounding checks, concurrently →
+one CitedAnswer.
+
+The five that matter::
+
+    stream_chat(request, base_url=...)   # async context manager + async iterator of events
+    ChatStream                           # what stream_chat returns: .text_stream, .until_done()
+    CitedAnswer                          # the final answer: text, citations, sources, grounding
+    iter_events / aiter_events           # the sans-I/O core over recorded (async) byte chunks
+
+Everything else lives in its module: ``streamcite.events`` (event classes),
+``streamcite.enrich`` (Wikit, Google), ``streamcite.local`` (embedded backend, offline
+checker), ``streamcite.relay``, ``streamcite.core`` (decoder, interpreter, markers).
+Names load on first use, so ``import streamcite`` pulls in no I/O library.
 """
 
-from streamcite.core.answer import AnswerBuilder
-from streamcite.core.api import ChatStreamParser, aiter_events, iter_events
-from streamcite.core.chunks import ChunkInterpreter
-from streamcite.core.errors import EventTooLarge, MalformedResponse, StreamciteError, UpstreamError
-from streamcite.core.events import (
-    CitationRefEvent,
-    CitationsEvent,
-    DoneEvent,
-    ErrorEvent,
-    Event,
-    FinishEvent,
-    GroundingEvent,
-    MetaEvent,
-    SourcesEvent,
-    TokenEvent,
-    UsageEvent,
-    event_to_json,
-)
-from streamcite.core.grounding import CitedChunk, GroundingClaim, GroundingFact, GroundingResult
-from streamcite.core.markers import FootnoteDetector, MarkerMode, render_superscript
-from streamcite.core.models import Citation, CitationRef, CitedAnswer, Timings, Usage
-from streamcite.core.sources import DataSource, QuotedSource, SourceChunk, SourceDocument
-from streamcite.core.sse import ServerSentEvent, SSEDecoder
-from streamcite.enrich.base import EnrichContext, Enricher
-from streamcite.pipeline import ChatStream, Timeouts, stream_chat
+from __future__ import annotations
 
-__version__ = "0.1.0"
+import importlib
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
-# Clients and apps load on first use, so `import streamcite` (and the CLI) stays light.
-_LAZY = {
+if TYPE_CHECKING:
+    from streamcite.core.api import aiter_events, iter_events
+    from streamcite.core.errors import StreamciteError
+    from streamcite.core.events import Event
+    from streamcite.core.models import CitedAnswer
+    from streamcite.enrich.base import Enricher
+    from streamcite.pipeline import ChatStream, Timeouts, stream_chat
+
+try:
+    __version__ = version("streamcite")
+except PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0+unknown"
+
+__all__ = [
+    "ChatStream",
+    "CitedAnswer",
+    "Enricher",
+    "Event",
+    "StreamciteError",
+    "Timeouts",
+    "__version__",
+    "aiter_events",
+    "iter_events",
+    "stream_chat",
+]
+
+# Public names -> the module that defines them. The first block is __all__; the rest
+# stay importable from the top level for code written against 0.1 (not in dir()).
+_LAZY: dict[str, str] = {
+    "ChatStream": "streamcite.pipeline",
+    "Timeouts": "streamcite.pipeline",
+    "stream_chat": "streamcite.pipeline",
+    "CitedAnswer": "streamcite.core.models",
+    "Enricher": "streamcite.enrich.base",
+    "Event": "streamcite.core.events",
+    "StreamciteError": "streamcite.core.errors",
+    "aiter_events": "streamcite.core.api",
+    "iter_events": "streamcite.core.api",
+    # 0.1 names
+    "AnswerBuilder": "streamcite.core.answer",
+    "ChatStreamParser": "streamcite.core.api",
+    "ChunkInterpreter": "streamcite.core.chunks",
+    "EventTooLarge": "streamcite.core.errors",
+    "MalformedResponse": "streamcite.core.errors",
+    "UpstreamError": "streamcite.core.errors",
+    "CitationRefEvent": "streamcite.core.events",
+    "CitationsEvent": "streamcite.core.events",
+    "DoneEvent": "streamcite.core.events",
+    "ErrorEvent": "streamcite.core.events",
+    "FinishEvent": "streamcite.core.events",
+    "GroundingEvent": "streamcite.core.events",
+    "MetaEvent": "streamcite.core.events",
+    "SourcesEvent": "streamcite.core.events",
+    "TokenEvent": "streamcite.core.events",
+    "UsageEvent": "streamcite.core.events",
+    "event_to_json": "streamcite.core.events",
+    "CitedChunk": "streamcite.core.grounding",
+    "GroundingClaim": "streamcite.core.grounding",
+    "GroundingFact": "streamcite.core.grounding",
+    "GroundingResult": "streamcite.core.grounding",
+    "FootnoteDetector": "streamcite.core.markers",
+    "MarkerMode": "streamcite.core.markers",
+    "render_superscript": "streamcite.core.markers",
+    "Citation": "streamcite.core.models",
+    "CitationRef": "streamcite.core.models",
+    "Timings": "streamcite.core.models",
+    "Usage": "streamcite.core.models",
+    "DataSource": "streamcite.core.sources",
+    "QuotedSource": "streamcite.core.sources",
+    "SourceChunk": "streamcite.core.sources",
+    "SourceDocument": "streamcite.core.sources",
+    "ServerSentEvent": "streamcite.core.sse",
+    "SSEDecoder": "streamcite.core.sse",
+    "EnrichContext": "streamcite.enrich.base",
     "WikitSources": "streamcite.enrich.wikit",
     "GoogleGrounding": "streamcite.enrich.google",
     "LocalGrounding": "streamcite.local.checker",
@@ -43,63 +106,14 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
+def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'streamcite' has no attribute {name!r}")
-    import importlib
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
 
-    return getattr(importlib.import_module(module), name)
 
-
-__all__ = [
-    "AnswerBuilder",
-    "BackendConfig",
-    "ChatStream",
-    "ChatStreamParser",
-    "ChunkInterpreter",
-    "Citation",
-    "CitationRef",
-    "CitationRefEvent",
-    "CitationsEvent",
-    "CitedAnswer",
-    "CitedChunk",
-    "DataSource",
-    "DoneEvent",
-    "EnrichContext",
-    "Enricher",
-    "ErrorEvent",
-    "Event",
-    "EventTooLarge",
-    "FinishEvent",
-    "FootnoteDetector",
-    "GoogleGrounding",
-    "GroundingClaim",
-    "GroundingEvent",
-    "GroundingFact",
-    "GroundingResult",
-    "LocalBackend",
-    "LocalGrounding",
-    "MalformedResponse",
-    "MarkerMode",
-    "MetaEvent",
-    "QuotedSource",
-    "SSEDecoder",
-    "ServerSentEvent",
-    "SourceChunk",
-    "SourceDocument",
-    "SourcesEvent",
-    "StreamciteError",
-    "Timeouts",
-    "Timings",
-    "TokenEvent",
-    "UpstreamError",
-    "Usage",
-    "UsageEvent",
-    "WikitSources",
-    "aiter_events",
-    "event_to_json",
-    "iter_events",
-    "render_superscript",
-    "stream_chat",
-]
+def __dir__() -> list[str]:
+    return sorted(__all__)
