@@ -28,7 +28,7 @@ async def serve() -> AsyncIterator[ServeFn]:
     runners: list[web.AppRunner] = []
 
     async def start(app: web.Application) -> str:
-        runner = web.AppRunner(app, shutdown_timeout=1.0)
+        runner = web.AppRunner(app, shutdown_timeout=0.1)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()

@@ -241,10 +241,10 @@ class _Script:
         self, client: aioredis.Redis, keys: Sequence[Any], args: Sequence[Any]
     ) -> Any:
         try:
-            return await client.evalsha(self.sha, len(keys), *keys, *args)  # type: ignore[misc]
+            return await client.evalsha(self.sha, len(keys), *keys, *args)
         except NoScriptError:
             await client.script_load(self.source)
-            return await client.evalsha(self.sha, len(keys), *keys, *args)  # type: ignore[misc]
+            return await client.evalsha(self.sha, len(keys), *keys, *args)
 
 
 def _bulk(value: bytes) -> bytes:

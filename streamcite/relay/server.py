@@ -1307,7 +1307,7 @@ class Relay:
                 final = self._final_events(answer, owned.cancel_reason, failure)
                 for event in final:
                     if type(event) is ErrorEvent:
-                        metrics.errors[event.code] += 1  # type: ignore[union-attr]
+                        metrics.errors[event.code] += 1
                     with contextlib.suppress(Exception):
                         await log.append(sid, orjson.dumps(event))
             with contextlib.suppress(Exception):
