@@ -18,14 +18,25 @@ from streamcite.core.events import (
     FinishEvent,
     GroundingEvent,
     MetaEvent,
+    ReasoningEvent,
+    RefusalEvent,
     SourcesEvent,
     TokenEvent,
+    ToolCallEvent,
     UsageEvent,
     event_to_json,
 )
 from streamcite.core.grounding import CitedChunk, GroundingClaim, GroundingFact, GroundingResult
 from streamcite.core.markers import FootnoteDetector, MarkerMode, render_superscript
-from streamcite.core.models import Citation, CitationRef, CitedAnswer, Timings, Usage
+from streamcite.core.models import (
+    Citation,
+    CitationRef,
+    CitationSpan,
+    CitedAnswer,
+    Timings,
+    ToolCall,
+    Usage,
+)
 from streamcite.core.sources import DataSource, QuotedSource, SourceChunk, SourceDocument
 from streamcite.core.sse import ServerSentEvent, SSEDecoder
 from streamcite.enrich.base import EnrichContext, Enricher
@@ -61,6 +72,7 @@ __all__ = [
     "Citation",
     "CitationRef",
     "CitationRefEvent",
+    "CitationSpan",
     "CitationsEvent",
     "CitedAnswer",
     "CitedChunk",
@@ -84,6 +96,8 @@ __all__ = [
     "MarkerMode",
     "MetaEvent",
     "QuotedSource",
+    "ReasoningEvent",
+    "RefusalEvent",
     "SSEDecoder",
     "ServerSentEvent",
     "SourceChunk",
@@ -93,6 +107,8 @@ __all__ = [
     "Timeouts",
     "Timings",
     "TokenEvent",
+    "ToolCall",
+    "ToolCallEvent",
     "UpstreamError",
     "Usage",
     "UsageEvent",

@@ -277,7 +277,7 @@ class ChunkInterpreter:
         err = obj.get("error")
         if err:
             ev = error_from_payload(err, "chunk")
-            self._builder.errors.append(ev)
+            self._builder.error(ev)
             out.append(ev)
 
     def _token(self, idx: int, content: str, out: list[Event]) -> None:
@@ -379,14 +379,14 @@ class ChunkInterpreter:
         if isinstance(obj, dict) and "error" in obj:
             obj = obj["error"]
         ev = error_from_payload(obj, "sse")
-        self._builder.errors.append(ev)
+        self._builder.error(ev)
         out.append(ev)
 
     def _fault(
         self, out: list[Event], code: str, message: str, stage: str = "chunk"
     ) -> list[Event]:
         ev = ErrorEvent(code=code, message=message, retryable=False, stage=stage)
-        self._builder.errors.append(ev)
+        self._builder.error(ev)
         out.append(ev)
         return out
 
@@ -413,6 +413,6 @@ class ChunkInterpreter:
             why = "the stream ended without [DONE]"
             why += " in the middle of an event" if truncated_block else " or a finish_reason"
             ev = ErrorEvent(code="truncated", message=why, retryable=True, stage="sse")
-            self._builder.errors.append(ev)
+            self._builder.error(ev)
             out.append(ev)
         return out
