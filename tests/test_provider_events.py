@@ -84,3 +84,91 @@ def test_errors_bounded_with_count() -> None:
     a = b.snapshot()
     assert len(a.errors) == MAX_ERRORS and a.errors_dropped == 250
     assert a.errors[0].message == "0" and a.errors[-1].message == str(MAX_ERRORS - 1)
+
+
+def _sse(*chunks: object) -> bytes:
+    return b"".join(b"data: " + orjson.dumps(c) + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+
+
+def _events(data: bytes) -> list[object]:
+    from streamcite import iter_events
+
+    return list(iter_events([data]))
+
+
+def _ch(delta: dict[str, object], finish: str | None = None, **top: object) -> dict[str, object]:
+    return {
+        "id": "c",
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        **top,
+    }
+
+
+def test_bad_tool_arguments_error_but_kept() -> None:
+    data = _sse(
+        _ch({"tool_calls": [{"index": 0, "id": "t", "function": {"name": "f", "arguments": "{"}}]}),
+        _ch({"tool_calls": [{"index": 0, "function": {"arguments": '"a": 1'}}]}),
+        _ch({}, "tool_calls"),
+    )
+    evs = _events(data)
+    errs = [e for e in evs if isinstance(e, ErrorEvent)]
+    assert [e.code for e in errs] == ["bad_tool_arguments"]
+    a = evs[-1].answer  # type: ignore[attr-defined]
+    assert a.tool_calls[0].arguments == '{"a": 1'
+    assert [e.code for e in a.errors] == ["bad_tool_arguments"]
+
+
+def test_fast_path_content_beside_reasoning_is_not_lost() -> None:
+    # After the first token the fast path runs: a delta with content AND reasoning.
+    data = _sse(
+        _ch({"content": "A"}),
+        _ch({"content": "B", "reasoning": "r1"}),
+        _ch({"content": "", "reasoning_content": "r2"}),
+        _ch({"content": "C", "reasoning": None}),
+        _ch({}, "stop"),
+    )
+    a = _events(data)[-1].answer  # type: ignore[attr-defined]
+    assert (a.text, a.reasoning_text, a.errors) == ("ABC", "r1r2", [])
+
+
+def test_finish_reason_error_without_error_object() -> None:
+    evs = _events(_sse(_ch({"content": "x"}), _ch({}, "error")))
+    errs = [e for e in evs if isinstance(e, ErrorEvent)]
+    assert [e.code for e in errs] == ["finish_error"]
+    a = evs[-1].answer  # type: ignore[attr-defined]
+    assert a.complete is False and a.finish_reason == "error"
+
+
+def test_error_code_numeric_string_sets_status() -> None:
+    evs = _events(_sse(_ch({"content": "x"}), {"error": {"code": "503", "message": "busy"}}))
+    (err,) = [e for e in evs if isinstance(e, ErrorEvent)]
+    assert (err.code, err.status, err.retryable) == ("503", 503, True)
+    evs = _events(_sse({"error": {"code": "404", "message": "nope"}}))
+    err = next(e for e in evs if isinstance(e, ErrorEvent))
+    assert (err.status, err.retryable) == (404, False)
+
+
+def test_usage_on_every_chunk_gives_one_usage_event() -> None:
+    u = {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
+    data = _sse(
+        _ch({"content": "a"}, usage=u),
+        _ch({"content": "b"}, usage={**u, "completion_tokens": 5}),
+    )
+    # no finish chunk: the pending usage comes out at [DONE]
+    evs = _events(data)
+    usage = [e for e in evs if getattr(e, "type", "") == "usage"]
+    assert len(usage) == 1 and usage[0].completion_tokens == 5  # type: ignore[attr-defined]
+
+
+def test_unknown_content_part_is_an_error_not_bad_chunk() -> None:
+    evs = _events(
+        _sse(_ch({"content": [{"type": "image_url", "image_url": "x"}]}), _ch({}, "stop"))
+    )
+    assert [e.code for e in evs if isinstance(e, ErrorEvent)] == ["bad_content_part"]
+
+
+def test_many_malformed_lines_bounded() -> None:
+    data = b"data: {nope\n\n" * (MAX_ERRORS + 500) + b"data: [DONE]\n\n"
+    a = _events(data)[-1].answer  # type: ignore[attr-defined]
+    assert len(a.errors) == MAX_ERRORS and a.errors_dropped == 500
