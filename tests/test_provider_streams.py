@@ -151,3 +151,56 @@ def test_provider_error_status_and_retryable() -> None:
     (err,) = [e for e in events if e.type == "error"]
     assert (err.status, err.retryable) == (400, False)  # type: ignore[union-attr]
     assert "maximum context length" in err.message  # type: ignore[union-attr]
+
+
+_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=8)
+_delta = st.one_of(
+    st.builds(lambda t: ("content", t), _text),
+    st.builds(lambda t: ("reasoning_content", t), _text),
+    st.builds(lambda t: ("reasoning", t), _text),
+    st.builds(lambda t: ("refusal", t), _text),
+    st.builds(lambda t: ("thinking", t), _text),
+    st.builds(lambda t: ("parts", t), _text),
+    st.builds(lambda t: ("tool", t), _text),
+)
+
+
+def _chunk(kind: str, t: str) -> dict[str, Any]:
+    delta: dict[str, Any]
+    if kind == "thinking":
+        delta = {"content": [{"type": "thinking", "thinking": [{"type": "text", "text": t}]}]}
+    elif kind == "parts":
+        delta = {"content": [{"type": "text", "text": t}]}
+    elif kind == "tool":
+        delta = {"tool_calls": [{"index": 0, "function": {"arguments": t}}]}
+    else:
+        delta = {kind: t}
+    return {"id": "x", "model": "m", "choices": [{"index": 0, "delta": delta}]}
+
+
+@settings(max_examples=80, deadline=None)
+@given(deltas=st.lists(_delta, max_size=25), cuts=st.lists(st.integers(0, 100_000), max_size=10))
+def test_generated_streams_every_kind_any_split(
+    deltas: list[tuple[str, str]], cuts: list[int]
+) -> None:
+    data = b"".join(b"data: " + orjson.dumps(_chunk(k, t)) + b"\n\n" for k, t in deltas)
+    data += b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    points = sorted({c % (len(data) + 1) for c in cuts})
+    pieces = [data[i:j] for i, j in zip([0, *points], [*points, len(data)], strict=True)]
+    whole = _run([data])
+    assert _wire(_run(pieces)) == _wire(whole)
+    a = whole[-1].answer  # type: ignore[union-attr]
+    want = {
+        "text": "".join(t for k, t in deltas if k in ("content", "parts")),
+        "reasoning": "".join(
+            t for k, t in deltas if k in ("reasoning_content", "reasoning", "thinking")
+        ),
+        "refusal": "".join(t for k, t in deltas if k == "refusal"),
+        "args": "".join(t for k, t in deltas if k == "tool"),
+    }
+    assert a.text == want["text"]
+    assert a.reasoning_text == want["reasoning"]
+    assert (a.refusal or "") == want["refusal"]
+    assert (a.tool_calls[0].arguments if a.tool_calls else "") == want["args"]
+    # Only the tool arguments, random text, may be a (real) error.
+    assert {e.code for e in a.errors} <= {"bad_tool_arguments"}
