@@ -14,8 +14,11 @@ from streamcite.core.events import (
     FinishEvent,
     GroundingEvent,
     MetaEvent,
+    ReasoningEvent,
+    RefusalEvent,
     SourcesEvent,
     TokenEvent,
+    ToolCallEvent,
     UsageEvent,
     event_to_json,
 )
@@ -29,8 +32,11 @@ __all__ = [
     "FinishEvent",
     "GroundingEvent",
     "MetaEvent",
+    "ReasoningEvent",
+    "RefusalEvent",
     "SourcesEvent",
     "TokenEvent",
+    "ToolCallEvent",
     "UsageEvent",
     "event_to_json",
 ]

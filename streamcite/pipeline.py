@@ -33,6 +33,7 @@ from streamcite.core.events import (
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import CitedAnswer
 from streamcite.enrich.base import EnrichContext, Enricher
+from streamcite.enrich.gate import skip_reason
 from streamcite.logs import get_logger
 from streamcite.transports.base import Transport, TransportError, UpstreamResponse
 
@@ -153,7 +154,8 @@ class ChatStream:
     (transport ``aiohttp``) to reuse; otherwise one is made and closed per stream.
     ``retries`` retries retryable failures (429, 5xx, connect errors) with jittered
     backoff, honouring Retry-After — only before any byte of the answer, so tokens are
-    never duplicated. ``after`` enrichers run concurrently once the finish chunk arrives.
+    never duplicated. ``after`` enrichers run concurrently once the finish chunk arrives
+    (not on a refusal, nor on an answer cut by an error unless ``enrich_incomplete``).
     """
 
     def __init__(
@@ -170,6 +172,7 @@ class ChatStream:
         after: Sequence[Enricher] = (),
         retries: int = 0,
         stream_id: str | None = None,
+        enrich_incomplete: bool = False,
     ) -> None:
         self.request = dict(request)
         self.url = base_url.rstrip("/") + "/chat/completions"
@@ -177,6 +180,7 @@ class ChatStream:
         self.timeouts = timeouts
         self.retries = retries
         self.after = list(after)
+        self.enrich_incomplete = enrich_incomplete
         self.response_headers: Mapping[str, str] = {}
         self._transport = _make_transport(transport, session)
         self._parser = ChatStreamParser(marker_mode)
@@ -529,6 +533,11 @@ class ChatStream:
 
     def _start_enrichers(self) -> None:
         if self._tasks or not self.after:
+            return
+        why = skip_reason(self._parser.builder, enrich_incomplete=self.enrich_incomplete)
+        if why is not None:
+            self._parser.builder.enrichment_skipped = why
+            self._log.info("stream.enrichment_skipped", reason=why)
             return
         loop = asyncio.get_running_loop()
         self._results = {e.kind: loop.create_future() for e in self.after}

@@ -17,15 +17,29 @@ from streamcite.core.events import (
     FinishEvent,
     GroundingEvent,
     MetaEvent,
+    ReasoningEvent,
+    RefusalEvent,
     SourcesEvent,
     TokenEvent,
+    ToolCallEvent,
     UsageEvent,
 )
 from streamcite.core.grounding import GroundingResult
-from streamcite.core.models import Citation, CitationRef, CitedAnswer, Timings, Usage
+from streamcite.core.models import (
+    Citation,
+    CitationRef,
+    CitationSpan,
+    CitedAnswer,
+    Timings,
+    ToolCall,
+    Usage,
+)
 from streamcite.core.sources import QuotedSource
 
-__all__ = ["AnswerBuilder"]
+__all__ = ["MAX_ERRORS", "AnswerBuilder"]
+
+MAX_ERRORS = 1000
+"""At most this many errors are kept on an answer; the rest are counted (``errors_dropped``)."""
 
 
 class AnswerBuilder:
@@ -33,19 +47,26 @@ class AnswerBuilder:
 
     __slots__ = (
         "chunk_fields",
+        "citation_spans",
         "citations",
         "complete",
         "display_is_text",
         "display_parts",
+        "enrichment_skipped",
         "errors",
+        "errors_dropped",
         "finish_reason",
         "grounding",
         "id",
         "model",
+        "reasoning_parts",
+        "references",
         "refs",
+        "refusal_parts",
         "sources",
         "text_parts",
         "timings",
+        "tool_calls",
         "usage",
     )
 
@@ -70,6 +91,35 @@ class AnswerBuilder:
         self.chunk_fields: dict[str, Any] = {}
         """Top-level fields (``choices`` excepted) of the first chunk and of the finish
         chunk, first value kept: where providers put ids such as a Wikit query id."""
+        self.reasoning_parts: list[str] = []
+        """Reasoning texts of choice 0."""
+        self.refusal_parts: list[str] = []
+        """Refusal texts of choice 0."""
+        self.tool_calls: dict[int, ToolCall] = {}
+        """Choice 0's tool calls by ``tool_index``."""
+        self.references: list[Any] = []
+        self.citation_spans: list[CitationSpan] = []
+        self.errors_dropped = 0
+        self.enrichment_skipped: str | None = None
+
+    def error(self, ev: ErrorEvent) -> None:
+        """Keep one error (bounded: beyond :data:`MAX_ERRORS` only counted)."""
+        if len(self.errors) < MAX_ERRORS:
+            self.errors.append(ev)
+        else:
+            self.errors_dropped += 1
+
+    def tool_call(self, ev: ToolCallEvent) -> None:
+        """Fold one tool-call fragment of choice 0: id/name first seen kept, arguments joined."""
+        tc = self.tool_calls.get(ev.tool_index)
+        if tc is None:
+            tc = self.tool_calls[ev.tool_index] = ToolCall()
+        if tc.id is None:
+            tc.id = ev.id
+        if tc.name is None:
+            tc.name = ev.name
+        if ev.arguments:
+            tc.arguments += ev.arguments
 
     def add(self, ev: Event) -> None:
         """Fold one event into the answer (events already folded by the interpreter are
@@ -88,6 +138,8 @@ class AnswerBuilder:
             assert isinstance(ev, CitationsEvent)
             if ev.citations:
                 self.citations = ev.citations
+            if ev.spans:
+                self.citation_spans = ev.spans
         elif t is FinishEvent:
             assert isinstance(ev, FinishEvent)
             if ev.index == 0:
@@ -102,7 +154,19 @@ class AnswerBuilder:
             self.model = self.model or ev.model
         elif t is ErrorEvent:
             assert isinstance(ev, ErrorEvent)
-            self.errors.append(ev)
+            self.error(ev)
+        elif t is ReasoningEvent:
+            assert isinstance(ev, ReasoningEvent)
+            if ev.index == 0:
+                self.reasoning_parts.append(ev.text)
+        elif t is RefusalEvent:
+            assert isinstance(ev, RefusalEvent)
+            if ev.index == 0:
+                self.refusal_parts.append(ev.text)
+        elif t is ToolCallEvent:
+            assert isinstance(ev, ToolCallEvent)
+            if ev.index == 0:
+                self.tool_call(ev)
         elif t is SourcesEvent:
             assert isinstance(ev, SourcesEvent)
             self.sources = ev.sources
@@ -149,4 +213,11 @@ class AnswerBuilder:
             errors=list(self.errors),
             timings=replace(self.timings),
             complete=self.complete,
+            reasoning_text="".join(self.reasoning_parts),
+            tool_calls=[replace(self.tool_calls[k]) for k in sorted(self.tool_calls)],
+            refusal="".join(self.refusal_parts) if self.refusal_parts else None,
+            references=list(self.references),
+            citation_spans=list(self.citation_spans),
+            errors_dropped=self.errors_dropped,
+            enrichment_skipped=self.enrichment_skipped,
         )

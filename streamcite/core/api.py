@@ -86,7 +86,7 @@ class ChatStreamParser:
 
     def add_error(self, ev: ErrorEvent) -> ErrorEvent:
         """Record an error that happened outside the byte stream (transport, timeout...)."""
-        self.builder.errors.append(ev)
+        self.builder.error(ev)
         return ev
 
     def done_event(self) -> DoneEvent:

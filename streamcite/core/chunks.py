@@ -14,6 +14,7 @@ import orjson
 
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.citations import citations_from_chunk
+from streamcite.core.deltas import check_tool_arguments, finish_error, http_status, interpret_delta
 from streamcite.core.events import (
     CitationRefEvent,
     CitationsEvent,
@@ -48,12 +49,22 @@ _RETRYABLE_CODES = frozenset(
 )
 
 
+_EXTRA_KEYS = ("reasoning_content", "reasoning", "refusal", "tool_calls", "annotations")
+
+
+def _has_extra(delta: dict[str, Any]) -> bool:
+    """A delta carrying something besides its content string (reasoning, tool calls...)."""
+    return any(delta.get(k) for k in _EXTRA_KEYS)
+
+
 def error_from_payload(err: Any, stage: str) -> ErrorEvent:
     """An OpenAI/Anthropic-style ``{"error": ...}`` object (or a bare string) → ErrorEvent."""
     if isinstance(err, dict):
         code = err.get("code") or err.get("type") or "upstream_error"
         message = err.get("message") or ""
         status = err.get("status") if isinstance(err.get("status"), int) else None
+        if status is None:
+            status = http_status(err.get("code"))
     else:
         code, message, status = "upstream_error", str(err), None
     code = str(code)
@@ -79,6 +90,8 @@ class ChunkInterpreter:
         "_mode_keep",
         "_raw0",
         "_refs",
+        "_usage_pending",
+        "cut",
         "done",
     )
 
@@ -95,6 +108,9 @@ class ChunkInterpreter:
         self._meta_seen = False
         self._last_citations: Any = None
         self._finished: set[int] = set()
+        self._usage_pending: UsageEvent | None = None
+        self.cut = False
+        """A provider error cut the answer (``finish_reason: "error"``, an error object)."""
         self.done = False
         """``[DONE]`` was seen (or a non-streaming body was interpreted)."""
 
@@ -127,11 +143,20 @@ class ChunkInterpreter:
                     "an SSE event exceeded max_event_size and was dropped",
                     "sse",
                 )
+            elif b'"choices"' in payload:
+                # A chat chunk under a named event (``event: completion``): interpreted.
+                try:
+                    obj = _loads(payload)
+                except _JSONDecodeError:
+                    return out
+                if type(obj) is dict and type(obj.get("choices")) is list:
+                    self._interpret(obj, "delta", out)
             # Other event types (pings, provider extensions) carry no chat chunk.
             return out
         if payload == b"[DONE]":
             self.done = True
-            self._builder.complete = True
+            self._builder.complete = not self.cut
+            self._flush_usage(out)
             return out
         try:
             obj = _loads(payload)
@@ -174,7 +199,8 @@ class ChunkInterpreter:
                 # The shape of nearly every chunk; anything else raises and goes the
                 # general way (zero-cost try in CPython 3.11 when nothing is raised).
                 (ch,) = obj["choices"]
-                content = ch["delta"]["content"]
+                delta = ch["delta"]
+                content = delta["content"]
             except _JSONDecodeError:
                 self.feed(item, b"", out)  # [DONE], or reports the invalid JSON
                 if self.done:
@@ -194,9 +220,15 @@ class ChunkInterpreter:
                 or "search_results" in obj
                 or "error" in obj
                 or obj.get("usage")
+                or (len(delta) > 1 and _has_extra(delta))
             ):
                 self._general(obj, item, out)
                 det = self._detectors.get(0)
+                continue
+            if not content:
+                if len(delta) > 1:  # e.g. "content": "" beside reasoning or tool calls
+                    self._general(obj, item, out)
+                    det = self._detectors.get(0)
                 continue
             if content:
                 append(token(0, content, content))
@@ -234,19 +266,18 @@ class ChunkInterpreter:
                         self._fault(out, "bad_chunk", f"{key} is not an object: {delta!r:.120}")
                         delta = {}
                     content = delta.get("content")
-                    if content:
-                        if type(content) is not str:
+                    plain = type(content) is str
+                    if (content and plain) or (delta and (not plain or len(delta) > 1)):
+                        idx = ch.get("index", 0)
+                        if type(idx) is not int:
                             self._fault(
-                                out, "bad_chunk", f"content is not a string: {content!r:.120}"
+                                out, "bad_chunk", f"choice index is not an integer: {idx!r:.40}"
                             )
-                        else:
-                            idx = ch.get("index", 0)
-                            if type(idx) is not int:
-                                self._fault(
-                                    out, "bad_chunk", f"choice index is not an integer: {idx!r:.40}"
-                                )
-                                continue
+                            continue
+                        if content and plain:
                             self._token(idx, content, out)
+                        if not plain or len(delta) > 1:
+                            interpret_delta(self, idx, delta, out)
                 reason = ch.get("finish_reason")
                 if reason:
                     idx = ch.get("index", 0)
@@ -270,15 +301,26 @@ class ChunkInterpreter:
                 if f.index == 0:
                     self._builder.finish_reason = f.reason
                     self._builder.complete = True
+                    check_tool_arguments(self, out)
             out.extend(finishes)
+            for f in finishes:
+                if f.reason == "error":
+                    finish_error(self, obj, f.index, out)
         usage = obj.get("usage")
+        if not usage and type(xg := obj.get("x_groq")) is dict:
+            usage = xg.get("usage")  # Groq: usage only under x_groq
         if usage:
-            self._usage(usage, out)
+            self._usage(usage, out, final=finishes is not None or not choices)
         err = obj.get("error")
+        if not err and obj.get("object") == "error":
+            err = obj  # vLLM's older top-level error object
         if err:
             ev = error_from_payload(err, "chunk")
-            self._builder.errors.append(ev)
+            self._builder.error(ev)
             out.append(ev)
+            if obj.get("object") == "error":
+                self.cut = True
+                self._builder.complete = False
 
     def _token(self, idx: int, content: str, out: list[Event]) -> None:
         # Meta comes before the first token or not at all: stop looking for it.
@@ -358,7 +400,7 @@ class ChunkInterpreter:
             self._builder.citations = citations
             out.append(CitationsEvent(citations=citations))
 
-    def _usage(self, usage: Any, out: list[Event]) -> None:
+    def _usage(self, usage: Any, out: list[Event], *, final: bool = True) -> None:
         if type(usage) is not dict:
             self._fault(out, "bad_chunk", f"usage is not an object: {usage!r:.120}")
             return
@@ -367,9 +409,19 @@ class ChunkInterpreter:
             v = usage.get(k)
             vals.append(v if isinstance(v, int) and not isinstance(v, bool) else None)
         self._builder.usage = Usage(*vals)
-        out.append(
-            UsageEvent(prompt_tokens=vals[0], completion_tokens=vals[1], total_tokens=vals[2])
-        )
+        ev = UsageEvent(prompt_tokens=vals[0], completion_tokens=vals[1], total_tokens=vals[2])
+        if final:
+            self._usage_pending = None
+            out.append(ev)
+        else:
+            # Usage on a mid-stream chunk (providers that send it on every chunk): kept,
+            # and reported once, at the finish / usage chunk or at the end of the stream.
+            self._usage_pending = ev
+
+    def _flush_usage(self, out: list[Event]) -> None:
+        if self._usage_pending is not None:
+            out.append(self._usage_pending)
+            self._usage_pending = None
 
     def _sse_error(self, payload: bytes, out: list[Event]) -> None:
         try:
@@ -379,14 +431,14 @@ class ChunkInterpreter:
         if isinstance(obj, dict) and "error" in obj:
             obj = obj["error"]
         ev = error_from_payload(obj, "sse")
-        self._builder.errors.append(ev)
+        self._builder.error(ev)
         out.append(ev)
 
     def _fault(
         self, out: list[Event], code: str, message: str, stage: str = "chunk"
     ) -> list[Event]:
         ev = ErrorEvent(code=code, message=message, retryable=False, stage=stage)
-        self._builder.errors.append(ev)
+        self._builder.error(ev)
         out.append(ev)
         return out
 
@@ -407,12 +459,13 @@ class ChunkInterpreter:
         out: list[Event] = []
         for idx in list(self._detectors):
             self._flush(idx, out)
+        self._flush_usage(out)
         # A cut after choice 0's finish (inside the final "[DONE]" or the usage
         # chunk) loses nothing of the answer: not reported as truncation.
         if not self.done and not self.finished:
             why = "the stream ended without [DONE]"
             why += " in the middle of an event" if truncated_block else " or a finish_reason"
             ev = ErrorEvent(code="truncated", message=why, retryable=True, stage="sse")
-            self._builder.errors.append(ev)
+            self._builder.error(ev)
             out.append(ev)
         return out

@@ -12,7 +12,7 @@ from typing import Any, TypeAlias
 import orjson
 
 from streamcite.core.grounding import CitedChunk, GroundingClaim, GroundingFact, GroundingResult
-from streamcite.core.models import Citation, CitedAnswer, Usage
+from streamcite.core.models import Citation, CitationSpan, CitedAnswer, Usage
 from streamcite.core.sources import QuotedSource
 
 __all__ = [
@@ -24,8 +24,11 @@ __all__ = [
     "FinishEvent",
     "GroundingEvent",
     "MetaEvent",
+    "ReasoningEvent",
+    "RefusalEvent",
     "SourcesEvent",
     "TokenEvent",
+    "ToolCallEvent",
     "UsageEvent",
     "event_to_json",
 ]
@@ -87,6 +90,41 @@ class FinishEvent(_Wire):
 class CitationsEvent(_Wire):
     type: str = field(default="citations", init=False)
     citations: list[Citation] = field(default_factory=list)
+    spans: list[CitationSpan] = field(default_factory=list)
+    """Where ``url_citation`` annotations (OpenAI search models) anchor their citation in
+    the answer text; empty for citations that come without a span."""
+
+
+@dataclass(slots=True)
+class ReasoningEvent(_Wire):
+    """A non-empty reasoning delta, exactly as received (never coalesced):
+    ``delta.reasoning_content``, ``delta.reasoning`` or a Mistral ``thinking`` part."""
+
+    type: str = field(default="reasoning", init=False)
+    index: int = 0
+    text: str = ""
+
+
+@dataclass(slots=True)
+class ToolCallEvent(_Wire):
+    """One ``delta.tool_calls`` entry as it arrives. ``arguments`` is this delta's
+    fragment; ``id`` and ``name`` are ``None`` on fragments that do not carry them."""
+
+    type: str = field(default="tool_call", init=False)
+    index: int = 0
+    tool_index: int = 0
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+@dataclass(slots=True)
+class RefusalEvent(_Wire):
+    """A non-empty ``delta.refusal``, exactly as received."""
+
+    type: str = field(default="refusal", init=False)
+    index: int = 0
+    text: str = ""
 
 
 @dataclass(slots=True)
@@ -172,6 +210,9 @@ Event: TypeAlias = (
     | FinishEvent
     | CitationsEvent
     | UsageEvent
+    | ReasoningEvent
+    | ToolCallEvent
+    | RefusalEvent
     | SourcesEvent
     | GroundingEvent
     | ErrorEvent

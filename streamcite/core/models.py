@@ -18,8 +18,10 @@ from streamcite.core.sources import QuotedSource
 __all__ = [
     "Citation",
     "CitationRef",
+    "CitationSpan",
     "CitedAnswer",
     "Timings",
+    "ToolCall",
     "Usage",
 ]
 
@@ -79,6 +81,29 @@ class CitationRef:
 
 
 @dataclass(slots=True)
+class CitationSpan:
+    """Where a citation anchors in the answer text (OpenAI ``url_citation`` annotations)."""
+
+    document_index: int | None
+    """The ``document_index`` of the citation it anchors."""
+    start: int | None
+    """``start_index`` as sent: character offset into the choice's text."""
+    end: int | None
+    """``end_index`` as sent (exclusive)."""
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """One tool call of choice 0, its streamed fragments joined."""
+
+    id: str | None = None
+    type: str = "function"
+    name: str | None = None
+    arguments: str = ""
+    """The argument fragments joined exactly as sent (valid JSON or not)."""
+
+
+@dataclass(slots=True)
 class Usage:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
@@ -127,7 +152,22 @@ class CitedAnswer:
     """``ErrorEvent`` objects, in the order they happened."""
     timings: Timings = field(default_factory=Timings)
     complete: bool = False
-    """True when the upstream stream ended cleanly (``[DONE]`` or a finish reason)."""
+    """True when the upstream stream ended cleanly (``[DONE]`` or a finish reason); false
+    after a fault that cut the answer, including ``finish_reason: "error"``."""
+    reasoning_text: str = ""
+    """Choice 0's reasoning deltas joined."""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    """Choice 0's tool calls, in ``tool_index`` order."""
+    refusal: str | None = None
+    """Choice 0's refusal deltas joined, or ``None`` when it did not refuse."""
+    references: list[Any] = field(default_factory=list)
+    """Mistral ``reference`` content parts of choice 0, as received (plain JSON)."""
+    citation_spans: list[CitationSpan] = field(default_factory=list)
+    """Spans of ``url_citation`` annotations (see :class:`CitationSpan`)."""
+    errors_dropped: int = 0
+    """Errors beyond the first 1,000 are counted here, not kept in ``errors``."""
+    enrichment_skipped: str | None = None
+    """Why post-stream enrichers did not run: ``"refusal"`` or ``"incomplete"``."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = _plain(self)

@@ -61,6 +61,14 @@ class FaultSpec:
     """Start the stream body with a UTF-8 byte order mark."""
     hallucinate: bool | None = None
     """Change a number in one cited sentence of the answer (for grounding-check demos)."""
+    profile: str | None = None
+    """Stream a provider's shape (:mod:`streamcite.local.profiles`): ``reasoning``,
+    ``refusal`` or ``mistral_parts``."""
+    tool_call: str | None = None
+    """Answer with a streamed call of the tool of this name instead of text."""
+    provider_error: int | None = None
+    """Cut the answer halfway with an OpenRouter-style error chunk of this HTTP status
+    (``error.code``) and ``finish_reason: "error"``."""
 
     @classmethod
     def parse(cls, spec: str | None) -> FaultSpec:
@@ -120,10 +128,23 @@ _KINDS: dict[str, str] = {
     "no_done": "flag",
     "bom": "flag",
     "hallucinate": "flag",
+    "profile": "profile",
+    "tool_call": "name",
+    "provider_error": "status",
 }
 
+PROFILES = frozenset({"reasoning", "refusal", "mistral_parts"})
 
-def _convert(key: str, kind: str, raw: str) -> float | int | bool:
+
+def _convert(key: str, kind: str, raw: str) -> float | int | bool | str:
+    if kind == "profile":
+        if raw not in PROFILES:
+            raise FaultSpecError(f"fault profile: {raw!r}; known: {', '.join(sorted(PROFILES))}")
+        return raw
+    if kind == "name":
+        if not raw or len(raw) > 64 or not all(c.isalnum() or c in "_-" for c in raw):
+            raise FaultSpecError(f"fault {key}: {raw!r} is not a tool name ([A-Za-z0-9_-]{{1,64}})")
+        return raw
     if kind == "delay":
         try:
             value = float(raw)
@@ -146,7 +167,7 @@ def _convert(key: str, kind: str, raw: str) -> float | int | bool:
     except ValueError:
         raise FaultSpecError(f"fault {key}: {raw!r} is not an integer") from None
     if kind == "status" and not 400 <= number <= 599:
-        raise FaultSpecError(f"fault status: {number} is not an HTTP error status (400-599)")
+        raise FaultSpecError(f"fault {key}: {number} is not an HTTP error status (400-599)")
     if kind == "position" and number < 1:
         raise FaultSpecError(f"fault {key}: positions start at 1, got {number}")
     if number < 0:

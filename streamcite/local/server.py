@@ -44,6 +44,7 @@ from streamcite.local.answerer import (
 )
 from streamcite.local.corpus import Corpus, load_corpus, stable_id
 from streamcite.local.faults import FaultSpec, FaultSpecError, request_faults
+from streamcite.local.profiles import profile_events
 from streamcite.local.store import AnswerStore, StoredAnswer
 from streamcite.logs import get_logger
 
@@ -424,7 +425,16 @@ _ERROR_EVENT = (
 async def _stream(request: web.Request, plan: _StreamPlan, log: Any) -> web.StreamResponse:
     state = request.app[_STATE]
     spec = plan.spec
-    role, contents, closing = _stream_events(plan)
+    role, contents, closing = profile_events(
+        spec,
+        completion_id=plan.completion_id,
+        created=plan.created,
+        model=MODEL,
+        pieces=plan.pieces,
+        finish_reason=plan.finish_reason,
+        citations=plan.citations,
+        usage=plan.usage,
+    ) or _stream_events(plan)
     count = len(contents)
     # Each fault position points at a content chunk; past the end means the finish chunk.
     if spec.malformed_at is not None:

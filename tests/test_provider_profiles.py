@@ -1,0 +1,131 @@
+"""The embedded backend's provider shapes (fault keys profile / tool_call / provider_error)
+over real loopback HTTP with stream_chat, and the enrichment gate (refusal, incomplete)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import pytest
+
+from streamcite import ChatStream, stream_chat
+from streamcite.core.events import Event, GroundingEvent
+from streamcite.enrich.base import EnrichContext
+from streamcite.local.checker import LocalGrounding
+from streamcite.local.faults import FaultSpec, FaultSpecError
+from streamcite.local.profiles import REASONING_TEXT, REFUSAL_TEXT
+from streamcite.local.server import BackendConfig, LocalBackend
+
+QUESTION = "How many days of remote work per week?"
+REQUEST = {
+    "model": "streamcite-local",
+    "messages": [{"role": "user", "content": QUESTION}],
+    "stream": True,
+    "stream_options": {"include_usage": True},
+}
+
+
+@pytest.fixture
+async def backend() -> AsyncIterator[LocalBackend]:
+    async with LocalBackend(BackendConfig()) as b:
+        yield b
+
+
+@dataclass
+class _Counting:
+    """An enricher that records whether it ran."""
+
+    kind: str = "counting"
+    timeout: float = 5.0
+    needs: tuple[str, ...] = ()
+    runs: int = 0
+
+    async def enrich(self, ctx: EnrichContext) -> Event | None:
+        self.runs += 1
+        return None
+
+
+async def _run(
+    backend: LocalBackend, fault: str, transport: str = "aiohttp", **kw: Any
+) -> tuple[list[Event], Any]:
+    s: ChatStream
+    async with stream_chat(
+        REQUEST,
+        base_url=backend.base_url,
+        headers={"X-Streamcite-Fault": fault},
+        transport=transport,
+        **kw,
+    ) as s:
+        events = [e async for e in s]
+    return events, s.answer
+
+
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+async def test_reasoning_profile(backend: LocalBackend, transport: str) -> None:
+    events, a = await _run(backend, "profile=reasoning", transport, after=[LocalGrounding()])
+    reasoning = [e for e in events if e.type == "reasoning"]
+    assert len(reasoning) > 3 and a.reasoning_text == REASONING_TEXT
+    types = [e.type for e in events]
+    assert types.index("reasoning") < types.index("token")  # thinking comes first
+    assert a.text and a.citations and a.complete and a.errors == []
+    assert any(isinstance(e, GroundingEvent) for e in events) and a.enrichment_skipped is None
+
+
+async def test_tool_call_profile(backend: LocalBackend) -> None:
+    events, a = await _run(backend, "tool_call=search_docs")
+    frags = [e for e in events if e.type == "tool_call"]
+    assert len(frags) == 4 and frags[0].name == "search_docs"  # type: ignore[union-attr]
+    (tc,) = a.tool_calls
+    assert tc.name == "search_docs" and tc.id and tc.type == "function"
+    assert orjson.loads(tc.arguments)["query"]
+    assert a.finish_reason == "tool_calls" and a.text == "" and a.errors == []
+    assert sum(e.type == "usage" for e in events) == 1
+
+
+async def test_refusal_profile_skips_enrichers(backend: LocalBackend) -> None:
+    counting = _Counting()
+    events, a = await _run(backend, "profile=refusal", after=[counting])
+    assert a.refusal == REFUSAL_TEXT and a.text == ""
+    assert "".join(e.text for e in events if e.type == "refusal") == REFUSAL_TEXT  # type: ignore[union-attr]
+    assert counting.runs == 0 and a.enrichment_skipped == "refusal"
+    assert a.errors == [] and a.complete
+
+
+async def test_mistral_parts_profile(backend: LocalBackend) -> None:
+    _, a = await _run(backend, "profile=mistral_parts")
+    assert a.reasoning_text == REASONING_TEXT and a.text and a.errors == []
+    assert a.citation_refs and a.citations
+    assert a.references and a.references[0]["type"] == "reference"
+
+
+@pytest.mark.parametrize("opt_in", [False, True])
+async def test_provider_error_profile(backend: LocalBackend, opt_in: bool) -> None:
+    counting = _Counting()
+    events, a = await _run(
+        backend, "provider_error=502", after=[counting], enrich_incomplete=opt_in
+    )
+    (err,) = [e for e in events if e.type == "error"]
+    assert (err.code, err.status, err.retryable) == ("502", 502, True)  # type: ignore[union-attr]
+    assert a.complete is False and a.finish_reason == "error" and a.text
+    if opt_in:
+        assert counting.runs == 1 and a.enrichment_skipped is None
+    else:
+        assert counting.runs == 0 and a.enrichment_skipped == "incomplete"
+
+
+async def test_profile_with_other_faults(backend: LocalBackend) -> None:
+    # The usual faults still apply to the body chunks of a profile.
+    events, a = await _run(backend, "profile=reasoning;drop_after=2")
+    assert "truncated" in [e.code for e in events if e.type == "error"]  # type: ignore[union-attr]
+    assert a.reasoning_text and not a.complete
+
+
+def test_profile_spec_validation() -> None:
+    assert FaultSpec.parse("profile=reasoning").profile == "reasoning"
+    assert FaultSpec.parse("tool_call=get_weather").tool_call == "get_weather"
+    assert FaultSpec.parse("provider_error=502").provider_error == 502
+    for bad in ("profile=nope", "tool_call=a b", "provider_error=200"):
+        with pytest.raises(FaultSpecError):
+            FaultSpec.parse(bad)
