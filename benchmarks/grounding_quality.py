@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import grounding_sets as sets  # noqa: E402
+import grounding_sets as sets
 
 from streamcite.enrich.limits import count_answer_tokens
 from streamcite.local.checker import LocalGrounding
