@@ -31,6 +31,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from streamcite.local.comparators import (
+    Comparison,
+    comparisons,
+    holds,
+    number_value,
+    status_conflict,
+    swapped_number,
+)
 from streamcite.local.lexical import (
     TextFeatures,
     TokenTable,
@@ -190,6 +198,26 @@ class _Fact:
             g = self._grams[i] = " " + " ".join(self.sets()[i]) + " "
         return g
 
+    def number_units(self, window: Sequence[int]) -> list[tuple[float, str]]:
+        """(value, key of the next content word) of the numbers of the window's sentences."""
+        out: list[tuple[float, str]] = []
+        keys = self.keys
+        spans = self.sentences()
+        for i in window:
+            a, b = spans[i]
+            for j in range(a, b):
+                k = keys[j]
+                if k[:1] == "#" and (value := number_value(k)) is not None:
+                    unit = next((u for u in keys[j + 1 : b] if u), "")
+                    out.append((value, unit))
+        return out
+
+    def window_keys(self, window: Sequence[int]) -> list[str]:
+        """Content keys of the window's sentences, in order."""
+        spans = self.sentences()
+        a, b = spans[window[0]][0], spans[window[-1]][1]
+        return [k for k in self.keys[a:b] if k]
+
     def numbers(self, window: Sequence[int]) -> set[str]:
         sets = self.sets()
         out: set[str] = set()
@@ -265,6 +293,8 @@ class _BM25:
 
 class _Claim:
     __slots__ = (
+        "comparisons",
+        "done",
         "features",
         "grams",
         "keyset",
@@ -279,6 +309,9 @@ class _Claim:
     def __init__(self, features: TextFeatures, cfg: EngineConfig) -> None:
         self.features = features
         self.names = {k for k in features.salient if k[0] != "#"}
+        self.comparisons: list[Comparison] = []
+        self.done: list[bytes] = []
+        """The claim's raw tokens when it states something done (status check)."""
         self.unknown_name = False
         """A name of the claim is in no fact at all (set by :func:`evaluate`)."""
         self.unique = list(dict.fromkeys(features.stems))
@@ -370,12 +403,24 @@ def _score_pair(claim: _Claim, fact: _Fact, cfg: EngineConfig) -> float:
     numbers = claim.features.numbers
     if numbers:
         scope = best_window if cfg.number_scope == "window" else range(fact.n_sentences)
-        if not numbers <= fact.numbers(scope):
+        missing = numbers - fact.numbers(scope)
+        # "more than 20" is supported by a fact's 23: a comparator's number need not
+        # be in the fact when the relation holds for the fact's value (same unit).
+        for cmp in claim.comparisons if missing else ():
+            if cmp.key in missing and holds(cmp, fact.number_units(scope)):
+                missing.discard(cmp.key)
+        if missing or (len(best_window) and swapped_number(
+            claim.features.stems, fact.window_keys(best_window)
+        )):
             score *= cfg.number_veto
     if claim.features.negated != fact.negated(best_anchor):
         score *= cfg.negation_veto
     if claim.unknown_name:
         score *= cfg.name_veto
+    if claim.done:
+        a, b = fact.sentences()[best_window[0]][0], fact.sentences()[best_window[-1]][1]
+        if status_conflict(claim.done, fact.tokens[a:b]):
+            score *= cfg.negation_veto
     return score
 
 
@@ -419,6 +464,12 @@ def evaluate(
     table = token_table(lang)
     built = [_Fact(f, table) for f in facts]
     prepared = [(verdict, _Claim(feats, config)) for verdict, feats in claims]
+    for verdict, claim in prepared:
+        if claim.features.numbers:
+            claim.comparisons = comparisons(strip_markers(verdict.text), table)
+        tokens = raw_tokens(verdict.text)
+        if status_conflict(tokens, [b"will"]):
+            claim.done = tokens
     terms = {k for _, c in prepared for k in c.unique}
     names = {k for _, c in prepared for k in c.names}
     if names:

@@ -391,6 +391,8 @@ def raw_tokens(text: str) -> list[bytes]:
                 text = text.replace(src, dst)
     if "\n" in text:
         text = text.replace("\n", " \x00 ")
+    if ";" in text:  # a clause break: a negation after ";" is not about what precedes
+        text = text.replace(";", " \x00 ")
     return text.encode("utf-8", "replace").translate(_BYTE_PUNCT).split()
 
 
