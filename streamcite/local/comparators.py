@@ -27,11 +27,65 @@ __all__ = [
 # a fact that it is planned ("will open", "wants to"). Raw lower-case tokens.
 _DONE_CUES = frozenset(
     w.encode()
-    for w in ["already", "completed", "finished", "déjà", "achevé", "achevée", "terminé", "terminée", "già", "completato", "completata", "concluso", "conclusa", "terminato", "terminata", "כבר", "הושלם", "הושלמה"]
+    for w in [
+        "already",
+        "completed",
+        "finished",
+        "déjà",
+        "achevé",
+        "achevée",
+        "terminé",
+        "terminée",
+        "già",
+        "completato",
+        "completata",
+        "concluso",
+        "conclusa",
+        "terminato",
+        "terminata",
+        "כבר",
+        "הושלם",
+        "הושלמה",
+    ]
 )
 _PLANNED_CUES = frozenset(
     w.encode()
-    for w in ["will", "plans", "plan", "planned", "wants", "want", "intends", "intend", "going", "expected", "scheduled", "va", "vont", "prévoit", "prévu", "prévue", "souhaite", "veut", "sera", "seront", "ouvrira", "sarà", "prevede", "previsto", "prevista", "vuole", "intende", "aprirà", "יפתח", "תיפתח", "מתוכנן", "מתוכננת", "עתיד", "עתידה"]
+    for w in [
+        "will",
+        "plans",
+        "plan",
+        "planned",
+        "wants",
+        "want",
+        "intends",
+        "intend",
+        "going",
+        "expected",
+        "scheduled",
+        "va",
+        "vont",
+        "prévoit",
+        "prévu",
+        "prévue",
+        "souhaite",
+        "veut",
+        "sera",
+        "seront",
+        "ouvrira",
+        "sarà",
+        "prevede",
+        "previsto",
+        "prevista",
+        "vuole",
+        "intende",
+        "aprirà",
+        "יפתח",
+        "תיפתח",
+        "מתוכנן",
+        "מתוכננת",
+        "עתיד",
+        "עתידה",
+    ]
 )
 
 

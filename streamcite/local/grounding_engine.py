@@ -25,6 +25,7 @@ score reaches the citation threshold (decided by the caller).
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -409,9 +410,9 @@ def _score_pair(claim: _Claim, fact: _Fact, cfg: EngineConfig) -> float:
         for cmp in claim.comparisons if missing else ():
             if cmp.key in missing and holds(cmp, fact.number_units(scope)):
                 missing.discard(cmp.key)
-        if missing or (len(best_window) and swapped_number(
-            claim.features.stems, fact.window_keys(best_window)
-        )):
+        if missing or (
+            len(best_window) and swapped_number(claim.features.stems, fact.window_keys(best_window))
+        ):
             score *= cfg.number_veto
     if claim.features.negated != fact.negated(best_anchor):
         score *= cfg.negation_veto
@@ -422,6 +423,18 @@ def _score_pair(claim: _Claim, fact: _Fact, cfg: EngineConfig) -> float:
         if status_conflict(claim.done, fact.tokens[a:b]):
             score *= cfg.negation_veto
     return score
+
+
+_SECTION_NUMBER_RE = re.compile(r"^\s*\d+(?:\.\d+)*[.)]?\s+")
+_TABLE_RULE_RE = re.compile(r"^[\s|:\-+]*$")
+
+
+def _structured_claim(text: str) -> bool:
+    """A heading or table row is checked when it states a number ("| Meals | 25 € |",
+    "Budget 2024"); a section number ("2. Remote work") and a table rule do not count."""
+    if _TABLE_RULE_RE.match(text):
+        return False
+    return any(c.isdigit() for c in _SECTION_NUMBER_RE.sub("", text.lstrip("#| ")))
 
 
 def evaluate(
@@ -450,7 +463,7 @@ def evaluate(
     for sent in sentences:
         verdict = ClaimVerdict(sent.start, sent.end, sent.text, required=False)
         verdicts.append(verdict)
-        if sent.heading or not needs_grounding(sent.text):
+        if (sent.heading and not _structured_claim(sent.text)) or not needs_grounding(sent.text):
             continue
         feats = analyze(strip_markers(sent.text), lang, salience=True)
         if not feats.stems:
