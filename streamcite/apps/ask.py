@@ -36,6 +36,7 @@ from streamcite.core.events import (
     SourcesEvent,
     TokenEvent,
 )
+from streamcite.core.grounding import GroundingResult
 from streamcite.core.markers import render_superscript
 from streamcite.core.models import Citation, CitedAnswer
 from streamcite.core.sources import QuotedSource
@@ -532,15 +533,27 @@ def _links(answer: CitedAnswer) -> list[str]:
     ]
 
 
-def _print_claims(console: Any, answer: CitedAnswer, marker_mode: str) -> None:
-    g = answer.grounding
-    assert g is not None
+def _support_label(g: GroundingResult) -> str:
+    """ "support score 0.83" coloured by level, never green when a checked claim fails;
+    "nothing to check" when no claim needed one (the score then means nothing)."""
+    if g.nothing_to_check:
+        return "[dim]nothing to check[/dim] (no claim needed a check)"
     score = "n/a" if g.support_score is None else f"{g.support_score:.2f}"
     level = g.support_score or 0.0
     colour = "green" if level >= 0.75 else "yellow" if level >= 0.4 else "red"
-    console.print(
-        f"[bold]Grounding[/bold] ({g.provider}) — support score [{colour}]{score}[/{colour}]"
-    )
+    failed = g.unsupported_claims or 0
+    if failed and colour == "green":
+        colour = "yellow"
+    label = f"support score [{colour}]{score}[/{colour}]"
+    if failed:
+        label += f" [red]({failed} unsupported claim{'s' if failed > 1 else ''})[/red]"
+    return label
+
+
+def _print_claims(console: Any, answer: CitedAnswer, marker_mode: str) -> None:
+    g = answer.grounding
+    assert g is not None
+    console.print(f"[bold]Grounding[/bold] ({g.provider}) — {_support_label(g)}")
     for claim in g.claims:
         score_text = "    " if claim.score is None else f"{claim.score:.2f}"
         written = {

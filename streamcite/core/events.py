@@ -11,7 +11,13 @@ from typing import Any, TypeAlias
 
 import orjson
 
-from streamcite.core.grounding import CitedChunk, GroundingClaim, GroundingFact, GroundingResult
+from streamcite.core.grounding import (
+    CitedChunk,
+    GroundingClaim,
+    GroundingFact,
+    GroundingResult,
+    fill_claim_counts,
+)
 from streamcite.core.models import Citation, CitationSpan, CitedAnswer, Usage
 from streamcite.core.sources import QuotedSource
 
@@ -156,6 +162,15 @@ class GroundingEvent(_Wire):
     cited_facts: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     facts: list[GroundingFact] = field(default_factory=list)
+    checked_claims: int | None = None
+    """Claims that needed a check (added field; derived from ``claims`` when not given)."""
+    unsupported_claims: int | None = None
+    """Checked claims citing no fact (added field; derived from ``claims``)."""
+    nothing_to_check: bool | None = None
+    """True when no claim needed a check: ``support_score`` is then no measure of support."""
+
+    def __post_init__(self) -> None:
+        fill_claim_counts(self)
 
     @classmethod
     def from_result(cls, r: GroundingResult) -> GroundingEvent:
@@ -167,6 +182,9 @@ class GroundingEvent(_Wire):
             cited_facts=r.cited_facts,
             warnings=r.warnings,
             facts=r.facts,
+            checked_claims=r.checked_claims,
+            unsupported_claims=r.unsupported_claims,
+            nothing_to_check=r.nothing_to_check,
         )
 
     def to_result(self) -> GroundingResult:
@@ -178,6 +196,9 @@ class GroundingEvent(_Wire):
             cited_facts=self.cited_facts,
             warnings=self.warnings,
             facts=self.facts,
+            checked_claims=self.checked_claims,
+            unsupported_claims=self.unsupported_claims,
+            nothing_to_check=self.nothing_to_check,
         )
 
 

@@ -6,7 +6,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CitedChunk", "GroundingClaim", "GroundingFact", "GroundingResult"]
+__all__ = [
+    "CitedChunk",
+    "GroundingClaim",
+    "GroundingFact",
+    "GroundingResult",
+    "fill_claim_counts",
+]
 
 
 @dataclass(slots=True)
@@ -81,6 +87,16 @@ class GroundingResult:
     """Policies applied to fit the API's limits (facts dropped, facts split, ...)."""
     facts: list[GroundingFact] = field(default_factory=list, repr=False)
     """The facts that were sent, so ``cited_chunks[i].fact_index`` can be resolved."""
+    checked_claims: int | None = None
+    """Claims that needed a check (derived from ``claims`` when not given)."""
+    unsupported_claims: int | None = None
+    """Claims that needed a check and cite no fact (derived from ``claims`` when not given)."""
+    nothing_to_check: bool | None = None
+    """True when no claim needed a check: ``support_score`` then says nothing about
+    support (Google reports 1.0, or nothing); render "nothing to check", not "100%"."""
+
+    def __post_init__(self) -> None:
+        fill_claim_counts(self)
 
     def fact_for_chunk(self, chunk_index: int) -> GroundingFact | None:
         """The request fact behind ``cited_chunks[chunk_index]``."""
@@ -109,3 +125,17 @@ class GroundingResult:
                 if item not in out:
                     out.append(item)
         return out
+
+
+def fill_claim_counts(obj: Any) -> None:
+    """Set ``checked_claims``, ``unsupported_claims`` and ``nothing_to_check`` of a result
+    or event from its ``claims`` where they are None (a claim whose
+    ``grounding_check_required`` is unknown counts as checked, as Google means it)."""
+    claims: Sequence[GroundingClaim] = obj.claims
+    required = [c for c in claims if c.grounding_check_required is not False]
+    if obj.checked_claims is None:
+        obj.checked_claims = len(required)
+    if obj.unsupported_claims is None:
+        obj.unsupported_claims = sum(1 for c in required if not c.citation_indices)
+    if obj.nothing_to_check is None:
+        obj.nothing_to_check = obj.checked_claims == 0

@@ -52,9 +52,26 @@ _WORD_RE = re.compile(r"[^\W_]+")
 _SENTENCE_END_RE = re.compile(r"[.!?。！？](?=\s|$)")
 
 
+# Scripts written without spaces between words (Han, kana, Thai, Lao, Khmer, Myanmar,
+# Tibetan): a "word" run there is a whole clause, so each character counts as a
+# token — an upper bound, so that a request the service refuses is refused locally.
+_NO_SPACE_RE = re.compile(
+    "[\u0e00-\u0eff\u0f00-\u0fff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff"
+    "\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9d"
+    "\U00020000-\U0003134f]"
+)
+
+
 def count_answer_tokens(text: str) -> int:
-    """Tokens of an answer as the grounding API counts them (words + sentence-ending periods)."""
-    return sum(1 for _ in _WORD_RE.finditer(text)) + sum(1 for _ in _SENTENCE_END_RE.finditer(text))
+    """Tokens of an answer as the grounding API counts them (words + sentence-ending periods).
+
+    Each character of a script written without spaces (CJK, Thai, …) is one token.
+    """
+    n_no_space = 0
+    if not text.isascii():
+        text, n_no_space = _NO_SPACE_RE.subn(" ", text)
+    words = sum(1 for _ in _WORD_RE.finditer(text))
+    return n_no_space + words + sum(1 for _ in _SENTENCE_END_RE.finditer(text))
 
 
 def validate_answer(text: Any) -> None:

@@ -25,12 +25,21 @@ score reaches the citation threshold (decided by the caller).
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from streamcite.local.comparators import (
+    Comparison,
+    comparisons,
+    holds,
+    number_value,
+    status_conflict,
+    swapped_number,
+)
 from streamcite.local.lexical import (
     TextFeatures,
     TokenTable,
@@ -42,7 +51,7 @@ from streamcite.local.lexical import (
 )
 from streamcite.local.sentences import needs_grounding, split_sentences, strip_markers
 
-__all__ = ["ClaimVerdict", "EngineConfig", "evaluate"]
+__all__ = ["ClaimVerdict", "EngineConfig", "calibrate", "evaluate"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -60,10 +69,12 @@ class EngineConfig:
     """Weight of names and numbers relative to other content words."""
     ngram_weight: float = 0.25
     """Share of character 4-gram containment in the blended recall."""
-    number_veto: float = 0.3
-    negation_veto: float = 0.35
+    number_veto: float = 0.2
+    negation_veto: float = 0.2
+    name_veto: float = 0.35
+    """Factor when a name (a word capitalised mid-sentence) of the claim is in no fact."""
     midpoint: float = 0.72
-    """Recall at which the calibrated score is 0.5."""
+    """Recall at which the sigmoid is 0.5 (before the threshold calibration)."""
     steepness: float = 11.0
     anchors: int = 2
     """Best sentences of a fact from which windows are grown."""
@@ -73,6 +84,9 @@ class EngineConfig:
     """Most adjacent fact sentences a claim may be aligned with."""
     window_discount: float = 0.8
     """Recall of a window of k sentences is multiplied by this to the power k-1."""
+    cut: float = 0.24
+    """Raw score mapped to 0.6, Google's default ``citationThreshold`` (chosen on the dev
+    splits of HaluEval, VitaminC and the conflict set; see :func:`calibrate`)."""
 
 
 DEFAULT_CONFIG = EngineConfig()
@@ -87,7 +101,9 @@ class ClaimVerdict:
     text: str
     required: bool
     score: float | None = None
-    """Support score in [0, 1] (best fact); None when no check was required."""
+    """Support score in [0, 1] (best fact, calibrated); None when no check was required."""
+    raw_score: float | None = None
+    """``score`` before :func:`calibrate`."""
     fact_scores: list[tuple[int, float]] = field(default_factory=list)
     """(fact index, support score) of the facts that support it at all, best first."""
 
@@ -183,6 +199,26 @@ class _Fact:
             g = self._grams[i] = " " + " ".join(self.sets()[i]) + " "
         return g
 
+    def number_units(self, window: Sequence[int]) -> list[tuple[float, str]]:
+        """(value, key of the next content word) of the numbers of the window's sentences."""
+        out: list[tuple[float, str]] = []
+        keys = self.keys
+        spans = self.sentences()
+        for i in window:
+            a, b = spans[i]
+            for j in range(a, b):
+                k = keys[j]
+                if k[:1] == "#" and (value := number_value(k)) is not None:
+                    unit = next((u for u in keys[j + 1 : b] if u), "")
+                    out.append((value, unit))
+        return out
+
+    def window_keys(self, window: Sequence[int]) -> list[str]:
+        """Content keys of the window's sentences, in order."""
+        spans = self.sentences()
+        a, b = spans[window[0]][0], spans[window[-1]][1]
+        return [k for k in self.keys[a:b] if k]
+
     def numbers(self, window: Sequence[int]) -> set[str]:
         sets = self.sets()
         out: set[str] = set()
@@ -257,10 +293,28 @@ class _BM25:
 
 
 class _Claim:
-    __slots__ = ("features", "grams", "keyset", "n_grams", "total", "unique", "weights")
+    __slots__ = (
+        "comparisons",
+        "done",
+        "features",
+        "grams",
+        "keyset",
+        "n_grams",
+        "names",
+        "total",
+        "unique",
+        "unknown_name",
+        "weights",
+    )
 
     def __init__(self, features: TextFeatures, cfg: EngineConfig) -> None:
         self.features = features
+        self.names = {k for k in features.salient if k[0] != "#"}
+        self.comparisons: list[Comparison] = []
+        self.done: list[bytes] = []
+        """The claim's raw tokens when it states something done (status check)."""
+        self.unknown_name = False
+        """A name of the claim is in no fact at all (set by :func:`evaluate`)."""
         self.unique = list(dict.fromkeys(features.stems))
         self.keyset = set(self.unique)
         self.weights = {
@@ -271,6 +325,16 @@ class _Claim:
         # so only the grams of unmatched words are searched in the window.
         self.grams = {k: word_ngrams(k) for k in self.unique} if cfg.ngram_weight else {}
         self.n_grams = sum(len(g) for g in self.grams.values())
+
+
+def calibrate(raw: float, cfg: EngineConfig = DEFAULT_CONFIG) -> float:
+    """Monotone piecewise-linear map of a raw score so that 0.6 is the right decision cut.
+
+    ``cfg.cut`` goes to 0.6, 0 to 0 and 1 to 1; a single claim ranks as before.
+    """
+    if raw <= cfg.cut:
+        return 0.6 * raw / cfg.cut
+    return 0.6 + 0.4 * (raw - cfg.cut) / (1.0 - cfg.cut)
 
 
 def _calibrate(recall: float, cfg: EngineConfig) -> float:
@@ -340,11 +404,37 @@ def _score_pair(claim: _Claim, fact: _Fact, cfg: EngineConfig) -> float:
     numbers = claim.features.numbers
     if numbers:
         scope = best_window if cfg.number_scope == "window" else range(fact.n_sentences)
-        if not numbers <= fact.numbers(scope):
+        missing = numbers - fact.numbers(scope)
+        # "more than 20" is supported by a fact's 23: a comparator's number need not
+        # be in the fact when the relation holds for the fact's value (same unit).
+        for cmp in claim.comparisons if missing else ():
+            if cmp.key in missing and holds(cmp, fact.number_units(scope)):
+                missing.discard(cmp.key)
+        if missing or (
+            len(best_window) and swapped_number(claim.features.stems, fact.window_keys(best_window))
+        ):
             score *= cfg.number_veto
     if claim.features.negated != fact.negated(best_anchor):
         score *= cfg.negation_veto
+    if claim.unknown_name:
+        score *= cfg.name_veto
+    if claim.done:
+        a, b = fact.sentences()[best_window[0]][0], fact.sentences()[best_window[-1]][1]
+        if status_conflict(claim.done, fact.tokens[a:b]):
+            score *= cfg.negation_veto
     return score
+
+
+_SECTION_NUMBER_RE = re.compile(r"^\s*\d+(?:\.\d+)*[.)]?\s+")
+_TABLE_RULE_RE = re.compile(r"^[\s|:\-+]*$")
+
+
+def _structured_claim(text: str) -> bool:
+    """A heading or table row is checked when it states a number ("| Meals | 25 € |",
+    "Budget 2024"); a section number ("2. Remote work") and a table rule do not count."""
+    if _TABLE_RULE_RE.match(text):
+        return False
+    return any(c.isdigit() for c in _SECTION_NUMBER_RE.sub("", text.lstrip("#| ")))
 
 
 def evaluate(
@@ -361,22 +451,25 @@ def evaluate(
     the raw answer.
     """
     if lang is None:
-        lang = detect_language(answer)
-        if lang == "und" and facts:
-            lang = detect_language(" ".join(facts[:5]))
+        # The answer AND its facts: a short Italian claim ("sono cinque settimane")
+        # has too few cues of its own and would be read with French numbers.
+        sample = answer[:2000]
+        if facts:
+            sample += " " + " ".join(f[:1000] for f in facts[:4])
+        lang = detect_language(sample)
     sentences = split_sentences(answer)
     verdicts: list[ClaimVerdict] = []
     claims: list[tuple[ClaimVerdict, TextFeatures]] = []
     for sent in sentences:
         verdict = ClaimVerdict(sent.start, sent.end, sent.text, required=False)
         verdicts.append(verdict)
-        if sent.heading or not needs_grounding(sent.text):
+        if (sent.heading and not _structured_claim(sent.text)) or not needs_grounding(sent.text):
             continue
         feats = analyze(strip_markers(sent.text), lang, salience=True)
         if not feats.stems:
             continue  # only function words: nothing to check
         verdict.required = True
-        verdict.score = 0.0
+        verdict.score = verdict.raw_score = 0.0
         claims.append((verdict, feats))
     if not claims or not facts:
         return verdicts
@@ -384,7 +477,18 @@ def evaluate(
     table = token_table(lang)
     built = [_Fact(f, table) for f in facts]
     prepared = [(verdict, _Claim(feats, config)) for verdict, feats in claims]
+    for verdict, claim in prepared:
+        if claim.features.numbers:
+            claim.comparisons = comparisons(strip_markers(verdict.text), table)
+        tokens = raw_tokens(verdict.text)
+        if status_conflict(tokens, [b"will"]):
+            claim.done = tokens
     terms = {k for _, c in prepared for k in c.unique}
+    names = {k for _, c in prepared for k in c.names}
+    if names:
+        known = set().union(*(f.counts.keys() & names for f in built))
+        for _, c in prepared:
+            c.unknown_name = not c.names <= known
     bm25 = _BM25(built, terms) if len(built) >= config.bm25_min_facts else None
     if bm25 is not None:
         k = config.candidates if len(built) <= config.scale_facts else config.candidates_at_scale
@@ -398,6 +502,7 @@ def evaluate(
             if score > 0.0:
                 scored.append((j, score))
         scored.sort(key=lambda p: (-p[1], p[0]))
-        verdict.fact_scores = scored
-        verdict.score = scored[0][1] if scored else 0.0
+        verdict.raw_score = scored[0][1] if scored else 0.0
+        verdict.fact_scores = [(j, calibrate(x, config)) for j, x in scored]
+        verdict.score = calibrate(verdict.raw_score, config)
     return verdicts

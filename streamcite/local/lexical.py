@@ -93,7 +93,7 @@ _STOP: dict[str, frozenset[str]] = {
         having do does did doing would could might must shall may also as until while
         because not no nor never none s t d ll re ve m o y yes well still even yet however
         thus therefore although though whether either neither upon per via within without
-        among across around along onto toward towards since"""
+        among across around along onto toward towards since least"""
     ),
     "fr": _folded(
         """le la les l un une des du de d au aux à a et ou mais donc or ni car que qu qui
@@ -391,6 +391,8 @@ def raw_tokens(text: str) -> list[bytes]:
                 text = text.replace(src, dst)
     if "\n" in text:
         text = text.replace("\n", " \x00 ")
+    if ";" in text:  # a clause break: a negation after ";" is not about what precedes
+        text = text.replace(";", " \x00 ")
     return text.encode("utf-8", "replace").translate(_BYTE_PUNCT).split()
 
 

@@ -71,11 +71,15 @@ _TERMINATOR_RE = re.compile(
     # closing quotes/brackets, then footnote markers like [1] or [1, 2]
     r"(?:[\"'”’»›)\]」』*_]*)"
     r"(?:[ \t]?\[\d{1,4}(?:\s*[,;–-]\s*\d{1,4})*\])*"
+    # superscript footnote markers: "week.¹ Badges" ends a sentence after the ¹
+    r"[⁰¹²³⁴⁵⁶⁷⁸⁹]*"
 )
 _LIST_MARKER_RE = re.compile(
     r"[ \t]*(?:[-*+•‣◦▪]|\d{1,3}[.)]|[a-z][.)]|[A-Z]\)|[ivx]{1,5}[.)]|[IVX]{2,5}[.)])[ \t]+"
 )
 _HEADING_RE = re.compile(r"[ \t]*#{1,6}[ \t]+")
+_INLINE_NUMBER_RE = re.compile(r"\d{1,3}[.)]")
+_LIST_OPENING_RE = re.compile(r"[:：]\s+(\d{1,3}[.)])$")
 _OPENERS = "\"'“‘«‹([¿¡*_>"
 _MARKER_RE = re.compile(r"\s?\[\d{1,4}(?:\s*[,;–-]\s*\d{1,4})*\]")
 
@@ -188,6 +192,13 @@ def split_sentences(text: str) -> list[Sentence]:
                 if m.end() <= start or not _is_boundary(text, seg.start, seg.end, m):
                     continue
                 s, e = _trim(text, start, m.end())
+                if _INLINE_NUMBER_RE.fullmatch(text, s, e):
+                    continue  # "… app. 2. Click save.": "2." opens the next item
+                item = _LIST_OPENING_RE.search(text, s, e)
+                if item is not None:  # "Steps: 1. Open …": the list opens after the colon
+                    out.append(Sentence(s, item.start() + 1, text[s : item.start() + 1]))
+                    start = item.end() - len(item.group(1))
+                    continue
                 if s < e:
                     out.append(Sentence(s, e, text[s:e]))
                 start = m.end()

@@ -6,7 +6,7 @@
 - ``GET /semantics/apps/{app}/query-execution-sources/{query_id}/get-quoted-sources``
   (Wikit v2) and ``POST /semantics/apps/{app}/query-executions/{id}/citations`` (v1),
   for the completion id of an earlier answer.
-- ``POST /v1/projects/{p}/locations/{l}/groundingConfigs/{g}:check``: Google's grounding
+- ``POST /{v1,v1alpha,v1beta}/projects/{p}/locations/{l}/groundingConfigs/{g}:check``: Google's grounding
   check, answered by the offline checker.
 
 Faults are injected on request (see :mod:`streamcite.local.faults`). The streaming
@@ -44,6 +44,7 @@ from streamcite.local.answerer import (
 )
 from streamcite.local.corpus import Corpus, load_corpus, stable_id
 from streamcite.local.faults import FaultSpec, FaultSpecError, request_faults
+from streamcite.local.google_api import add_google_routes, google_error_middleware
 from streamcite.local.profiles import profile_events
 from streamcite.local.store import AnswerStore, StoredAnswer
 from streamcite.logs import get_logger
@@ -174,10 +175,8 @@ def create_app(
     app.router.add_post(
         "/semantics/apps/{app_id}/query-executions/{query_id}/citations", _wikit_v1_citations
     )
-    app.router.add_post(
-        "/v1/projects/{project}/locations/{location}/groundingConfigs/{config}:check",
-        _grounding_check,
-    )
+    add_google_routes(app, _grounding_check)  # v1, v1alpha, v1beta
+    app.middlewares.append(google_error_middleware)
     return app
 
 

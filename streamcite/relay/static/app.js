@@ -538,10 +538,24 @@ function renderSupport(s) {
     return;
   }
   node.hidden = false;
-  node.textContent = `support ${Math.round(g.support_score * 100)}%`;
-  node.title = `grounding check (${String(g.provider)}): support score ${g.support_score.toFixed(3)}`;
   node.dataset.score = String(g.support_score);
-  node.dataset.level = supportClass({ score: g.support_score });
+  const claims = Array.isArray(g.claims) ? g.claims : [];
+  const checked = claims.filter((c) => c.grounding_check_required !== false);
+  if (g.nothing_to_check === true || (g.nothing_to_check == null && !checked.length)) {
+    // No claim needed a check: the score (1.0) says nothing about support.
+    node.textContent = "nothing to check";
+    node.title = `grounding check (${String(g.provider)}): no claim needed a check`;
+    node.dataset.level = "neutral";
+    return;
+  }
+  const failed = typeof g.unsupported_claims === "number"
+    ? g.unsupported_claims
+    : checked.filter((c) => !(Array.isArray(c.citation_indices) && c.citation_indices.length)).length;
+  let level = supportClass({ score: g.support_score });
+  if (failed && level === "supported") level = "weak"; // never green when a claim fails
+  node.textContent = `support ${Math.round(g.support_score * 100)}%` + (failed ? ` · ${failed} unsupported` : "");
+  node.title = `grounding check (${String(g.provider)}): support score ${g.support_score.toFixed(3)}`;
+  node.dataset.level = level;
 }
 
 // -- sources panels ------------------------------------------------------------------

@@ -1,0 +1,101 @@
+"""The Google-shaped routes of the embedded backend: every API version, JSON errors.
+
+Google's client libraries call ``groundingConfigs.check`` on ``v1``, ``v1alpha`` and
+``v1beta`` (langchain-google-community's grounding parser uses ``v1alpha``); all three
+are served by one handler. Under any ``/v1…/projects/`` path, every error — an unknown
+path, a wrong method, a body too large, an unexpected fault — is Google's JSON error
+``{"error": {"code", "message", "status"}}``, never aiohttp's plain-text page.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+
+import orjson
+from aiohttp import web
+
+from streamcite.logs import get_logger
+
+__all__ = [
+    "GOOGLE_STATUS",
+    "GOOGLE_VERSIONS",
+    "add_google_routes",
+    "google_error",
+    "google_error_middleware",
+]
+
+GOOGLE_VERSIONS = ("v1", "v1alpha", "v1beta")
+"""API versions whose ``:check`` path is served."""
+
+GOOGLE_STATUS: dict[int, str] = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    405: "UNIMPLEMENTED",
+    408: "DEADLINE_EXCEEDED",
+    409: "ABORTED",
+    413: "INVALID_ARGUMENT",
+    429: "RESOURCE_EXHAUSTED",
+    499: "CANCELLED",
+    500: "INTERNAL",
+    501: "UNIMPLEMENTED",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+"""HTTP status -> ``google.rpc.Code`` name, as Google's REST front end maps them."""
+
+_GOOGLE_PATH_RE = re.compile(r"^/v1(?:alpha|beta)?/projects/")
+_CHECK_PATH = "/{version}/projects/{project}/locations/{location}/groundingConfigs/{config}:check"
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+_log = get_logger("streamcite.local.google_api")
+
+
+def google_error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
+    """Google's JSON error body with ``status`` (``code``, ``message``, ``status``)."""
+    body = {
+        "error": {
+            "code": status,
+            "message": message,
+            "status": GOOGLE_STATUS.get(status, "INTERNAL" if status >= 500 else "UNKNOWN"),
+        }
+    }
+    return web.Response(
+        body=orjson.dumps(body), status=status, content_type="application/json", headers=headers
+    )
+
+
+def add_google_routes(app: web.Application, check: Handler) -> None:
+    """Serve ``check`` on ``POST /{v1,v1alpha,v1beta}/projects/…/groundingConfigs/{g}:check``."""
+    for version in GOOGLE_VERSIONS:
+        app.router.add_post(_CHECK_PATH.replace("{version}", version), check)
+
+
+def _message(exc: web.HTTPException, request: web.Request) -> str:
+    if exc.status == 404:
+        return f"The requested URL {request.path} was not found on this server."
+    if exc.status == 405:
+        return f"Method {request.method} is not allowed on {request.path}."
+    if exc.status == 413:
+        return "Request payload size exceeds the limit."
+    return exc.reason or "error"
+
+
+@web.middleware
+async def google_error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Turn every error under a Google path into Google's JSON error."""
+    if not _GOOGLE_PATH_RE.match(request.path):
+        return await handler(request)
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        headers = {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None
+        return google_error(exc.status, _message(exc, request), headers)
+    except Exception as exc:  # an unexpected fault: still Google's shape, logged
+        _log.warning("google_check_failed", error=type(exc).__name__)
+        return google_error(500, "Internal error encountered.")
