@@ -24,14 +24,19 @@ if not READY and os.environ.get("CI") == "true":
 pytestmark = pytest.mark.skipif(not READY, reason="node or tests/node deps missing")
 
 
-async def run_node(url: str, question: str) -> dict[str, Any]:
+async def run_node_raw(url: str, question: str) -> tuple[int | None, bytes, bytes]:
     assert NODE is not None
     proc = await asyncio.create_subprocess_exec(
         NODE, "chat.mjs", url, question, cwd=NODE_DIR,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     out, err = await asyncio.wait_for(proc.communicate(), 60)
-    assert proc.returncode == 0, err.decode()
+    return proc.returncode, out, err
+
+
+async def run_node(url: str, question: str) -> dict[str, Any]:
+    rc, out, err = await run_node_raw(url, question)
+    assert rc == 0, err.decode()
     result: dict[str, Any] = orjson.loads(out)
     return result
 
