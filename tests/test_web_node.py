@@ -24,10 +24,10 @@ if not READY and os.environ.get("CI") == "true":
 pytestmark = pytest.mark.skipif(not READY, reason="node or tests/node deps missing")
 
 
-async def run_node_raw(url: str, question: str) -> tuple[int | None, bytes, bytes]:
+async def run_node_raw(url: str, question: str, *mode: str) -> tuple[int | None, bytes, bytes]:
     assert NODE is not None
     proc = await asyncio.create_subprocess_exec(
-        NODE, "chat.mjs", url, question, cwd=NODE_DIR,
+        NODE, "chat.mjs", url, question, *mode, cwd=NODE_DIR,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     out, err = await asyncio.wait_for(proc.communicate(), 60)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import aiohttp
+import orjson
+import pytest
 
 from streamcite.enrich.wikit import WikitSources
 from streamcite.local.checker import LocalGrounding
 from streamcite.local.server import BackendConfig, LocalBackend
 from streamcite.relay.server import RelayConfig, RelayServer
+from tests._relay_fixtures import eventually, fake_upstream, relay
 from tests.test_web import chunks
 from tests.test_web_asgi import QUESTION, body
 from tests.test_web_node import READY, run_node, run_node_raw
@@ -52,3 +55,17 @@ async def test_relay_api_chat_needs_the_token_and_streams_cited_answers() -> Non
                 assert any(p["type"] == "data-grounding" for p in parts)
                 rc, _, err = await run_node_raw(url, QUESTION)  # no token: the SDK sees 401
                 assert rc != 0 and b"unauthorized" in err and b"tok-SECRET" not in err
+
+
+@pytest.mark.skipif(not READY, reason="node or tests/node deps missing")
+async def test_an_aborted_sdk_request_leaves_no_upstream_connection() -> None:
+    async with (
+        fake_upstream(tokens=[f"t{i} " for i in range(400)], delay=0.02) as up,
+        relay(up.url + "/v1") as server,
+    ):
+        url = server.url.rstrip("/") + "/api/chat"
+        rc, out, err = await run_node_raw(url, "q", "abort")
+        assert rc == 0, err.decode()
+        assert any("abort" in e.lower() for e in orjson.loads(out)["errors"])
+        await eventually(lambda: up.open_streams == 0 and up.closed_by_client == 1)
+        assert up.completed == 0
