@@ -24,6 +24,7 @@ demo: $(STAMP)
 system-deps:
 	@if [ -x scripts/install-chromium.sh ]; then scripts/install-chromium.sh || echo "chromium not installed: browser tests will skip"; fi
 	@if [ -x scripts/redis-server.sh ]; then scripts/redis-server.sh install || echo "redis-server not installed: Redis tests will skip"; fi
+	scripts/node-deps.sh
 
 test: $(STAMP) system-deps
 	$(BIN)/python -m pytest -q

@@ -536,6 +536,9 @@ class Relay:
         app.router.add_get("/healthz", self._handle_healthz)
         app.router.add_get("/metrics", self._handle_metrics)
         app.router.add_get("/", self._handle_index)
+        from streamcite.relay.aisdk import add_aisdk_route  # POST /api/chat (AI SDK)
+
+        add_aisdk_route(app, self)
         app.router.add_static("/static/", self.config.static_dir, show_index=False)
         app.on_startup.append(self._on_startup)
         app.on_shutdown.append(self._on_shutdown)

@@ -1,0 +1,85 @@
+"""``POST /api/chat`` on the relay: the Vercel AI SDK UI message stream (v1).
+
+The body is what ``DefaultChatTransport`` sends; the question is the text of the last
+user message. Same gates as ``/ws``: the relay's token, Origin and Host rules (its
+``_refusal`` check), message and question size limits, and the relay-wide stream
+quota (counting these streams too). The answer is streamed straight from the upstream
+(no stream log: the UI message stream has no resume); a browser that aborts closes
+the upstream request at once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from aiohttp import web
+
+from streamcite.pipeline import stream_chat
+from streamcite.relay.protocol import AskMessage, relay_error_frame
+from streamcite.web.stream import question_from_ui_messages, ui_message_stream
+from streamcite.web.uimessage import UI_MESSAGE_STREAM_HEADERS
+
+if TYPE_CHECKING:
+    from streamcite.relay.server import Relay
+
+__all__ = ["add_aisdk_route"]
+
+
+def add_aisdk_route(app: web.Application, relay: Relay) -> None:
+    active = [0]
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        refused = relay._refusal(request, check_origin=True)
+        if refused is not None:
+            return refused
+        cfg = relay.config
+        raw = await request.content.read(cfg.max_message_bytes + 1)
+        if len(raw) > cfg.max_message_bytes:
+            return relay._reject("message_too_large", 413, "the request body is too large")
+        try:
+            body = orjson.loads(raw)
+            if not isinstance(body, dict):
+                raise ValueError("the body is not a JSON object")
+            question = question_from_ui_messages(body, cfg.max_question_chars)
+        except ValueError as exc:
+            relay.metrics.errors["bad_message"] += 1
+            return web.Response(
+                status=400,
+                body=relay_error_frame("bad_message", str(exc)),
+                content_type="application/json",
+            )
+        if len(relay._owned) + active[0] >= cfg.max_streams_total:
+            return relay._reject("relay_busy", 503, "the relay is at its stream limit")
+        active[0] += 1
+        try:
+            return await _serve(relay, request, question)
+        finally:
+            active[0] -= 1
+
+    app.router.add_post("/api/chat", handle)
+
+
+async def _serve(relay: Relay, request: web.Request, question: str) -> web.StreamResponse:
+    cfg = relay.config
+    events: Any = stream_chat(
+        relay._request_for(AskMessage(question=question)),
+        base_url=cfg.base_url,
+        api_key=cfg.api_key,
+        transport="aiohttp",
+        session=relay._session,
+        headers=dict(cfg.upstream_headers),
+        timeouts=cfg.timeouts,
+        after=list(cfg.enrichers),
+        retries=cfg.retries,
+    )
+    resp = web.StreamResponse(headers=dict(UI_MESSAGE_STREAM_HEADERS))
+    stream = ui_message_stream(events)
+    relay.metrics.streams_started += 1
+    try:
+        await resp.prepare(request)
+        async for chunk in stream:
+            await resp.write(chunk)
+    finally:
+        await stream.aclose()  # also on abort: the upstream request closes now
+    return resp

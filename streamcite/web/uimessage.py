@@ -1,0 +1,377 @@
+"""streamcite events → the Vercel AI SDK UI message stream (protocol v1), sans-I/O.
+
+:class:`UIMessageEncoder` turns each event into the SSE bytes of zero or more UI
+message chunks (``data: {json}\\n\\n``), one ``orjson.dumps`` per chunk. The chunks
+carry exactly the fields of the AI SDK's chunk schemas (``ai`` 5.x,
+``ui-message-chunks.ts``): nothing extra, optional fields left out rather than
+``null``. The mapping (DESIGN.md, "Browser protocols"):
+
+============== ==============================================================
+event          chunks
+============== ==============================================================
+(begin)        ``start`` (``messageId``), ``start-step``
+meta           ``message-metadata`` ``{"meta": {id, model, created}}``
+token          ``text-start`` (first of a block), ``text-delta`` (raw text)
+reasoning      ``reasoning-start`` (first of a block), ``reasoning-delta``
+tool_call      ``tool-input-start`` (once id and name are known),
+               ``tool-input-delta``; at the choice's finish
+               ``tool-input-available`` (or ``tool-input-error`` for bad JSON)
+refusal        ``data-refusal`` (id ``refusal-<index>``, the text so far)
+citation_ref   nothing: the marker is in the ``text-delta``
+finish         ``reasoning-end`` / ``text-end`` of the choice, its tool inputs
+citations      ``source-url`` per citation with a URL, else ``source-document``;
+               ``sourceId`` ``cite-<n>`` for footnote ``n = document_index + 1``
+usage          ``message-metadata`` ``{"usage": {...}}``
+sources        ``data-sources`` (``data``: the event's wire form)
+grounding      ``data-grounding`` (``data``: the event's wire form)
+error          ``error`` (``errorText`` = ``"<code>: <message>"``)
+done           what is still open, ``finish-step``, ``finish``, ``[DONE]``
+============== ==============================================================
+
+Events are told apart by their ``type`` string, so event kinds this module has
+no class for (or plain mappings in the wire form) map by their documented fields.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from types import SimpleNamespace
+from typing import Any
+
+import orjson
+
+from streamcite.core.events import TokenEvent
+
+__all__ = ["UI_MESSAGE_STREAM_HEADERS", "UIMessageEncoder", "finish_reason"]
+
+UI_MESSAGE_STREAM_HEADERS: Mapping[str, str] = {
+    "Content-Type": "text/event-stream",
+    "Cache-Control": "no-cache",
+    "Connection": "keep-alive",
+    "x-vercel-ai-ui-message-stream": "v1",
+    "x-accel-buffering": "no",
+}
+
+_FINISH_REASONS = {
+    "stop": "stop",
+    "length": "length",
+    "content_filter": "content-filter",
+    "tool_calls": "tool-calls",
+    "function_call": "tool-calls",
+    "error": "error",
+}
+_DONE = b"data: [DONE]\n\n"
+_DELTA_HEAD = b'data: {"type":"text-delta","id":"'
+
+
+def finish_reason(reason: str | None) -> str | None:
+    """The AI SDK's finish reason for an OpenAI ``finish_reason`` (None stays None)."""
+    if reason is None:
+        return None
+    return _FINISH_REASONS.get(reason, "other")
+
+
+def _default(obj: Any) -> Any:
+    if isinstance(obj, SimpleNamespace):  # an event given as a mapping
+        return vars(obj)
+    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+
+
+def _frame(chunk: Mapping[str, Any]) -> bytes:
+    return b"data: " + orjson.dumps(chunk, default=_default) + b"\n\n"
+
+
+class _Tool:
+    __slots__ = ("args", "id", "name", "started")
+
+    def __init__(self) -> None:
+        self.id: str | None = None
+        self.name: str | None = None
+        self.args: list[str] = []
+        self.started = False
+
+
+class UIMessageEncoder:
+    """One UI message: ``start()``, then ``feed(event)`` per event, then ``close()``.
+
+    Each method returns the bytes to write (possibly empty). ``close()`` after ``done``
+    returns nothing; without ``done`` (the upstream iterator ended early) it closes
+    what is open and finishes the message, so the client always sees ``[DONE]``.
+    """
+
+    __slots__ = (
+        "_blocks",
+        "_closed",
+        "_reason",
+        "_reasoning",
+        "_refusals",
+        "_source_ids",
+        "_text",
+        "_tools",
+        "message_id",
+    )
+
+    def __init__(self, message_id: str | None = None) -> None:
+        self.message_id = message_id or f"msg-{secrets.token_urlsafe(12)}"
+        self._text: dict[int, bytes] = {}  # choice -> id of its open text block (JSON-ready)
+        self._reasoning: dict[int, str] = {}
+        self._blocks = 0
+        self._tools: dict[tuple[int, int], _Tool] = {}
+        self._refusals: dict[int, str] = {}
+        self._source_ids: set[str] = set()
+        self._reason: str | None = None
+        self._closed = False
+
+    def start(self) -> bytes:
+        return (
+            _frame({"type": "start", "messageId": self.message_id})
+            + b'data: {"type":"start-step"}\n\n'
+        )
+
+    # -- the hot path -----------------------------------------------------------------
+
+    def feed(self, event: Any) -> bytes:
+        if type(event) is TokenEvent:
+            head = self._text.get(event.index)
+            if head is not None:  # an open text block: no reasoning block of that choice
+                return _DELTA_HEAD + head + b'","delta":' + orjson.dumps(event.text) + b"}\n\n"
+            return self._token(event.index, event.text)
+        if self._closed:
+            return b""
+        if isinstance(event, Mapping):
+            event = SimpleNamespace(**event)
+        kind = getattr(event, "type", None)
+        handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
+        if handler is None:
+            return self._error("unknown_event", f"an event of unknown type {kind!r}")
+        out: bytes = handler(self, event)
+        return out
+
+    # -- blocks -----------------------------------------------------------------------
+
+    def _new_id(self, prefix: str, index: int) -> str:
+        self._blocks += 1
+        return f"{prefix}-{index}" if self._blocks == 1 else f"{prefix}-{index}-{self._blocks}"
+
+    def _token(self, index: int, text: str) -> bytes:
+        if self._closed:
+            return b""
+        out = self._end_reasoning(index)
+        head = self._text.get(index)
+        if head is None:
+            tid = self._new_id("text", index)
+            head = self._text[index] = tid.encode()
+            out += _frame({"type": "text-start", "id": tid})
+        return out + _DELTA_HEAD + head + b'","delta":' + orjson.dumps(text) + b"}\n\n"
+
+    def _end_text(self, index: int) -> bytes:
+        head = self._text.pop(index, None)
+        return b"" if head is None else _frame({"type": "text-end", "id": head.decode()})
+
+    def _end_reasoning(self, index: int) -> bytes:
+        rid = self._reasoning.pop(index, None)
+        return b"" if rid is None else _frame({"type": "reasoning-end", "id": rid})
+
+    def _on_reasoning(self, ev: Any) -> bytes:
+        index, text = int(ev.index or 0), ev.text or ""
+        if not text:
+            return b""
+        out = b""
+        rid = self._reasoning.get(index)
+        if rid is None:
+            out = self._end_text(index)
+            rid = self._reasoning[index] = self._new_id("reasoning", index)
+            out += _frame({"type": "reasoning-start", "id": rid})
+        return out + _frame({"type": "reasoning-delta", "id": rid, "delta": text})
+
+    def _close_choice(self, index: int) -> bytes:
+        out = self._end_reasoning(index) + self._end_text(index)
+        for key in sorted(k for k in self._tools if k[0] == index):
+            out += self._tool_done(key, self._tools.pop(key))
+        return out
+
+    # -- tool calls -------------------------------------------------------------------
+
+    def _on_tool_call(self, ev: Any) -> bytes:
+        key = (int(ev.index or 0), int(ev.tool_index or 0))
+        tool = self._tools.get(key)
+        if tool is None:
+            tool = self._tools[key] = _Tool()
+        if ev.id and tool.id is None:
+            tool.id = str(ev.id)
+        if ev.name and tool.name is None:
+            tool.name = str(ev.name)
+        fragment = ev.arguments or ""
+        if fragment:
+            tool.args.append(fragment)
+        if tool.started:
+            if not fragment:
+                return b""
+            return _frame(
+                {"type": "tool-input-delta", "toolCallId": tool.id, "inputTextDelta": fragment}
+            )
+        if tool.id is None or tool.name is None:
+            return b""  # held until the fragment that names the call
+        return self._tool_start(tool)
+
+    def _tool_start(self, tool: _Tool) -> bytes:
+        tool.started = True
+        out = _frame({"type": "tool-input-start", "toolCallId": tool.id, "toolName": tool.name})
+        so_far = "".join(tool.args)
+        if so_far:
+            out += _frame(
+                {"type": "tool-input-delta", "toolCallId": tool.id, "inputTextDelta": so_far}
+            )
+        return out
+
+    def _tool_done(self, key: tuple[int, int], tool: _Tool) -> bytes:
+        out = b""
+        if not tool.started:
+            tool.id = tool.id or f"call-{key[0]}-{key[1]}"
+            tool.name = tool.name or "unknown"
+            out = self._tool_start(tool)
+        raw = "".join(tool.args)
+        try:
+            value = orjson.loads(raw) if raw.strip() else {}
+        except orjson.JSONDecodeError as exc:
+            return out + _frame(
+                {
+                    "type": "tool-input-error",
+                    "toolCallId": tool.id,
+                    "toolName": tool.name,
+                    "input": raw,
+                    "errorText": f"the tool call's arguments are not JSON: {exc}",
+                }
+            )
+        return out + _frame(
+            {
+                "type": "tool-input-available",
+                "toolCallId": tool.id,
+                "toolName": tool.name,
+                "input": value,
+            }
+        )
+
+    # -- the other events ----------------------------------------------------------------
+
+    def _on_refusal(self, ev: Any) -> bytes:
+        index, text = int(ev.index or 0), ev.text or ""
+        if not text:
+            return b""
+        so_far = self._refusals[index] = self._refusals.get(index, "") + text
+        return _frame(
+            {
+                "type": "data-refusal",
+                "id": f"refusal-{index}",
+                "data": {"index": index, "text": so_far},
+            }
+        )
+
+    def _on_meta(self, ev: Any) -> bytes:
+        meta = {"id": ev.id, "model": ev.model, "created": ev.created}
+        return _frame({"type": "message-metadata", "messageMetadata": {"meta": meta}})
+
+    def _on_usage(self, ev: Any) -> bytes:
+        usage = {
+            "prompt_tokens": ev.prompt_tokens,
+            "completion_tokens": ev.completion_tokens,
+            "total_tokens": ev.total_tokens,
+        }
+        return _frame({"type": "message-metadata", "messageMetadata": {"usage": usage}})
+
+    def _on_finish(self, ev: Any) -> bytes:
+        index = int(ev.index or 0)
+        if self._reason is None or index == 0:
+            self._reason = ev.reason
+        return self._close_choice(index)
+
+    def _on_citations(self, ev: Any) -> bytes:
+        out = b""
+        for i, c in enumerate(ev.citations or ()):
+            out += self._source(c, i)
+        return out
+
+    def _source(self, c: Any, position: int) -> bytes:
+        doc = getattr(c, "document_index", None)
+        n = doc + 1 if isinstance(doc, int) and doc >= 0 else position + 1
+        sid, k = f"cite-{n}", 1
+        while sid in self._source_ids:  # two citations of one document: both kept
+            k += 1
+            sid = f"cite-{n}-{k}"
+        self._source_ids.add(sid)
+        title = getattr(c, "document_title", None) or getattr(c, "cited_text_heading", None)
+        url = getattr(c, "source_url", None)
+        meta = {"streamcite": {"document_index": doc, "cited_text": getattr(c, "cited_text", None)}}
+        if url:
+            chunk: dict[str, Any] = {"type": "source-url", "sourceId": sid, "url": str(url)}
+            if title:
+                chunk["title"] = str(title)
+        else:
+            chunk = {
+                "type": "source-document",
+                "sourceId": sid,
+                "mediaType": "text/plain",
+                "title": str(title or f"Document {n}"),
+            }
+        chunk["providerMetadata"] = meta
+        return _frame(chunk)
+
+    def _on_data(self, ev: Any) -> bytes:
+        return _frame({"type": f"data-{ev.type}", "data": ev})
+
+    def _on_error(self, ev: Any) -> bytes:
+        return self._error(str(ev.code), str(ev.message))
+
+    def _error(self, code: str, message: str) -> bytes:
+        return _frame({"type": "error", "errorText": f"{code}: {message}" if message else code})
+
+    def _on_citation_ref(self, ev: Any) -> bytes:
+        return b""
+
+    def _on_done(self, ev: Any) -> bytes:
+        answer = getattr(ev, "answer", None)
+        reason = getattr(answer, "finish_reason", None) or self._reason
+        if reason is None and getattr(answer, "errors", None):
+            reason = "error"
+        return self._finish(reason)
+
+    def _finish(self, reason: str | None) -> bytes:
+        out = b""
+        for index in sorted({*self._text, *self._reasoning, *(k[0] for k in self._tools)}):
+            out += self._close_choice(index)
+        self._closed = True
+        finish: dict[str, Any] = {"type": "finish"}
+        mapped = finish_reason(reason)
+        if mapped is not None:
+            finish["finishReason"] = mapped
+        return out + b'data: {"type":"finish-step"}\n\n' + _frame(finish) + _DONE
+
+    def close(self) -> bytes:
+        """End the message if ``done`` never came (the events ended or failed early)."""
+        if self._closed:
+            return b""
+        return self._finish(self._reason or "error")
+
+    def fail(self, code: str, message: str) -> bytes:
+        """An ``error`` chunk, then the end of the message (the event source raised)."""
+        if self._closed:
+            return b""
+        return self._error(code, message) + self._finish("error")
+
+
+_HANDLERS = {
+    "token": lambda self, ev: self._token(int(ev.index or 0), ev.text or ""),
+    "reasoning": UIMessageEncoder._on_reasoning,
+    "tool_call": UIMessageEncoder._on_tool_call,
+    "refusal": UIMessageEncoder._on_refusal,
+    "meta": UIMessageEncoder._on_meta,
+    "usage": UIMessageEncoder._on_usage,
+    "finish": UIMessageEncoder._on_finish,
+    "citations": UIMessageEncoder._on_citations,
+    "citation_ref": UIMessageEncoder._on_citation_ref,
+    "sources": UIMessageEncoder._on_data,
+    "grounding": UIMessageEncoder._on_data,
+    "error": UIMessageEncoder._on_error,
+    "done": UIMessageEncoder._on_done,
+}
