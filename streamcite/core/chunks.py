@@ -120,13 +120,6 @@ class ChunkInterpreter:
         if event and event != b"message":
             if event == b"error":
                 self._sse_error(payload, out)
-            elif event == OVERFLOW[0]:
-                self._fault(
-                    out,
-                    "event_too_large",
-                    "an SSE event exceeded max_event_size and was dropped",
-                    "sse",
-                )
             # Other event types (pings, provider extensions) carry no chat chunk.
             return out
         if payload == b"[DONE]":
@@ -156,6 +149,8 @@ class ChunkInterpreter:
             for item in raw:
                 if isinstance(item, bytes):
                     self.feed(item, b"", out)
+                elif item is OVERFLOW:
+                    self._overflow(out)
                 else:
                     self.feed(item[1], item[0], out)
             return
@@ -166,7 +161,12 @@ class ChunkInterpreter:
         det = self._detectors.get(0)
         for item in raw:
             if isinstance(item, tuple):
+                if item is OVERFLOW:
+                    self._overflow(out)
+                    continue
                 self.feed(item[1], item[0], out)
+                if self.done:
+                    break  # [DONE] with an id or event line: nothing after it counts
                 det = self._detectors.get(0)
                 continue
             try:
@@ -208,6 +208,12 @@ class ChunkInterpreter:
                 else:
                     det.offset += len(content)
         # Whatever followed [DONE] in this read is dropped (feed() ignores it too).
+
+    def _overflow(self, out: list[Event]) -> None:
+        """The decoder dropped an event for its size (its :data:`OVERFLOW` marker)."""
+        if not self.done:
+            msg = "an SSE event exceeded max_event_size and was dropped"
+            self._fault(out, "event_too_large", msg, "sse")
 
     def _general(self, obj: Any, payload: bytes, out: list[Event]) -> None:
         if type(obj) is not dict:
