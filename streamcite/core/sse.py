@@ -197,17 +197,20 @@ class SSEDecoder:
                 return []
             region = bytes(tail[:end])
             del tail[: end + 2]
+            if tail[:1] == b"\n":
+                tail[:] = tail.lstrip(b"\n")  # blank lines: not bytes of the next block
         else:
             end = chunk.rfind(b"\n\n")
             if end == -1:
-                tail += chunk
+                # At a block boundary: leading LFs are blank lines, not block bytes.
+                tail += chunk.lstrip(b"\n") if chunk[:1] == b"\n" else chunk
                 if _block_size(tail) > limit:
                     self._overflow_tail()
                     return self._finish([OVERFLOW], full)
                 return []
             region = chunk[:end]
             if end + 2 < len(chunk):
-                tail += chunk[end + 2 :]
+                tail += chunk[end + 2 :].lstrip(b"\n")
         tail_overflow = _block_size(tail) > limit
         if tail_overflow:
             self._overflow_tail()  # reported after this read's complete events
@@ -230,7 +233,7 @@ class SSEDecoder:
             # An event's size is its block's bytes (every line: field names, comments,
             # ignored lines; line ends as LF), so the verdict is the same however
             # the stream was split into reads (the unterminated tail is counted so).
-            if len(block) > limit:
+            if len(block) > limit and len(block.strip(b"\n")) > limit:
                 out.append(OVERFLOW)  # this event is dropped whole, the others kept
                 continue
             # Fast path: a block that is exactly one "data: ..." line.
