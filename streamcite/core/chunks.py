@@ -27,6 +27,7 @@ from streamcite.core.events import (
 from streamcite.core.markers import FootnoteDetector, MarkerMode
 from streamcite.core.models import Usage
 from streamcite.core.sse import OVERFLOW, RawEvent
+from streamcite.core.template import ContentTemplate
 
 __all__ = ["ChunkInterpreter", "error_from_payload"]
 
@@ -79,6 +80,7 @@ class ChunkInterpreter:
         "_mode_keep",
         "_raw0",
         "_refs",
+        "_tpl",
         "done",
     )
 
@@ -95,6 +97,7 @@ class ChunkInterpreter:
         self._meta_seen = False
         self._last_citations: Any = None
         self._finished: set[int] = set()
+        self._tpl = ContentTemplate()
         self.done = False
         """``[DONE]`` was seen (or a non-streaming body was interpreted)."""
 
@@ -159,7 +162,24 @@ class ChunkInterpreter:
         raw0 = self._raw0
         token = TokenEvent
         det = self._detectors.get(0)
+        tpl = self._tpl
+        match = tpl.match if tpl.proven and tpl.on else None
         for item in raw:
+            if match is not None and det is not None and type(item) is bytes:
+                content = match(item)
+                if content is not None:
+                    # Same envelope as a proven content-only chunk: only the string
+                    # differs (template.py), so the checks below hold as they did.
+                    if content:
+                        append(token(0, content, content))
+                        raw0.append(content)
+                        if det.held or "[" in content:
+                            refs = det.feed(content)[1]
+                            if refs:
+                                self._add_refs(0, refs, out)
+                        else:
+                            det.offset += len(content)
+                    continue
             if isinstance(item, tuple):
                 if item is OVERFLOW:
                     self._overflow(out)
@@ -198,6 +218,9 @@ class ChunkInterpreter:
                 self._general(obj, item, out)
                 det = self._detectors.get(0)
                 continue
+            if tpl.on:
+                tpl.observe(item, content)
+                match = tpl.match if tpl.proven and tpl.on else None
             if content:
                 append(token(0, content, content))
                 raw0.append(content)
