@@ -8,6 +8,7 @@ what was already delivered.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -32,6 +33,7 @@ from streamcite.core.template import ContentTemplate
 __all__ = ["ChunkInterpreter", "error_from_payload"]
 
 _loads = orjson.loads
+_CTRL = re.compile(rb"[\x00-\x1f]")
 _JSONDecodeError = orjson.JSONDecodeError
 _RETRYABLE_CODES = frozenset(
     {
@@ -164,9 +166,21 @@ class ChunkInterpreter:
         det = self._detectors.get(0)
         tpl = self._tpl
         match = tpl.match if tpl.proven and tpl.on else None
+        pre, suf, plen, slen = tpl.prefix, tpl.suffix, len(tpl.prefix), len(tpl.suffix)
+        ends = plen + slen
         for item in raw:
             if match is not None and det is not None and type(item) is bytes:
-                content = match(item)
+                content = (
+                    sl.decode()
+                    if item.startswith(pre)
+                    and item.endswith(suf)
+                    and len(item) >= ends
+                    and b'"' not in (sl := item[plen : len(item) - slen])
+                    and b"\\" not in sl
+                    and sl.isascii()
+                    and not _CTRL.search(sl)
+                    else match(item)
+                )
                 if content is not None:
                     # Same envelope as a proven content-only chunk: only the string
                     # differs (template.py), so the checks below hold as they did.
@@ -221,6 +235,8 @@ class ChunkInterpreter:
             if tpl.on:
                 tpl.observe(item, content)
                 match = tpl.match if tpl.proven and tpl.on else None
+                pre, suf, plen, slen = tpl.prefix, tpl.suffix, len(tpl.prefix), len(tpl.suffix)
+                ends = plen + slen
             if content:
                 append(token(0, content, content))
                 raw0.append(content)
