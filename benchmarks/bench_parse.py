@@ -46,14 +46,33 @@ CITATIONS = [
 ]
 
 
-def make_stream(n: int, footnotes: bool = True) -> bytes:
+VARIED = [
+    "L'insegnamento",
+    ' "della"',
+    " Chiesa",
+    " è",
+    " שלום",
+    " naïve",
+    " 🙏",
+    " [1]",
+    " São",
+    " \\path",
+    " ‘quoted’",
+    " 日本",
+    ".",
+]
+"""Words with quotes, backslashes, accents, Hebrew, CJK and emoji: escapes and
+non-ASCII UTF-8 in the JSON, wide characters in the answer."""
+
+
+def make_stream(n: int, footnotes: bool | str = True, words: list[str] | None = None) -> bytes:
     base = {
         "id": "chatcmpl-bench",
         "object": "chat.completion.chunk",
         "created": 1630000000,
         "model": "magisterium-1",
     }
-    words = [
+    words = words or [
         "L'insegnamento",
         " della",
         " Chiesa",
@@ -69,6 +88,8 @@ def make_stream(n: int, footnotes: bool = True) -> bytes:
         word = words[i % len(words)]
         if word == " [1]":
             word = f" [{(i // len(words)) % 5 + 1}]" if footnotes else " sempre"
+        elif footnotes == "dense" and i % 3 == 0:
+            word += f" [{i % 5 + 1}]"
         choice = {"index": 0, "delta": {"content": word}, "finish_reason": None}
         out.append(b"data: " + orjson.dumps({**base, "choices": [choice]}) + b"\n\n")
     fin = {
@@ -212,6 +233,25 @@ async def peak_memory(fn: Callable[[list[bytes]], Awaitable[int]], parts: list[b
     return peak
 
 
+async def bytes_per_char(parts: list[bytes]) -> tuple[int, float]:
+    """Peak traced memory of ChatStreamParser beyond the answer text's own size,
+    per answer character (the input bytes are allocated before tracing)."""
+    import sys
+
+    from streamcite import ChatStreamParser
+
+    gc.collect()
+    tracemalloc.start()
+    parser = ChatStreamParser()
+    for piece in parts:
+        parser.feed(piece)
+    parser.close()
+    text = parser.builder.snapshot().text
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return len(text), (peak - sys.getsizeof(text)) / len(text)
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -228,11 +268,21 @@ async def main() -> None:
         default=[20000],
         help="sizes also run with no footnote in the text (to show their cost)",
     )
+    ap.add_argument(
+        "--varied",
+        type=int,
+        nargs="*",
+        default=[2000, 20000, 200000],
+        help="sizes run on varied words (quotes, accents, Hebrew, emoji), plain and with "
+        "dense footnotes (a marker every 3 tokens)",
+    )
     args = ap.parse_args()
 
-    runs = [(n, True) for n in args.sizes] + [(n, False) for n in args.without_footnotes]
-    for n, footnotes in runs:
-        parts = pieces(make_stream(n, footnotes))
+    runs: list[tuple[int, bool | str, list[str] | None]] = [(n, True, None) for n in args.sizes]
+    runs += [(n, False, None) for n in args.without_footnotes]
+    runs += [(n, f, VARIED) for n in args.varied for f in (False, "dense")]
+    for n, footnotes, words in runs:
+        parts = pieces(make_stream(n, footnotes, words))
         impls = {
             k: v
             for k, v in IMPLS.items()
@@ -248,6 +298,10 @@ async def main() -> None:
         floor_us = med["(a) floor: split + orjson"]
         openai_us = med.get("(c) openai SDK AsyncStream")
         kind = "a footnote every 9 tokens" if footnotes else "no footnotes"
+        if footnotes == "dense":
+            kind = "dense footnotes, one every 3 tokens"
+        if words is not None:
+            kind = "varied words, " + kind
         print(
             f"\n{n:,} content chunks ({kind}) + 5-citation finish chunk, 4 KiB reads, "
             f"{args.rounds} interleaved rounds"
@@ -260,6 +314,8 @@ async def main() -> None:
         for k, fn in impls.items():
             peak = await peak_memory(fn, parts)
             print(f"  {k:30} {peak / 1024:9.0f} KiB")
+        chars, per_char = await bytes_per_char(parts)
+        print(f"  ChatStreamParser beyond the text: {per_char:.2f} bytes/char ({chars:,} chars)")
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ class AnswerBuilder:
     """Collects the parts of one answer; :meth:`snapshot` returns the answer so far."""
 
     __slots__ = (
+        "_joined",
         "chunk_fields",
         "citation_spans",
         "citations",
@@ -71,6 +72,7 @@ class AnswerBuilder:
     )
 
     def __init__(self) -> None:
+        self._joined = (0, 0)  # leading text/display parts that are compacted blocks
         self.text_parts: list[str] = []
         """Raw token texts of choice 0."""
         self.display_parts: list[str] = []
@@ -175,11 +177,24 @@ class AnswerBuilder:
             self.grounding = ev.to_result()
 
     def compact(self) -> None:
-        """Join the text parts so far: memory stays near the text's own size.
+        """Join the parts that arrived since the last compaction into one block:
+        memory stays near the text's own size, and each character is copied once
+        (appending a block, never re-joining the whole text: flat at any length).
 
         In place, because the chunk interpreter holds references to these lists."""
-        self.text_parts[:] = ["".join(self.text_parts)]
-        self.display_parts[:] = ["".join(self.display_parts)]
+        text, disp = self._joined
+        parts = self.text_parts
+        if len(parts) - text > 1:
+            parts[text:] = ["".join(parts[text:])]
+        dparts = self.display_parts
+        if len(dparts) - disp > 1:
+            dparts[disp:] = ["".join(dparts[disp:])]
+        self._joined = (len(parts), len(dparts))
+
+    @property
+    def uncompacted(self) -> int:
+        """Text parts added since the last :meth:`compact`."""
+        return len(self.text_parts) - self._joined[0]
 
     def snapshot(self) -> CitedAnswer:
         """The answer as known now (joins the text; cheap enough to call per UI frame)."""

@@ -55,8 +55,7 @@ class ChatStreamParser:
         raw = self._decoder.feed_raw(data)
         if raw:
             self._interpreter.feed_raw(raw, out)
-            parts = self.builder.text_parts
-            if len(parts) > 512:
+            if self.builder.uncompacted > 512:
                 self.builder.compact()
         return out
 

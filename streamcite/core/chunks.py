@@ -8,6 +8,7 @@ what was already delivered.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -28,10 +29,12 @@ from streamcite.core.events import (
 from streamcite.core.markers import FootnoteDetector, MarkerMode
 from streamcite.core.models import Usage
 from streamcite.core.sse import OVERFLOW, RawEvent
+from streamcite.core.template import ContentTemplate
 
 __all__ = ["ChunkInterpreter", "error_from_payload"]
 
 _loads = orjson.loads
+_CTRL = re.compile(rb"[\x00-\x1f]")
 _JSONDecodeError = orjson.JSONDecodeError
 _RETRYABLE_CODES = frozenset(
     {
@@ -90,6 +93,7 @@ class ChunkInterpreter:
         "_mode_keep",
         "_raw0",
         "_refs",
+        "_tpl",
         "_usage_pending",
         "cut",
         "done",
@@ -111,6 +115,7 @@ class ChunkInterpreter:
         self._usage_pending: UsageEvent | None = None
         self.cut = False
         """A provider error cut the answer (``finish_reason: "error"``, an error object)."""
+        self._tpl = ContentTemplate()
         self.done = False
         """``[DONE]`` was seen (or a non-streaming body was interpreted)."""
 
@@ -136,13 +141,6 @@ class ChunkInterpreter:
         if event and event != b"message":
             if event == b"error":
                 self._sse_error(payload, out)
-            elif event == OVERFLOW[0]:
-                self._fault(
-                    out,
-                    "event_too_large",
-                    "an SSE event exceeded max_event_size and was dropped",
-                    "sse",
-                )
             elif b'"choices"' in payload:
                 # A chat chunk under a named event (``event: completion``): interpreted.
                 try:
@@ -181,6 +179,8 @@ class ChunkInterpreter:
             for item in raw:
                 if isinstance(item, bytes):
                     self.feed(item, b"", out)
+                elif item is OVERFLOW:
+                    self._overflow(out)
                 else:
                     self.feed(item[1], item[0], out)
             return
@@ -189,9 +189,43 @@ class ChunkInterpreter:
         raw0 = self._raw0
         token = TokenEvent
         det = self._detectors.get(0)
+        tpl = self._tpl
+        match = tpl.match if tpl.proven and tpl.on else None
+        pre, suf, plen, slen = tpl.prefix, tpl.suffix, len(tpl.prefix), len(tpl.suffix)
+        ends = plen + slen
         for item in raw:
+            if match is not None and det is not None and type(item) is bytes:
+                content = (
+                    sl.decode()
+                    if item.startswith(pre)
+                    and item.endswith(suf)
+                    and len(item) >= ends
+                    and b'"' not in (sl := item[plen : len(item) - slen])
+                    and b"\\" not in sl
+                    and sl.isascii()
+                    and not _CTRL.search(sl)
+                    else match(item)
+                )
+                if content is not None:
+                    # Same envelope as a proven content-only chunk: only the string
+                    # differs (template.py), so the checks below hold as they did.
+                    if content:
+                        append(token(0, content, content))
+                        raw0.append(content)
+                        if det.held or "[" in content:
+                            refs = det.feed(content)[1]
+                            if refs:
+                                self._add_refs(0, refs, out)
+                        else:
+                            det.offset += len(content)
+                    continue
             if isinstance(item, tuple):
+                if item is OVERFLOW:
+                    self._overflow(out)
+                    continue
                 self.feed(item[1], item[0], out)
+                if self.done:
+                    break  # [DONE] with an id or event line: nothing after it counts
                 det = self._detectors.get(0)
                 continue
             try:
@@ -225,6 +259,11 @@ class ChunkInterpreter:
                 self._general(obj, item, out)
                 det = self._detectors.get(0)
                 continue
+            if tpl.on:
+                tpl.observe(item, content)
+                match = tpl.match if tpl.proven and tpl.on else None
+                pre, suf, plen, slen = tpl.prefix, tpl.suffix, len(tpl.prefix), len(tpl.suffix)
+                ends = plen + slen
             if not content:
                 if len(delta) > 1:  # e.g. "content": "" beside reasoning or tool calls
                     self._general(obj, item, out)
@@ -240,6 +279,12 @@ class ChunkInterpreter:
                 else:
                     det.offset += len(content)
         # Whatever followed [DONE] in this read is dropped (feed() ignores it too).
+
+    def _overflow(self, out: list[Event]) -> None:
+        """The decoder dropped an event for its size (its :data:`OVERFLOW` marker)."""
+        if not self.done:
+            msg = "an SSE event exceeded max_event_size and was dropped"
+            self._fault(out, "event_too_large", msg, "sse")
 
     def _general(self, obj: Any, payload: bytes, out: list[Event]) -> None:
         if type(obj) is not dict:

@@ -32,13 +32,24 @@ __all__ = ["DEFAULT_MAX_EVENT_SIZE", "OVERFLOW", "RawEvent", "SSEDecoder", "Serv
 RawEvent: TypeAlias = "bytes | tuple[bytes, bytes, str, int | None]"
 
 OVERFLOW: tuple[bytes, bytes, str, int | None] = (b"\x00overflow", b"", "", None)
-"""In :meth:`SSEDecoder.feed_raw` output: an event was dropped here for its size."""
+"""In :meth:`SSEDecoder.feed_raw` output: an event was dropped here for its size.
+Recognise it by identity (``item is OVERFLOW``), never by its event type: a real
+event may be named ``"\x00overflow"`` (the standard allows NUL in event types)."""
 """What :meth:`SSEDecoder.feed_raw` returns per event: the ``data`` bytes of a plain
 ``message`` event, or ``(event type, data, last event id, retry)`` for any other."""
 
 DEFAULT_MAX_EVENT_SIZE = 16 * 1024 * 1024
 
 _BOM = b"\xef\xbb\xbf"
+_MAX_RETRY_DIGITS = 4000
+_MAX_RETRY = 10**_MAX_RETRY_DIGITS - 1
+"""A ``retry`` longer than this many digits counts as this (milliseconds: forever)."""
+
+
+def _block_size(tail: bytearray) -> int:
+    """Size of the block an unterminated tail will be: its final LF is a line end
+    that the blank line will consume, not a byte of the block."""
+    return len(tail) - (tail[-1:] == b"\n")
 
 
 @dataclass(slots=True, frozen=True)
@@ -69,11 +80,9 @@ class SSEDecoder:
     __slots__ = (
         "_bom_done",
         "_data",
-        "_data_size",
         "_discarding",
         "_event",
         "_last_lf",
-        "_skip_data",
         "_skip_lf",
         "_tail",
         "last_event_id",
@@ -88,12 +97,10 @@ class SSEDecoder:
         self.retry: int | None = None
         self._tail = bytearray()  # bytes of the unterminated block
         self._data: list[bytes] = []
-        self._data_size = 0
         self._event = b""
         self._skip_lf = False  # the previous read ended with CR: a leading LF is its pair
         self._bom_done = False
         self._discarding = False  # dropping the rest of an oversized block
-        self._skip_data = False  # dropping the data lines of an oversized event
         self._last_lf = False
         self.truncated = False
         """Set by :meth:`close` when an unterminated block had to be discarded."""
@@ -123,6 +130,15 @@ class SSEDecoder:
     def close(self) -> list[ServerSentEvent]:
         """End of input. Per the standard, an unterminated final block is discarded."""
         self.truncated = self.pending
+        if self.truncated and not self._discarding:
+            # The complete lines of the unterminated block were processed as they
+            # came, per the standard: a ``retry`` among them sets the reconnection
+            # time. Only the pending event (its data, type, id) is discarded.
+            end = self._tail.rfind(b"\n")
+            for line in bytes(self._tail[:end]).split(b"\n") if end != -1 else ():
+                field, _, value = line.partition(b":")
+                if field == b"retry":
+                    self._field(field, value[1:] if value[:1] == b" " else value)
         self._reset_block()
         return []
 
@@ -175,24 +191,27 @@ class SSEDecoder:
             tail += chunk
             end = tail.rfind(b"\n\n", scan_from)
             if end == -1:
-                if len(tail) > limit:
+                if _block_size(tail) > limit:
                     self._overflow_tail()
                     return self._finish([OVERFLOW], full)
                 return []
             region = bytes(tail[:end])
             del tail[: end + 2]
+            if tail[:1] == b"\n":
+                tail[:] = tail.lstrip(b"\n")  # blank lines: not bytes of the next block
         else:
             end = chunk.rfind(b"\n\n")
             if end == -1:
-                tail += chunk
-                if len(tail) > limit:
+                # At a block boundary: leading LFs are blank lines, not block bytes.
+                tail += chunk.lstrip(b"\n") if chunk[:1] == b"\n" else chunk
+                if _block_size(tail) > limit:
                     self._overflow_tail()
                     return self._finish([OVERFLOW], full)
                 return []
             region = chunk[:end]
             if end + 2 < len(chunk):
-                tail += chunk[end + 2 :]
-        tail_overflow = len(tail) > limit
+                tail += chunk[end + 2 :].lstrip(b"\n")
+        tail_overflow = _block_size(tail) > limit
         if tail_overflow:
             self._overflow_tail()  # reported after this read's complete events
         if not full and region.startswith(b"data: "):
@@ -203,7 +222,7 @@ class SSEDecoder:
             # Each separator holds exactly two LFs: if those are all the LFs there
             # are, every block was one "data: " line and nothing else.
             if region.count(b"\n") == 2 * (len(payloads) - 1) and (
-                len(region) <= limit or max(map(len, payloads)) <= limit
+                len(region) <= limit or max(map(len, payloads)) + 6 <= limit
             ):
                 if tail_overflow:
                     payloads.append(OVERFLOW)  # type: ignore[arg-type]
@@ -211,11 +230,15 @@ class SSEDecoder:
                 return cast(list[RawEvent], payloads)
         out: list[RawEvent] = []
         for block in region.split(b"\n\n"):
+            # An event's size is its block's bytes (every line: field names, comments,
+            # ignored lines; line ends as LF), so the verdict is the same however
+            # the stream was split into reads (the unterminated tail is counted so).
+            if len(block) > limit and len(block.strip(b"\n")) > limit:
+                out.append(OVERFLOW)  # this event is dropped whole, the others kept
+                continue
             # Fast path: a block that is exactly one "data: ..." line.
             if block.startswith(b"data: ") and b"\n" not in block:
-                if len(block) - 6 > limit:
-                    out.append(OVERFLOW)  # this event is dropped, the others kept
-                elif full:
+                if full:
                     out.append((b"", block[6:], self.last_event_id, self.retry))
                 else:
                     out.append(block[6:])
@@ -247,7 +270,7 @@ class SSEDecoder:
     def _finish(self, out: list[RawEvent], full: bool) -> list[RawEvent]:
         """Raw mode keeps OVERFLOW markers in place (the consumer reports the fault
         where it happened); full mode raises with the other events attached."""
-        if not full or OVERFLOW not in out:
+        if not full or not any(e is OVERFLOW for e in out):
             return out
         raise EventTooLarge(
             f"an SSE event exceeded max_event_size ({self.max_event_size} bytes) and was dropped",
@@ -262,8 +285,6 @@ class SSEDecoder:
                     payload = data[0] if len(data) == 1 else b"\n".join(data)
                     out.append((self._event, payload, self.last_event_id, self.retry))
                     data.clear()
-                self._data_size = 0
-                self._skip_data = False
                 self._event = b""
                 continue
             # Fast path: the overwhelmingly common "data: ..." line.
@@ -285,14 +306,7 @@ class SSEDecoder:
                 if field != b"data":
                     self._field(field, value)
                     continue
-            self._data_size += len(value) + 1
-            if self._data_size > self.max_event_size and not self._skip_data:
-                # Drop this event's data; the blank line ends it as usual.
-                out.append(OVERFLOW)
-                data.clear()
-                self._skip_data = True
-            if not self._skip_data:
-                data.append(value)
+            data.append(value)
 
     def _field(self, field: bytes, value: bytes) -> None:
         if field == b"event":
@@ -301,15 +315,15 @@ class SSEDecoder:
             if b"\x00" not in value:
                 self.last_event_id = value.decode("utf-8", "replace")
         elif field == b"retry" and value.isdigit():
-            # bytes.isdigit is ASCII-only, as the standard requires.
-            self.retry = int(value)
+            # bytes.isdigit is ASCII-only, as the standard requires. Python refuses
+            # int() of over 4,300 digits: such a value saturates instead of raising.
+            digits = value.lstrip(b"0") or b"0"
+            self.retry = int(digits) if len(digits) <= _MAX_RETRY_DIGITS else _MAX_RETRY
         # Any other field is ignored, as the standard requires.
 
     def _reset_block(self) -> None:
-        self._skip_data = False
         self._tail.clear()
         self._data.clear()
-        self._data_size = 0
         self._event = b""
 
 

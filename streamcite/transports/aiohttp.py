@@ -11,6 +11,21 @@ from streamcite.transports.base import TransportError, read_limited
 __all__ = ["AiohttpTransport"]
 
 _READ_SIZE = 64 * 1024
+_SSE_HEADERS = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
+"""Sent on every request, as httpx-sse (the httpx transport) does."""
+
+
+def mime_essence(header: str) -> str:
+    """The MIME type of a Content-Type header value, as Fetch extracts it: of the
+    comma-separated values, the last valid ``type/subtype`` (``*/*`` skipped),
+    lower-cased, without parameters ("" if none)."""
+    found = ""
+    for value in header.split(","):
+        essence = value.partition(";")[0].strip().lower()
+        kind, slash, sub = essence.partition("/")
+        if slash and kind and sub and essence != "*/*" and " " not in essence and "/" not in sub:
+            found = essence
+    return found
 
 
 class _Response:
@@ -23,7 +38,18 @@ class _Response:
 
     @property
     def content_type(self) -> str:
-        return self._resp.content_type.lower()
+        return mime_essence(self._resp.headers.get("Content-Type", ""))
+
+    def check_event_stream(self) -> None:
+        """Raise TransportError unless the response is ``text/event-stream``."""
+        if self.content_type != "text/event-stream":
+            header = self._resp.headers.get("Content-Type")
+            raise TransportError(
+                f"expected Content-Type text/event-stream, got {header!r:.200}",
+                code="unexpected_content_type",
+                stage="http",
+                retryable=False,
+            )
 
     async def aiter_bytes(self) -> AsyncIterator[bytes]:
         read = self._resp.content.readany
@@ -68,7 +94,9 @@ class AiohttpTransport:
             self._session = aiohttp.ClientSession(auto_decompress=True)
         timeout = aiohttp.ClientTimeout(total=None, connect=connect_timeout, sock_read=None)
         try:
-            resp = await self._session.post(url, data=body, headers=dict(headers), timeout=timeout)
+            resp = await self._session.post(
+                url, data=body, headers={**headers, **_SSE_HEADERS}, timeout=timeout
+            )
         except TimeoutError as exc:
             raise TransportError(
                 "connect timed out", code="connect_timeout", stage="timeout"
