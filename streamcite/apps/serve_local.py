@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from streamcite.apps._usage import bind_error
 from streamcite.local.corpus import CorpusError
 from streamcite.local.faults import FaultSpec, FaultSpecError
 from streamcite.local.server import BackendConfig, LocalBackend
@@ -109,6 +110,8 @@ def command(
         asyncio.run(_serve(config, host, port))
     except CorpusError as exc:
         raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise bind_error(exc, host, port) from None
     except KeyboardInterrupt:  # pragma: no cover - interactive
         pass
 
