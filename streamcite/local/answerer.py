@@ -261,7 +261,7 @@ class Answerer:
         *,
         max_sentences: int = 4,
         max_per_passage: int = 2,
-        min_coverage: float = 0.6,
+        min_coverage: float = 0.5,
     ):
         self.corpus = corpus
         self.retriever = retriever or Retriever(corpus)
