@@ -160,3 +160,24 @@ def test_ctrl_c_in_text_ends_with_a_newline() -> None:
     out, _ = _interrupt_after_first_line("How many remote days can I take?")
     assert out.endswith("\n")
     assert "cancelled" in out
+
+
+@pytest.fixture
+def mixed_corpus(tmp_path: Path) -> Path:
+    (tmp_path / "good.md").write_text("# Bikes\n\nThe company pays 300 euros for a bicycle.\n")
+    (tmp_path / "latin1.txt").write_bytes("Café crème à 2 €".encode("latin-1", "replace"))
+    return tmp_path
+
+
+def test_latin1_file_is_skipped_with_its_full_path(mixed_corpus: Path) -> None:
+    r = cli("ask", "How much for a bicycle?", "--json", "--corpus", str(mixed_corpus))
+    assert r.returncode == 0, r.stderr
+    assert f"warning: skipped {(mixed_corpus / 'latin1.txt').resolve()}: not UTF-8" in r.stderr
+    assert "300 euros" in r.stdout
+
+
+def test_latin1_file_fails_with_strict(mixed_corpus: Path) -> None:
+    r = cli("ask", "How much for a bicycle?", "--json", "--strict", "--corpus", str(mixed_corpus))
+    assert r.returncode == 1
+    assert "Traceback" not in r.stderr
+    assert str((mixed_corpus / "latin1.txt").resolve()) in r.stderr

@@ -70,6 +70,7 @@ class AskOptions:
     marker_mode: str
     as_json: bool
     corpus: Path | None
+    strict: bool
     token_delay: float | None
     fault: str | None
     transport: str
@@ -180,6 +181,9 @@ class AskOptions:
     help="Folder of .md/.txt documents for the local backend.",
 )
 @click.option(
+    "--strict", is_flag=True, help="Fail on a corpus file that is not UTF-8 (default: skip it)."
+)
+@click.option(
     "--token-delay",
     type=click.FloatRange(0, 5),
     default=None,
@@ -267,12 +271,17 @@ async def _ask(opts: AskOptions) -> int:
             if delay is None:
                 delay = 0.01 if (sys.stdout.isatty() and not opts.as_json) else 0.0
             config = BackendConfig(
-                corpus_dir=opts.corpus, token_delay=delay, wikit_org_id=opts.wikit_org
+                corpus_dir=opts.corpus,
+                token_delay=delay,
+                wikit_org_id=opts.wikit_org,
+                corpus_strict=opts.strict,
             )
             try:
                 backend = await stack.enter_async_context(LocalBackend(config))
             except CorpusError as exc:
                 raise click.ClickException(str(exc)) from None
+            for warning in backend.corpus.skipped:
+                click.echo(f"streamcite: warning: {warning}", err=True)
             base_url, local_root, model = backend.base_url, backend.root_url, model or MODEL
         else:
             api_key = os.environ.get(opts.api_key_env) if opts.api_key_env else None

@@ -34,6 +34,9 @@ from streamcite.logs import configure_logging
     help="Folder of .md/.txt documents to answer from (default: the built-in demo corpus).",
 )
 @click.option(
+    "--strict", is_flag=True, help="Fail on a corpus file that is not UTF-8 (default: skip it)."
+)
+@click.option(
     "--token-delay",
     type=click.FloatRange(0, 60),
     default=0.0,
@@ -77,6 +80,7 @@ def command(
     host: str,
     port: int,
     corpus: Path | None,
+    strict: bool,
     token_delay: float,
     first_token_delay: float,
     wikit_org: str | None,
@@ -99,6 +103,7 @@ def command(
         raise click.BadParameter(str(exc), param_hint="--faults") from None
     config = BackendConfig(
         corpus_dir=corpus,
+        corpus_strict=strict,
         first_token_delay=first_token_delay,
         token_delay=token_delay,
         wikit_org_id=wikit_org,
@@ -124,6 +129,8 @@ async def _serve(config: BackendConfig, host: str, port: int) -> None:
             loop.add_signal_handler(sig, stop.set)
     async with LocalBackend(config, host=host, port=port) as backend:
         corpus = backend.corpus
+        for warning in corpus.skipped:
+            print(f"streamcite: warning: {warning}", file=sys.stderr, flush=True)
         # One line on stdout with the URL, so scripts (and tests) can find a port-0 server.
         print(f"streamcite local backend on {backend.root_url}", flush=True)
         print(

@@ -109,6 +109,8 @@ class BackendConfig:
     store_size: int = 1000
     store_ttl: float = 600.0
     faults: str | None = None
+    corpus_strict: bool = False
+    """Fail on a file that is not UTF-8 text instead of skipping it."""
 
     def __repr__(self) -> str:
         # The API key is a secret: never in a repr or a log line.
@@ -130,7 +132,11 @@ class _State:
 
     def __init__(self, config: BackendConfig, corpus: Corpus | None):
         self.config = config
-        self.corpus = corpus if corpus is not None else load_corpus(config.corpus_dir)
+        self.corpus = (
+            corpus
+            if corpus is not None
+            else load_corpus(config.corpus_dir, strict=config.corpus_strict)
+        )
         self.answerer = Answerer(self.corpus)
         self.store = AnswerStore(config.store_size, config.store_ttl)
         self.server_faults = FaultSpec.parse(config.faults)
