@@ -106,17 +106,44 @@ function connect() {
     if (typeof msg.seq === "number") onStreamEvent(msg);
     else onControl(msg);
   };
+  const opened = () => state.connected;
   ws.onclose = (ev) => {
     if (state.ws !== ws) return;
+    const wasOpen = opened();
     state.ws = null;
     state.connected = false;
     failPending("the connection dropped before the relay accepted the question; ask again");
     if (ev.code === 4008) showBanner("The connection fell behind; resuming where it stopped.", "info");
-    scheduleReconnect(ev.code);
+    if (wasOpen) scheduleReconnect(ev.code);
+    else checkToken().then((needed) => (needed ? tokenRequired() : scheduleReconnect(ev.code)));
   };
   ws.onerror = () => {
     /* onclose follows */
   };
+}
+
+// A refused WebSocket handshake is invisible to the page (close code 1006): ask a plain
+// endpoint that checks the same token whether the relay wants one we did not give.
+async function checkToken() {
+  try {
+    const url = new URL("/metrics", location.href);
+    const token = new URLSearchParams(location.search).get("token");
+    if (token) url.searchParams.set("token", token);
+    const res = await fetch(url, { cache: "no-store" });
+    return res.status === 401;
+  } catch {
+    return false;
+  }
+}
+
+function tokenRequired() {
+  const given = new URLSearchParams(location.search).has("token");
+  setConn(
+    "unauthorized",
+    given
+      ? "this relay refused the token: open the page with the right one, /?token=YOUR_TOKEN"
+      : "this relay requires a token: open the page as /?token=YOUR_TOKEN (the relay's --token)",
+  );
 }
 
 function scheduleReconnect(code) {
@@ -652,9 +679,10 @@ function ask(question) {
   if (!send({ type: "ask", question, ref })) {
     addTurnError(turn, { code: "not_connected", message: "not connected to the relay; try again in a moment" });
     setTurnStatus(turn, "error", "not sent");
-    return;
+    return false;
   }
   state.pending.set(ref, turn);
+  return true;
 }
 
 $("#ask").addEventListener("submit", (ev) => {
@@ -662,8 +690,7 @@ $("#ask").addEventListener("submit", (ev) => {
   const input = $("#question");
   const question = input.value.trim();
   if (!question) return;
-  input.value = "";
-  ask(question);
+  if (ask(question)) input.value = ""; // a question that was not sent stays to be sent again
 });
 
 $("#question").addEventListener("keydown", (ev) => {
