@@ -237,6 +237,8 @@ function failPending(message) {
 function newTurn(question) {
   const node = $("#turn-template").content.firstElementChild.cloneNode(true);
   $(".question", node).textContent = question;
+  // Each message takes its direction from its own text: Hebrew reads right to left.
+  $(".question", node).dir = "auto";
   const empty = $("#empty");
   if (empty) empty.remove();
   $("#conversation").appendChild(node);
@@ -373,6 +375,7 @@ function appendToken(s, text) {
     s.turn.text.appendChild(s.tail);
   }
   s.tail.appendData(text);
+  setDirection(s);
 }
 
 function finish(s, answer) {
@@ -498,6 +501,14 @@ function footnoteTarget(s, number) {
   return `cite-${s.id}-${number}`;
 }
 
+// Passages arrive as the document's Markdown: show them as text, without the syntax.
+function plainText(markdown) {
+  return String(markdown)
+    .replace(/^\s{0,3}#{1,6}\s+/gm, "")
+    .replace(/(\*\*|__)(.+?)\1/g, "$2")
+    .replace(/^\s*[-*+]\s+/gm, "• ");
+}
+
 function footnote(s, marker) {
   const sup = el("sup", "fn");
   sup.dataset.marker = s.text.slice(marker.start, marker.end);
@@ -512,9 +523,22 @@ function footnote(s, marker) {
   return sup;
 }
 
+// The direction of a text: that of its first letter (Hebrew and Arabic read right to left).
+function directionOf(text) {
+  const m = /[A-Za-z\u00C0-\u024F\u0370-\u03FF\u0400-\u04FF\u0590-\u08FF]/.exec(text);
+  return m && /[\u0590-\u08FF]/.test(m[0]) ? "rtl" : "ltr";
+}
+
+// The answer, its sources and passages follow the answer's direction (set once it has letters).
+function setDirection(s) {
+  const answer = s.turn.text.closest(".answer");
+  if (answer && !answer.dir && /\p{L}/u.test(s.text)) answer.dir = directionOf(s.text);
+}
+
 function renderText(s) {
   const root = s.turn.text;
   const text = s.text;
+  setDirection(s);
   const markers = findMarkers(s);
   const claims = claimRanges(s);
   const cuts = new Set([0, text.length]);
@@ -649,7 +673,7 @@ function renderWikit(s) {
       if (typeof src.score === "number") bits.push(`score ${src.score.toFixed(3)}`);
       if (chunk.id) bits.push(`chunk ${chunk.id}`);
       if (bits.length) li.appendChild(el("span", "chunk-meta", bits.join(" · ")));
-      if (chunk.data) li.appendChild(el("blockquote", "cited", chunk.data));
+      if (chunk.data) li.appendChild(el("blockquote", "cited", plainText(chunk.data)));
       list.appendChild(li);
     }
     doc.appendChild(list);
