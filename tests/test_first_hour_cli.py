@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.server
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -181,3 +182,29 @@ def test_latin1_file_fails_with_strict(mixed_corpus: Path) -> None:
     assert r.returncode == 1
     assert "Traceback" not in r.stderr
     assert str((mixed_corpus / "latin1.txt").resolve()) in r.stderr
+
+
+def test_redis_url_without_the_package_gives_an_install_hint(tmp_path: Path) -> None:
+    fake = tmp_path / "redis"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ImportError('No module named redis')\n")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    r = cli("relay", "--port", "0", "--redis-url", "redis://127.0.0.1:1/0", env=env)
+    assert r.returncode == 1
+    assert "Traceback" not in r.stderr
+    assert "pip install 'streamcite[redis]'" in r.stderr
+
+
+@pytest.mark.parametrize("script", ["wikit_sources.py", "local_grounding.py"])
+def test_examples_print_numbers_for_people(script: str) -> None:
+    root = Path(__file__).resolve().parent.parent
+    r = subprocess.run(
+        [sys.executable, str(root / "examples" / script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+    scores = re.findall(r"score:? (\S+)", r.stdout)
+    assert scores and all(re.fullmatch(r"\d\.\d\d:?", v) for v in scores), scores  # 0.83
+    assert not re.search(r"pages \[", r.stdout), r.stdout  # no Python lists

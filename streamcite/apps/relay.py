@@ -185,7 +185,9 @@ async def _make_log(url: str | None, instance_id: str, local_delivery: str = "af
     try:
         from streamcite.relay.redislog import RedisStreamLog
     except ImportError as exc:
-        raise click.ClickException(f"--redis-url needs the Redis stream log: {exc}") from None
+        raise click.ClickException(
+            f"--redis-url needs the redis package ({exc}); install it with: pip install 'streamcite[redis]'"
+        ) from None
     from streamcite.core.errors import StreamciteError
 
     try:
