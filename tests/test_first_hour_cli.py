@@ -208,3 +208,19 @@ def test_examples_print_numbers_for_people(script: str) -> None:
     scores = re.findall(r"score:? (\S+)", r.stdout)
     assert scores and all(re.fullmatch(r"\d\.\d\d:?", v) for v in scores), scores  # 0.83
     assert not re.search(r"pages \[", r.stdout), r.stdout  # no Python lists
+
+
+async def test_cited_document_page_is_styled_and_anchored() -> None:
+    import httpx
+
+    from streamcite.local.server import BackendConfig, LocalBackend
+
+    async with LocalBackend(BackendConfig()) as be, httpx.AsyncClient() as client:
+        body = {"model": "m", "messages": [{"role": "user", "content": "How many remote days?"}]}
+        reply = (await client.post(be.base_url + "/chat/completions", json=body)).json()
+        url = reply["citations"][0]["source_url"]
+        assert "#chunk-" in url
+        page = await client.get(url, headers={"Accept": "text/html"})
+        anchor = url.split("#", 1)[1]
+        assert page.text.count(f'id="{anchor}"') == 1
+        assert "<style>" in page.text and ":target" in page.text

@@ -219,6 +219,8 @@ async def _serve(opts: dict[str, Any], upstream: str, secrets: dict[str, str | N
             await stack.enter_async_context(_local_backend(opts)) if upstream == "local" else None
         )
         base_url = backend.base_url if backend is not None else opts["base_url"]
+        for warning in backend.corpus.skipped if backend is not None else []:
+            print(f"streamcite: warning: {warning}", file=sys.stderr, flush=True)
         config = RelayConfig(
             base_url=base_url,
             api_key=secrets["api_key"],

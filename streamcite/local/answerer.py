@@ -223,7 +223,7 @@ class Answer:
                 "document_author": p.document.author,
                 "document_year": p.document.year,
                 "document_reference": p.document.reference,
-                "source_url": f"{root_url}/documents/{p.document.id}",
+                "source_url": f"{root_url}/documents/{p.document.id}#chunk-{p.chunk.position}",
             }
             for p in self.passages
         ]
