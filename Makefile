@@ -15,7 +15,16 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-demo: $(STAMP)
+# The demo needs only the package itself (no dev extra: playwright, matplotlib, mypy…);
+# a venv that `make setup`/`make test` already built is used as it is.
+DEMO_STAMP := $(VENV)/.installed-demo
+
+$(DEMO_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	test $(STAMP) -nt pyproject.toml || $(BIN)/python -m pip install -q -e .
+	touch $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
 	$(BIN)/streamcite ask --demo
 
 # System packages the tests use (Chromium for the browser tests, redis-server for

@@ -32,7 +32,9 @@ CONFIG = "projects/{project}/locations/global/groundingConfigs/default_grounding
 
 
 def show(result: GroundingResult, text: str, answer: CitedAnswer | None = None) -> None:
-    print(f"support score: {result.support_score}")
+    print(
+        f"support score: {result.support_score if result.support_score is None else round(result.support_score, 2)}"
+    )
     for w in result.warnings:
         print(f"  note: {w}")
     for claim in result.claims:

@@ -31,7 +31,9 @@ TITANIC_FACTS = [
 
 
 def show(answer: str, result: GroundingResult) -> None:
-    print(f"support score {result.support_score}")
+    print(
+        f"support score {result.support_score if result.support_score is None else round(result.support_score, 2)}"
+    )
     for claim in result.claims:
         # "·": a question or filler, not checked.
         mark = "✔" if claim.supported else "✘" if claim.grounding_check_required else "·"
@@ -99,7 +101,7 @@ async def main() -> None:
                     if event.type == "token":
                         print(event.text, end="", flush=True)
                 final = stream.answer
-        print(f"\n   grounding took {final.timings.grounding_ms} ms")
+        print(f"\n   grounding took {final.timings.grounding_ms or 0:.1f} ms")
         if final.grounding is not None:
             show(final.text, final.grounding)
 

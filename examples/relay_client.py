@@ -97,7 +97,8 @@ async def main() -> None:
     for c in answer["citations"]:
         print(f"[{c['document_index'] + 1}] {c['document_title']} — {c['source_url']}")
     if answer["grounding"]:
-        print(f"support score: {answer['grounding']['support_score']}")
+        score = answer["grounding"]["support_score"]
+        print(f"support score: {'n/a' if score is None else f'{score:.2f}'}")
 
 
 if __name__ == "__main__":

@@ -32,11 +32,13 @@ def show_sources(sources: list[QuotedSource], answer: CitedAnswer | None = None)
     for group in by_document(sources):  # the API may repeat a document: list it once
         labels = ", ".join(f"[{q}]" for q in group.quoted_as)
         where = group.url or "(no URL)"  # some sources have none: plain text, not a link
-        pages = f" pages {group.pages}" if group.pages else ""
+        pages = f" pages {', '.join(str(p) for p in group.pages)}" if group.pages else ""
         print(f"  {labels} {group.document.display_name}{pages} — {where}")
         for s in group.sources:
             snippet = s.chunk.data.replace("\n", " ")[:90]
-            print(f"      [{s.quoted_as}] {page_label(s) or ''} score={s.score} {snippet}…")
+            print(
+                f"      [{s.quoted_as}] {page_label(s) or ''} score {'n/a' if s.score is None else f'{s.score:.2f}'} {snippet}…"
+            )
     if answer is not None:
         check = match_refs(answer, sources)
         if check.refs_without_source:

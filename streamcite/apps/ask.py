@@ -26,6 +26,7 @@ from streamcite.apps._enrichers import (
     EnricherOptions,
     build_enrichers,
 )
+from streamcite.apps._usage import base_url_hint, check_base_url, warn_unset_key
 from streamcite.core.events import (
     CitationRefEvent,
     DoneEvent,
@@ -70,6 +71,7 @@ class AskOptions:
     marker_mode: str
     as_json: bool
     corpus: Path | None
+    strict: bool
     token_delay: float | None
     fault: str | None
     transport: str
@@ -180,6 +182,9 @@ class AskOptions:
     help="Folder of .md/.txt documents for the local backend.",
 )
 @click.option(
+    "--strict", is_flag=True, help="Fail on a corpus file that is not UTF-8 (default: skip it)."
+)
+@click.option(
     "--token-delay",
     type=click.FloatRange(0, 5),
     default=None,
@@ -223,6 +228,9 @@ def command(question: str | None, demo: bool, verbose: int, **options: Any) -> N
             'give a QUESTION (or --demo), e.g. streamcite ask "How many remote days?"'
         )
     opts = AskOptions(question=question.strip(), **options)
+    check_base_url(opts.base_url)
+    if opts.base_url is not None:
+        warn_unset_key(opts.api_key_env)
     if opts.base_url is not None and opts.model is None:
         raise click.UsageError("--model is required with --base-url")
     if opts.base_url is not None and opts.sources and not (opts.wikit_app and opts.wikit_org):
@@ -264,12 +272,17 @@ async def _ask(opts: AskOptions) -> int:
             if delay is None:
                 delay = 0.01 if (sys.stdout.isatty() and not opts.as_json) else 0.0
             config = BackendConfig(
-                corpus_dir=opts.corpus, token_delay=delay, wikit_org_id=opts.wikit_org
+                corpus_dir=opts.corpus,
+                token_delay=delay,
+                wikit_org_id=opts.wikit_org,
+                corpus_strict=opts.strict,
             )
             try:
                 backend = await stack.enter_async_context(LocalBackend(config))
             except CorpusError as exc:
                 raise click.ClickException(str(exc)) from None
+            for warning in backend.corpus.skipped:
+                click.echo(f"streamcite: warning: {warning}", err=True)
             base_url, local_root, model = backend.base_url, backend.root_url, model or MODEL
         else:
             api_key = os.environ.get(opts.api_key_env) if opts.api_key_env else None
@@ -291,7 +304,7 @@ async def _ask(opts: AskOptions) -> int:
         renderer.start()
         timeouts = Timeouts(connect=10.0, first_token=60.0, idle=30.0, total=opts.timeout)
         headers = {"X-Streamcite-Fault": opts.fault} if opts.fault else None
-        async with stream_chat(
+        stream = stream_chat(
             request,
             base_url=base_url,
             api_key=api_key,
@@ -300,9 +313,14 @@ async def _ask(opts: AskOptions) -> int:
             timeouts=timeouts,
             marker_mode="keep" if opts.as_json else opts.marker_mode,
             after=enrichers,
-        ) as stream:
-            async for event in stream:
-                renderer.event(event)
+        )
+        try:
+            async with stream:
+                async for event in stream:
+                    renderer.event(event)
+        except asyncio.CancelledError:
+            renderer.cancelled(stream.answer)  # Ctrl-C: the output still ends cleanly
+            raise
         answer = stream.answer
         renderer.finish(answer)
         return 0 if answer.complete and not answer.errors else 1
@@ -341,6 +359,8 @@ class _Renderer:
 
     def finish(self, answer: CitedAnswer) -> None: ...
 
+    def cancelled(self, answer: CitedAnswer) -> None: ...
+
 
 class _JsonRenderer(_Renderer):
     """One JSON object per event, flushed as it happens."""
@@ -357,6 +377,15 @@ class _JsonRenderer(_Renderer):
         else:
             self._text.write(line.decode())
             self._text.flush()
+
+    def cancelled(self, answer: CitedAnswer) -> None:
+        """The promised ending after Ctrl-C: a ``cancelled`` error, then ``done``."""
+        error = next((e for e in answer.errors if e.code == "cancelled"), None)
+        if error is None:
+            error = ErrorEvent(code="cancelled", message="cancelled by the user", stage="cancelled")
+            answer.errors.append(error)
+        self.event(error)
+        self.event(DoneEvent(answer=answer))
 
 
 class _RichRenderer(_Renderer):
@@ -398,10 +427,19 @@ class _RichRenderer(_Renderer):
             self.console.print(
                 f"[red]✗ {event.stage} error[/red] [bold]{_escape(event.code)}[/bold]: {_escape(event.message)}"
             )
+            hint = base_url_hint(self.opts.base_url, event.status) if self.opts.base_url else None
+            if hint:
+                self.console.print(f"[yellow]{_escape(hint)}[/yellow]")
         elif isinstance(
             event, MetaEvent | CitationRefEvent | DoneEvent | SourcesEvent | GroundingEvent
         ):
             return
+
+    def cancelled(self, answer: CitedAnswer) -> None:
+        if self._streaming:
+            self.console.print()
+            self._streaming = False
+        self.console.print("[yellow]cancelled[/yellow]")
 
     def finish(self, answer: CitedAnswer) -> None:
         c = self.console

@@ -15,7 +15,9 @@ from streamcite.core.markers import MarkerMode
 
 
 @click.command("parse")
-@click.argument("file", required=False, type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument(
+    "file", required=False, type=click.Path(exists=True, dir_okay=False, allow_dash=True)
+)
 @click.option(
     "--marker-mode",
     type=click.Choice(["keep", "strip", "superscript"]),

@@ -20,6 +20,7 @@ from typing import Any
 import click
 
 from streamcite.apps._enrichers import EnricherOptions, build_enrichers
+from streamcite.apps._usage import bind_error, check_base_url
 from streamcite.logs import configure_logging
 
 
@@ -137,6 +138,7 @@ def command(**opts: Any) -> None:
         raise click.UsageError("--upstream remote needs --base-url")
     if upstream == "local" and opts["base_url"]:
         raise click.UsageError("--base-url cannot be combined with --upstream local")
+    check_base_url(opts["base_url"])
     if opts["grounding"] == "google" and upstream == "remote" and not opts["google_config"]:
         raise click.UsageError("--grounding google needs --google-config with a remote upstream")
     secrets = {
@@ -144,8 +146,11 @@ def command(**opts: Any) -> None:
         "wikit_key": _env(opts["wikit_api_key_env"], "Wikit API key"),
         "google_token": _env(opts["google_token_env"], "Google access token"),
     }
-    with contextlib.suppress(KeyboardInterrupt):  # pragma: no cover - interactive
-        asyncio.run(_serve(opts, upstream, secrets))
+    try:
+        with contextlib.suppress(KeyboardInterrupt):  # pragma: no cover - interactive
+            asyncio.run(_serve(opts, upstream, secrets))
+    except OSError as exc:
+        raise bind_error(exc, opts["host"], opts["port"]) from None
 
 
 @contextlib.asynccontextmanager
@@ -180,7 +185,9 @@ async def _make_log(url: str | None, instance_id: str, local_delivery: str = "af
     try:
         from streamcite.relay.redislog import RedisStreamLog
     except ImportError as exc:
-        raise click.ClickException(f"--redis-url needs the Redis stream log: {exc}") from None
+        raise click.ClickException(
+            f"--redis-url needs the redis package ({exc}); install it with: pip install 'streamcite[redis]'"
+        ) from None
     from streamcite.core.errors import StreamciteError
 
     try:
@@ -212,6 +219,8 @@ async def _serve(opts: dict[str, Any], upstream: str, secrets: dict[str, str | N
             await stack.enter_async_context(_local_backend(opts)) if upstream == "local" else None
         )
         base_url = backend.base_url if backend is not None else opts["base_url"]
+        for warning in backend.corpus.skipped if backend is not None else []:
+            print(f"streamcite: warning: {warning}", file=sys.stderr, flush=True)
         config = RelayConfig(
             base_url=base_url,
             api_key=secrets["api_key"],

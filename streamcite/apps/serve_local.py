@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from streamcite.apps._usage import bind_error
 from streamcite.local.corpus import CorpusError
 from streamcite.local.faults import FaultSpec, FaultSpecError
 from streamcite.local.server import BackendConfig, LocalBackend
@@ -31,6 +32,9 @@ from streamcite.logs import configure_logging
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     default=None,
     help="Folder of .md/.txt documents to answer from (default: the built-in demo corpus).",
+)
+@click.option(
+    "--strict", is_flag=True, help="Fail on a corpus file that is not UTF-8 (default: skip it)."
 )
 @click.option(
     "--token-delay",
@@ -76,6 +80,7 @@ def command(
     host: str,
     port: int,
     corpus: Path | None,
+    strict: bool,
     token_delay: float,
     first_token_delay: float,
     wikit_org: str | None,
@@ -98,6 +103,7 @@ def command(
         raise click.BadParameter(str(exc), param_hint="--faults") from None
     config = BackendConfig(
         corpus_dir=corpus,
+        corpus_strict=strict,
         first_token_delay=first_token_delay,
         token_delay=token_delay,
         wikit_org_id=wikit_org,
@@ -109,6 +115,8 @@ def command(
         asyncio.run(_serve(config, host, port))
     except CorpusError as exc:
         raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise bind_error(exc, host, port) from None
     except KeyboardInterrupt:  # pragma: no cover - interactive
         pass
 
@@ -121,6 +129,8 @@ async def _serve(config: BackendConfig, host: str, port: int) -> None:
             loop.add_signal_handler(sig, stop.set)
     async with LocalBackend(config, host=host, port=port) as backend:
         corpus = backend.corpus
+        for warning in corpus.skipped:
+            print(f"streamcite: warning: {warning}", file=sys.stderr, flush=True)
         # One line on stdout with the URL, so scripts (and tests) can find a port-0 server.
         print(f"streamcite local backend on {backend.root_url}", flush=True)
         print(

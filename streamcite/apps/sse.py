@@ -13,7 +13,9 @@ from streamcite.core.sse import DEFAULT_MAX_EVENT_SIZE, SSEDecoder
 
 
 @click.command("sse")
-@click.argument("file", required=False, type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument(
+    "file", required=False, type=click.Path(exists=True, dir_okay=False, allow_dash=True)
+)
 @click.option("--max-event-size", default=DEFAULT_MAX_EVENT_SIZE, show_default=True, help="Bytes.")
 def command(file: str | None, max_event_size: int) -> None:
     """Decode a raw SSE stream (FILE or stdin) into JSON Lines:

@@ -223,7 +223,7 @@ class Answer:
                 "document_author": p.document.author,
                 "document_year": p.document.year,
                 "document_reference": p.document.reference,
-                "source_url": f"{root_url}/documents/{p.document.id}",
+                "source_url": f"{root_url}/documents/{p.document.id}#chunk-{p.chunk.position}",
             }
             for p in self.passages
         ]
@@ -261,7 +261,7 @@ class Answerer:
         *,
         max_sentences: int = 4,
         max_per_passage: int = 2,
-        min_coverage: float = 0.6,
+        min_coverage: float = 0.5,
     ):
         self.corpus = corpus
         self.retriever = retriever or Retriever(corpus)

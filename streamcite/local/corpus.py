@@ -147,6 +147,8 @@ class Corpus:
 
     documents: list[Document]
     chunks: list[Chunk]
+    skipped: list[str] = field(default_factory=list)
+    """One warning per file left out (full path and why), when not loaded strictly."""
     _by_id: dict[str, Document] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -168,14 +170,20 @@ BUILTIN_CORPUS = "builtin"
 
 
 def load_corpus(
-    directory: Path | str | None = None, *, max_chunk_chars: int = MAX_CHUNK_CHARS
+    directory: Path | str | None = None,
+    *,
+    max_chunk_chars: int = MAX_CHUNK_CHARS,
+    strict: bool = False,
 ) -> Corpus:
     """Load every ``.md`` / ``.markdown`` / ``.txt`` file of ``directory`` (recursively).
 
     ``None`` loads the built-in demo corpus. Raises :class:`CorpusError` when the folder
-    does not exist, holds no document, or a file cannot be parsed.
+    does not exist, holds no document, or a file cannot be parsed. A file that is not
+    UTF-8 text is skipped (its full path and the reason in :attr:`Corpus.skipped`), or
+    raises :class:`CorpusError` when ``strict``.
     """
     documents: list[Document] = []
+    skipped: list[str] = []
     if directory is None or directory == BUILTIN_CORPUS:
         files = sorted(
             ((t.name, t) for t in _builtin_dir().iterdir() if t.name.endswith(SUFFIXES)),
@@ -191,11 +199,18 @@ def load_corpus(
             p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES
         ):
             rel = path.relative_to(root).as_posix()
-            documents.append(parse_document(rel, _read(path, rel)))
+            try:
+                text = _read(path, str(path.resolve()))
+            except CorpusError as exc:
+                if strict:
+                    raise
+                skipped.append(f"skipped {exc}")
+                continue
+            documents.append(parse_document(rel, text))
     if not documents:
         raise CorpusError(f"no .md or .txt document in {directory or 'the built-in corpus'}")
     chunks = [c for d in documents for c in chunk_document(d, max_chunk_chars)]
-    return Corpus(documents, chunks)
+    return Corpus(documents, chunks, skipped)
 
 
 def _read(source: Traversable | Path, rel: str) -> str:

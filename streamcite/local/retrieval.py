@@ -44,6 +44,12 @@ STOPWORDS: frozenset[str] = (
     )
     | _words(  # words that ask rather than say what is asked about
         "apply applies rule rules regarding concerning say says explain need want use used using"
+        " happen happens take spend"
+    )
+    | _words(  # the same, in French, Italian and Hebrew (folded: no accents)
+        "regle regles faut fonctionne passe faire utiliser concernant ai fourni fournis"
+        " qual e chi si posso devo entro mio mia come cosa prevede"
+        " האם צריך איזה איזו אילו הכללים כללים"
     )
     | _words(  # French
         "le la les l un une des du de d et ou mais donc or ni car a au aux en dans par pour sur "
@@ -114,7 +120,28 @@ def _hebrew_forms(word: str) -> list[str]:
             forms.append(stem)
         else:
             break
+    for form in list(forms):  # plural and final-letter variants meet: סיסמאות / סיסמה
+        bare = form[:-2] if len(form) >= 5 and form.endswith(("ות", "ים")) else form
+        bare = bare[:-1] if len(bare) >= 4 and bare[-1] in "הא" else bare
+        if bare != form and bare not in forms:
+            forms.append(bare)
     return forms
+
+
+# Words people ask with, mapped to the word the documents use (after stemming).
+_SYNONYMS: dict[str, str] = {
+    "fly": "flight",
+    "flie": "flight",
+    "plane": "flight",
+    "hotel": "accommodation",
+    "pays": "pay",
+    "sick": "sick",
+    "ill": "sick",
+    "laptop": "device",
+    "lose": "lost",
+    "dejeuner": "restaurant",
+    "manger": "restaurant",
+}
 
 
 def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
@@ -129,7 +156,8 @@ def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
         if _is_hebrew(word):
             out.extend(f for f in _hebrew_forms(word) if f not in STOPWORDS)
         else:
-            out.append(_stem_latin(word.replace("_", "")))
+            stemmed = _stem_latin(word.replace("_", ""))
+            out.append(_SYNONYMS.get(stemmed, stemmed))
     return out
 
 

@@ -111,6 +111,8 @@ class BackendConfig:
     store_size: int = 1000
     store_ttl: float = 600.0
     faults: str | None = None
+    corpus_strict: bool = False
+    """Fail on a file that is not UTF-8 text instead of skipping it."""
 
     def __repr__(self) -> str:
         # The API key is a secret: never in a repr or a log line.
@@ -132,7 +134,11 @@ class _State:
 
     def __init__(self, config: BackendConfig, corpus: Corpus | None):
         self.config = config
-        self.corpus = corpus if corpus is not None else load_corpus(config.corpus_dir)
+        self.corpus = (
+            corpus
+            if corpus is not None
+            else load_corpus(config.corpus_dir, strict=config.corpus_strict)
+        )
         self.answerer = Answerer(self.corpus)
         self.store = AnswerStore(config.store_size, config.store_ttl)
         self.server_faults = FaultSpec.parse(config.faults)
@@ -564,6 +570,14 @@ async def _document(request: web.Request) -> web.Response:
     return web.Response(text=doc.source_text, content_type=doc.media_type, charset="utf-8")
 
 
+_DOC_CSS = (  # readable, and the cited chunk (the URL's #chunk-N) stands out
+    "body{font:16px/1.6 system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem;"
+    "color:#1f2328}h1{font-size:1.6rem}h2{font-size:1.15rem;margin-top:1.6rem}"
+    "section{padding:.1rem .8rem;border-inline-start:3px solid transparent}"
+    "section:target{background:#fff8c5;border-color:#d4a72c}"
+)
+
+
 def _document_html(state: _State, document_id: str) -> str:
     """A plain HTML page: title, metadata and the chunks, each with an ``#chunk-N`` anchor."""
     doc = state.corpus.document(document_id)
@@ -572,7 +586,7 @@ def _document_html(state: _State, document_id: str) -> str:
     rtl = ' dir="rtl"' if doc.language == "he" else ""
     parts = [
         f'<!doctype html><html lang="{html.escape(doc.language or "")}"{rtl}><head><meta charset="utf-8">',
-        f"<title>{html.escape(doc.title)}</title></head><body>",
+        f"<title>{html.escape(doc.title)}</title><style>{_DOC_CSS}</style></head><body>",
         f"<h1>{html.escape(doc.title)}</h1><p><small>{meta}</small></p>",
     ]
     heading: str | None = None
@@ -580,8 +594,8 @@ def _document_html(state: _State, document_id: str) -> str:
         if chunk.heading and chunk.heading != heading and chunk.heading != doc.title:
             parts.append(f"<h2>{html.escape(chunk.heading)}</h2>")
         heading = chunk.heading
-        for para in chunk.text.split("\n\n"):
-            parts.append(f'<p id="chunk-{chunk.position}">{html.escape(para)}</p>')
+        paras = "".join(f"<p>{html.escape(p)}</p>" for p in chunk.text.split("\n\n"))
+        parts.append(f'<section id="chunk-{chunk.position}">{paras}</section>')
     parts.append("</body></html>")
     return "\n".join(parts)
 
@@ -663,7 +677,7 @@ async def _wikit_v2_sources(request: web.Request) -> web.Response:
                     "id": doc.id,
                     "name": doc.name,
                     "title": doc.title,
-                    "url": f"{root}/documents/{doc.id}",
+                    "url": f"{root}/documents/{doc.id}#chunk-{chunk.position}",
                     "public_link": True,
                     "storage_name": f"corpus/{doc.name}",
                     "data_source_id": doc.data_source_id,

@@ -106,17 +106,44 @@ function connect() {
     if (typeof msg.seq === "number") onStreamEvent(msg);
     else onControl(msg);
   };
+  const opened = () => state.connected;
   ws.onclose = (ev) => {
     if (state.ws !== ws) return;
+    const wasOpen = opened();
     state.ws = null;
     state.connected = false;
     failPending("the connection dropped before the relay accepted the question; ask again");
     if (ev.code === 4008) showBanner("The connection fell behind; resuming where it stopped.", "info");
-    scheduleReconnect(ev.code);
+    if (wasOpen) scheduleReconnect(ev.code);
+    else checkToken().then((needed) => (needed ? tokenRequired() : scheduleReconnect(ev.code)));
   };
   ws.onerror = () => {
     /* onclose follows */
   };
+}
+
+// A refused WebSocket handshake is invisible to the page (close code 1006): ask a plain
+// endpoint that checks the same token whether the relay wants one we did not give.
+async function checkToken() {
+  try {
+    const url = new URL("/metrics", location.href);
+    const token = new URLSearchParams(location.search).get("token");
+    if (token) url.searchParams.set("token", token);
+    const res = await fetch(url, { cache: "no-store" });
+    return res.status === 401;
+  } catch {
+    return false;
+  }
+}
+
+function tokenRequired() {
+  const given = new URLSearchParams(location.search).has("token");
+  setConn(
+    "unauthorized",
+    given
+      ? "this relay refused the token: open the page with the right one, /?token=YOUR_TOKEN"
+      : "this relay requires a token: open the page as /?token=YOUR_TOKEN (the relay's --token)",
+  );
 }
 
 function scheduleReconnect(code) {
@@ -210,6 +237,8 @@ function failPending(message) {
 function newTurn(question) {
   const node = $("#turn-template").content.firstElementChild.cloneNode(true);
   $(".question", node).textContent = question;
+  // Each message takes its direction from its own text: Hebrew reads right to left.
+  $(".question", node).dir = "auto";
   const empty = $("#empty");
   if (empty) empty.remove();
   $("#conversation").appendChild(node);
@@ -346,6 +375,7 @@ function appendToken(s, text) {
     s.turn.text.appendChild(s.tail);
   }
   s.tail.appendData(text);
+  setDirection(s);
 }
 
 function finish(s, answer) {
@@ -471,6 +501,14 @@ function footnoteTarget(s, number) {
   return `cite-${s.id}-${number}`;
 }
 
+// Passages arrive as the document's Markdown: show them as text, without the syntax.
+function plainText(markdown) {
+  return String(markdown)
+    .replace(/^\s{0,3}#{1,6}\s+/gm, "")
+    .replace(/(\*\*|__)(.+?)\1/g, "$2")
+    .replace(/^\s*[-*+]\s+/gm, "• ");
+}
+
 function footnote(s, marker) {
   const sup = el("sup", "fn");
   sup.dataset.marker = s.text.slice(marker.start, marker.end);
@@ -485,9 +523,22 @@ function footnote(s, marker) {
   return sup;
 }
 
+// The direction of a text: that of its first letter (Hebrew and Arabic read right to left).
+function directionOf(text) {
+  const m = /[A-Za-z\u00C0-\u024F\u0370-\u03FF\u0400-\u04FF\u0590-\u08FF]/.exec(text);
+  return m && /[\u0590-\u08FF]/.test(m[0]) ? "rtl" : "ltr";
+}
+
+// The answer, its sources and passages follow the answer's direction (set once it has letters).
+function setDirection(s) {
+  const answer = s.turn.text.closest(".answer");
+  if (answer && !answer.dir && /\p{L}/u.test(s.text)) answer.dir = directionOf(s.text);
+}
+
 function renderText(s) {
   const root = s.turn.text;
   const text = s.text;
+  setDirection(s);
   const markers = findMarkers(s);
   const claims = claimRanges(s);
   const cuts = new Set([0, text.length]);
@@ -636,7 +687,7 @@ function renderWikit(s) {
       if (typeof src.score === "number") bits.push(`score ${src.score.toFixed(3)}`);
       if (chunk.id) bits.push(`chunk ${chunk.id}`);
       if (bits.length) li.appendChild(el("span", "chunk-meta", bits.join(" · ")));
-      if (chunk.data) li.appendChild(el("blockquote", "cited", chunk.data));
+      if (chunk.data) li.appendChild(el("blockquote", "cited", plainText(chunk.data)));
       list.appendChild(li);
     }
     doc.appendChild(list);
@@ -666,9 +717,10 @@ function ask(question) {
   if (!send({ type: "ask", question, ref })) {
     addTurnError(turn, { code: "not_connected", message: "not connected to the relay; try again in a moment" });
     setTurnStatus(turn, "error", "not sent");
-    return;
+    return false;
   }
   state.pending.set(ref, turn);
+  return true;
 }
 
 $("#ask").addEventListener("submit", (ev) => {
@@ -676,8 +728,7 @@ $("#ask").addEventListener("submit", (ev) => {
   const input = $("#question");
   const question = input.value.trim();
   if (!question) return;
-  input.value = "";
-  ask(question);
+  if (ask(question)) input.value = ""; // a question that was not sent stays to be sent again
 });
 
 $("#question").addEventListener("keydown", (ev) => {
