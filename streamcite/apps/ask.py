@@ -26,6 +26,7 @@ from streamcite.apps._enrichers import (
     EnricherOptions,
     build_enrichers,
 )
+from streamcite.apps._provider_render import ProviderRender
 from streamcite.apps._usage import base_url_hint, check_base_url, warn_unset_key
 from streamcite.core.events import (
     CitationRefEvent,
@@ -34,8 +35,11 @@ from streamcite.core.events import (
     Event,
     GroundingEvent,
     MetaEvent,
+    ReasoningEvent,
+    RefusalEvent,
     SourcesEvent,
     TokenEvent,
+    ToolCallEvent,
 )
 from streamcite.core.grounding import GroundingResult
 from streamcite.core.markers import render_superscript
@@ -76,6 +80,7 @@ class AskOptions:
     fault: str | None
     transport: str
     timeout: float
+    no_reasoning: bool = False
 
 
 @click.command("ask")
@@ -209,6 +214,11 @@ class AskOptions:
     default=120.0,
     show_default=True,
     help="Overall time limit in seconds.",
+)
+@click.option(
+    "--no-reasoning",
+    is_flag=True,
+    help="Do not show a reasoning model's thinking (it is still in --json).",
 )
 @click.option("-v", "--verbose", count=True, help="-v: info logs, -vv: debug logs (stderr).")
 def command(question: str | None, demo: bool, verbose: int, **options: Any) -> None:
@@ -399,6 +409,7 @@ class _RichRenderer(_Renderer):
         self.console = Console(highlight=False, soft_wrap=True)
         self.err = Console(stderr=True, highlight=False)
         self._streaming = False
+        self._provider = ProviderRender(self.console, show_reasoning=not opts.no_reasoning)
 
     def start(self) -> None:
         c = self.console
@@ -415,8 +426,11 @@ class _RichRenderer(_Renderer):
         c.print()
 
     def event(self, event: Event) -> None:
-        if isinstance(event, TokenEvent):
+        if isinstance(event, ReasoningEvent | ToolCallEvent | RefusalEvent):
+            self._streaming = self._provider.event(event) or self._streaming
+        elif isinstance(event, TokenEvent):
             if event.index == 0 and event.display:
+                self._provider.end_reasoning()
                 self.console.print(event.display, end="", markup=False)
                 self.console.file.flush()
                 self._streaming = True
@@ -455,11 +469,12 @@ class _RichRenderer(_Renderer):
                 parts.append(f"grounding {answer.timings.grounding_ms:.0f} ms")
             c.print(f"[dim]{' · '.join(parts)}[/dim]")
         c.print()
+        self._provider.finish(answer)
         if answer.citations or answer.sources:
             c.print(_sources_table(answer))
             for line in _links(answer):
                 c.print(line, overflow="fold")
-        elif answer.complete:
+        elif answer.complete and not answer.refusal and not answer.tool_calls:
             c.print("[yellow]No sources: the answer cites nothing.[/yellow]")
         if answer.dangling_refs:
             refs = ", ".join(f"[{n}]" for n in answer.dangling_refs)
