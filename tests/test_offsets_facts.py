@@ -85,16 +85,35 @@ def test_a_byte_range_decodes_to_the_char_slice(text: str, data: st.DataObject) 
 
 
 @given(unicode_text, st.data())
-def test_text_offsets_agree_with_offset_map(text: str, data: st.DataObject) -> None:
-    """The grounding client's prefix-recoding converter gives OffsetMap's answers."""
-    fast, table = TextOffsets(text), OffsetMap(text)
-    assert fast.byte_length == table.byte_length
+def test_offset_map_strategies_agree(text: str, data: st.DataObject) -> None:
+    """Re-coding prefixes, per-character tables and the automatic switch give one answer."""
+    recode, table, auto = (
+        OffsetMap(text, tables=False),
+        OffsetMap(text, tables=True),
+        OffsetMap(text),
+    )
+    assert recode.byte_length == table.byte_length == auto.byte_length == utf8_len(text)
     for b in data.draw(st.lists(st.integers(-2, table.byte_length + 2), max_size=20)):
-        assert fast.byte_to_char(b) == table.byte_to_char(b)
-        assert fast.byte_to_char_end(b) == table.byte_to_char_end(b)
+        assert recode.byte_to_char(b) == table.byte_to_char(b) == auto.byte_to_char(b)
+        assert recode.byte_to_char_end(b) == table.byte_to_char_end(b) == auto.byte_to_char_end(b)
     for i in range(-1, len(text) + 2):
-        assert fast.char_to_byte(i) == table.char_to_byte(i)
-        assert fast.char_to_utf16(i) == table.char_to_utf16(i)
+        assert recode.char_to_byte(i) == table.char_to_byte(i) == auto.char_to_byte(i)
+        assert recode.char_to_utf16(i) == table.char_to_utf16(i) == auto.char_to_utf16(i)
+
+
+def test_offset_map_builds_tables_only_when_used_a_lot() -> None:
+    m = OffsetMap("é" * 100)
+    for i in range(10):
+        m.char_to_byte(i)
+    assert m._byte_starts is None
+    for i in range(10):
+        m.char_to_byte(i)
+    assert m._byte_starts is not None
+    assert OffsetMap("ascii only")._utf8 == b""
+
+
+def test_text_offsets_is_the_offset_map() -> None:
+    assert TextOffsets is OffsetMap
 
 
 # -- footnote markers out, offsets back ------------------------------------------------

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +41,7 @@ from streamcite.core.events import (
     ToolCallEvent,
 )
 from streamcite.core.grounding import GroundingResult
-from streamcite.core.markers import render_superscript
+from streamcite.core.markers import footnote_numbers, render_markers, render_superscript
 from streamcite.core.models import Citation, CitedAnswer
 from streamcite.core.sources import QuotedSource
 from streamcite.logs import configure_logging
@@ -609,10 +608,8 @@ def _print_claims(console: Any, answer: CitedAnswer, marker_mode: str) -> None:
     console.print(f"[bold]Grounding[/bold] ({g.provider}) — {_support_label(g)}")
     for claim in g.claims:
         score_text = "    " if claim.score is None else f"{claim.score:.2f}"
-        written = {
-            int(n) for group in _MARKER.findall(claim.claim_text) for n in _NUMBERS.findall(group)
-        }
-        text = _escape(_render_markers(claim.claim_text.strip(), marker_mode))
+        written = set(footnote_numbers(claim.claim_text))
+        text = _escape(render_markers(claim.claim_text.strip(), marker_mode))
         if claim.grounding_check_required is False:
             console.print(f"  [dim]·  {score_text}  {text}[/dim]")
             continue
@@ -629,21 +626,6 @@ def _print_claims(console: Any, answer: CitedAnswer, marker_mode: str) -> None:
         console.print(f"  [green]✓  {score_text}  {text}[/green]{extra}")
     for w in g.warnings:
         console.print(f"  [yellow]! {_escape(w)}[/yellow]")
-
-
-_MARKER = re.compile(r" ?\[(\d+(?:\s*,\s*\d+)*)\]")
-_NUMBERS = re.compile(r"\d+")
-
-
-def _render_markers(text: str, mode: str) -> str:
-    """A claim's ``[n]`` markers as the answer showed them (superscript, stripped or kept)."""
-    if mode == "keep":
-        return text
-    if mode == "strip":
-        return _MARKER.sub("", text)
-    return _MARKER.sub(
-        lambda m: "⁺".join(render_superscript(int(n)) for n in _NUMBERS.findall(m.group(1))), text
-    )
 
 
 def _footnote_of(origin: Any) -> int | None:

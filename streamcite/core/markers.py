@@ -21,13 +21,29 @@ import re
 from collections.abc import Callable
 from typing import TypeAlias
 
-__all__ = ["FootnoteDetector", "MarkerMode", "render_superscript"]
+__all__ = [
+    "FootnoteDetector",
+    "MarkerMode",
+    "find_markers",
+    "footnote_numbers",
+    "render_markers",
+    "render_superscript",
+    "strip_markers",
+]
 
 MarkerMode: TypeAlias = str | Callable[[int], str]
 
-# A complete marker that ends the text (same grammar as _scan: 1–4 digits, no
-# leading zero, comma-separated with optional spaces).
-_TAIL_MARKER = re.compile(r"\[([1-9][0-9]{0,3}(?:, *[1-9][0-9]{0,3})*)\]\Z")
+# THE footnote grammar, the one every module uses (the streaming scanner below
+# implements the same rule by hand, and a property test holds the two together):
+# "[" + comma-separated numbers (1–4 digits, no leading zero; spaces after a
+# comma) + "]", not followed by "(" (a markdown link).
+_NUMBERS = r"[1-9][0-9]{0,3}(?:, *[1-9][0-9]{0,3})*"
+_MARKER = re.compile(r"\[(" + _NUMBERS + r")\](?!\()")
+# Horizontal space before a marker goes with it when markers are stripped or
+# rendered ("Cameron [1]." → "Cameron." / "Cameron¹."), as the detector does.
+_SPACED_MARKER = re.compile(r"[ \t]*\[(" + _NUMBERS + r")\](?!\()")
+# A complete marker that ends the text: it still awaits its next character.
+_TAIL_MARKER = re.compile(r"\[(" + _NUMBERS + r")\]\Z")
 _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 _MAX_DIGITS = 4
 _PARTIAL = -1
@@ -38,6 +54,69 @@ _INVALID = -2
 def render_superscript(number: int) -> str:
     """``3`` → ``³``: a compact rendering of a footnote for terminals and plain text."""
     return str(number).translate(_SUPERSCRIPT)
+
+
+def find_markers(text: str) -> list[tuple[int, int, list[int]]]:
+    """Every complete footnote marker of a whole text: ``[(start, end, numbers), ...]``.
+
+    >>> find_markers("Paris [1], Lyon [2, 3]. See [4](http://x) and [0].")
+    [(6, 9, [1]), (16, 22, [2, 3])]
+    """
+    return [
+        (m.start(), m.end(), [int(n) for n in m.group(1).split(",")])
+        for m in _MARKER.finditer(text)
+    ]
+
+
+def footnote_numbers(text: str) -> list[int]:
+    """The footnote numbers a whole text cites, in order, repeats kept.
+
+    >>> footnote_numbers("a [2] b [1, 2]")
+    [2, 1, 2]
+    """
+    return [int(n) for m in _MARKER.finditer(text) for n in m.group(1).split(",")]
+
+
+def strip_markers(raw: str) -> tuple[str, list[int]]:
+    """``raw`` without its markers (and the spaces before them), plus an offset map.
+
+    The map gives, for each character kept, its index in ``raw``, with one extra
+    entry ``len(raw)`` so an end offset maps too.
+
+    >>> strip_markers("Hi [1].")
+    ('Hi.', [0, 1, 6, 7])
+    """
+    out: list[str] = []
+    char_map: list[int] = []
+    pos = 0
+    for m in _SPACED_MARKER.finditer(raw):
+        out.append(raw[pos : m.start()])
+        char_map.extend(range(pos, m.start()))
+        pos = m.end()
+    out.append(raw[pos:])
+    char_map.extend(range(pos, len(raw)))
+    char_map.append(len(raw))
+    return "".join(out), char_map
+
+
+def render_markers(text: str, mode: MarkerMode) -> str:
+    """A whole text's markers as a marker mode displays them (what the detector streams).
+
+    >>> render_markers("Paris [1, 2].", "superscript")
+    'Paris¹².'
+    >>> render_markers("Paris [1].", "strip")
+    'Paris.'
+    """
+    if mode == "keep":
+        return text
+    if mode == "strip":
+        return _SPACED_MARKER.sub("", text)
+    render = render_superscript if mode == "superscript" else mode
+    if not callable(render):
+        raise ValueError(f"unknown marker mode {mode!r}: keep, strip, superscript or a callable")
+    return _SPACED_MARKER.sub(
+        lambda m: "".join(render(int(n)) for n in m.group(1).split(",")), text
+    )
 
 
 def _scan(s: str, p: int, nums: list[int]) -> int:

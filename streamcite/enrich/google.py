@@ -37,7 +37,9 @@ from streamcite.core import _validate as v
 from streamcite.core.errors import MalformedResponse, StreamciteError, UpstreamError
 from streamcite.core.events import GroundingEvent, SourcesEvent
 from streamcite.core.grounding import CitedChunk, GroundingClaim, GroundingFact, GroundingResult
+from streamcite.core.markers import footnote_numbers, strip_markers
 from streamcite.core.models import Citation, CitedAnswer
+from streamcite.core.offsets import OffsetMap
 from streamcite.core.sources import QuotedSource
 from streamcite.enrich import limits
 from streamcite.enrich._auth import (
@@ -80,7 +82,6 @@ _CONFIG_RE = re.compile(r"^projects/[^/]+/locations/[^/]+/groundingConfigs/[^/]+
 _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 # A footnote marker (the grammar of streamcite.core.markers) and the blanks before
 # it, so "bella [1]." is sent as "bella.".
-_MARKER = re.compile(r"[ \t]*\[([1-9]\d{0,3}(?:, *[1-9]\d{0,3})*)\](?!\()")
 
 FactsFrom = Literal["citations", "sources", "both"]
 
@@ -120,31 +121,13 @@ class GoogleRequestError(UpstreamError):
 # -- answer text: footnote markers out, offsets back ---------------------------
 
 
-def strip_markers(raw: str) -> tuple[str, list[int]]:
-    """``raw`` without footnote markers, and for each kept character its index in ``raw``.
-
-    The list has one extra entry, ``len(raw)``, so an end offset maps too.
-    """
-    out: list[str] = []
-    char_map: list[int] = []
-    pos = 0
-    for m in _MARKER.finditer(raw):
-        out.append(raw[pos : m.start()])
-        char_map.extend(range(pos, m.start()))
-        pos = m.end()
-    out.append(raw[pos:])
-    char_map.extend(range(pos, len(raw)))
-    char_map.append(len(raw))
-    return "".join(out), char_map
-
-
 def _footnote_numbers(answer: CitedAnswer | str) -> set[int]:
     if isinstance(answer, CitedAnswer):
         numbers = {r.number for r in answer.citation_refs if r.index == 0}
         if numbers:
             return numbers
     text = answer.text if isinstance(answer, CitedAnswer) else answer
-    return {int(n) for m in _MARKER.finditer(text) for n in m.group(1).split(",")}
+    return set(footnote_numbers(text))
 
 
 # -- facts: build, split, cap --------------------------------------------------
@@ -226,63 +209,16 @@ def prepare_facts(
 # -- response parsing ------------------------------------------------------------
 
 
-class TextOffsets:
-    """Byte ↔ character ↔ UTF-16 conversions of one text, for a handful of offsets.
-
-    Same answers as :class:`streamcite.core.offsets.OffsetMap` (clamped; a byte
-    offset inside a character maps to its start, or past it for an exclusive end),
-    but each conversion re-codes a prefix in C instead of building per-character
-    tables in Python first: a response has a few claims, the answer may have 20,000
-    characters, and this runs between the grounding reply and ``done``. ASCII text
-    (bytes = characters) and text without astral characters (UTF-16 = characters)
-    skip even that.
-    """
-
-    __slots__ = ("_ascii", "_bmp", "_utf8", "byte_length", "text")
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self._ascii = text.isascii()
-        self._utf8 = b"" if self._ascii else text.encode("utf-8")
-        self.byte_length = len(text) if self._ascii else len(self._utf8)
-        self._bmp = self._ascii or max(text, default="\0") <= "\uffff"
-
-    def byte_to_char(self, byte_offset: int) -> int:
-        if byte_offset <= 0:
-            return 0
-        if byte_offset >= self.byte_length:
-            return len(self.text)
-        if self._ascii:
-            return byte_offset
-        # A cut inside a character leaves a partial sequence, which "ignore" drops.
-        return len(self._utf8[:byte_offset].decode("utf-8", "ignore"))
-
-    def byte_to_char_end(self, byte_offset: int) -> int:
-        i = self.byte_to_char(byte_offset)
-        inside = (
-            not self._ascii
-            and 0 < byte_offset < self.byte_length
-            and self._utf8[byte_offset] & 0xC0 == 0x80  # a continuation byte
-        )
-        return i + 1 if inside else i
-
-    def char_to_byte(self, char_offset: int) -> int:
-        char_offset = max(0, min(char_offset, len(self.text)))
-        return char_offset if self._ascii else len(self.text[:char_offset].encode("utf-8"))
-
-    def char_to_utf16(self, char_offset: int) -> int:
-        char_offset = max(0, min(char_offset, len(self.text)))
-        if self._bmp:
-            return char_offset
-        return len(self.text[:char_offset].encode("utf-16-le")) // 2
+# The converter used to live here; it is one of OffsetMap's two strategies now.
+TextOffsets = OffsetMap
 
 
 def _claim_offsets(
     claim: GroundingClaim,
     d: dict[str, Any],
     path: str,
-    sent_map: TextOffsets,
-    raw_map: TextOffsets,
+    sent_map: OffsetMap,
+    raw_map: OffsetMap,
     char_map: list[int] | None,
     cursor: int,
     warnings: list[str],
@@ -372,8 +308,8 @@ def parse_check_response(
         cited_facts.append(v.opt_str(v.obj(item, path), "chunkText", path) or "")
 
     sent = raw_answer if sent_answer is None else sent_answer
-    sent_map = TextOffsets(sent)
-    raw_map = sent_map if sent_answer is None else TextOffsets(raw_answer)
+    sent_map = OffsetMap(sent)
+    raw_map = sent_map if sent_answer is None else OffsetMap(raw_answer)
     claims: list[GroundingClaim] = []
     cursor = 0
     for i, item in enumerate(v.arr(d.get("claims", []), "$.claims")):

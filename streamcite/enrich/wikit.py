@@ -18,7 +18,6 @@ the API, 1-based for people).
 
 from __future__ import annotations
 
-import re
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ import orjson
 from streamcite.core import _validate as v
 from streamcite.core.errors import MalformedResponse, UpstreamError
 from streamcite.core.events import SourcesEvent
+from streamcite.core.markers import footnote_numbers
 from streamcite.core.models import CitationRef, CitedAnswer
 from streamcite.core.sources import QuotedSource, SourceDocument
 from streamcite.enrich._http import (
@@ -60,8 +60,6 @@ __all__ = [
 
 DEFAULT_BASE_URL = "https://apis.wikit.ai"
 _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-# Same grammar as the stream's footnote detector (streamcite.core.markers).
-_MARKER = re.compile(r"\[([1-9]\d{0,3}(?:, *[1-9]\d{0,3})*)\](?!\()")
 
 
 class WikitAuthError(UpstreamError):
@@ -482,7 +480,7 @@ def _ref_numbers(answer_or_refs: CitedAnswer | str | Iterable[int | CitationRef]
             return _ref_numbers(answer_or_refs.text)
         items: Iterable[int | CitationRef] = refs0
     elif isinstance(answer_or_refs, str):
-        return [int(n) for m in _MARKER.finditer(answer_or_refs) for n in m.group(1).split(",")]
+        return footnote_numbers(answer_or_refs)
     else:
         items = answer_or_refs
     return [r.number if isinstance(r, CitationRef) else int(r) for r in items]

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from streamcite.core.markers import strip_markers as core_strip_markers
 from streamcite.local.lexical import fold
 
 __all__ = ["Sentence", "needs_grounding", "split_sentences", "strip_markers"]
@@ -81,12 +82,11 @@ _HEADING_RE = re.compile(r"[ \t]*#{1,6}[ \t]+")
 _INLINE_NUMBER_RE = re.compile(r"\d{1,3}[.)]")
 _LIST_OPENING_RE = re.compile(r"[:：]\s+(\d{1,3}[.)])$")
 _OPENERS = "\"'“‘«‹([¿¡*_>"
-_MARKER_RE = re.compile(r"\s?\[\d{1,4}(?:\s*[,;–-]\s*\d{1,4})*\]")
 
 
 def strip_markers(text: str) -> str:
     """The text without footnote markers ``[n]`` (for scoring, never for offsets)."""
-    return _MARKER_RE.sub("", text)
+    return core_strip_markers(text)[0]
 
 
 @dataclass(slots=True)
