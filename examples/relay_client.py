@@ -18,16 +18,18 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import AsyncIterator
-from typing import Any
 
 import aiohttp
 import orjson
 
+from streamcite import CitedAnswer
+from streamcite.events import DoneEvent, ErrorEvent, TokenEvent, event_from_dict
+
 
 async def stream_answer(
     url: str, question: str, *, token: str | None = None, drop_after: int | None = None
-) -> dict[str, Any]:
-    """Ask ``question``; print the answer as it streams; return the final ``done`` event."""
+) -> CitedAnswer:
+    """Ask ``question``; print the answer as it streams; return the final answer."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     stream_id: str | None = None
     last_seq = 0
@@ -55,17 +57,18 @@ async def stream_answer(
                     if seq != last_seq + 1:
                         raise RuntimeError(f"sequence gap or repeat: got {seq} after {last_seq}")
                     last_seq = seq
-                    if ev["type"] == "token" and ev["index"] == 0:
-                        print(ev["text"], end="", flush=True)
+                    event = event_from_dict(ev)  # the typed event (``seq`` is the relay's)
+                    if isinstance(event, TokenEvent) and event.index == 0:
+                        print(event.text, end="", flush=True)
                         tokens_seen += 1
                         if drop_after is not None and tokens_seen == drop_after:
                             drop_after = None
                             break  # leave the `async with`: the connection is cut
-                    elif ev["type"] == "error":
-                        print(f"\n[error {ev['code']}: {ev['message']}]", file=sys.stderr)
-                    elif ev["type"] == "done":
+                    elif isinstance(event, ErrorEvent):
+                        print(f"\n[error {event.code}: {event.message}]", file=sys.stderr)
+                    elif isinstance(event, DoneEvent):
                         print()
-                        return ev
+                        return event.answer
             if stream_id is None:
                 raise RuntimeError("the connection closed before the relay accepted the question")
             await asyncio.sleep(0.2)  # then reconnect and resume
@@ -92,13 +95,20 @@ async def main() -> None:
     args = parser.parse_args()
     async with contextlib.AsyncExitStack() as stack:
         url = args.url or await stack.enter_async_context(embedded_relay())
-        done = await stream_answer(url, args.question, token=args.token, drop_after=args.drop_after)
-    answer = done["answer"]
-    for c in answer["citations"]:
-        print(f"[{c['document_index'] + 1}] {c['document_title']} — {c['source_url']}")
-    if answer["grounding"]:
-        score = answer["grounding"]["support_score"]
-        print(f"support score: {'n/a' if score is None else f'{score:.2f}'}")
+        answer = await stream_answer(
+            url, args.question, token=args.token, drop_after=args.drop_after
+        )
+    for c in answer.citations:
+        number = "?" if c.document_index is None else c.document_index + 1
+        print(f"[{number}] {c.document_title} — {c.source_url}")
+    g = answer.grounding
+    if g is not None:
+        if g.nothing_to_check:
+            print("support: nothing to check")
+        else:
+            print(
+                f"support score: {'n/a' if g.support_score is None else f'{g.support_score:.2f}'}"
+            )
 
 
 if __name__ == "__main__":

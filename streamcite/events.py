@@ -1,4 +1,7 @@
-"""Every event class of the wire format, and the codec (``Event.to_json()``).
+"""Every event class of the wire format, and the codec both ways.
+
+``event.to_json()`` / :func:`event_to_json` write an event; :func:`event_from_json` /
+:func:`event_from_dict` read one back (a relay frame, a logged event, ``--json`` output).
 
 >>> from streamcite.events import TokenEvent
 >>> TokenEvent(index=0, text="Hi").to_json()
@@ -20,6 +23,9 @@ from streamcite.core.events import (
     TokenEvent,
     ToolCallEvent,
     UsageEvent,
+    answer_from_dict,
+    event_from_dict,
+    event_from_json,
     event_to_json,
 )
 
@@ -38,5 +44,8 @@ __all__ = [
     "TokenEvent",
     "ToolCallEvent",
     "UsageEvent",
+    "answer_from_dict",
+    "event_from_dict",
+    "event_from_json",
     "event_to_json",
 ]

@@ -6,11 +6,12 @@ is its wire form (one JSON object, ``type`` first, unknown fields ``null``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, TypeAlias
 
 import orjson
 
+from streamcite.core.errors import MalformedResponse
 from streamcite.core.grounding import (
     CitedChunk,
     GroundingClaim,
@@ -18,7 +19,15 @@ from streamcite.core.grounding import (
     GroundingResult,
     fill_claim_counts,
 )
-from streamcite.core.models import Citation, CitationSpan, CitedAnswer, Usage
+from streamcite.core.models import (
+    Citation,
+    CitationRef,
+    CitationSpan,
+    CitedAnswer,
+    Timings,
+    ToolCall,
+    Usage,
+)
 from streamcite.core.sources import QuotedSource
 
 __all__ = [
@@ -36,6 +45,9 @@ __all__ = [
     "TokenEvent",
     "ToolCallEvent",
     "UsageEvent",
+    "answer_from_dict",
+    "event_from_dict",
+    "event_from_json",
     "event_to_json",
 ]
 
@@ -244,3 +256,128 @@ Event: TypeAlias = (
 def event_to_json(event: Event) -> bytes:
     """The wire form of an event: one JSON object, ``type`` first."""
     return orjson.dumps(event)
+
+
+# -- the other direction: wire form → event (cold path: strict, typed errors) -----------
+
+
+def event_from_json(data: bytes | str) -> Event:
+    """An event from its wire JSON, as :func:`event_to_json` (or the relay) wrote it.
+
+    >>> event_from_json(b'{"type":"token","index":0,"text":"Hi","display":"Hi"}')
+    TokenEvent(type='token', index=0, text='Hi', display='Hi')
+
+    Raises :class:`~streamcite.core.errors.MalformedResponse` for anything that is not
+    one event of the wire format (bad JSON, unknown ``type``, wrong field shapes).
+    """
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise MalformedResponse(f"event: not JSON ({exc})") from None
+    return event_from_dict(obj)
+
+
+def event_from_dict(obj: Any) -> Event:
+    """An event from its wire dict (``event.to_dict()``): the inverse of the codec.
+
+    Unknown fields are ignored (the contract only adds fields), so a client built on an
+    older streamcite reads a newer stream.
+
+    >>> event_from_dict({"type": "finish", "index": 0, "reason": "stop"})
+    FinishEvent(type='finish', index=0, reason='stop')
+    """
+    if not isinstance(obj, dict):
+        raise MalformedResponse(f"event: expected a JSON object, got {type(obj).__name__}")
+    kind = obj.get("type")
+    decode = _DECODERS.get(kind) if isinstance(kind, str) else None
+    if decode is None:
+        raise MalformedResponse(f"event: unknown type {str(kind)[:40]!r}")
+    try:
+        event: Event = decode(obj)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise MalformedResponse(f"event {kind}: bad fields ({exc})") from None
+    return event
+
+
+def answer_from_dict(obj: Any) -> CitedAnswer:
+    """A :class:`CitedAnswer` from its wire dict (the ``answer`` of a ``done`` event)."""
+    if not isinstance(obj, dict):
+        raise MalformedResponse("answer: expected a JSON object")
+    kw = _kwargs(CitedAnswer, obj)
+    kw["citations"] = _list(Citation, obj.get("citations"))
+    kw["citation_refs"] = _list(CitationRef, obj.get("citation_refs"))
+    kw["citation_spans"] = _list(CitationSpan, obj.get("citation_spans"))
+    kw["tool_calls"] = _list(ToolCall, obj.get("tool_calls"))
+    kw["sources"] = [QuotedSource.from_dict(x) for x in obj.get("sources") or ()]
+    kw["errors"] = [_flat(ErrorEvent, x) for x in obj.get("errors") or ()]
+    for name in ("dangling_refs", "uncited_documents", "references"):
+        kw[name] = list(obj.get(name) or ())
+    g = obj.get("grounding")
+    kw["grounding"] = None if g is None else _grounding(GroundingEvent, g).to_result()
+    u = obj.get("usage")
+    kw["usage"] = None if u is None else _flat(Usage, u)
+    kw["timings"] = _flat(Timings, obj.get("timings") or {})
+    return CitedAnswer(**kw)
+
+
+def _kwargs(cls: type, obj: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of dataclass ``cls`` found in its wire dict ``obj``."""
+    return {f.name: obj[f.name] for f in fields(cls) if f.init and f.name in obj}
+
+
+def _flat(cls: type, obj: Any) -> Any:
+    if not isinstance(obj, dict):
+        raise TypeError(f"{cls.__name__}: expected an object")
+    return cls(**_kwargs(cls, obj))
+
+
+def _list(cls: type, items: Any) -> list[Any]:
+    return [_flat(cls, x) for x in items or ()]
+
+
+def _grounding(cls: type[GroundingEvent], obj: Any) -> GroundingEvent:
+    if not isinstance(obj, dict):
+        raise TypeError("grounding: expected an object")
+    kw = _kwargs(cls, obj)
+    kw["claims"] = _list(GroundingClaim, obj.get("claims"))
+    kw["cited_chunks"] = _list(CitedChunk, obj.get("cited_chunks"))
+    kw["facts"] = _list(GroundingFact, obj.get("facts"))
+    kw["cited_facts"] = list(obj.get("cited_facts") or ())
+    kw["warnings"] = list(obj.get("warnings") or ())
+    return cls(**kw)
+
+
+def _citations(obj: dict[str, Any]) -> CitationsEvent:
+    return CitationsEvent(
+        citations=_list(Citation, obj.get("citations")),
+        spans=_list(CitationSpan, obj.get("spans")),
+    )
+
+
+def _sources(obj: dict[str, Any]) -> SourcesEvent:
+    return SourcesEvent(
+        provider=obj.get("provider") or "wikit",
+        query_id=obj.get("query_id"),
+        sources=[QuotedSource.from_dict(x) for x in obj.get("sources") or ()],
+    )
+
+
+# type → decoder: the flat events are their fields; the nested ones build their parts.
+_DECODERS: dict[str, Any] = {
+    cls_type: (lambda o, c=cls: _flat(c, o))
+    for cls_type, cls in (
+        ("meta", MetaEvent),
+        ("token", TokenEvent),
+        ("citation_ref", CitationRefEvent),
+        ("finish", FinishEvent),
+        ("usage", UsageEvent),
+        ("reasoning", ReasoningEvent),
+        ("tool_call", ToolCallEvent),
+        ("refusal", RefusalEvent),
+        ("error", ErrorEvent),
+    )
+}
+_DECODERS["citations"] = _citations
+_DECODERS["sources"] = _sources
+_DECODERS["grounding"] = lambda o: _grounding(GroundingEvent, o)
+_DECODERS["done"] = lambda o: DoneEvent(answer=answer_from_dict(o.get("answer") or {}))

@@ -27,7 +27,7 @@ import time
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -39,21 +39,13 @@ from aiohttp import WSMsgType, web
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.errors import StreamciteError
 from streamcite.core.events import (
-    CitationRefEvent,
-    CitationsEvent,
     DoneEvent,
     ErrorEvent,
     Event,
-    FinishEvent,
-    GroundingEvent,
-    MetaEvent,
-    SourcesEvent,
     TokenEvent,
-    UsageEvent,
+    event_from_json,
 )
-from streamcite.core.grounding import CitedChunk, GroundingClaim, GroundingFact
-from streamcite.core.models import Citation, CitedAnswer
-from streamcite.core.sources import QuotedSource
+from streamcite.core.models import CitedAnswer
 from streamcite.enrich.base import Enricher
 from streamcite.logs import get_logger
 from streamcite.pipeline import Timeouts, stream_chat
@@ -1424,49 +1416,6 @@ def _log_failed_message(exc: StreamciteError) -> str:
     return f"the relay's stream log is unavailable ({exc.code}); retry later"
 
 
-def _wire_kwargs(cls: type, obj: dict[str, Any]) -> dict[str, Any]:
-    """The keyword arguments of dataclass ``cls`` found in its wire dict ``obj``."""
-    return {f.name: obj[f.name] for f in fields(cls) if f.init and f.name in obj}
-
-
-def _event_from_wire(obj: dict[str, Any]) -> Event | None:
-    """Rebuild a logged event from its wire JSON (the relay's own output: trusted shape)."""
-    kind = obj.get("type")
-    if kind == "token":
-        return TokenEvent(**_wire_kwargs(TokenEvent, obj))
-    if kind == "citation_ref":
-        return CitationRefEvent(**_wire_kwargs(CitationRefEvent, obj))
-    if kind == "finish":
-        return FinishEvent(**_wire_kwargs(FinishEvent, obj))
-    if kind == "citations":
-        return CitationsEvent(
-            citations=[Citation(**_wire_kwargs(Citation, c)) for c in obj.get("citations") or ()]
-        )
-    if kind == "usage":
-        return UsageEvent(**_wire_kwargs(UsageEvent, obj))
-    if kind == "meta":
-        return MetaEvent(**_wire_kwargs(MetaEvent, obj))
-    if kind == "error":
-        return ErrorEvent(**_wire_kwargs(ErrorEvent, obj))
-    if kind == "sources":
-        return SourcesEvent(
-            provider=obj.get("provider") or "wikit",
-            query_id=obj.get("query_id"),
-            sources=[QuotedSource.from_dict(s) for s in obj.get("sources") or ()],
-        )
-    if kind == "grounding":
-        return GroundingEvent(
-            provider=obj.get("provider") or "local",
-            support_score=obj.get("support_score"),
-            claims=[GroundingClaim(**_wire_kwargs(GroundingClaim, c)) for c in obj["claims"]],
-            cited_chunks=[CitedChunk(**_wire_kwargs(CitedChunk, c)) for c in obj["cited_chunks"]],
-            cited_facts=list(obj.get("cited_facts") or ()),
-            warnings=list(obj.get("warnings") or ()),
-            facts=[GroundingFact(**_wire_kwargs(GroundingFact, f)) for f in obj["facts"]],
-        )
-    return None  # done (never before the end) or a type this relay does not know
-
-
 def _rebuild_answer(entries: Sequence[LogEntry], error: ErrorEvent | None) -> CitedAnswer:
     """The partial answer a stream's logged events make, ending with ``error`` (if any).
 
@@ -1476,12 +1425,11 @@ def _rebuild_answer(entries: Sequence[LogEntry], error: ErrorEvent | None) -> Ci
     builder = AnswerBuilder()
     for entry in entries:
         try:
-            obj = orjson.loads(entry.payload)
-            event = _event_from_wire(obj) if isinstance(obj, dict) else None
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, StreamciteError):
+            event = event_from_json(entry.payload)
+        except StreamciteError:
             _log.warning("relay.rebuild.skipped", seq=entry.seq)
             continue
-        if event is not None:
+        if not isinstance(event, DoneEvent):  # done is never logged before the end
             builder.add(event)
     if error is not None:
         builder.add(error)
