@@ -124,3 +124,23 @@ async def test_event_stream_resumes_after_last_event_id(uvicorn_serve: Any) -> N
     ]  # fmt: skip
     assert rest.startswith("id: 3\ndata: ") and '"text":"c"' in rest and "id: 2" not in rest
     await log.aclose()
+
+
+@pytest.mark.parametrize("value", ["²", "①", "-3", "x"])
+async def test_a_bad_last_event_id_is_a_400_not_a_500(uvicorn_serve: Any, value: str) -> None:
+    log = MemoryStreamLog()
+    await record_events(log, "s1", _one_token())
+
+    async def stream(request: Request) -> EventStreamResponse:
+        return EventStreamResponse(log=log, stream_id="s1", request=request)
+
+    url = await uvicorn_serve(Starlette(routes=[Route("/events", stream)]))
+    async with httpx.AsyncClient(timeout=10) as client:
+        r = await client.get(url + "/events", headers={"Last-Event-ID": value.encode()})
+    assert r.status_code == 400 and r.json()["code"] == "bad_message"
+    await log.aclose()
+
+
+async def _one_token() -> AsyncIterator[Any]:
+    yield TokenEvent(text="a")
+    yield DoneEvent()

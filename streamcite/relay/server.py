@@ -66,6 +66,7 @@ from streamcite.relay.protocol import (
     relay_error_frame,
     valid_stream_id,
 )
+from streamcite.web.eventsse import parse_last_event_id
 
 __all__ = ["Relay", "RelayConfig", "RelayMetrics", "RelayServer"]
 
@@ -1449,10 +1450,10 @@ def _limit_write_buffer(
 
 
 def _parse_last_event_id(value: str) -> int | None:
-    value = value.strip()
-    if not value.isdigit() or len(value) > 18:
+    try:
+        return parse_last_event_id(value)
+    except ValueError:
         return None
-    return int(value)
 
 
 def _host_of(url: str) -> str:

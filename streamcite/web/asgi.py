@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterable
 from typing import Any
 
+import orjson
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
@@ -49,7 +50,17 @@ class EventStreamResponse(StreamingResponse):
         media_type = headers.pop("Content-Type")
         if log is not None and stream_id is not None:
             if request is not None:
-                after_seq = parse_last_event_id(request.headers.get("last-event-id")) or after_seq
+                try:
+                    after_seq = (
+                        parse_last_event_id(request.headers.get("last-event-id")) or after_seq
+                    )
+                except ValueError as exc:
+                    # A bad header is the client's mistake: 400, never an exception (500).
+                    error = orjson.dumps(
+                        {"type": "error", "code": "bad_message", "message": str(exc)}
+                    )
+                    super().__init__(iter([error]), status_code=400, media_type="application/json")
+                    return
             body = sse_from_log(log, stream_id, after_seq)
         elif events is not None:
             body = event_sse(events)

@@ -29,14 +29,29 @@ def _entry(seq: int, payload: bytes) -> bytes:
     return b"id: %d\ndata: " % seq + payload + b"\n\n"
 
 
+_MAX_SEQ_DIGITS = 18  # a seq is a 64-bit counter; longer is not one
+
+
 def parse_last_event_id(value: str | None) -> int:
-    """The ``seq`` a ``Last-Event-ID`` header names (0 when absent); ``ValueError`` if bad."""
-    if value is None or not value.strip():
+    """The ``seq`` a ``Last-Event-ID`` header (or ``after_seq``) names; 0 when absent.
+
+    ASCII digits only: ``str.isdigit`` also accepts ``²`` and ``①``, which ``int``
+    refuses (an HTTP 500 once), and ``int`` accepts ``+1``, ``1_0`` and Arabic-Indic
+    digits, which are no sequence numbers either.
+
+    >>> parse_last_event_id("12"), parse_last_event_id(None)
+    (12, 0)
+
+    Raises ``ValueError`` for anything else.
+    """
+    if value is None:
         return 0
-    seq = int(value.strip())
-    if seq < 0:
-        raise ValueError("Last-Event-ID must be a sequence number")
-    return seq
+    value = value.strip(" \t")
+    if not value:
+        return 0
+    if len(value) > _MAX_SEQ_DIGITS or not (value.isascii() and value.isdigit()):
+        raise ValueError("Last-Event-ID must be a sequence number (ASCII digits)")
+    return int(value)
 
 
 async def event_sse(events: AsyncIterable[Any]) -> AsyncGenerator[bytes, None]:
