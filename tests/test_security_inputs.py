@@ -28,17 +28,20 @@ def test_last_event_id_accepts_what_eventsource_sends() -> None:
 
 
 async def test_relay_answers_400_for_a_non_ascii_sequence_number() -> None:
-    async with fake_upstream() as up, relay(up.url + "/v1") as server:
-        async with aiohttp.ClientSession() as session:
-            for value in NOT_SEQUENCE_NUMBERS:
-                r = await session.get(
-                    server.url + "/sse", params={"stream_id": "s1", "after_seq": value}
-                )
-                assert r.status == 400, value
-                assert (await r.json())["code"] == "bad_message"
-                r = await session.get(
-                    server.url + "/sse",
-                    params={"stream_id": "s1"},
-                    headers={"Last-Event-ID": value.encode().decode("latin-1")},
-                )
-                assert r.status == 400, value
+    async with (
+        fake_upstream() as up,
+        relay(up.url + "/v1") as server,
+        aiohttp.ClientSession() as session,
+    ):
+        for value in NOT_SEQUENCE_NUMBERS:
+            r = await session.get(
+                server.url + "/sse", params={"stream_id": "s1", "after_seq": value}
+            )
+            assert r.status == 400, value
+            assert (await r.json())["code"] == "bad_message"
+            r = await session.get(
+                server.url + "/sse",
+                params={"stream_id": "s1"},
+                headers={"Last-Event-ID": value.encode().decode("latin-1")},
+            )
+            assert r.status == 400, value
