@@ -6,9 +6,21 @@ terminal, a rich ``MarkupError`` traceback).
 
 from __future__ import annotations
 
-import aiohttp
-import pytest
+import asyncio
+import contextlib
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
+import aiohttp
+import orjson
+import pytest
+from aiohttp import web
+from click.testing import CliRunner
+
+from streamcite.apps._terminal import terminal_safe
+from streamcite.cli import main
 from streamcite.web.eventsse import parse_last_event_id
 from tests._relay_fixtures import fake_upstream, relay
 
@@ -45,3 +57,133 @@ async def test_relay_answers_400_for_a_non_ascii_sequence_number() -> None:
                 headers={"Last-Event-ID": value.encode().decode("latin-1")},
             )
             assert r.status == 400, value
+
+
+# -- terminal escapes and console markup from upstream ----------------------------------
+
+CLEAR, TITLE, CLIPBOARD = "\x1b[2J\x1b[H", "\x1b]0;pwned\x07", "\x1b]52;c;ZXZpbA==\x07"
+C1_CSI = "\x9b31m"
+
+
+def _delta_frame(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    body = {"id": "c1", "object": "chat.completion.chunk", "model": "m", "choices": [choice]}
+    return b"data: " + orjson.dumps({**body, **extra}) + b"\n\n"
+
+
+HOSTILE_STREAM = b"".join(
+    [
+        _delta_frame({"role": "assistant", "reasoning_content": f"think{CLIPBOARD}ing"}),
+        _delta_frame({"content": f"Hello{CLEAR} world{TITLE} [/bold] [1]"}),
+        _delta_frame({"content": f" more{C1_CSI}\r text."}),
+        _delta_frame(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": f"call{TITLE}",
+                        "function": {"name": f"get[/bold]{CLEAR}", "arguments": f"{{{CLIPBOARD}}}"},
+                    }
+                ]
+            }
+        ),
+        f"data: {{not json {TITLE} [/bold]\n\n".encode(),
+        _delta_frame(
+            {},
+            "stop",
+            citations=[
+                {
+                    "cited_text": f"quote{CLEAR}",
+                    "document_title": f"Title{TITLE}[/red]",
+                    "document_index": 0,
+                    "source_url": f"https://example.org/{CLIPBOARD}",
+                }
+            ],
+        ),
+        b"data: [DONE]\n\n",
+    ]
+)
+
+
+@contextlib.contextmanager
+def _hostile_upstream() -> Iterator[str]:
+    """An OpenAI-style endpoint streaming HOSTILE_STREAM, in its own thread and loop."""
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    url: list[str] = []
+
+    async def chat(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        await resp.write(HOSTILE_STREAM)
+        await resp.write_eof()
+        return resp
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", chat)
+    runner = web.AppRunner(app, shutdown_timeout=1.0)
+
+    def serve() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(runner.setup())
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        loop.run_until_complete(site.start())
+        url.append(f"http://127.0.0.1:{runner.addresses[0][1]}/v1")
+        ready.set()
+        loop.run_forever()
+        loop.run_until_complete(runner.cleanup())
+        loop.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    assert ready.wait(10), "upstream did not start"
+    try:
+        yield url[0]
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+
+
+def _assert_inert(output: str) -> None:
+    assert "\x1b" not in output and "\x07" not in output and "\x9b" not in output
+    assert "\r" not in output
+    assert not any("\x80" <= c <= "\x9f" for c in output)
+
+
+def test_ask_renders_no_escape_sequence_from_upstream() -> None:
+    with _hostile_upstream() as base_url:
+        result = CliRunner().invoke(
+            main, ["ask", "hi", "--base-url", base_url, "--model", "m"], catch_exceptions=False
+        )
+    assert result.exit_code in (0, 1), result.output
+    _assert_inert(result.output)
+    # What is not an escape is still shown, markup-looking text included.
+    for visible in ("Hello", "world", "[/bold]", "thinking", "more", "Title[/red]"):
+        assert visible in result.output, visible
+
+
+def test_parse_pretty_prints_markup_in_errors_as_text(tmp_path: Path) -> None:
+    path = tmp_path / "hostile.sse"
+    path.write_bytes(HOSTILE_STREAM)
+    result = CliRunner().invoke(main, ["parse", str(path), "--pretty"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "[/bold]" in result.output  # shown as text, not read as markup (MarkupError)
+    _assert_inert(result.output)
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("a\x1b[31mred\x1b[0m", "ared"),
+        ("t\x1b]0;title\x07x", "tx"),
+        ("c\x1b]52;c;ZXZpbA==\x1b\\d", "cd"),
+        ("\x1bcreset", "reset"),
+        ("tab\tnew\nline", "tab\tnew\nline"),
+        ("bell\x07 bs\x08 del\x7f", "bell bs del"),
+        ("\x9b2Jx\x9d8;;http://e\x9cy", "xy"),
+        ("unterminated \x1b]52;c;AAAA", "unterminated "),
+    ],
+)
+def test_terminal_safe(raw: str, shown: str) -> None:
+    assert terminal_safe(raw) == shown

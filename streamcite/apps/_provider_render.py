@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from streamcite.apps._terminal import console_text, terminal_safe
 from streamcite.core.events import ReasoningEvent, RefusalEvent, ToolCallEvent
 from streamcite.core.models import CitedAnswer
 
@@ -12,8 +13,9 @@ ProviderEvent = ReasoningEvent | ToolCallEvent | RefusalEvent
 
 
 class ProviderRender:
-    """Renders the non-answer deltas of choice 0 on a rich console; upstream text is printed
-    with ``markup=False`` so it can never style or hide the rest of the output."""
+    """Renders the non-answer deltas of choice 0 on a rich console; upstream text is made
+    terminal-safe and printed with ``markup=False`` (or escaped) so it can never style,
+    hide or overwrite the rest of the output."""
 
     def __init__(self, console: Any, *, show_reasoning: bool) -> None:
         self.console = console
@@ -30,11 +32,11 @@ class ProviderRender:
             if not self.in_reasoning:
                 self.console.print("[dim]thinking…[/dim]")
                 self.in_reasoning = True
-            self.console.print(event.text, end="", markup=False, style="dim")
+            self.console.print(terminal_safe(event.text), end="", markup=False, style="dim")
             self.console.file.flush()
             return True
         if isinstance(event, RefusalEvent):
-            self.console.print(event.text, end="", markup=False, style="bold yellow")
+            self.console.print(terminal_safe(event.text), end="", markup=False, style="bold yellow")
             self.console.file.flush()
             return True
         return False  # tool calls are listed whole at the end (fragments are unreadable)
@@ -50,5 +52,6 @@ class ProviderRender:
         if answer.refusal:
             c.print("[bold yellow]The model refused to answer.[/bold yellow]")
         for call in answer.tool_calls:
-            c.print(f"[bold]tool call[/bold] {call.name or '?'} ({call.id or 'no id'})")
-            c.print(f"  {call.arguments}", markup=False, style="cyan")
+            name, call_id = console_text(call.name or "?"), console_text(call.id or "no id")
+            c.print(f"[bold]tool call[/bold] {name} ({call_id})")
+            c.print(f"  {terminal_safe(call.arguments)}", markup=False, style="cyan")

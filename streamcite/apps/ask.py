@@ -26,6 +26,7 @@ from streamcite.apps._enrichers import (
     build_enrichers,
 )
 from streamcite.apps._provider_render import ProviderRender
+from streamcite.apps._terminal import console_text, terminal_safe
 from streamcite.apps._usage import base_url_hint, check_base_url, warn_unset_key
 from streamcite.core.events import (
     CitationRefEvent,
@@ -430,7 +431,7 @@ class _RichRenderer(_Renderer):
         elif isinstance(event, TokenEvent):
             if event.index == 0 and event.display:
                 self._provider.end_reasoning()
-                self.console.print(event.display, end="", markup=False)
+                self.console.print(terminal_safe(event.display), end="", markup=False)
                 self.console.file.flush()
                 self._streaming = True
         elif isinstance(event, ErrorEvent):
@@ -484,9 +485,7 @@ class _RichRenderer(_Renderer):
 
 
 def _escape(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)
+    return console_text(text)
 
 
 @dataclass(slots=True)

@@ -9,6 +9,7 @@ import click
 import orjson
 
 from streamcite.apps._io import read_chunks
+from streamcite.apps._terminal import console_text, json_for_terminal, terminal_safe
 from streamcite.core.api import iter_events
 from streamcite.core.events import CitationRefEvent, ErrorEvent, Event, TokenEvent
 from streamcite.core.markers import MarkerMode
@@ -52,13 +53,15 @@ def _pretty(events: Iterator[Event]) -> None:
     console = Console(highlight=False)
     for ev in events:
         if type(ev) is TokenEvent:
-            console.print(ev.display, end="", markup=False)
+            console.print(terminal_safe(ev.display), end="", markup=False)
         elif type(ev) is CitationRefEvent:
             continue
         elif type(ev) is ErrorEvent:
-            console.print(f"\n[red]error[/red] {ev.code} ({ev.stage}): {ev.message}", markup=True)
+            # Codes and messages quote upstream bytes: escaped, never read as markup.
+            code, stage, message = (console_text(x) for x in (ev.code, ev.stage, ev.message))
+            console.print(f"\n[red]error[/red] {code} ({stage}): {message}", markup=True)
         elif ev.type == "done":
             console.print()
-            console.print_json(orjson.dumps(ev.to_dict()["answer"]).decode())
+            console.print_json(json_for_terminal(orjson.dumps(ev.to_dict()["answer"]).decode()))
         elif ev.type in ("citations", "usage", "finish"):
             console.print(f"\n[dim]{ev.type}[/dim]", markup=True)

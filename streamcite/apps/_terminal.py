@@ -1,0 +1,53 @@
+"""Upstream text made inert for a terminal: no escape sequences, no control characters.
+
+A provider (or anything between it and us) can put ``ESC[2J`` (clear screen),
+``ESC]0;title BEL`` (window title) or ``ESC]52;c;… BEL`` (write the clipboard) into a
+token, a tool call or an error message. Everything the CLI renders from upstream goes
+through :func:`terminal_safe` first; ``--json`` output is JSON, which escapes them.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["console_text", "json_for_terminal", "terminal_safe"]
+
+# Whole sequences first (so their parameters go with them), then any control character
+# left: C0 except tab and newline, DEL, and C1 (the 8-bit forms of ESC sequences).
+_SEQUENCES = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]?"  # CSI: cursor moves, erase, colours
+    r"|\x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"  # OSC: title, clipboard (52), links
+    r"|\x1b[PX^_][^\x1b\x9c]*(?:\x1b\\|\x9c)?"  # DCS, SOS, PM, APC strings
+    r"|\x1b[ -/]*[0-~]?"  # any other escape (charset selection, RIS, …)
+    r"|\x9b[0-?]*[ -/]*[@-~]?"  # 8-bit CSI
+    r"|[\x90\x98\x9d\x9e\x9f][^\x07\x1b\x9c]*(?:\x07|\x9c)?"  # 8-bit string controls
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+)
+_ANY_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    r"""``text`` without escape sequences or control characters (``\n`` and ``\t`` kept).
+
+    >>> terminal_safe("ok\x1b]52;c;ZXZpbA==\x07 \x1b[2Jdone\r\n")
+    'ok done\n'
+    """
+    if _ANY_CONTROL.search(text) is None:
+        return text  # the usual case: one scan, no copy
+    return _SEQUENCES.sub("", text)
+
+
+def json_for_terminal(json_text: str) -> str:
+    """JSON text safe to print: raw C1 controls (legal inside JSON strings) removed.
+
+    C0 controls are already escaped by every JSON encoder; removing characters, not
+    sequences, keeps the document valid JSON.
+    """
+    return _ANY_CONTROL.sub("", json_text)
+
+
+def console_text(text: str) -> str:
+    """Upstream text for a rich markup string: inert for the terminal and for rich."""
+    from rich.markup import escape
+
+    return escape(terminal_safe(text))
