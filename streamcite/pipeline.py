@@ -9,7 +9,6 @@ cancelling the task closes them all.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import itertools
 import random
 import time
@@ -20,7 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from streamcite.core.api import ChatStreamParser
 from streamcite.core.errors import StreamciteError
@@ -32,6 +31,7 @@ from streamcite.core.events import (
 )
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import CitedAnswer
+from streamcite.core.retry_after import parse_retry_after
 from streamcite.enrich.base import EnrichContext, Enricher
 from streamcite.enrich.gate import skip_reason
 from streamcite.logs import get_logger
@@ -65,19 +65,6 @@ class _OpenFailed(Exception):
     def __init__(self, event: ErrorEvent) -> None:
         super().__init__(event.message)
         self.event = event
-
-
-def _retry_after(value: str | None) -> float | None:
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 _STATUS_CODES = {
@@ -120,7 +107,7 @@ def _http_error(status: int, body: bytes, headers: Mapping[str, str]) -> ErrorEv
         retryable=status in (408, 409, 429) or status >= 500,
         stage="http",
         status=status,
-        retry_after=_retry_after(headers.get("retry-after") or headers.get("Retry-After")),
+        retry_after=parse_retry_after(headers.get("retry-after") or headers.get("Retry-After")),
     )
 
 
@@ -352,8 +339,19 @@ class ChatStream:
             self._resp = first
             self.response_headers = first.headers
             return first
+
+        def stop(state: RetryCallState) -> bool:
+            if state.attempt_number >= self.retries + 1:
+                return True
+            # A Retry-After beyond the time left cannot be honoured: report the
+            # rate limit (with retry_after) now instead of sleeping into a timeout.
+            exc = state.outcome.exception() if state.outcome else None
+            ra = exc.event.retry_after if isinstance(exc, _OpenFailed) else None
+            remaining = self._remaining()
+            return ra is not None and remaining is not None and ra > remaining
+
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.retries + 1),
+            stop=stop,
             wait=wait,
             retry=retry_if_exception(lambda e: isinstance(e, _OpenFailed) and e.event.retryable),
             before_sleep=log_retry,

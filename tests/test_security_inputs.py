@@ -187,3 +187,49 @@ def test_parse_pretty_prints_markup_in_errors_as_text(tmp_path: Path) -> None:
 )
 def test_terminal_safe(raw: str, shown: str) -> None:
     assert terminal_safe(raw) == shown
+
+
+# -- a Retry-After the deadline cannot honour -------------------------------------------
+
+
+@pytest.mark.parametrize("retry_after", ["30", "Wed, 21 Oct 2099 07:28:00 GMT"])
+async def test_retry_after_beyond_the_deadline_is_rate_limited_at_once(
+    serve: Any, retry_after: str
+) -> None:
+    from streamcite import Timeouts, stream_chat
+    from streamcite.core.events import DoneEvent, ErrorEvent
+
+    hits = 0
+
+    async def limited(request: web.Request) -> web.Response:
+        nonlocal hits
+        hits += 1
+        return web.json_response(
+            {"error": {"message": "slow down"}}, status=429, headers={"Retry-After": retry_after}
+        )
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", limited)
+    base = await serve(app)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    request = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+    async with stream_chat(
+        request, base_url=base + "/v1", retries=3, timeouts=Timeouts(total=5.0)
+    ) as s:
+        events = [e async for e in s]
+    took = loop.time() - started
+    errors = [e for e in events if isinstance(e, ErrorEvent)]
+    assert [e.code for e in errors] == ["rate_limited"], errors
+    assert errors[0].retry_after is not None and errors[0].retry_after > 5.0
+    assert isinstance(events[-1], DoneEvent)
+    assert hits == 1 and took < 2.0  # no sleep into the 5 s deadline, no futile retry
+
+
+@pytest.mark.parametrize(
+    "value", ["inf", "nan", "-5", "1_0", "²", "1e3", "", "Wed, 21 Oct 2015 07:28:00"]
+)
+def test_retry_after_parser_refuses_what_is_no_delay(value: str) -> None:
+    from streamcite.core.retry_after import parse_retry_after
+
+    assert parse_retry_after(value) is None

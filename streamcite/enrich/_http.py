@@ -15,9 +15,7 @@ An attempt function signals "try again" by raising a :class:`StreamciteError` wi
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import random
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -27,6 +25,7 @@ import aiohttp
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from streamcite.core.errors import StreamciteError, UpstreamError
+from streamcite.core.retry_after import parse_retry_after
 from streamcite.logs import get_logger
 
 __all__ = [
@@ -100,24 +99,6 @@ class RetryPolicy:
         if retry_after is not None and retry_after > 0:
             wait = max(wait, min(retry_after, self.retry_after_cap))
         return wait
-
-
-def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (delta-seconds or HTTP-date)."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when is None:
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 async def with_retries(

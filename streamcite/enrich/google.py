@@ -649,7 +649,8 @@ class GoogleGrounding:
         if status in _RETRY_STATUSES:
             retry_after = parse_retry_after(resp.header("Retry-After"))
             if retry_after is None and "retryDelay" in meta:
-                retry_after = parse_retry_after(str(meta["retryDelay"]))
+                # google.rpc.RetryInfo's retryDelay is a JSON Duration: "2s", "1.500s".
+                retry_after = parse_retry_after(str(meta["retryDelay"]).removesuffix("s"))
             raise UpstreamError(
                 f"Google grounding check: HTTP {status}{said}",
                 code="google_rate_limited" if status == 429 else "google_unavailable",
