@@ -35,7 +35,13 @@ from streamcite.core.retry_after import parse_retry_after
 from streamcite.enrich.base import EnrichContext, Enricher
 from streamcite.enrich.gate import skip_reason
 from streamcite.logs import get_logger
-from streamcite.transports.base import Transport, TransportError, UpstreamResponse
+from streamcite.transports.base import (
+    Transport,
+    TransportError,
+    UpstreamResponse,
+    is_redirect,
+    redirect_message,
+)
 
 __all__ = ["ChatStream", "Timeouts", "stream_chat"]
 
@@ -310,6 +316,18 @@ class ChatStream:
                         stage="connect",
                     )
                 ) from exc
+            if is_redirect(resp.status):
+                location = resp.headers.get("Location")
+                await resp.aclose()
+                raise _OpenFailed(
+                    ErrorEvent(
+                        code="redirected",
+                        message=redirect_message(resp.status, location, self.url),
+                        retryable=False,
+                        stage="http",
+                        status=resp.status,
+                    )
+                )
             if resp.status >= 400:
                 try:
                     async with asyncio.timeout(self._bounded(self.timeouts.idle)):

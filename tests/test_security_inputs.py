@@ -233,3 +233,90 @@ def test_retry_after_parser_refuses_what_is_no_delay(value: str) -> None:
     from streamcite.core.retry_after import parse_retry_after
 
     assert parse_retry_after(value) is None
+
+
+# -- no redirect is followed with credentials -------------------------------------------
+
+
+class _Recorder:
+    """A second origin that records every request (it must get none)."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, str]] = []
+
+    def app(self) -> web.Application:
+        async def any_path(request: web.Request) -> web.Response:
+            self.requests.append(dict(request.headers))
+            return web.json_response({})
+
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", any_path)
+        return app
+
+
+def _redirecting(target: str, status: int) -> web.Application:
+    async def any_path(request: web.Request) -> web.Response:
+        await request.read()
+        return web.Response(status=status, headers={"Location": target + request.path_qs})
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", any_path)
+    return app
+
+
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+async def test_the_chat_stream_follows_no_redirect(serve: Any, transport: str, status: int) -> None:
+    from streamcite import stream_chat
+    from streamcite.core.events import ErrorEvent
+
+    other = _Recorder()
+    other_url = await serve(other.app())
+    base = await serve(_redirecting(other_url + "/steal?key=sk-secret", status))
+    request = {"model": "m", "messages": [{"role": "user", "content": "private"}], "stream": True}
+    async with stream_chat(
+        request,
+        base_url=base + "/v1",
+        api_key="sk-live-abcdef123456",
+        headers={"X-Api-Key": "xk-abcdef123456"},
+        transport=transport,
+        retries=2,
+    ) as s:
+        events = [e async for e in s]
+    errors = [e for e in events if isinstance(e, ErrorEvent)]
+    assert [(e.code, e.status, e.retryable) for e in errors] == [("redirected", status, False)]
+    assert other_url.removeprefix("http://") in errors[0].message
+    assert "steal" not in errors[0].message and "key=" not in errors[0].message
+    assert other.requests == []  # neither the keys nor the conversation left for it
+
+
+async def test_enrichers_follow_no_redirect(serve: Any) -> None:
+    from streamcite import stream_chat
+    from streamcite.apps._enrichers import LOCAL_GOOGLE_CONFIG, LOCAL_WIKIT_APP, LOCAL_WIKIT_ORG
+    from streamcite.core.events import ErrorEvent
+    from streamcite.enrich.google import GoogleGrounding
+    from streamcite.enrich.wikit import WikitSources
+    from streamcite.local.server import BackendConfig, LocalBackend
+
+    other = _Recorder()
+    other_url = await serve(other.app())
+    trap = await serve(_redirecting(other_url, 307))
+    enrichers = [
+        WikitSources(LOCAL_WIKIT_APP, LOCAL_WIKIT_ORG, api_key="wk-abcdef123456", base_url=trap),
+        GoogleGrounding(LOCAL_GOOGLE_CONFIG, token="ya29.abcdef123456", endpoint=trap),
+    ]
+    request = {
+        "model": "streamcite-local",
+        "messages": [{"role": "user", "content": "How many days of remote work per week?"}],
+        "stream": True,
+    }
+    async with LocalBackend(BackendConfig()) as backend:
+        async with stream_chat(request, base_url=backend.base_url, after=enrichers) as s:
+            events = [e async for e in s]
+    errors = {e.stage: e for e in events if isinstance(e, ErrorEvent)}
+    assert {stage: e.code for stage, e in errors.items()} == {
+        "sources": "redirected",
+        "grounding": "redirected",
+    }
+    assert all(other_url.removeprefix("http://") in e.message for e in errors.values())
+    assert other.requests == []

@@ -27,6 +27,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 from streamcite.core.errors import StreamciteError, UpstreamError
 from streamcite.core.retry_after import parse_retry_after
 from streamcite.logs import get_logger
+from streamcite.transports.base import is_redirect, redirect_message
 
 __all__ = [
     "HttpResponse",
@@ -210,7 +211,16 @@ async def send(
     max_body: int = 32 * 1024 * 1024,
 ) -> HttpResponse:
     """One request, body read in full (bounded: a runaway response is an error)."""
-    async with session.request(method, url, headers=headers, data=body) as resp:
+    async with session.request(
+        method, url, headers=headers, data=body, allow_redirects=False
+    ) as resp:
+        if is_redirect(resp.status):
+            raise UpstreamError(
+                redirect_message(resp.status, resp.headers.get("Location"), url),
+                code="redirected",
+                retryable=False,
+                status=resp.status,
+            )
         if resp.content_length is not None and resp.content_length > max_body:
             raise UpstreamError(
                 f"response body of {resp.content_length} bytes exceeds {max_body}",

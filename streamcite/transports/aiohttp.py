@@ -95,7 +95,11 @@ class AiohttpTransport:
         timeout = aiohttp.ClientTimeout(total=None, connect=connect_timeout, sock_read=None)
         try:
             resp = await self._session.post(
-                url, data=body, headers={**headers, **_SSE_HEADERS}, timeout=timeout
+                url,
+                data=body,
+                headers={**headers, **_SSE_HEADERS},
+                timeout=timeout,
+                allow_redirects=False,  # a 3xx is reported as `redirected` (transports.base)
             )
         except TimeoutError as exc:
             raise TransportError(

@@ -6,12 +6,21 @@ stable ``code`` so both give identical events for the same bytes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Mapping
 from typing import Protocol
+from urllib.parse import urljoin, urlsplit
 
 from streamcite.core.errors import StreamciteError
 
-__all__ = ["Transport", "TransportError", "UpstreamResponse", "read_limited"]
+__all__ = [
+    "Transport",
+    "TransportError",
+    "UpstreamResponse",
+    "is_redirect",
+    "read_limited",
+    "redirect_message",
+]
 
 
 async def read_limited(chunks: AsyncIterator[bytes], limit: int) -> bytes:
@@ -28,6 +37,41 @@ async def read_limited(chunks: AsyncIterator[bytes], limit: int) -> bytes:
     except TransportError:
         pass
     return b"".join(parts)[:limit]
+
+
+def is_redirect(status: int) -> bool:
+    """A 3xx answer. streamcite follows none: a request carries credentials (API keys,
+    Wikit keys, Google tokens, the conversation), and a redirect may point anywhere."""
+    return 300 <= status < 400
+
+
+_HOST_CHARS = re.compile(r"[^A-Za-z0-9.\-:\[\]]")
+
+
+def redirect_message(status: int, location: str | None, request_url: str) -> str:
+    """What a ``redirected`` error says: where it pointed, as an origin only.
+
+    Path and query are left out (they may carry tokens), and so is any user:password.
+
+    >>> redirect_message(307, "https://u:p@evil.example:8443/x?key=s", "http://api.local/v1/c")
+    'HTTP 307 redirect to another origin (https://evil.example:8443); not followed, so no credentials left this origin'
+    >>> redirect_message(308, "/v2/c", "http://api.local/v1/c")
+    'HTTP 308 redirect within http://api.local; not followed: point the base URL at the new address'
+    """
+    target = urlsplit(urljoin(request_url, location or ""))
+    source = urlsplit(request_url)
+    host = _HOST_CHARS.sub("", target.netloc.rpartition("@")[2])[:255] or "?"
+    scheme = target.scheme if target.scheme in ("http", "https") else "?"
+    origin = f"{scheme}://{host}"
+    if (target.scheme, target.netloc) == (source.scheme, source.netloc):
+        return (
+            f"HTTP {status} redirect within {origin}; "
+            "not followed: point the base URL at the new address"
+        )
+    return (
+        f"HTTP {status} redirect to another origin ({origin}); "
+        "not followed, so no credentials left this origin"
+    )
 
 
 class TransportError(StreamciteError):

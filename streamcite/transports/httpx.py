@@ -89,7 +89,13 @@ class HttpxTransport:
         try:
             source = await stack.enter_async_context(
                 httpx_sse.aconnect_sse(
-                    self._client, "POST", url, content=body, headers=dict(headers), timeout=timeout
+                    self._client,
+                    "POST",
+                    url,
+                    content=body,
+                    headers=dict(headers),
+                    timeout=timeout,
+                    follow_redirects=False,  # even on a caller's client that follows them
                 )
             )
         except httpx.TimeoutException as exc:
