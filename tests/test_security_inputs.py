@@ -310,9 +310,11 @@ async def test_enrichers_follow_no_redirect(serve: Any) -> None:
         "messages": [{"role": "user", "content": "How many days of remote work per week?"}],
         "stream": True,
     }
-    async with LocalBackend(BackendConfig()) as backend:
-        async with stream_chat(request, base_url=backend.base_url, after=enrichers) as s:
-            events = [e async for e in s]
+    async with (
+        LocalBackend(BackendConfig()) as backend,
+        stream_chat(request, base_url=backend.base_url, after=enrichers) as s,
+    ):
+        events = [e async for e in s]
     errors = {e.stage: e for e in events if isinstance(e, ErrorEvent)}
     assert {stage: e.code for stage, e in errors.items()} == {
         "sources": "redirected",
