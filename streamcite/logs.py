@@ -17,15 +17,35 @@ import structlog
 
 __all__ = ["configure_logging", "get_logger", "redact_secrets"]
 
-_SECRET_KEYS = ("authorization", "api_key", "apikey", "token", "secret", "password")
+# Field names that hold a credential, compared exactly (case- and -/_-insensitive):
+# matching substrings masked ``completion_tokens`` and ``max_tokens``.
+_SECRET_KEYS = frozenset(
+    {
+        "authorization",
+        "proxy_authorization",
+        "api_key",
+        "apikey",
+        "x_api_key",
+        "wikit_semantics_api_key",
+        "token",
+        "access_token",
+        "refresh_token",
+        "bearer",
+        "secret",
+        "client_secret",
+        "password",
+        "cookie",
+        "set_cookie",
+    }
+)
 
 
 def redact_secrets(
     _logger: Any, _method: str, event_dict: MutableMapping[str, Any]
 ) -> MutableMapping[str, Any]:
-    """structlog processor: mask values of keys that look like credentials."""
+    """structlog processor: mask the values of fields named like credentials."""
     for key in list(event_dict):
-        if any(w in key.lower() for w in _SECRET_KEYS) and key != "event":
+        if key.lower().replace("-", "_") in _SECRET_KEYS:
             event_dict[key] = "***"
     return event_dict
 

@@ -31,6 +31,7 @@ from streamcite.core.events import (
 )
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import CitedAnswer
+from streamcite.core.redact import Redactor, header_secrets
 from streamcite.core.retry_after import parse_retry_after
 from streamcite.enrich.base import EnrichContext, Enricher
 from streamcite.enrich.gate import skip_reason
@@ -47,7 +48,6 @@ __all__ = ["ChatStream", "Timeouts", "stream_chat"]
 
 _log = get_logger("streamcite")
 _ids = itertools.count(1)
-_SECRET_HEADER_WORDS = ("authorization", "api-key", "apikey", "api_key", "token", "secret", "key")
 _MAX_RETRY_WAIT = 30.0
 
 
@@ -178,17 +178,15 @@ class ChatStream:
         self._transport = _make_transport(transport, session)
         self._parser = ChatStreamParser(marker_mode)
         self._headers = {"Content-Type": "application/json", **(headers or {})}
-        self._secrets = [v for k, v in self._headers.items() if _is_secret_header(k) and v]
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
-            self._secrets.append(api_key)
+        self._secrets = header_secrets(self._headers.items())
         parts = urlsplit(self.url)
         host = f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
         self._host = host  # never the userinfo of the URL
         if parts.password:
             self._secrets.append(parts.password)
-        # "Bearer sk-..." is scrubbed whole and by its credential alone.
-        self._secrets += [w for v in list(self._secrets) for w in v.split()[1:] if len(w) >= 6]
+        self._redact = Redactor(self._secrets)
         self._log = _log.bind(
             stream_id=self.stream_id, upstream=host, model=self.request.get("model")
         )
@@ -540,10 +538,7 @@ class ChatStream:
         return remaining if limit is None else min(limit, remaining)
 
     def _scrub(self, text: str) -> str:
-        for secret in self._secrets:
-            if secret and secret in text:
-                text = text.replace(secret, "***")
-        return text
+        return self._redact.text(text)
 
     # -- enrichers -----------------------------------------------------------------
 
@@ -648,11 +643,6 @@ class ChatStream:
         if resp is not None:
             await resp.aclose()
         await self._transport.aclose()
-
-
-def _is_secret_header(name: str) -> bool:
-    low = name.lower()
-    return any(w in low for w in _SECRET_HEADER_WORDS)
 
 
 stream_chat = ChatStream

@@ -322,3 +322,113 @@ async def test_enrichers_follow_no_redirect(serve: Any) -> None:
     }
     assert all(other_url.removeprefix("http://") in e.message for e in errors.values())
     assert other.requests == []
+
+
+# -- secrets never reach an event or a log line ------------------------------------------
+
+API_KEY = "sk-live-5f1e0c9a7b3d4e2f8a6c"
+WIKIT_KEY = "wk-9d8c7b6a5f4e3d2c1b0a"
+GOOGLE_TOKEN = "ya29.a0AfH6SMBx7q2w9e8r7t6y"
+
+
+def _leaks(text: str, secrets: list[str]) -> list[str]:
+    """Each secret, or an 8+ character prefix of one, found in ``text``."""
+    return [s for s in secrets for k in range(8, len(s) + 1) if s[:k] in text]
+
+
+def _echoing(status: int) -> web.Application:
+    """Answers every request with an error body that echoes the request's headers."""
+
+    async def any_path(request: web.Request) -> web.Response:
+        await request.read()
+        echo = {"error": {"message": f"bad request; headers were {dict(request.headers)}"}}
+        return web.json_response(echo, status=status)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", any_path)
+    return app
+
+
+async def test_echoed_headers_never_reach_events_or_logs(serve: Any, captured_logs: Any) -> None:
+    from streamcite import stream_chat
+    from streamcite.apps._enrichers import LOCAL_GOOGLE_CONFIG, LOCAL_WIKIT_APP, LOCAL_WIKIT_ORG
+    from streamcite.core.events import ErrorEvent
+    from streamcite.enrich.google import GoogleGrounding
+    from streamcite.enrich.wikit import WikitSources
+    from streamcite.local.server import BackendConfig, LocalBackend
+
+    echo = await serve(_echoing(400))
+    enrichers = [
+        WikitSources(LOCAL_WIKIT_APP, LOCAL_WIKIT_ORG, api_key=WIKIT_KEY, base_url=echo),
+        GoogleGrounding(LOCAL_GOOGLE_CONFIG, token=GOOGLE_TOKEN, endpoint=echo),
+    ]
+    request = {
+        "model": "streamcite-local",
+        "messages": [{"role": "user", "content": "How many days of remote work per week?"}],
+        "stream": True,
+    }
+    async with (
+        LocalBackend(BackendConfig()) as backend,
+        stream_chat(request, base_url=backend.base_url, after=enrichers) as s,
+    ):
+        events = [e async for e in s]
+    errors = [e for e in events if isinstance(e, ErrorEvent)]
+    assert {e.stage for e in errors} == {"sources", "grounding"}, errors
+    wire = b"".join(e.to_json() for e in events).decode()
+    assert _leaks(wire, [WIKIT_KEY, GOOGLE_TOKEN]) == []
+    assert _leaks(repr(captured_logs), [WIKIT_KEY, GOOGLE_TOKEN]) == []
+    # and the chat stream's own key, echoed by its upstream
+    async with stream_chat(request, base_url=echo + "/v1", api_key=API_KEY) as s:
+        events = [e async for e in s]
+    assert [e.code for e in events if isinstance(e, ErrorEvent)] == ["bad_request"]
+    assert _leaks(b"".join(e.to_json() for e in events).decode(), [API_KEY]) == []
+
+
+@pytest.mark.parametrize("cut", range(100, 125))
+async def test_a_key_cut_by_truncation_is_still_masked(serve: Any, cut: int) -> None:
+    """A bad chunk quoting the key, placed so the 120-byte quote cuts it anywhere."""
+    from streamcite import stream_chat
+    from streamcite.core.events import ErrorEvent
+
+    line = ("x" * cut + API_KEY).encode()
+
+    async def chat(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        await resp.write(b"data: " + line + b"\n\ndata: [DONE]\n\n")
+        return resp
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", chat)
+    base = await serve(app)
+    request = {"model": "m", "messages": [], "stream": True}
+    async with stream_chat(request, base_url=base + "/v1", api_key=API_KEY) as s:
+        events = [e async for e in s]
+    errors = [e for e in events if isinstance(e, ErrorEvent)]
+    assert errors and errors[0].code == "invalid_json"
+    wire = b"".join(e.to_json() for e in events).decode()
+    assert _leaks(wire, [API_KEY]) == []
+
+
+def test_log_fields_are_masked_by_exact_name() -> None:
+    from streamcite.logs import redact_secrets
+
+    out = redact_secrets(
+        None,
+        "info",
+        {
+            "Authorization": "x",
+            "api-key": "x",
+            "token": "x",
+            "completion_tokens": 3,
+            "max_tokens": 9,
+        },
+    )
+    assert out == {
+        "Authorization": "***",
+        "api-key": "***",
+        "token": "***",
+        "completion_tokens": 3,
+        "max_tokens": 9,
+    }

@@ -25,6 +25,7 @@ import aiohttp
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from streamcite.core.errors import StreamciteError, UpstreamError
+from streamcite.core.redact import Redactor, header_secrets
 from streamcite.core.retry_after import parse_retry_after
 from streamcite.logs import get_logger
 from streamcite.transports.base import is_redirect, redirect_message
@@ -229,6 +230,8 @@ async def send(
             )
         chunks: list[bytes] = []
         size = 0
+        # An error body may echo the request's headers: its key never goes further.
+        redact = Redactor(header_secrets(headers.items()))
         async for chunk in resp.content.iter_any():
             size += len(chunk)
             if size > max_body:
@@ -238,7 +241,7 @@ async def send(
                     status=resp.status,
                 )
             chunks.append(chunk)
-        return HttpResponse(resp.status, dict(resp.headers), b"".join(chunks))
+        return HttpResponse(resp.status, dict(resp.headers), redact.data(b"".join(chunks)))
 
 
 class SessionHolder:
