@@ -75,6 +75,20 @@ from streamcite.logs import configure_logging
     show_default=True,
     help="Seconds answers stay available to the Wikit endpoints.",
 )
+@click.option(
+    "--max-body-bytes",
+    type=click.IntRange(1024, None),
+    default=1024 * 1024,
+    show_default=True,
+    help="Largest request body; HTTP 413 beyond.",
+)
+@click.option(
+    "--max-question-chars",
+    type=click.IntRange(1, None),
+    default=16 * 1024,
+    show_default=True,
+    help="Longest question answered; HTTP 413 beyond.",
+)
 @click.option("-v", "--verbose", count=True, help="-v: info logs, -vv: debug logs (stderr).")
 def command(
     host: str,
@@ -87,6 +101,8 @@ def command(
     wikit_api_key_env: str | None,
     faults: str | None,
     store_ttl: float,
+    max_body_bytes: int,
+    max_question_chars: int,
     verbose: int,
 ) -> None:
     """Serve chat completions with citations, Wikit quoted sources and Google-style
@@ -110,6 +126,8 @@ def command(
         wikit_api_key=api_key,
         store_ttl=store_ttl,
         faults=faults,
+        max_body_bytes=max_body_bytes,
+        max_question_chars=max_question_chars,
     )
     try:
         asyncio.run(_serve(config, host, port))

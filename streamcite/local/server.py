@@ -24,9 +24,10 @@ from __future__ import annotations
 import asyncio
 import html
 import secrets
+import sys
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -113,6 +114,12 @@ class BackendConfig:
     faults: str | None = None
     corpus_strict: bool = False
     """Fail on a file that is not UTF-8 text instead of skipping it."""
+    max_body_bytes: int = 1024 * 1024
+    """Largest request body (HTTP 413 beyond): a 7 MiB question froze the loop for 2.3 s."""
+    max_question_chars: int = 16 * 1024
+    """Longest question answered (HTTP 413 beyond); retrieval cost grows with it."""
+    answer_cache_bytes: int = 8 * 1024 * 1024
+    """Memory the cache of recent answers may hold (measured per answer, not counted)."""
 
     def __repr__(self) -> str:
         # The API key is a secret: never in a repr or a log line.
@@ -144,7 +151,8 @@ class _State:
         self.server_faults = FaultSpec.parse(config.faults)
         self.closing = asyncio.Event()
         self.organization_id = config.wikit_org_id or DEFAULT_ORGANIZATION_ID
-        self._answers: OrderedDict[str, Answer] = OrderedDict()
+        self._answers: OrderedDict[str, tuple[Answer, int]] = OrderedDict()
+        self._answers_bytes = 0
         self.log = get_logger("streamcite.local")
 
     def answer(self, question: str) -> Answer:
@@ -152,12 +160,40 @@ class _State:
         cached = self._answers.get(question)
         if cached is not None:
             self._answers.move_to_end(question)
-            return cached
+            return cached[0]
         answer = self.answerer.answer(question)
-        self._answers[question] = answer
-        if len(self._answers) > 256:
-            self._answers.popitem(last=False)
+        size = _answer_size(answer)
+        limit = self.config.answer_cache_bytes
+        if size <= limit // 4:  # a huge answer is served, not kept
+            self._answers[question] = (answer, size)
+            self._answers_bytes += size
+            while self._answers_bytes > limit or len(self._answers) > _CACHE_ANSWERS:
+                _, (_, dropped) = self._answers.popitem(last=False)
+                self._answers_bytes -= dropped
         return answer
+
+    @property
+    def cached_answer_bytes(self) -> int:
+        return self._answers_bytes
+
+
+_CACHE_ANSWERS = 256
+
+
+def _field_values(obj: Any) -> list[Any]:
+    return [getattr(obj, f.name) for f in fields(obj)]
+
+
+def _answer_size(answer: Answer) -> int:
+    """What an answer holds, measured: every string at its in-memory size, plus the
+    objects around them (a cold path: it runs once per new question)."""
+    strings = [answer.question, answer.text]
+    for s in answer.sentences:
+        strings += [x for x in _field_values(s) if isinstance(x, str)]
+    for p in answer.passages:
+        strings += [x for x in _field_values(p) if isinstance(x, str)]
+    objects = 1 + len(answer.sentences) + len(answer.passages)
+    return sum(map(sys.getsizeof, strings)) + 200 * objects
 
 
 _STATE = web.AppKey("streamcite_local_state", _State)
@@ -168,7 +204,7 @@ def create_app(
 ) -> web.Application:
     """The backend as an aiohttp application (``corpus`` overrides ``config.corpus_dir``)."""
     state = _State(config or BackendConfig(), corpus)
-    app = web.Application(client_max_size=8 * 1024 * 1024)
+    app = web.Application(client_max_size=state.config.max_body_bytes)
     app[_STATE] = state
     app.router.add_post("/v1/chat/completions", _chat_completions)
     app.router.add_get("/v1/models", _models)
@@ -271,6 +307,9 @@ async def _chat_completions(request: web.Request) -> web.StreamResponse:
         body = orjson.loads(await request.read())
     except orjson.JSONDecodeError:
         return _openai_error(400, "the request body is not valid JSON")
+    except web.HTTPRequestEntityTooLarge:
+        limit = state.config.max_body_bytes
+        return _openai_error(413, f"the request body is larger than {limit} bytes")
     if not isinstance(body, dict):
         return _openai_error(400, "the request body must be a JSON object")
     messages = body.get("messages")
@@ -296,6 +335,12 @@ async def _chat_completions(request: web.Request) -> web.StreamResponse:
         return _openai_error(400, "'max_tokens' must be a positive integer", param="max_tokens")
 
     question = question_from_messages(messages)
+    if len(question) > state.config.max_question_chars:
+        return _openai_error(
+            413,
+            f"the question is longer than {state.config.max_question_chars} characters",
+            param="messages",
+        )
     answer = state.answer(question)
     if spec.hallucinate:
         answer = with_wrong_number(answer)
