@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import gc
 import tracemalloc
+from pathlib import Path
 
 import aiohttp
 import orjson
+import pytest
 
+from streamcite.local.corpus import CorpusError, load_corpus
 from streamcite.local.server import _STATE, BackendConfig, LocalBackend, create_app
 
 Q = "How many days of remote work per week?"
@@ -71,3 +74,48 @@ def test_the_answer_cache_is_bounded_by_measured_bytes() -> None:
     assert state.cached_answer_bytes <= limit
     # Without the bound the cache held about 300 × 10 KB = 3 MB here.
     assert held < 2 * limit, f"the cache holds {held} bytes for a {limit}-byte bound"
+
+
+async def test_citation_urls_never_come_from_the_host_header() -> None:
+    async with (
+        LocalBackend(BackendConfig()) as backend,
+        aiohttp.ClientSession() as session,
+    ):
+        r = await session.post(
+            backend.base_url + "/chat/completions",
+            data=_chat(Q),
+            headers={"Host": "evil.example"},
+        )
+        body = (await r.read()).decode()
+    assert r.status == 200 and "source_url" in body
+    assert "evil.example" not in body
+    assert backend.root_url + "/documents/" in body
+
+
+async def test_a_configured_public_url_roots_the_citations() -> None:
+    public = "https://docs.example.org/base"
+    async with (
+        LocalBackend(BackendConfig(public_url=public)) as backend,
+        aiohttp.ClientSession() as session,
+    ):
+        r = await session.post(backend.base_url + "/chat/completions", data=_chat(Q))
+        body = (await r.read()).decode()
+    assert public + "/documents/" in body and backend.root_url not in body
+
+
+def test_the_corpus_follows_no_link_out_of_its_folder(tmp_path: Path) -> None:
+    outside = tmp_path / "private"
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Secret\n\nThe vault code is 4242.\n")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "policy.md").write_text("# Policy\n\nRemote work is allowed two days a week.\n")
+    (corpus / "linked.md").symlink_to(outside / "secret.md")
+    (corpus / "dir").symlink_to(outside, target_is_directory=True)
+    (corpus / "inside.md").symlink_to(corpus / "policy.md")  # a link within is fine
+    loaded = load_corpus(corpus)
+    texts = " ".join(c.text for c in loaded.chunks)
+    assert "4242" not in texts and "Remote work" in texts
+    assert any("linked.md" in s and "symbolic link" in s for s in loaded.skipped)
+    with pytest.raises(CorpusError, match="symbolic link"):
+        load_corpus(corpus, strict=True)

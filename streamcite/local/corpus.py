@@ -195,10 +195,18 @@ def load_corpus(
         root = Path(directory)
         if not root.is_dir():
             raise CorpusError(f"corpus folder not found: {root}")
+        inside = root.resolve()
         for path in sorted(
             p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES
         ):
             rel = path.relative_to(root).as_posix()
+            if not path.resolve().is_relative_to(inside):
+                # A link out of the folder would serve a private file as a "document".
+                problem = f"{path}: a symbolic link out of the corpus folder {root}"
+                if strict:
+                    raise CorpusError(problem)
+                skipped.append(f"skipped {problem}")
+                continue
             try:
                 text = _read(path, str(path.resolve()))
             except CorpusError as exc:

@@ -120,6 +120,9 @@ class BackendConfig:
     """Longest question answered (HTTP 413 beyond); retrieval cost grows with it."""
     answer_cache_bytes: int = 8 * 1024 * 1024
     """Memory the cache of recent answers may hold (measured per answer, not counted)."""
+    public_url: str | None = None
+    """Root of citation and document URLs; default: the address the client connected
+    to (``LocalBackend`` sets its own ``root_url``). Never taken from ``Host``."""
 
     def __repr__(self) -> str:
         # The API key is a secret: never in a repr or a log line.
@@ -153,6 +156,7 @@ class _State:
         self.organization_id = config.wikit_org_id or DEFAULT_ORGANIZATION_ID
         self._answers: OrderedDict[str, tuple[Answer, int]] = OrderedDict()
         self._answers_bytes = 0
+        self.public_url = config.public_url
         self.log = get_logger("streamcite.local")
 
     def answer(self, question: str) -> Answer:
@@ -230,7 +234,16 @@ def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -
 
 
 def _root_url(request: web.Request) -> str:
-    return f"{request.scheme}://{request.host}"
+    """Where citation and document URLs point: the configured public URL, else the
+    address the client reached (the socket's), never the client-supplied ``Host``."""
+    public = request.app[_STATE].public_url
+    if public:
+        return public.rstrip("/")
+    sock = request.transport.get_extra_info("sockname") if request.transport else None
+    if isinstance(sock, tuple) and len(sock) >= 2:
+        host = str(sock[0])
+        return f"http://[{host}]:{sock[1]}" if ":" in host else f"http://{host}:{sock[1]}"
+    return "http://127.0.0.1"
 
 
 def _retry_headers(spec: FaultSpec) -> dict[str, str] | None:
@@ -898,6 +911,8 @@ class LocalBackend:
         self._runner = runner
         addresses = runner.addresses
         self.port = int(addresses[0][1]) if addresses else self._requested_port
+        if self.config.public_url is None:
+            self._app[_STATE].public_url = self.root_url
         self._app[_STATE].log.debug("local backend started", url=self.root_url)
 
     async def stop(self) -> None:
