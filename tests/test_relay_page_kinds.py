@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -24,11 +25,18 @@ from streamcite.local.checker import LocalGrounding
 from streamcite.local.profiles import REASONING_TEXT, REFUSAL_TEXT
 from streamcite.local.server import BackendConfig, LocalBackend
 from tests._relay_fixtures import CHROMIUM_ARGS, relay, require_chromium, running
-from tests.test_relay_browser import backend_answer, save_screenshot
+from tests.test_relay_browser import backend_answer
 
 pytestmark = pytest.mark.browser
 
 QUESTION = "How many days can I work remotely?"
+
+
+def save_artifact(png: bytes, name: str) -> None:
+    """Keep a screenshot under test-artifacts/ (never the docs' screenshot)."""
+    folder = Path(__file__).resolve().parent.parent / "test-artifacts"
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_bytes(png)
 
 
 @contextlib.asynccontextmanager
@@ -132,7 +140,7 @@ async def test_reasoning_streams_open_then_folds_when_the_answer_starts() -> Non
             assert await details.evaluate("d => d.open") is True
             assert await page.locator(".reasoning-text").is_visible()
             await until(page, "document.querySelector('mark.claim')")  # grounding as usual
-            save_screenshot(await page.screenshot(full_page=True), "relay-reasoning.png")
+            save_artifact(await page.screenshot(full_page=True), "relay-reasoning.png")
 
 
 async def test_reasoning_resumes_after_a_cut_without_loss_or_repeat() -> None:
@@ -185,7 +193,7 @@ async def test_tool_call_card_builds_up_then_pretty_prints_its_arguments() -> No
         assert await page.locator(".tool-note").is_hidden()
         assert not await page.locator(".tool-calls").is_hidden()
         assert stream["text"] == "" and stream["seqs"] == list(range(1, len(stream["seqs"]) + 1))
-        save_screenshot(await page.screenshot(full_page=True), "relay-tool-call.png")
+        save_artifact(await page.screenshot(full_page=True), "relay-tool-call.png")
 
 
 async def test_refusal_is_shown_as_such_and_not_as_a_grounding_failure() -> None:
@@ -218,7 +226,7 @@ async def test_refusal_is_shown_as_such_and_not_as_a_grounding_failure() -> None
                 "n => getComputedStyle(n).backgroundColor"
             )
             assert style[0] == "dashed" and style[1] != text_bg  # styled apart from an answer
-            save_screenshot(await page.screenshot(full_page=True), "relay-refusal.png")
+            save_artifact(await page.screenshot(full_page=True), "relay-refusal.png")
 
 
 # -- hostile text in the new parts ------------------------------------------------------
