@@ -99,7 +99,7 @@ async def wait_done(page: Any, index: int = 0) -> dict[str, Any]:
 
 async def test_reasoning_streams_open_then_folds_when_the_answer_starts() -> None:
     async with (
-        LocalBackend(BackendConfig(token_delay=0.05, faults="profile=reasoning")) as be,
+        LocalBackend(BackendConfig(token_delay=0.1, faults="profile=reasoning")) as be,
         relay(be.base_url, enrichers=[LocalGrounding()]) as server,
     ):
         expected = await backend_answer(be.base_url)
@@ -145,7 +145,7 @@ async def test_reasoning_streams_open_then_folds_when_the_answer_starts() -> Non
 
 async def test_reasoning_resumes_after_a_cut_without_loss_or_repeat() -> None:
     async with (
-        LocalBackend(BackendConfig(token_delay=0.06, faults="profile=reasoning")) as be,
+        LocalBackend(BackendConfig(token_delay=0.1, faults="profile=reasoning")) as be,
         relay(be.base_url) as server,
         page_for(server.url + "/") as page,
     ):
@@ -165,7 +165,7 @@ async def test_reasoning_resumes_after_a_cut_without_loss_or_repeat() -> None:
 
 async def test_tool_call_card_builds_up_then_pretty_prints_its_arguments() -> None:
     async with (
-        LocalBackend(BackendConfig(token_delay=0.15, faults="tool_call=search_docs")) as be,
+        LocalBackend(BackendConfig(token_delay=0.3, faults="tool_call=search_docs")) as be,
         relay(be.base_url, enrichers=[LocalGrounding()]) as server,
         page_for(server.url + "/") as page,
     ):
