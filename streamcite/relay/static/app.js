@@ -5,6 +5,19 @@
 // http:/https: URLs become links. The relay's Content-Security-Policy is a second
 // wall, not the first.
 
+import { el } from "./dom.js";
+import {
+  newParts,
+  onReasoning,
+  onRefusal,
+  onToolCall,
+  partsView,
+  settleReasoning,
+  settleToolCalls,
+  showSkipped,
+} from "./kinds.js";
+import { setLang, statedLanguage } from "./lang.js";
+
 const RECONNECT_MIN_MS = 250;
 const RECONNECT_MAX_MS = 5000;
 const STREAM_ID = /^[A-Za-z0-9_-]{1,64}$/;
@@ -24,13 +37,6 @@ const state = {
 };
 
 const $ = (sel, root = document) => root.querySelector(sel);
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined && text !== null) node.textContent = String(text);
-  return node;
-}
 
 /** The URL as a link target when it is http(s), else null (javascript:, data:, ...). */
 export function safeHref(url) {
@@ -239,6 +245,7 @@ function newTurn(question) {
   $(".question", node).textContent = question;
   // Each message takes its direction from its own text: Hebrew reads right to left.
   $(".question", node).dir = "auto";
+  setLang($(".question", node), question);
   const empty = $("#empty");
   if (empty) empty.remove();
   $("#conversation").appendChild(node);
@@ -254,6 +261,12 @@ function newTurn(question) {
     citations: $(".citations", node),
     wikit: $(".wikit", node),
     wikitList: $(".wikit-list", node),
+    reasoning: $(".reasoning", node),
+    reasoningLabel: $(".reasoning-label", node),
+    reasoningText: $(".reasoning-text", node),
+    refusal: $(".refusal", node),
+    refusalText: $(".refusal-text", node),
+    tools: $(".tool-calls", node),
   };
 }
 
@@ -274,6 +287,8 @@ function newStream(id, turn) {
     allowGap: false,
     renderQueued: false,
     tail: null, // text node that receives tokens between full renders
+    lang: null, // the answer's stated language (done.answer.language), when there is one
+    parts: newParts(), // reasoning, tool calls, refusal (kinds.js)
   };
   turn.node.dataset.streamId = id;
   state.streams.set(id, s);
@@ -325,7 +340,25 @@ function onStreamEvent(ev) {
   s.seqs.push(ev.seq);
   switch (ev.type) {
     case "token":
-      if (ev.index === 0 && typeof ev.text === "string") appendToken(s, ev.text);
+      if (ev.index === 0 && typeof ev.text === "string") {
+        settleReasoning(s); // the answer started: the reasoning folds away
+        appendToken(s, ev.text);
+      }
+      break;
+    case "reasoning":
+      if (ev.index === 0 && typeof ev.text === "string") onReasoning(s, ev.text);
+      break;
+    case "tool_call":
+      if (ev.index === 0) {
+        settleReasoning(s);
+        onToolCall(s, ev);
+      }
+      break;
+    case "refusal":
+      if (ev.index === 0 && typeof ev.text === "string") {
+        settleReasoning(s);
+        onRefusal(s, ev.text);
+      }
       break;
     case "citation_ref":
       if (ev.index === 0) {
@@ -354,7 +387,11 @@ function onStreamEvent(ev) {
       }
       break;
     case "finish":
-      if (ev.index === 0) setStatus(s, "finishing", "checking sources…");
+      if (ev.index === 0) {
+        settleReasoning(s);
+        settleToolCalls(s, null);
+        setStatus(s, "finishing", s.parts.refusal !== null ? "finishing…" : "checking sources…");
+      }
       break;
     case "error":
       addStreamError(s, ev);
@@ -386,10 +423,18 @@ function finish(s, answer) {
   }
   s.verified = typeof answer.text === "string" ? answer.text === s.text : null;
   s.turn.text.dataset.verified = String(s.verified);
+  s.lang = statedLanguage(answer.language);
+  settleReasoning(s);
+  settleToolCalls(s, answer.tool_calls);
+  if (s.parts.refusal === null && typeof answer.refusal === "string" && answer.refusal) {
+    onRefusal(s, answer.refusal);
+  }
+  if (!s.grounding) showSkipped(s, answer.enrichment_skipped);
   const errors = Array.isArray(answer.errors) ? answer.errors : [];
   const cancelled = errors.some((e) => e && (e.code === "cancelled" || e.code === "abandoned"));
   if (cancelled) setStatus(s, "cancelled", "stopped");
   else if (errors.length) setStatus(s, "error", "done, with errors");
+  else if (s.parts.refusal !== null) setStatus(s, "refused", "declined");
   else setStatus(s, "done", "done");
   queueRender(s);
   updateStop();
@@ -533,6 +578,10 @@ function directionOf(text) {
 function setDirection(s) {
   const answer = s.turn.text.closest(".answer");
   if (answer && !answer.dir && /\p{L}/u.test(s.text)) answer.dir = directionOf(s.text);
+  // its language: from the first letters (cheap), or as the stream states it
+  if (s.lang || s.text.length < 400 || !s.turn.text.hasAttribute("lang")) {
+    setLang(s.turn.text, s.text, s.lang);
+  }
 }
 
 function renderText(s) {
@@ -625,6 +674,7 @@ function renderCitations(s) {
     items.sort((a, b) => (a.document_index ?? 0) - (b.document_index ?? 0));
     const first = items[0];
     const doc = el("article", "doc");
+    setLang(doc, items.map((c) => [c.document_title, c.cited_text].join(" ")).join(" "), first.language);
     const h = el("h3", "doc-title");
     h.appendChild(linkOrText(first.source_url, first.document_title || "Untitled document", "doc-link"));
     doc.appendChild(h);
@@ -669,6 +719,8 @@ function renderWikit(s) {
   for (const items of groups.values()) {
     const d = items[0].document;
     const doc = el("article", "doc");
+    const sample = items.map((src) => (src.chunk && src.chunk.data) || "").join(" ");
+    setLang(doc, [d.title || d.name || "", sample].join(" "), d.language);
     const h = el("h3", "doc-title");
     h.appendChild(linkOrText(d.url, d.title || d.name || d.id, "doc-link"));
     doc.appendChild(h);
@@ -752,6 +804,7 @@ window.streamcite = {
       seqs: s.seqs.slice(),
       done: s.done,
       verified: s.verified,
+      ...partsView(s),
     })),
   connected: () => state.connected,
   dropConnection: () => state.ws && state.ws.close(4000, "dropped by the page"),

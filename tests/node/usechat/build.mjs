@@ -1,0 +1,23 @@
+// Bundles usechat/app.jsx (React + @ai-sdk/react + ai, pinned in ../package-lock.json)
+// into usechat/dist/app.js with esbuild. Deterministic: the same inputs give the same
+// bytes (no timestamps, no absolute paths). Run by scripts/node-deps.sh and, when the
+// bundle is missing or stale, by tests/test_web_usechat.py.
+import { build } from "esbuild";
+import { fileURLToPath } from "node:url";
+import { dirname, join } from "node:path";
+
+const here = dirname(fileURLToPath(import.meta.url));
+await build({
+  entryPoints: [join(here, "app.jsx")],
+  outfile: join(here, "dist", "app.js"),
+  absWorkingDir: join(here, ".."),
+  bundle: true,
+  format: "esm",
+  platform: "browser",
+  target: "es2020",
+  jsx: "automatic",
+  minify: true,
+  legalComments: "none",
+  define: { "process.env.NODE_ENV": '"production"' },
+  logLevel: "warning",
+});
