@@ -432,3 +432,44 @@ def test_log_fields_are_masked_by_exact_name() -> None:
         "completion_tokens": 3,
         "max_tokens": 9,
     }
+
+
+# -- what a browser reads of an upstream failure -----------------------------------------
+
+
+async def test_relay_errors_name_no_internal_address_or_errno(serve: Any) -> None:
+    import socket
+
+    from tests._relay_fixtures import ws_client
+
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    async with relay(f"http://127.0.0.1:{port}/v1") as server, ws_client(server) as client:
+        sid = await client.ask("hi")
+        done = await client.until_done(sid)
+    errors = [f for f in client.frames if f.get("type") == "error" and f.get("seq")]
+    assert [e["code"] for e in errors] == ["connect_failed"]
+    shown = orjson.dumps([errors, done]).decode()
+    assert "Errno" not in shown and "127.0.0.1" not in shown and str(port) not in shown
+
+
+@pytest.mark.parametrize(
+    ("message", "shown"),
+    [
+        (
+            "sources: connect ([Errno 111] Connect call failed ('10.0.3.7', 8001))",
+            "sources: connect",
+        ),
+        ("upstream at 192.168.1.20:8443 said no", "upstream at an internal address said no"),
+        ("model 'gpt-x' not found", "model 'gpt-x' not found"),
+    ],
+)
+def test_addresses_and_errno_leave_error_messages(message: str, shown: str) -> None:
+    from streamcite.core.events import ErrorEvent
+    from streamcite.relay.browser_errors import for_browser
+
+    event = ErrorEvent(code="wikit_error", message=message)
+    for_browser(event)
+    assert "Errno" not in event.message and "10.0.3.7" not in event.message
+    assert event.message.startswith(shown)

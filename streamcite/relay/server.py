@@ -49,6 +49,7 @@ from streamcite.core.models import CitedAnswer
 from streamcite.enrich.base import Enricher
 from streamcite.logs import get_logger
 from streamcite.pipeline import Timeouts, stream_chat
+from streamcite.relay.browser_errors import for_browser
 from streamcite.relay.log import LogEntry, StreamLog, StreamStatus
 from streamcite.relay.memlog import MemoryStreamLog
 from streamcite.relay.protocol import (
@@ -1256,6 +1257,10 @@ class Relay:
             async with stream:
                 async for event in stream:
                     t = time.perf_counter()
+                    if type(event) is ErrorEvent:
+                        detail = for_browser(event)
+                        if detail is not None:
+                            slog.warning("relay.upstream_error", code=event.code, detail=detail)
                     seq = await log.append(sid, orjson.dumps(event))
                     if on_event is not None:
                         on_event(sid, seq, t)
