@@ -119,3 +119,36 @@ def test_the_corpus_follows_no_link_out_of_its_folder(tmp_path: Path) -> None:
     assert any("linked.md" in s and "symbolic link" in s for s in loaded.skipped)
     with pytest.raises(CorpusError, match="symbolic link"):
         load_corpus(corpus, strict=True)
+
+
+async def test_client_faults_only_when_allowed() -> None:
+    """A served backend takes no fault injection from requests unless told to."""
+    async with (
+        LocalBackend(BackendConfig(allow_client_faults=False)) as backend,
+        aiohttp.ClientSession() as session,
+    ):
+        url = backend.base_url + "/chat/completions"
+        r = await session.post(url, data=_chat(Q), headers={"X-Streamcite-Fault": "status=500"})
+        assert r.status == 403
+        assert "--allow-client-faults" in (await r.json())["error"]["message"]
+        r = await session.post(url + "?fault=status%3D500", data=_chat(Q))
+        assert r.status == 403
+        r = await session.post(url, data=_chat(Q))
+        assert r.status == 200
+
+
+def test_serve_local_refuses_client_faults_by_default() -> None:
+    from click.testing import CliRunner
+
+    from streamcite.apps import serve_local
+
+    seen: list[BackendConfig] = []
+
+    async def fake_serve(config: BackendConfig, host: str, port: int) -> None:
+        seen.append(config)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(serve_local, "_serve", fake_serve)
+        assert CliRunner().invoke(serve_local.command, []).exit_code == 0
+        assert CliRunner().invoke(serve_local.command, ["--allow-client-faults"]).exit_code == 0
+    assert [c.allow_client_faults for c in seen] == [False, True]

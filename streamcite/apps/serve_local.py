@@ -89,6 +89,11 @@ from streamcite.logs import configure_logging
     show_default=True,
     help="Longest question answered; HTTP 413 beyond.",
 )
+@click.option(
+    "--allow-client-faults",
+    is_flag=True,
+    help="Take fault injection from requests (X-Streamcite-Fault, ?fault=); off by default.",
+)
 @click.option("-v", "--verbose", count=True, help="-v: info logs, -vv: debug logs (stderr).")
 def command(
     host: str,
@@ -103,6 +108,7 @@ def command(
     store_ttl: float,
     max_body_bytes: int,
     max_question_chars: int,
+    allow_client_faults: bool,
     verbose: int,
 ) -> None:
     """Serve chat completions with citations, Wikit quoted sources and Google-style
@@ -128,6 +134,7 @@ def command(
         faults=faults,
         max_body_bytes=max_body_bytes,
         max_question_chars=max_question_chars,
+        allow_client_faults=allow_client_faults,
     )
     try:
         asyncio.run(_serve(config, host, port))

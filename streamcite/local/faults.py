@@ -17,7 +17,14 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 
-__all__ = ["FAULT_HEADER", "FAULT_QUERY", "FaultSpec", "FaultSpecError", "request_faults"]
+__all__ = [
+    "FAULT_HEADER",
+    "FAULT_QUERY",
+    "ClientFaultsOff",
+    "FaultSpec",
+    "FaultSpecError",
+    "request_faults",
+]
 
 FAULT_HEADER = "X-Streamcite-Fault"
 FAULT_QUERY = "fault"
@@ -173,6 +180,12 @@ def _convert(key: str, kind: str, raw: str) -> float | int | bool | str:
     if number < 0:
         raise FaultSpecError(f"fault {key}: {number} must not be negative")
     return number
+
+
+class ClientFaultsOff(FaultSpecError):
+    """A request asked for faults that this server does not take from clients."""
+
+    status = 403
 
 
 def request_faults(

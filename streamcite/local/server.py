@@ -44,7 +44,14 @@ from streamcite.local.answerer import (
     with_wrong_number,
 )
 from streamcite.local.corpus import Corpus, load_corpus, stable_id
-from streamcite.local.faults import FaultSpec, FaultSpecError, request_faults
+from streamcite.local.faults import (
+    FAULT_HEADER,
+    FAULT_QUERY,
+    ClientFaultsOff,
+    FaultSpec,
+    FaultSpecError,
+    request_faults,
+)
 from streamcite.local.google_api import add_google_routes, google_error_middleware
 from streamcite.local.profiles import profile_events
 from streamcite.local.store import AnswerStore, StoredAnswer
@@ -120,6 +127,10 @@ class BackendConfig:
     """Longest question answered (HTTP 413 beyond); retrieval cost grows with it."""
     answer_cache_bytes: int = 8 * 1024 * 1024
     """Memory the cache of recent answers may hold (measured per answer, not counted)."""
+    allow_client_faults: bool = True
+    """Take fault injection from requests (``X-Streamcite-Fault``, ``?fault=``). On for
+    in-process use (tests, ``ask --demo``, ``bench``); ``serve-local`` turns it off
+    unless started with ``--allow-client-faults``."""
     public_url: str | None = None
     """Root of citation and document URLs; default: the address the client connected
     to (``LocalBackend`` sets its own ``root_url``). Never taken from ``Host``."""
@@ -279,7 +290,18 @@ def _google_error(status: int, message: str, spec: FaultSpec | None = None) -> w
 
 def _faults(request: web.Request) -> FaultSpec:
     state = request.app[_STATE]
+    if not state.config.allow_client_faults and (
+        FAULT_HEADER in request.headers or FAULT_QUERY in request.query
+    ):
+        raise ClientFaultsOff(
+            "this server takes no fault injection from clients "
+            "(start it with --allow-client-faults)"
+        )
     return request_faults(state.server_faults, request.headers, request.query)
+
+
+def _fault_status(exc: FaultSpecError) -> int:
+    return 403 if isinstance(exc, ClientFaultsOff) else 400
 
 
 async def _sleep(seconds: float | None) -> None:
@@ -313,7 +335,7 @@ async def _chat_completions(request: web.Request) -> web.StreamResponse:
     try:
         spec = _faults(request)
     except FaultSpecError as exc:
-        return _openai_error(400, f"invalid fault spec: {exc}", param="X-Streamcite-Fault")
+        return _openai_error(_fault_status(exc), f"fault spec: {exc}", param="X-Streamcite-Fault")
     if spec.status is not None:
         return _openai_error(spec.status, f"injected fault: HTTP {spec.status}", spec=spec)
     try:
@@ -691,7 +713,7 @@ async def _wikit_record(request: web.Request, *, bearer: bool) -> StoredAnswer |
     try:
         spec = _faults(request)
     except FaultSpecError as exc:
-        return _detail(400, f"invalid fault spec: {exc}")
+        return _detail(_fault_status(exc), f"fault spec: {exc}")
     refusal = _wikit_auth(request, bearer=bearer)
     if refusal is not None:
         return _detail(401, refusal)
@@ -813,7 +835,7 @@ async def _grounding_check(request: web.Request) -> web.Response:
     try:
         spec = _faults(request)
     except FaultSpecError as exc:
-        return _google_error(400, f"invalid fault spec: {exc}")
+        return _google_error(_fault_status(exc), f"fault spec: {exc}")
     if spec.status is not None:
         return _google_error(spec.status, f"injected fault: HTTP {spec.status}", spec)
     try:
