@@ -64,13 +64,13 @@ _GENERIC = {
 }
 
 _SCRUB = re.compile(
-    r"""\[Errno\s*-?\d+\][^,;)\]]*"""  # [Errno 111] Connect call failed
+    r"""\[Errno\s*-?\d+\][^(;\]]*"""  # [Errno 111] Connect call failed
     r"""|\(\s*'[^']*'\s*,\s*\d+[^)]*\)"""  # ('127.0.0.1', 8001)
-    r"""|[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'"<>]+"""  # URLs
-    r"""|\[[0-9A-Fa-f:.%]*:[0-9A-Fa-f:.%]*\](?::\d+)?"""  # [::1]:8001
+    r"""|\b[a-zA-Z][a-zA-Z0-9+.-]{0,31}://[^\s'"<>]+"""  # URLs
+    r"""|\[[0-9A-Fa-f:.%]{2,45}\](?::\d+)?"""  # [::1]:8001
     r"""|\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?\b"""  # 10.0.0.5:8001
     r"""|\b(?:[0-9a-fA-F]{0,4}:){2,7}[0-9a-fA-F]{0,4}\b"""  # bare IPv6
-    r"""|\b(?:localhost|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+):\d{1,5}\b"""  # host:port
+    r"""|\b(?:localhost|(?:[A-Za-z0-9-]{1,63}\.){1,8}[A-Za-z0-9-]{1,63}):\d{1,5}\b"""  # host:port
     r"""|\b(?:errno|os error)\s*[:=]?\s*-?\d+""",
     re.IGNORECASE,
 )
@@ -78,8 +78,9 @@ _SCRUB = re.compile(
 
 def scrub(message: str) -> str:
     """``message`` without addresses, URLs and errno details, at most 1,000 characters."""
-    out = _SCRUB.sub("…", message[: _MAX_MESSAGE * 2])
-    return out if len(out) <= _MAX_MESSAGE else out[: _MAX_MESSAGE - 1] + "…"
+    cut = len(message) > _MAX_MESSAGE
+    out = _SCRUB.sub("…", message[:_MAX_MESSAGE])
+    return out + "…" if cut else out
 
 
 def public_error(event: ErrorEvent) -> str | None:
