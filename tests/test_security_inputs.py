@@ -461,13 +461,13 @@ async def test_relay_errors_name_no_internal_address_or_errno(serve: Any) -> Non
             "sources: connect ([Errno 111] Connect call failed ('10.0.3.7', 8001))",
             "sources: connect",
         ),
-        ("upstream at 192.168.1.20:8443 said no", "upstream at an internal address said no"),
+        ("upstream at 192.168.1.20:8443 said no", "upstream at … said no"),
         ("model 'gpt-x' not found", "model 'gpt-x' not found"),
     ],
 )
 def test_addresses_and_errno_leave_error_messages(message: str, shown: str) -> None:
     from streamcite.core.events import ErrorEvent
-    from streamcite.relay.browser_errors import for_browser
+    from streamcite.relay.bounds import public_error as for_browser
 
     event = ErrorEvent(code="wikit_error", message=message)
     for_browser(event)

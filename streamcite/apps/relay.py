@@ -93,16 +93,27 @@ def _env(name: str | None, what: str) -> str | None:
 )
 @click.option(
     "--token",
-    default=None,
+    "tokens",
+    multiple=True,
     envvar="STREAMCITE_RELAY_TOKEN",
-    help="Require this token from clients (also read from STREAMCITE_RELAY_TOKEN).",
+    help="Require a token from clients (repeatable: each token is its own principal, whose "
+    "streams others cannot resume or cancel; STREAMCITE_RELAY_TOKEN: whitespace-separated).",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="HOST",
+    help="Host header served (repeatable; name[:port], [v6]:port, .domain, '*'; default: the "
+    "bound address and localhost names with the port). Guards against DNS rebinding.",
 )
 @click.option(
     "--allowed-origin",
     "allowed_origins",
     multiple=True,
     metavar="ORIGIN",
-    help="Allowed browser Origin (repeatable; default: same origin only; '*': any).",
+    help="Allowed browser Origin (repeatable; default: http(s) origins of the allowed hosts; "
+    "'*': any).",
 )
 @click.option(
     "--redis-url",
@@ -120,6 +131,21 @@ def _env(name: str | None, what: str) -> str | None:
     "resume after a crash), or at once (lower latency; a crash can lose events Redis never got).",
 )
 @click.option("--max-streams", type=click.IntRange(1), default=2000, show_default=True)
+@click.option(
+    "--max-streams-per-connection",
+    type=click.IntRange(1),
+    default=8,
+    show_default=True,
+    help="Streams one WebSocket may carry at once.",
+)
+@click.option(
+    "--max-streams-per-client",
+    type=click.IntRange(1),
+    default=16,
+    show_default=True,
+    help="Upstream streams one client (token at one address; the address without tokens) "
+    "may run at once, over all connections; past it: quota_exceeded (HTTP 429).",
+)
 @click.option(
     "--shutdown-grace", type=click.FloatRange(0), default=10.0, show_default=True, metavar="S"
 )
@@ -139,6 +165,13 @@ def command(**opts: Any) -> None:
     if upstream == "local" and opts["base_url"]:
         raise click.UsageError("--base-url cannot be combined with --upstream local")
     check_base_url(opts["base_url"])
+    from streamcite.relay.guard import parse_host_pattern
+
+    for host in opts["allowed_hosts"]:
+        try:
+            parse_host_pattern(host)
+        except ValueError as exc:
+            raise click.UsageError(f"--allowed-host: {exc}") from None
     if opts["grounding"] == "google" and upstream == "remote" and not opts["google_config"]:
         raise click.UsageError("--grounding google needs --google-config with a remote upstream")
     secrets = {
@@ -219,6 +252,7 @@ async def _serve(opts: dict[str, Any], upstream: str, secrets: dict[str, str | N
             await stack.enter_async_context(_local_backend(opts)) if upstream == "local" else None
         )
         base_url = backend.base_url if backend is not None else opts["base_url"]
+        tokens = [t for t in opts["tokens"] if t]
         for warning in backend.corpus.skipped if backend is not None else []:
             print(f"streamcite: warning: {warning}", file=sys.stderr, flush=True)
         config = RelayConfig(
@@ -227,9 +261,13 @@ async def _serve(opts: dict[str, Any], upstream: str, secrets: dict[str, str | N
             model=opts["model"] or "streamcite-local",
             system_prompt=opts["system_prompt"],
             enrichers=_enrichers(opts, backend, secrets),
-            token=opts["token"],
+            token=tokens[0] if tokens else None,
+            tokens=tuple(tokens[1:]),
+            allowed_hosts=tuple(opts["allowed_hosts"]),
             allowed_origins=tuple(opts["allowed_origins"]),
             max_streams_total=opts["max_streams"],
+            max_streams_per_connection=opts["max_streams_per_connection"],
+            max_streams_per_client=opts["max_streams_per_client"],
             shutdown_grace=opts["shutdown_grace"],
             allow_client_faults=opts["allow_faults"] and backend is not None,
         )
@@ -242,7 +280,7 @@ async def _serve(opts: dict[str, Any], upstream: str, secrets: dict[str, str | N
             RelayServer(config, host=opts["host"], port=opts["port"], log=log)
         )
         page = server.url + "/"
-        if opts["token"]:
+        if opts["tokens"]:
             page += "?token=…"
         print(f"streamcite relay on {server.url}", flush=True)
         upstream_desc = "embedded local backend" if backend is not None else base_url

@@ -2,21 +2,28 @@
 
 The body is what ``DefaultChatTransport`` sends; the question is the text of the last
 user message. Same gates as ``/ws``: the relay's token, Origin and Host rules (its
-``_refusal`` check), message and question size limits, and the relay-wide stream
-quota (counting these streams too). The answer is streamed straight from the upstream
-(no stream log: the UI message stream has no resume); a browser that aborts closes
-the upstream request at once.
+``_refusal`` check), message and question size limits, the per-client quota
+(``quota_exceeded``, 429) and the relay-wide stream limit (counting these streams
+too). Error events get the same bounds and public messages as on ``/ws`` (at most
+``max_stream_errors``, no internal addresses). The answer is streamed straight from
+the upstream (no stream log: the UI message stream has no resume); a browser that
+aborts closes the upstream request at once.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
 import orjson
 from aiohttp import web
 
+from streamcite.core.events import DoneEvent, ErrorEvent
+from streamcite.logs import get_logger
 from streamcite.pipeline import stream_chat
+from streamcite.relay.bounds import StreamErrors, public_error
 from streamcite.relay.protocol import AskMessage, relay_error_frame
+from streamcite.relay.quotas import QUOTA_CODE
 from streamcite.web.stream import question_from_ui_messages, ui_message_stream
 from streamcite.web.uimessage import UI_MESSAGE_STREAM_HEADERS
 
@@ -51,11 +58,16 @@ def add_aisdk_route(app: web.Application, relay: Relay) -> None:
             )
         if len(relay._owned) + active[0] >= cfg.max_streams_total:
             return relay._reject("relay_busy", 503, "the relay is at its stream limit")
+        key = relay._identity(request).quota_key
+        if not relay.quotas.acquire(key):
+            relay.metrics.errors[QUOTA_CODE] += 1
+            return relay._reject(QUOTA_CODE, 429, relay.quotas.message())
         active[0] += 1
         try:
             return await _serve(relay, request, question)
         finally:
             active[0] -= 1
+            relay.quotas.release(key)
 
     app.router.add_post("/api/chat", handle)
 
@@ -74,7 +86,7 @@ async def _serve(relay: Relay, request: web.Request, question: str) -> web.Strea
         retries=cfg.retries,
     )
     resp = web.StreamResponse(headers=dict(UI_MESSAGE_STREAM_HEADERS))
-    stream = ui_message_stream(events)
+    stream = ui_message_stream(_bounded(events, cfg.max_stream_errors))
     relay.metrics.streams_started += 1
     try:
         await resp.prepare(request)
@@ -83,3 +95,28 @@ async def _serve(relay: Relay, request: web.Request, question: str) -> web.Strea
     finally:
         await stream.aclose()  # also on abort: the upstream request closes now
     return resp
+
+
+_log = get_logger("streamcite.relay.aisdk")
+
+
+async def _bounded(events: Any, max_errors: int) -> AsyncGenerator[Any, None]:
+    """``events`` with at most ``max_errors`` error events, all with public messages."""
+    errors = StreamErrors(max_errors)
+    try:
+        async for event in events:
+            if type(event) is ErrorEvent:
+                admitted = errors.admit(event)
+                if admitted is None:
+                    continue
+                detail = public_error(admitted)
+                if detail is not None:
+                    _log.warning("relay.aisdk.error_detail", code=admitted.code, detail=detail)
+                event = admitted
+            elif type(event) is DoneEvent:
+                for err in event.answer.errors:
+                    if isinstance(err, ErrorEvent):
+                        public_error(err)
+            yield event
+    finally:
+        await events.aclose()

@@ -150,7 +150,7 @@ def parse_client_message(
     if kind == "resume":
         _no_extra(obj, _RESUME_KEYS)
         after = obj.get("after_seq", 0)
-        if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+        if isinstance(after, bool) or not isinstance(after, int) or not 0 <= after < 2**63:
             raise ProtocolError("after_seq must be an integer >= 0", code="bad_message")
         return ResumeMessage(stream_id=_stream_id(obj), after_seq=after)
     if not isinstance(kind, str):
@@ -263,6 +263,7 @@ def hello_frame(
     max_question_chars: int,
     max_streams: int,
     features: dict[str, bool],
+    max_streams_per_client: int | None = None,
 ) -> bytes:
     """First frame on a WebSocket: protocol version, limits and what the relay can do."""
     return orjson.dumps(
@@ -274,6 +275,11 @@ def hello_frame(
                 "max_message_bytes": max_message_bytes,
                 "max_question_chars": max_question_chars,
                 "max_streams_per_connection": max_streams,
+                **(
+                    {}
+                    if max_streams_per_client is None
+                    else {"max_streams_per_client": max_streams_per_client}
+                ),
             },
             "features": features,
         }

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import secrets
 import socket
 import time
@@ -49,7 +48,8 @@ from streamcite.core.models import CitedAnswer
 from streamcite.enrich.base import Enricher
 from streamcite.logs import get_logger
 from streamcite.pipeline import Timeouts, stream_chat
-from streamcite.relay.browser_errors import for_browser
+from streamcite.relay.bounds import StreamErrors, bounded_done, public_error
+from streamcite.relay.guard import Guard, Identity, norm_origin, parse_host_pattern
 from streamcite.relay.log import LogEntry, StreamLog, StreamStatus
 from streamcite.relay.memlog import MemoryStreamLog
 from streamcite.relay.protocol import (
@@ -67,6 +67,8 @@ from streamcite.relay.protocol import (
     relay_error_frame,
     valid_stream_id,
 )
+from streamcite.relay.quotas import QUOTA_CODE, StreamQuotas
+from streamcite.relay.writer import SendGate
 from streamcite.web.eventsse import parse_last_event_id
 
 __all__ = ["Relay", "RelayConfig", "RelayMetrics", "RelayServer"]
@@ -111,11 +113,22 @@ class RelayConfig:
     """Shared by all streams (sources, grounding); a client may switch them off per ask."""
     token: str | None = field(default=None, repr=False)
     """When set, every client must present it (Bearer header, ``token`` query or cookie)."""
+    tokens: tuple[str, ...] = field(default=(), repr=False)
+    """More accepted tokens. Each token (``token`` first) is its own principal: a stream
+    can be resumed and cancelled only with the token that started it."""
+    allowed_hosts: tuple[str, ...] = ()
+    """``Host`` values served (``name[:port]``, ``[v6]:port``, ``.domain``, ``*``); a name
+    without a port allows any port. Empty: the address a connection arrived on and
+    ``localhost``/``127.0.0.1``/``[::1]``, with the relay's port (DNS rebinding guard)."""
     allowed_origins: tuple[str, ...] = ()
-    """Origins allowed on ``/ws`` and ``/sse``; empty: same origin only; ``"*"``: any."""
+    """Origins allowed on ``/ws``, ``/sse`` and ``/api/chat``; empty: the ``http(s)``
+    origins of the allowed hosts; ``"*"``: any."""
     max_message_bytes: int = 16 * 1024
     max_question_chars: int = 4000
     max_streams_per_connection: int = 8
+    max_streams_per_client: int = 16
+    """Upstream streams one client (principal at one address) may run at once, over all
+    its connections and transports; past it: ``quota_exceeded`` (HTTP 429)."""
     max_streams_total: int = 2000
     """Upstream requests running at once on this relay."""
     max_connections: int = 10_000
@@ -129,7 +142,12 @@ class RelayConfig:
     """How many events a client whose buffer is full may fall behind the live stream
     before it is closed with 4008 (it can reconnect and resume)."""
     send_timeout: float = 10.0
-    """Longest a single write to a client may wait for its socket to drain."""
+    """Longest any write to a client may wait for its socket to drain."""
+    max_stream_errors: int = 100
+    """Error events one stream sends at most (then one ``errors_truncated`` notice);
+    also the most errors a ``done`` answer lists."""
+    max_done_bytes: int = 1024 * 1024
+    """Largest ``done`` frame; a larger answer is trimmed (``truncated: true``)."""
     heartbeat_interval: float = 15.0
     resume_grace: float = 30.0
     """A stream nobody listens to is cancelled after this many seconds."""
@@ -151,9 +169,17 @@ class RelayConfig:
             "max_connections",
             "client_buffer_events",
             "client_buffer_bytes",
+            "max_streams_per_client",
+            "max_stream_errors",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
+        if self.max_done_bytes < 4096:
+            raise ValueError("max_done_bytes must be >= 4096")
+        if any(not t for t in self.tokens):
+            raise ValueError("tokens must not be empty")
+        for host in self.allowed_hosts:
+            parse_host_pattern(host)  # ValueError when malformed
         for name in ("send_timeout", "heartbeat_interval"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0")
@@ -163,8 +189,7 @@ class RelayConfig:
         self.allowed_origins = tuple(_norm_origin(o) for o in self.allowed_origins)
 
 
-def _norm_origin(origin: str) -> str:
-    return origin.strip().rstrip("/").lower()
+_norm_origin = norm_origin
 
 
 # -- metrics -----------------------------------------------------------------------
@@ -312,23 +337,28 @@ class _Owned:
     cancel_reason: str | None = None
     grace: asyncio.TimerHandle | None = None
     started: float = field(default_factory=time.perf_counter)
+    quota_key: str | None = None
+    """The client whose quota this stream counts against (released when it ends)."""
 
 
 class _Client:
     """One client connection (a WebSocket, or one SSE response)."""
 
     kind = "?"
-    __slots__ = ("closing", "id", "last_send", "log", "pumps", "sending_since", "transport")
+    __slots__ = ("closing", "gate", "id", "last_send", "log", "pumps", "transport", "who")
 
-    def __init__(self, transport: asyncio.BaseTransport | None) -> None:
+    def __init__(
+        self, transport: asyncio.BaseTransport | None, protocol: Any, cap: int, who: Identity
+    ) -> None:
         self.id = secrets.token_hex(4)
         self.transport = transport
+        self.who = who
         self.pumps: dict[str, asyncio.Task[None]] = {}
         self.last_send = time.monotonic()
-        self.sending_since = 0.0
-        """When the write in progress started (0: none). The relay's watchdog closes a
-        client whose write stays blocked past ``send_timeout`` — cheaper than a
-        timeout around every write, which is the hot path."""
+        self.gate = SendGate(transport, protocol, cap)
+        """Every pending write's start (the relay's watchdog closes a client whose oldest
+        write stays blocked past ``send_timeout`` — cheaper than a timeout around every
+        write, which is the hot path) and the write-buffer cap."""
         self.closing = False
         self.log = _log.bind(client=self.id, transport=self.kind)
 
@@ -339,14 +369,17 @@ class _Client:
         """Write one frame (waits only while the client's socket buffer is full)."""
         if self.closing:
             raise _ClientGone
-        self.sending_since = now = time.monotonic()
+        gate = self.gate
+        key = gate.begin()
         try:
+            if gate.full():  # over the cap: wait (only this client) until it drains
+                await gate.wait_for_room()
             await self._write(frame, seq)
         except (ConnectionError, RuntimeError, aiohttp.ClientError) as exc:
             raise _ClientGone from exc
         finally:
-            self.sending_since = 0.0
-        self.last_send = now
+            gate.end(key)
+        self.last_send = time.monotonic()
 
     def backlogged(self) -> bool:
         """True when the kernel stopped taking this client's bytes (its buffer holds some)."""
@@ -379,10 +412,12 @@ class _WsClient(_Client):
     def __init__(
         self,
         ws: web.WebSocketResponse,
-        transport: asyncio.BaseTransport | None,
+        request: web.Request,
         send_timeout: float,
+        cap: int,
+        who: Identity,
     ):
-        super().__init__(transport)
+        super().__init__(request.transport, request.protocol, cap, who)
         self.ws = ws
         self.send_timeout = send_timeout
         self.closer: asyncio.Task[None] | None = None
@@ -413,9 +448,14 @@ class _SseClient(_Client):
     __slots__ = ("heartbeat_interval", "request", "resp")
 
     def __init__(
-        self, request: web.Request, resp: web.StreamResponse, heartbeat_interval: float
+        self,
+        request: web.Request,
+        resp: web.StreamResponse,
+        heartbeat_interval: float,
+        cap: int,
+        who: Identity,
     ) -> None:
-        super().__init__(request.transport)
+        super().__init__(request.transport, request.protocol, cap, who)
         self.request = request
         self.resp = resp
         self.heartbeat_interval = heartbeat_interval
@@ -434,7 +474,7 @@ class _SseClient(_Client):
         # One response per stream: ending it is closing. A write stuck on a full
         # socket can only be ended by dropping the connection.
         self.closing = True
-        if self.sending_since:
+        if self.gate.busy:
             self.abort()
         self._stop_pumps()
 
@@ -488,6 +528,13 @@ class Relay:
         }
         self.log.on_cancel(self._on_cancel_request)
         self._log = _log.bind(relay=config.instance_id)
+        self.guard = Guard(
+            tokens=([config.token] if config.token else []) + list(config.tokens),
+            allowed_hosts=config.allowed_hosts,
+            allowed_origins=config.allowed_origins,
+            cookie=TOKEN_COOKIE,
+        )
+        self.quotas = StreamQuotas(config.max_streams_per_client)
         self.app = self._build_app()
 
     def __repr__(self) -> str:
@@ -522,7 +569,7 @@ class Relay:
     def _build_app(self) -> web.Application:
         app = web.Application(
             client_max_size=self.config.max_message_bytes,
-            middlewares=[self._security_headers],
+            middlewares=[self._security_headers, self.guard.middleware(self._reject)],
         )
         app.router.add_get("/ws", self._handle_ws)
         app.router.add_post("/sse", self._handle_sse_post)
@@ -563,10 +610,10 @@ class Relay:
         self._watchdog = asyncio.get_running_loop().call_later(period, self._watch)
 
     def _watch(self) -> None:
-        """Close clients whose current write has been blocked past ``send_timeout``."""
+        """Close clients with a write blocked past ``send_timeout`` (any of their writes)."""
         limit = time.monotonic() - self.config.send_timeout
         for client in list(self._clients):
-            since = client.sending_since
+            since = client.gate.oldest()
             if since and since < limit and not client.closing:
                 self.metrics.client_closed["too_slow"] += 1
                 client.log.info("client.too_slow", blocked_s=round(time.monotonic() - since, 3))
@@ -590,10 +637,9 @@ class Relay:
     # -- access control ------------------------------------------------------------
 
     def _refusal(self, request: web.Request, *, check_origin: bool) -> web.Response | None:
-        cfg = self.config
         if not self._accepting:
             return self._reject("shutting_down", 503, "the relay is shutting down")
-        if cfg.token is not None and not self._token_ok(request):
+        if not self._token_ok(request):
             return self._reject(
                 "unauthorized",
                 401,
@@ -614,27 +660,16 @@ class Relay:
         )
 
     def _token_ok(self, request: web.Request) -> bool:
-        expected = (self.config.token or "").encode()
-        candidates: list[str] = []
-        auth = request.headers.get("Authorization", "")
-        if auth[:7].lower() == "bearer ":
-            candidates.append(auth[7:].strip())
-        if "token" in request.query:
-            candidates.append(request.query["token"])
-        cookie = request.cookies.get(TOKEN_COOKIE)
-        if cookie:
-            candidates.append(cookie)
-        return any(hmac.compare_digest(c.encode(), expected) for c in candidates)
+        return self.guard.identify(request) is not None
+
+    def _identity(self, request: web.Request) -> Identity:
+        """Who sent an admitted request (after :meth:`_refusal` passed)."""
+        who = self.guard.identify(request)
+        assert who is not None, "identity of a request _refusal refused"
+        return who
 
     def _origin_ok(self, request: web.Request) -> bool:
-        origin = request.headers.get("Origin")
-        if origin is None:
-            return True  # not a browser: the token (when set) is the gate
-        origin = _norm_origin(origin)
-        allowed = self.config.allowed_origins
-        if allowed:
-            return "*" in allowed or origin in allowed
-        return origin == _norm_origin(f"{request.scheme}://{request.host}")
+        return self.guard.origin_ok(request)
 
     # -- plain endpoints -------------------------------------------------------------
 
@@ -652,7 +687,7 @@ class Relay:
         )
 
     async def _handle_metrics(self, request: web.Request) -> web.Response:
-        if self.config.token is not None and not self._token_ok(request):
+        if not self._token_ok(request):
             return self._reject("unauthorized", 401, "a valid relay token is required")
         stats_fn = getattr(self.log, "stats", None)
         stats = stats_fn() if callable(stats_fn) else None
@@ -664,7 +699,7 @@ class Relay:
         resp = web.FileResponse(self.config.static_dir / "index.html")
         resp.headers["Cache-Control"] = "no-cache"
         token = request.query.get("token")
-        if self.config.token is not None and token and self._token_ok(request):
+        if self.guard.binder.auth and token and self._token_ok(request):
             # Lets the page's WebSocket/SSE requests authenticate without keeping the
             # token in script-visible storage.
             resp.set_cookie(
@@ -685,9 +720,10 @@ class Relay:
         ws = web.WebSocketResponse(
             max_msg_size=cfg.max_message_bytes, compress=False, autoping=True, heartbeat=None
         )
+        who = self._identity(request)
         await ws.prepare(request)
         _limit_write_buffer(request.transport, cfg.client_buffer_bytes, cfg.client_sndbuf)
-        client = _WsClient(ws, request.transport, cfg.send_timeout)
+        client = _WsClient(ws, request, cfg.send_timeout, cfg.client_buffer_bytes, who)
         self._clients.add(client)
         self.metrics.connections["ws"] += 1
         client.log.debug("client.open", peer=request.remote)
@@ -699,6 +735,7 @@ class Relay:
                     max_question_chars=cfg.max_question_chars,
                     max_streams=cfg.max_streams_per_connection,
                     features=self._features,
+                    max_streams_per_client=cfg.max_streams_per_client,
                 )
             )
             await self._ws_loop(client)
@@ -756,7 +793,7 @@ class Relay:
                 if sid is not None:
                     self._start_pump(client, sid, 0)
             elif isinstance(msg, CancelMessage):
-                frame = await self._cancel(msg.stream_id)
+                frame = await self._cancel(msg.stream_id, client.who)
                 if frame is not None:
                     await client.send(frame)
             else:
@@ -808,7 +845,7 @@ class Relay:
             msg = ResumeMessage(stream_id=sid, after_seq=0)
         if isinstance(msg, CancelMessage):
             try:
-                frame = await self._cancel(msg.stream_id)
+                frame = await self._cancel(msg.stream_id, self._identity(request))
             except StreamciteError as exc:
                 return self._log_unavailable(exc, msg.stream_id)
             return web.Response(status=202 if frame is None else 404,
@@ -866,7 +903,8 @@ class Relay:
             }
         )
         _limit_write_buffer(request.transport, cfg.client_buffer_bytes, cfg.client_sndbuf)
-        client = _SseClient(request, resp, cfg.heartbeat_interval)
+        who = self._identity(request)
+        client = _SseClient(request, resp, cfg.heartbeat_interval, cfg.client_buffer_bytes, who)
         # Validate before committing to a 200 event stream, so errors are plain HTTP.
         if isinstance(msg, AskMessage):
             refusal = self._ask_refusal(client)
@@ -879,14 +917,14 @@ class Relay:
                     content_type="application/json",
                 )
             try:
-                owned = await self._start_stream(msg)
+                owned = await self._start_stream(msg, who)
             except StreamciteError as exc:
                 return self._log_unavailable(exc, None)
             sid, after = owned.stream_id, 0
             first = accepted_frame(sid, msg.ref)
         else:
             try:
-                status = await self.log.status(msg.stream_id)
+                status = await self._bound_status(msg.stream_id, who)
             except StreamciteError as exc:
                 return self._log_unavailable(exc, msg.stream_id)
             if status is None or _bad_seq(msg.after_seq, status):
@@ -936,12 +974,22 @@ class Relay:
             )
         if len(self._owned) >= cfg.max_streams_total:
             return ("relay_busy", "the relay is at its stream limit; retry later", True)
+        if self.quotas.running(client.who.quota_key) >= self.quotas.limit:
+            return (QUOTA_CODE, self.quotas.message(), False)
         return None
 
-    async def _start_stream(self, msg: AskMessage) -> _Owned:
-        sid = secrets.token_urlsafe(12)
-        await self.log.open_stream(sid, owner=self.config.instance_id)
-        owned = _Owned(sid)
+    async def _start_stream(self, msg: AskMessage, who: Identity) -> _Owned:
+        """Start a stream for ``who`` (its quota was checked by :meth:`_ask_refusal`,
+        with no await since, so counting it here cannot overshoot)."""
+        sid = self.guard.binder.new_stream_id(who)
+        key = who.quota_key
+        self.quotas.acquire(key)
+        try:
+            await self.log.open_stream(sid, owner=self.config.instance_id)
+        except BaseException:
+            self.quotas.release(key)
+            raise
+        owned = _Owned(sid, quota_key=key)
         self._owned[sid] = owned
         self.metrics.streams_started += 1
         owned.task = asyncio.create_task(self._produce(owned, msg), name=f"relay-stream:{sid}")
@@ -955,7 +1003,7 @@ class Relay:
             self.metrics.errors[code] += 1
             await client.send(relay_error_frame(code, message, ref=msg.ref, retryable=retryable))
             return None
-        owned = await self._start_stream(msg)
+        owned = await self._start_stream(msg, client.who)
         try:
             await client.send(accepted_frame(owned.stream_id, msg.ref))
         except (_ClientGone, _TooSlow):
@@ -963,9 +1011,16 @@ class Relay:
             raise
         return owned.stream_id
 
-    async def _cancel(self, sid: str) -> bytes | None:
+    async def _bound_status(self, sid: str, who: Identity) -> StreamStatus | None:
+        """The stream's status, or None — also when ``who`` did not start it (a stream of
+        another principal is answered exactly like one that does not exist)."""
+        if not self.guard.binder.may_use(who, sid):
+            return None
+        return await self.log.status(sid)
+
+    async def _cancel(self, sid: str, who: Identity) -> bytes | None:
         """Route a cancel to the stream's owner; an error frame if the stream is unknown."""
-        status = await self.log.status(sid)
+        status = await self._bound_status(sid, who)
         if status is None:
             self.metrics.errors["unknown_stream"] += 1
             return relay_error_frame(
@@ -976,7 +1031,7 @@ class Relay:
         return None
 
     async def _resume(self, client: _Client, msg: ResumeMessage) -> bool:
-        status = await self.log.status(msg.stream_id)
+        status = await self._bound_status(msg.stream_id, client.who)
         code: str | None = None
         if status is None:
             code = "unknown_stream"
@@ -1166,8 +1221,9 @@ class Relay:
         self.metrics.errors["owner_lost"] += 1
         client.log.info("relay.stream.owner_lost", stream_id=sid, owner=status.owner, last=last)
         answer = _rebuild_answer(logged, error)
+        done = _Bounds(self.config, client.log).final_payload(DoneEvent(answer=answer))
         await client.send(envelope(sid, last + 1, orjson.dumps(error)), last + 1)
-        await client.send(envelope(sid, last + 2, orjson.dumps(DoneEvent(answer=answer))), last + 2)
+        await client.send(envelope(sid, last + 2, done), last + 2)
         self.metrics.events_sent += 2
 
     async def _end_on_log_error(
@@ -1191,7 +1247,8 @@ class Relay:
             logged = []
         answer = _rebuild_answer(logged, error)
         await client.send(envelope(sid, delivered + 1, orjson.dumps(error)), delivered + 1)
-        done = envelope(sid, delivered + 2, orjson.dumps(DoneEvent(answer=answer)))
+        payload = _Bounds(self.config, client.log).final_payload(DoneEvent(answer=answer))
+        done = envelope(sid, delivered + 2, payload)
         await client.send(done, delivered + 2)
         self.metrics.events_sent += 2
 
@@ -1253,15 +1310,18 @@ class Relay:
         reraise = False
         failure: ErrorEvent | None = None
         log_failed = False
+        bounds = _Bounds(cfg, slog)
         try:
             async with stream:
                 async for event in stream:
                     t = time.perf_counter()
-                    if type(event) is ErrorEvent:
-                        detail = for_browser(event)
-                        if detail is not None:
-                            slog.warning("relay.upstream_error", code=event.code, detail=detail)
-                    seq = await log.append(sid, orjson.dumps(event))
+                    if type(event) is ErrorEvent or type(event) is DoneEvent:  # cold path
+                        payload = bounds.payload(event)
+                        if payload is None:
+                            continue  # one error too many: counted, not sent
+                    else:
+                        payload = orjson.dumps(event)
+                    seq = await log.append(sid, payload)
                     if on_event is not None:
                         on_event(sid, seq, t)
                     kind = type(event)
@@ -1310,11 +1370,13 @@ class Relay:
                     if type(event) is ErrorEvent:
                         metrics.errors[event.code] += 1
                     with contextlib.suppress(Exception):
-                        await log.append(sid, orjson.dumps(event))
+                        await log.append(sid, bounds.final_payload(event))
             with contextlib.suppress(Exception):
                 await log.finish(sid)
         finally:
             self._owned.pop(sid, None)
+            if owned.quota_key is not None:
+                self.quotas.release(owned.quota_key)
             if owned.grace is not None:
                 owned.grace.cancel()
                 owned.grace = None
@@ -1459,6 +1521,41 @@ def _parse_last_event_id(value: str) -> int | None:
         return parse_last_event_id(value)
     except ValueError:
         return None
+
+
+class _Bounds:
+    """One stream's error admission and ``done`` bound (see :mod:`streamcite.relay.bounds`)."""
+
+    __slots__ = ("errors", "log", "max_done", "max_errors")
+
+    def __init__(self, cfg: RelayConfig, log: Any) -> None:
+        self.errors = StreamErrors(cfg.max_stream_errors)
+        self.max_errors = cfg.max_stream_errors
+        self.max_done = cfg.max_done_bytes
+        self.log = log
+
+    def payload(self, event: Event) -> bytes | None:
+        """Wire JSON of an upstream ``error``/``done`` event; None: not to be logged."""
+        if type(event) is DoneEvent:
+            return self.final_payload(event)
+        assert isinstance(event, ErrorEvent)
+        admitted = self.errors.admit(event)
+        if admitted is None:
+            return None
+        return self.final_payload(admitted)
+
+    def final_payload(self, event: Event) -> bytes:
+        """Wire JSON of an event the relay always sends (its own errors, ``done``)."""
+        if type(event) is DoneEvent:
+            for err in event.answer.errors:
+                if isinstance(err, ErrorEvent):
+                    public_error(err)
+            return bounded_done(event, max_errors=self.max_errors, max_bytes=self.max_done)
+        if isinstance(event, ErrorEvent):
+            detail = public_error(event)
+            if detail is not None:  # the browser gets the code and a generic message
+                self.log.warning("relay.stream.error_detail", code=event.code, detail=detail)
+        return orjson.dumps(event)
 
 
 def _host_of(url: str) -> str:

@@ -1,0 +1,173 @@
+"""Bounds on what one stream sends to browsers: error events, error texts, ``done``.
+
+* **Error events**: a stream logs (and so sends) at most ``max_errors`` error events.
+  The next one is replaced by one ``errors_truncated`` notice (stage ``relay``); later
+  ones are dropped. The relay's own final error (``cancelled``, ``abandoned``,
+  ``shutdown``…) is always sent. ``done.answer.errors_dropped`` counts what the
+  answer does not list.
+* **Error texts**: browser-facing messages never carry internal addresses, URLs or
+  ``errno`` details. Transport failures get a fixed message per code; other messages
+  are scrubbed. The original goes to the server log (:func:`public_error` returns it).
+* **done**: its wire form is at most ``max_done_bytes``. When the answer is larger,
+  the relay removes, in this order, until it fits: (1) errors beyond ``max_errors``
+  (the first ``max_errors - 1`` and the last are kept, the rest counted in
+  ``errors_dropped``); (2) the fields the client already received as events
+  (:data:`STREAMED_FIELDS`: text, display text, reasoning, citation refs, citations,
+  spans, tool calls, refusal, sources, grounding); (3) the remaining lists and all
+  errors but the last; (4) everything but a few scalars and that last error. The answer then carries
+  ``"truncated": true`` and ``"truncated_fields"`` (the keys removed or shortened).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+
+from streamcite.core.events import DoneEvent, ErrorEvent
+
+__all__ = [
+    "STREAMED_FIELDS",
+    "StreamErrors",
+    "bounded_done",
+    "public_error",
+    "scrub",
+]
+
+STREAMED_FIELDS = (
+    "text",
+    "display_text",
+    "reasoning_text",
+    "citation_refs",
+    "citations",
+    "citation_spans",
+    "tool_calls",
+    "refusal",
+    "sources",
+    "grounding",
+)
+"""Answer fields whose content every client already got as events of the stream."""
+
+_LISTS = ("references", "dangling_refs", "uncited_documents", "errors")
+_SCALARS = (
+    "finish_reason", "id", "model", "usage", "timings", "complete",
+    "errors_dropped", "enrichment_skipped", "errors",
+)  # fmt: skip
+_MAX_MESSAGE = 1000
+
+_GENERIC = {
+    "connect_failed": "the relay could not connect to its upstream",
+    "connect_timeout": "the relay's upstream did not accept the connection in time",
+    "connection_lost": "the connection to the relay's upstream was lost",
+    "connection_error": "a network error occurred between the relay and its upstream",
+}
+
+_SCRUB = re.compile(
+    r"""\[Errno\s*-?\d+\][^(;\]]*"""  # [Errno 111] Connect call failed
+    r"""|\(\s*'[^']*'\s*,\s*\d+[^)]*\)"""  # ('127.0.0.1', 8001)
+    r"""|\b[a-zA-Z][a-zA-Z0-9+.-]{0,31}://[^\s'"<>]+"""  # URLs
+    r"""|\[[0-9A-Fa-f:.%]{2,45}\](?::\d+)?"""  # [::1]:8001
+    r"""|\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?\b"""  # 10.0.0.5:8001
+    r"""|\b(?:[0-9a-fA-F]{0,4}:){2,7}[0-9a-fA-F]{0,4}\b"""  # bare IPv6
+    r"""|\b(?:localhost|(?:[A-Za-z0-9-]{1,63}\.){1,8}[A-Za-z0-9-]{1,63}):\d{1,5}\b"""  # host:port
+    r"""|\b(?:errno|os error)\s*[:=]?\s*-?\d+""",
+    re.IGNORECASE,
+)
+
+
+def scrub(message: str) -> str:
+    """``message`` without addresses, URLs and errno details, at most 1,000 characters."""
+    cut = len(message) > _MAX_MESSAGE
+    out = _SCRUB.sub("…", message[:_MAX_MESSAGE])
+    return out + "…" if cut else out
+
+
+def public_error(event: ErrorEvent) -> str | None:
+    """Make ``event.message`` fit for a browser, in place; the original message when it
+    changed (for the server log), else None."""
+    original = event.message
+    generic = _GENERIC.get(event.code)
+    public = generic if generic is not None else scrub(original)
+    if public == original:
+        return None
+    event.message = public
+    return original
+
+
+class StreamErrors:
+    """Admission of one stream's error events (at most ``limit`` are logged)."""
+
+    __slots__ = ("dropped", "limit", "seen")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.seen = 0
+        self.dropped = 0
+
+    def admit(self, event: ErrorEvent) -> ErrorEvent | None:
+        """The event to log for ``event``: itself, the one ``errors_truncated`` notice,
+        or None (dropped, counted)."""
+        self.seen += 1
+        if self.seen <= self.limit:
+            return event
+        self.dropped += 1
+        if self.seen == self.limit + 1:
+            return ErrorEvent(
+                code="errors_truncated",
+                message=(
+                    f"more than {self.limit} errors in this stream; the rest are not sent "
+                    "(done.answer.errors_dropped counts them)"
+                ),
+                stage="relay",
+            )
+        return None
+
+
+def bounded_done(done: DoneEvent, *, max_errors: int, max_bytes: int) -> bytes:
+    """The wire JSON of ``done`` within the bounds described in the module docstring."""
+    errors = done.answer.errors
+    if len(errors) <= max_errors:
+        payload = orjson.dumps(done)
+        if len(payload) <= max_bytes:
+            return payload
+    obj: dict[str, Any] = orjson.loads(orjson.dumps(done))
+    answer: dict[str, Any] = obj["answer"]
+    removed: list[str] = []
+    errs = answer.get("errors") or []
+    for err in errs:
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            err["message"] = scrub(err["message"])
+    if len(errs) > max_errors:
+        keep = [*errs[: max(max_errors - 1, 0)], errs[-1]]
+        answer["errors_dropped"] = int(answer.get("errors_dropped") or 0) + len(errs) - len(keep)
+        answer["errors"] = keep
+        removed.append("errors")
+
+    def fits() -> bytes | None:
+        answer["truncated"] = True
+        answer["truncated_fields"] = removed
+        payload = orjson.dumps(obj)
+        return payload if len(payload) <= max_bytes else None
+
+    if removed and (out := fits()) is not None:
+        return out
+    for stage in (STREAMED_FIELDS, _LISTS):
+        for key in stage:
+            if key == "errors" and len(answer.get("errors") or ()) > 1:
+                dropped = len(answer["errors"]) - 1
+                answer["errors"] = answer["errors"][-1:]
+                answer["errors_dropped"] = int(answer.get("errors_dropped") or 0) + dropped
+                if "errors" not in removed:
+                    removed.append("errors")
+            elif key != "errors" and key in answer:
+                del answer[key]
+                removed.append(key)
+        if (out := fits()) is not None:
+            return out
+    kept = {k: answer[k] for k in _SCALARS if k in answer}
+    removed += [k for k in answer if k not in kept and k not in ("truncated", "truncated_fields")]
+    obj["answer"] = answer = kept
+    answer["truncated"] = True
+    answer["truncated_fields"] = sorted(set(removed))
+    return orjson.dumps(obj)
