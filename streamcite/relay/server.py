@@ -1228,6 +1228,8 @@ class Relay:
         cfg = self.config
         sid = owned.stream_id
         log = self.log
+        # The in-memory log appends synchronously: no coroutine per event on the hot path.
+        append_nowait: Callable[[str, bytes], int] | None = getattr(log, "append_nowait", None)
         on_event = self.on_event
         headers = dict(cfg.upstream_headers)
         if msg.options.faults and cfg.allow_client_faults:
@@ -1263,7 +1265,11 @@ class Relay:
             async with stream:
                 async for event in stream:
                     t = time.perf_counter()
-                    seq = await log.append(sid, orjson.dumps(event))
+                    payload = orjson.dumps(event)
+                    if append_nowait is not None:
+                        seq = append_nowait(sid, payload)
+                    else:
+                        seq = await log.append(sid, payload)
                     if on_event is not None:
                         on_event(sid, seq, t)
                     kind = type(event)
