@@ -22,6 +22,11 @@ For each N (default 100 and 1,000):
 
 Run: ``.venv/bin/python benchmarks/bench_relay.py [--clients 100,1000] [--log memory|redis]``
 (``--log redis`` needs ``streamcite.relay.redislog`` and ``--redis-url``).
+
+``--streams 300,1000 --duration 10 [--json out.json]`` runs the scale mode instead
+(``benchmarks/relay_scale.py``): the relay pinned to one core, the upstream and the clients
+on the other, a bare forwarder measured in the same run as the floor, and the capacity
+(largest N with p99 ≤ 10 ms).
 """
 
 from __future__ import annotations
@@ -421,8 +426,20 @@ def main() -> None:
     parser.add_argument(
         "--profile", type=Path, default=None, help="cProfile the relay's latency phases to PATH"
     )
+    parser.add_argument(
+        "--streams",
+        default=None,
+        help="scale mode (comma-separated N): relay pinned to one core, a bare forwarder "
+        "as the floor in the same run, clients re-asking for --duration seconds",
+    )
+    parser.add_argument("--duration", type=float, default=10.0, help="scale mode: seconds")
     args = parser.parse_args()
     _quiet_logs()
+    if args.streams is not None:
+        from relay_scale import scale_main
+
+        scale_main(args)
+        return
     counts = [int(x) for x in args.clients.split(",") if x.strip()]
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     need = 4 * max(counts) + 256

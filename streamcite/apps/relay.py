@@ -150,6 +150,14 @@ def _env(name: str | None, what: str) -> str | None:
     "--shutdown-grace", type=click.FloatRange(0), default=10.0, show_default=True, metavar="S"
 )
 @click.option(
+    "--resume-grace",
+    type=click.FloatRange(0),
+    default=30.0,
+    show_default=True,
+    metavar="S",
+    help="A stream no client of this instance reads is cancelled ('abandoned') after S seconds.",
+)
+@click.option(
     "--allow-faults",
     is_flag=True,
     help="Forward the clients' 'faults' option to the upstream (demos of the embedded backend).",
@@ -269,6 +277,7 @@ async def _serve(opts: dict[str, Any], upstream: str, secrets: dict[str, str | N
             max_streams_per_connection=opts["max_streams_per_connection"],
             max_streams_per_client=opts["max_streams_per_client"],
             shutdown_grace=opts["shutdown_grace"],
+            resume_grace=opts.get("resume_grace", 30.0),
             allow_client_faults=opts["allow_faults"] and backend is not None,
         )
         log = await _make_log(

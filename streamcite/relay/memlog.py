@@ -1,8 +1,11 @@
 """In-memory :class:`~streamcite.relay.log.StreamLog` for a single relay process.
 
-Each stream keeps its entries in a list (bounded by count and bytes; the oldest are
-dropped first, which a resuming reader sees as a gap), is kept ``retention`` seconds
-after :meth:`finish`, then dropped. A blocked :meth:`read` waits on a per-stream list
+Each stream keeps its payloads back to back in one ``bytearray`` with an ``array`` of end
+offsets (8 bytes per entry): the bytes the limits count are the bytes held, whatever the
+allocator gave the caller's ``bytes`` (an ``orjson.dumps`` result holds about 4 KiB however
+short it is). Entries are bounded by count and bytes per stream and by bytes in total (the
+oldest are dropped first, which a resuming reader sees as a gap); a stream is kept
+``retention`` seconds after :meth:`finish`, then dropped. A blocked :meth:`read` waits on a per-stream list
 of futures that :meth:`append` / :meth:`finish` resolve: no polling, and no task per
 reader.
 
@@ -16,6 +19,7 @@ import asyncio
 import inspect
 import math
 import time
+from array import array
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -27,34 +31,82 @@ __all__ = ["MemoryStreamLog"]
 _log = get_logger("streamcite.relay.memlog")
 _TICK = 0.05
 """Granularity of ``read(block=...)`` timeouts, in seconds."""
+ENTRY_OVERHEAD = 8
+"""Bytes accounted per entry on top of its payload (its end offset)."""
 
 
 class _Stream:
     __slots__ = (
         "base",
-        "entries",
+        "buf",
+        "ends",
         "expiry",
         "finished",
         "finished_at",
-        "nbytes",
+        "origin",
         "owner",
         "waiters",
     )
 
     def __init__(self, owner: str) -> None:
         self.owner = owner
-        self.entries: list[LogEntry] = []
+        self.buf = bytearray()
+        """The payloads kept, back to back."""
+        self.ends: array[int] = array("q")
+        """End offset of each kept entry (absolute: since the stream began)."""
+        self.origin = 0
+        """Absolute offset of ``buf[0]``."""
         self.base = 1
-        """Sequence number of ``entries[0]`` (entries are contiguous)."""
-        self.nbytes = 0
+        """Sequence number of the first kept entry (entries are contiguous)."""
         self.finished = False
         self.finished_at = 0.0
         self.waiters: list[asyncio.Future[None]] = []
         self.expiry: asyncio.TimerHandle | None = None
 
     @property
+    def count(self) -> int:
+        return len(self.ends)
+
+    @property
+    def nbytes(self) -> int:
+        """Accounted bytes: payloads plus ``ENTRY_OVERHEAD`` per entry."""
+        return len(self.buf) + ENTRY_OVERHEAD * len(self.ends)
+
+    @property
     def last_seq(self) -> int:
-        return self.base + len(self.entries) - 1
+        return self.base + len(self.ends) - 1
+
+    def add(self, payload: bytes) -> int:
+        self.buf += payload
+        self.ends.append(self.origin + len(self.buf))
+        return self.base + len(self.ends) - 1
+
+    def slice(self, after_seq: int) -> list[LogEntry]:
+        ends = self.ends
+        start = max(after_seq + 1 - self.base, 0)
+        if start >= len(ends):
+            return []
+        buf, origin, seq = self.buf, self.origin, self.base + start
+        pos = (ends[start - 1] if start else origin) - origin
+        out = []
+        for i in range(start, len(ends)):
+            end = ends[i] - origin
+            out.append(LogEntry(seq, bytes(buf[pos:end])))
+            pos = end
+            seq += 1
+        return out
+
+    def drop(self, count: int) -> int:
+        """Drop the ``count`` oldest entries; the bytes accounted that were freed."""
+        count = min(count, len(self.ends))
+        if count <= 0:
+            return 0
+        cut = self.ends[count - 1] - self.origin
+        del self.buf[:cut]
+        del self.ends[:count]
+        self.origin += cut
+        self.base += count
+        return cut + ENTRY_OVERHEAD * count
 
     def wake(self) -> None:
         waiters, self.waiters = self.waiters, []
@@ -67,6 +119,9 @@ class MemoryStreamLog:
     """Per-stream event logs in this process's memory (satisfies ``StreamLog``).
 
     ``max_entries`` / ``max_bytes`` bound one stream (oldest entries dropped first);
+    ``max_total_bytes`` bounds all streams together (finished streams are dropped first,
+    oldest first, then the oldest entries of the largest live streams). Bytes are the
+    payloads as held (one exact-size buffer per stream) plus ``ENTRY_OVERHEAD`` per entry;
     ``retention`` is how long a finished stream stays readable; ``max_streams`` bounds
     how many streams are kept (the oldest *finished* streams are dropped first; live
     streams are never dropped — the relay caps those itself).
@@ -79,15 +134,19 @@ class MemoryStreamLog:
         max_bytes: int = 32 * 1024 * 1024,
         retention: float = 120.0,
         max_streams: int = 10_000,
+        max_total_bytes: int = 1024 * 1024 * 1024,
     ) -> None:
-        if max_entries < 1 or max_bytes < 1 or max_streams < 1:
-            raise ValueError("max_entries, max_bytes and max_streams must be >= 1")
+        if max_entries < 1 or max_bytes < 1 or max_streams < 1 or max_total_bytes < 1:
+            raise ValueError("max_entries, max_bytes, max_total_bytes and max_streams must be >= 1")
         if retention < 0:
             raise ValueError("retention must be >= 0")
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self.retention = retention
         self.max_streams = max_streams
+        self.max_total_bytes = max_total_bytes
+        self._total = 0
+        """Accounted bytes of every stream kept (see ``_Stream.nbytes``)."""
         self._streams: dict[str, _Stream] = {}
         self._cancel_handlers: list[Callable[[str], Awaitable[None] | None]] = []
         self._closed = False
@@ -114,15 +173,20 @@ class MemoryStreamLog:
 
     async def append(self, stream_id: str, payload: bytes) -> int:
         """Append one event's wire JSON; return its ``seq``. ``KeyError`` if unknown."""
+        return self.append_nowait(stream_id, payload)
+
+    def append_nowait(self, stream_id: str, payload: bytes) -> int:
+        """:meth:`append` without a coroutine (the relay's producer calls it per event):
+        copies ``payload`` into the stream's buffer, wakes blocked readers, if any."""
         st = self._streams[stream_id]
         if st.finished:
             raise ValueError(f"stream {stream_id!r} is finished")
-        entries = st.entries
-        seq = st.base + len(entries)
-        entries.append(LogEntry(seq, payload))
-        st.nbytes += len(payload)
-        if len(entries) > self.max_entries or st.nbytes > self.max_bytes:
+        seq = st.add(payload)
+        self._total += len(payload) + ENTRY_OVERHEAD
+        if st.count > self.max_entries or st.nbytes > self.max_bytes:
             self._trim(st)
+        if self._total > self.max_total_bytes:
+            self._shrink(st)
         if st.waiters:
             st.wake()
         return seq
@@ -152,7 +216,7 @@ class MemoryStreamLog:
         st = self._streams.get(stream_id)
         if st is None:
             return []
-        out = self._slice(st, after_seq)
+        out = st.slice(after_seq)
         if out or not block or block <= 0 or st.finished:
             return out
         loop = asyncio.get_running_loop()
@@ -175,7 +239,7 @@ class MemoryStreamLog:
             if st.waiters and fut in st.waiters:
                 st.waiters.remove(fut)
         current = self._streams.get(stream_id)
-        return [] if current is None else self._slice(current, after_seq)
+        return [] if current is None else current.slice(after_seq)
 
     async def status(self, stream_id: str) -> StreamStatus | None:
         st = self._streams.get(stream_id)
@@ -204,6 +268,7 @@ class MemoryStreamLog:
     async def aclose(self) -> None:
         """Drop every stream and wake every blocked reader. Idempotent."""
         self._closed = True
+        self._total = 0
         streams, self._streams = self._streams, {}
         for st in streams.values():
             if st.expiry is not None:
@@ -224,8 +289,8 @@ class MemoryStreamLog:
         return {
             "streams": len(self._streams),
             "live": live,
-            "entries": sum(len(st.entries) for st in self._streams.values()),
-            "bytes": sum(st.nbytes for st in self._streams.values()),
+            "entries": sum(st.count for st in self._streams.values()),
+            "bytes": self._total,
             "waiters": sum(len(st.waiters) for st in self._streams.values()),
         }
 
@@ -235,27 +300,39 @@ class MemoryStreamLog:
         if self._closed:
             raise RuntimeError("the stream log is closed")
 
-    @staticmethod
-    def _slice(st: _Stream, after_seq: int) -> list[LogEntry]:
-        start = after_seq + 1 - st.base
-        if start <= 0:
-            return list(st.entries)
-        if start >= len(st.entries):
-            return []
-        return st.entries[start:]
-
     def _trim(self, st: _Stream) -> None:
         # Drop at least a tenth at a time so trimming stays amortised O(1) per append;
         # always keep the newest entry.
-        entries = st.entries
-        drop = min(max(len(entries) - self.max_entries, len(entries) // 10, 1), len(entries) - 1)
-        dropped_bytes = sum(len(e.payload) for e in entries[:drop])
-        while st.nbytes - dropped_bytes > self.max_bytes and drop < len(entries) - 1:
-            dropped_bytes += len(entries[drop].payload)
+        n = st.count
+        drop = min(max(n - self.max_entries, n // 10, 1), n - 1)
+        ends = st.ends
+        while (
+            drop < n - 1
+            and st.nbytes - (ends[drop - 1] - st.origin + ENTRY_OVERHEAD * drop) > self.max_bytes
+        ):
             drop += 1
-        del entries[:drop]
-        st.nbytes -= dropped_bytes
-        st.base += drop
+        self._total -= st.drop(drop)
+
+    def _shrink(self, current: _Stream) -> None:
+        """Back under ``max_total_bytes``: finished streams first (oldest first), then the
+        oldest entries of the largest live streams (a tenth at a time)."""
+        for sid in [sid for sid, st in self._streams.items() if st.finished]:
+            if self._total <= self.max_total_bytes:
+                return
+            self._drop_stream(sid)
+        while self._total > self.max_total_bytes:
+            st = max(self._streams.values(), key=lambda s: s.nbytes)
+            keep = 1 if st is current else 0
+            if st.count <= keep:
+                return  # only the newest entry of the stream appended to is left
+            self._total -= st.drop(max(st.count // 10, 1) if st.count > 10 else st.count - keep)
+
+    def _drop_stream(self, sid: str) -> None:
+        st = self._streams.pop(sid)
+        self._total -= st.nbytes
+        if st.expiry is not None:
+            st.expiry.cancel()
+        st.wake()
 
     def _fire(self, key: int) -> None:
         for fut in self._buckets.pop(key, ()):
@@ -264,16 +341,12 @@ class MemoryStreamLog:
 
     def _expire(self, stream_id: str, st: _Stream) -> None:
         if self._streams.get(stream_id) is st:
-            del self._streams[stream_id]
-            st.wake()
+            self._drop_stream(stream_id)
 
     def _evict_finished(self, count: int) -> None:
         victims = [sid for sid, st in self._streams.items() if st.finished][:count]
         for sid in victims:
-            st = self._streams.pop(sid)
-            if st.expiry is not None:
-                st.expiry.cancel()
-            st.wake()
+            self._drop_stream(sid)
 
 
 def _check_protocol(log: MemoryStreamLog) -> StreamLog:

@@ -1279,6 +1279,8 @@ class Relay:
         cfg = self.config
         sid = owned.stream_id
         log = self.log
+        # The in-memory log appends synchronously: no coroutine per event on the hot path.
+        append_nowait: Callable[[str, bytes], int] | None = getattr(log, "append_nowait", None)
         on_event = self.on_event
         headers = dict(cfg.upstream_headers)
         if msg.options.faults and cfg.allow_client_faults:
@@ -1316,12 +1318,16 @@ class Relay:
                 async for event in stream:
                     t = time.perf_counter()
                     if type(event) is ErrorEvent or type(event) is DoneEvent:  # cold path
-                        payload = bounds.payload(event)
-                        if payload is None:
+                        bounded = bounds.payload(event)
+                        if bounded is None:
                             continue  # one error too many: counted, not sent
+                        payload = bounded
                     else:
                         payload = orjson.dumps(event)
-                    seq = await log.append(sid, payload)
+                    if append_nowait is not None:
+                        seq = append_nowait(sid, payload)
+                    else:
+                        seq = await log.append(sid, payload)
                     if on_event is not None:
                         on_event(sid, seq, t)
                     kind = type(event)
