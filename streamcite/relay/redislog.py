@@ -725,11 +725,7 @@ class RedisStreamLog:
                     with contextlib.suppress(Exception):
                         async with asyncio.timeout(1.0):
                             await self._release(self._client, keys, [self.instance_id])
-            for task in self._tasks:
-                task.cancel()
-            for cb_task in list(self._callback_tasks):
-                cb_task.cancel()
-            await asyncio.gather(*self._tasks, *self._callback_tasks, return_exceptions=True)
+            await self._stop_tasks()
         self._pending.clear()
         for o in self._owned.values():
             o.waiters.wake()
@@ -742,6 +738,26 @@ class RedisStreamLog:
         await self._client.aclose()
         await self._pool.aclose()
         await self._hot_pool.aclose()
+
+    async def _stop_tasks(self) -> None:
+        """Cancel the background tasks and wait for them, at most about 5 s.
+
+        One ``cancel()`` is not always enough: on Python 3.11 a cancel that lands while an
+        ``asyncio.timeout`` expires (redis-py's ``get_message(timeout=…)`` and reads use one)
+        can be turned into a ``TimeoutError`` that the loops take for a Redis hiccup, and an
+        unbounded ``gather`` then waits forever. So the loops also stop on ``_closed``, and
+        the wait here is bounded and cancels again until the tasks are done."""
+        pending: set[asyncio.Future[None]] = {*self._tasks, *self._callback_tasks}
+        deadline = time.monotonic() + 5.0
+        while pending and time.monotonic() < deadline:
+            for task in pending:
+                task.cancel()
+            _, pending = await asyncio.wait(pending, timeout=0.5)
+        for task in [*self._tasks, *self._callback_tasks]:
+            if task.done() and not task.cancelled() and task.exception() is not None:
+                self._log.error("redislog_task_failed", error=repr(task.exception()))
+        if pending:
+            self._log.error("redislog_tasks_not_stopped", tasks=len(pending))
 
     # ------------------------------------------------------------------ error handling
 
@@ -1000,7 +1016,7 @@ class RedisStreamLog:
 
     async def _heartbeat_loop(self) -> None:
         interval = self.lease_ms / 3000
-        while True:
+        while not self._closed:
             await asyncio.sleep(interval if not self._needs_renew else min(interval, 0.2))
             try:
                 await self._renew_owned(raise_errors=False)
@@ -1197,7 +1213,7 @@ class RedisStreamLog:
         """Follow this instance's control stream (cancels routed to it) with a blocking XREAD."""
         delay = 0.05
         ctl_known = False
-        while True:
+        while not self._closed:
             try:
                 if not ctl_known:
                     raw: Any = await self._control_conn.call(
@@ -1250,7 +1266,7 @@ class RedisStreamLog:
         subscribed: set[str] = set()
         delay = 0.05
         try:
-            while True:
+            while not self._closed:
                 wanted = {f.channel for f in self._followers.values()}
                 if not wanted and not subscribed:
                     await self._fanout_wake.wait(1.0, self._wheel)
