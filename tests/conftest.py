@@ -55,3 +55,26 @@ def captured_logs() -> Iterator[list[dict[str, Any]]]:
         yield capture.entries
     finally:
         structlog.configure(**old)
+
+
+@pytest.fixture
+async def uvicorn_serve() -> AsyncIterator[Callable[[Any], Awaitable[str]]]:
+    """Start ASGI apps under uvicorn on 127.0.0.1:0; yields ``start(app) -> root URL``."""
+    import socket
+
+    import uvicorn
+
+    servers: list[tuple[uvicorn.Server, asyncio.Task[None]]] = []
+
+    async def start(app: Any) -> str:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(64)  # connections queue until uvicorn accepts: no startup race
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+        servers.append((server, asyncio.create_task(server.serve(sockets=[sock]))))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+    yield start
+    for server, task in servers:
+        server.should_exit = True
+        await asyncio.wait_for(task, 10)

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import socket
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Route
@@ -26,24 +24,6 @@ from tests.test_web_node import READY, run_node
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "fastapi_app.py"
 QUESTION = "Combien de jours de télétravail par semaine ?"
-
-
-@pytest.fixture
-async def uvicorn_serve() -> AsyncIterator[Callable[[Any], Awaitable[str]]]:
-    servers: list[tuple[uvicorn.Server, asyncio.Task[None]]] = []
-
-    async def start(app: Any) -> str:
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(64)  # connections queue until uvicorn accepts: no startup race
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-        servers.append((server, asyncio.create_task(server.serve(sockets=[sock]))))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}"
-
-    yield start
-    for server, task in servers:
-        server.should_exit = True
-        await asyncio.wait_for(task, 10)
 
 
 def body(question: str) -> dict[str, Any]:

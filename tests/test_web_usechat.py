@@ -21,8 +21,7 @@ import importlib.util
 import os
 import re
 import shutil
-import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,26 +58,6 @@ def save_artifact(png: bytes, name: str) -> None:
 
 
 # -- servers ------------------------------------------------------------------------
-
-
-@pytest.fixture
-async def uvicorn_serve() -> AsyncIterator[Callable[[Any], Awaitable[str]]]:
-    import uvicorn
-
-    servers: list[tuple[uvicorn.Server, asyncio.Task[None]]] = []
-
-    async def start(app: Any) -> str:
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(64)  # connections queue until uvicorn accepts: no startup race
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-        servers.append((server, asyncio.create_task(server.serve(sockets=[sock]))))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}"
-
-    yield start
-    for server, task in servers:
-        server.should_exit = True
-        await asyncio.wait_for(task, 10)
 
 
 @pytest.fixture
