@@ -267,6 +267,20 @@ async def metric(session: aiohttp.ClientSession, relay: Proc, name: str) -> floa
     return total
 
 
+async def metric_reaches(
+    session: aiohttp.ClientSession, relay: Proc, name: str, value: float, limit: float = 10.0
+) -> bool:
+    """Whether the metric reaches ``value`` within ``limit`` seconds (polled)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit
+    while True:
+        if await metric(session, relay, name) == value:
+            return True
+        if loop.time() >= deadline:
+            return False
+        await asyncio.sleep(0.05)
+
+
 # -- tests --------------------------------------------------------------------------------
 
 
@@ -340,11 +354,10 @@ async def test_cancel_sent_to_another_instance_stops_the_owner(
     # Stopped early: the upstream request was ended, not read to its end.
     assert len(done["answer"]["text"]) < len(expected)
     assert expected.startswith(done["answer"]["text"])
-    assert (
-        await metric(session, a, 'streamcite_relay_streams_finished_total{outcome="cancelled"}')
-        == cancelled_before + 1
-    )
-    assert await metric(session, a, "streamcite_relay_active_streams") == 0
+    # The owner counts the stream after it has sent `done`: wait for it (bounded).
+    finished = 'streamcite_relay_streams_finished_total{outcome="cancelled"}'
+    assert await metric_reaches(session, a, finished, cancelled_before + 1)
+    assert await metric_reaches(session, a, "streamcite_relay_active_streams", 0)
 
 
 async def test_owner_killed_mid_stream_ends_with_owner_lost_and_the_partial_answer(
