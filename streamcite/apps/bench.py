@@ -420,8 +420,7 @@ async def _bench(job: _Job, progress_console: Console | None) -> list[RunResult]
         if job.local:
             # LocalUpstream allows client fault injection on the backend it starts.
             backend_config: dict[str, Any] = {"corpus_dir": job.corpus} if job.corpus else {}
-            mode = "inline" if job.in_process else "process"
-            upstream = LocalUpstream(backend_config, mode=mode)
+            upstream = LocalUpstream(backend_config, mode="inline" if job.in_process else "process")
             await stack.enter_async_context(upstream)
             job.target.base_url = upstream.base_url
             local_root = upstream.root_url

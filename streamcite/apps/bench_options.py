@@ -90,7 +90,7 @@ _WORKLOAD: list[_Decorator] = [
     click.option(
         "--extra-body",
         metavar="JSON",
-        help='JSON object merged into every request body, e.g. \'{"temperature": 0}\'.',
+        help="JSON object merged into every request body, e.g. '{\"temperature\": 0}'.",
     ),
     click.option(
         "--tokenizer",

@@ -13,6 +13,7 @@ Library use::
     doc = build_results(runs, config={})
 """
 
+from streamcite.bench.csvout import write_csv
 from streamcite.bench.report import (
     SCHEMA_VERSION,
     ResultsFileError,
@@ -21,7 +22,6 @@ from streamcite.bench.report import (
     load_results,
     write_results,
 )
-from streamcite.bench.csvout import write_csv
 from streamcite.bench.runner import (
     BenchTarget,
     ErrorRecord,

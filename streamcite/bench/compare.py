@@ -129,8 +129,10 @@ def compare_tables(
         items.append(Text("nothing to compare: one of the files has no runs"))
     if by_position and pairs:
         items.append(
-            Text("warning: no run of B has A's concurrency and rate: paired by position",
-                 style="yellow")  # fmt: skip
+            Text(
+                "warning: no run of B has A's concurrency and rate: paired by position",
+                style="yellow",
+            )
         )
     for run_a, run_b in pairs:
         title = run_title(run_a["load"])
@@ -140,8 +142,10 @@ def compare_tables(
         diffs = pairing_warnings(a, b, run_a, run_b)
         if diffs:
             items.append(
-                Text("warning: the runs differ in more than the code: " + "; ".join(diffs),
-                     style="yellow")  # fmt: skip
+                Text(
+                    "warning: the runs differ in more than the code: " + "; ".join(diffs),
+                    style="yellow",
+                )
             )
         table = Table()
         table.add_column("metric", no_wrap=True)

@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from streamcite.bench.report import records_of
 from streamcite.bench.records import RequestRecord
+from streamcite.bench.report import records_of
 
 __all__ = ["PlotsUnavailable", "write_plots"]
 

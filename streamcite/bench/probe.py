@@ -130,10 +130,15 @@ def _count_tokens(rec: RequestRecord, answer: CitedAnswer, counter: TokenCounter
     """Output and reasoning lengths: usage, else the tokenizer, else the chunks."""
     if counter is not None and answer.reasoning_text:
         rec.reasoning_tokens = counter.count(answer.reasoning_text)
+        rec.reasoning_tokens_source = "tokenizer"
     elif rec.reasoning_chunks:
-        rec.reasoning_tokens = rec.reasoning_chunks
+        rec.reasoning_tokens, rec.reasoning_tokens_source = rec.reasoning_chunks, "chunks"
     if rec.completion_tokens is not None:
         rec.output_tokens, rec.output_tokens_source = rec.completion_tokens, "usage"
+        if rec.reasoning_tokens and rec.completion_tokens < rec.tokens + rec.reasoning_chunks:
+            # Fewer tokens than chunks streamed: this usage leaves the reasoning out
+            # (OpenAI's counts it in); add it so TPOT spans the same tokens as the time.
+            rec.output_tokens = rec.completion_tokens + rec.reasoning_tokens
     elif counter is not None and (rec.tokens or rec.reasoning_chunks):
         rec.output_tokens = counter.count(answer.text) + (rec.reasoning_tokens or 0)
         rec.output_tokens_source = "tokenizer"

@@ -87,6 +87,7 @@ class RequestRecord:
     reasoning_chunks: int = 0
     reasoning_tokens: int | None = None
     """Reasoning tokens: the tokenizer's count when one is set, else the chunks."""
+    reasoning_tokens_source: TokenSource | None = None
     prompt_tokens: int | None = None
     """From the usage chunk."""
     input_tokens: int | None = None
@@ -194,6 +195,7 @@ class RequestRecord:
             "last_reasoning_ms": self.last_reasoning_ms,
             "reasoning_chunks": self.reasoning_chunks,
             "reasoning_tokens": self.reasoning_tokens,
+            "reasoning_tokens_source": self.reasoning_tokens_source,
             "prompt_tokens": self.prompt_tokens,
             "input_tokens": self.input_tokens,
             "input_tokens_source": self.input_tokens_source,
@@ -237,6 +239,7 @@ class RequestRecord:
             last_reasoning_ms=_opt(d.get("last_reasoning_ms")),
             reasoning_chunks=int(d.get("reasoning_chunks") or 0),
             reasoning_tokens=d.get("reasoning_tokens"),
+            reasoning_tokens_source=d.get("reasoning_tokens_source"),
             prompt_tokens=d.get("prompt_tokens"),
             input_tokens=d.get("input_tokens"),
             input_tokens_source=d.get("input_tokens_source"),

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
 from streamcite.bench.diagnose import warnings_for
 from streamcite.bench.records import RequestRecord, RunResult
 from streamcite.bench.slo import Objective, evaluate
@@ -49,6 +50,7 @@ __all__ = [
 SCHEMA_VERSION = 2
 
 _PACKAGES = ("streamcite", "aiohttp", "httpx", "httpx-sse", "orjson", "numpy", "rich", "matplotlib")
+
 
 class ResultsFileError(StreamciteError):
     """A ``results.json`` that is not one this version can read."""

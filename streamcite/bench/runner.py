@@ -392,5 +392,3 @@ async def run_rate_sweep(
 
     ordered = sorted(loads, key=lambda ld: ld.rate or 0.0)
     return await run_sweep(target, questions, ordered, keep_going=keep_going, **kwargs)
-
-

@@ -99,10 +99,11 @@ def parse_slo(text: str) -> Objective:
 def _check(o: Objective, run: RunResult, summary: Mapping[str, Any]) -> dict[str, Any]:
     records = run.records
     if o.metric == "error_rate":
-        value = float(summary["error_rate"])
+        rate = float(summary["error_rate"])
         return {"spec": o.spec, "metric": o.metric, "percentile": None, "threshold": o.threshold,
-                "value": value, "attained": None, "passed": value <= o.threshold}  # fmt: skip
+                "value": rate, "attained": None, "passed": rate <= o.threshold}  # fmt: skip
     met = sum(1 for r in records if o.met_by(r))
+    value: float | None
     attained = met / len(records) if records else 0.0
     if o.percentile is None:
         worst = [o.request_value(r) for r in records]

@@ -104,8 +104,9 @@ def achieved_rate(run: RunResult) -> float | None:
     return (n - 1) / span
 
 
-def _token_source(records: Sequence[RequestRecord]) -> str | None:
-    sources = {r.output_tokens_source for r in records if r.output_tokens_source}
+def _token_source(records: Sequence[RequestRecord], name: str = "output") -> str | None:
+    sources = {getattr(r, f"{name}_tokens_source") for r in records}
+    sources.discard(None)
     if not sources:
         return None
     return sources.pop() if len(sources) == 1 else "mixed"
@@ -194,17 +195,11 @@ def summarize(run: RunResult, percentiles: Sequence[float] = DEFAULT_PERCENTILES
         "token_count_source": _token_source(ok),
         "output_tokens_total": out_total,
         "input_tokens_total": in_total,
-        "input_token_count_source": _input_source(ok),
+        "input_token_count_source": _token_source(ok, "input"),
+        "reasoning_token_count_source": _token_source(ok, "reasoning"),
         "total_tokens_per_s": round((in_total + out_total) / wall, 3) if wall > 0 else None,
         "chunks_per_s": round(sum(r.tokens for r in ok) / wall, 3) if wall > 0 else None,
         "offered_rps": run.load.rate,
         "achieved_rps": None if achieved is None else round(achieved, 3),
         "nothing_to_check": sum(1 for r in records if r.nothing_to_check),
     }
-
-
-def _input_source(records: Sequence[RequestRecord]) -> str | None:
-    sources = {r.input_tokens_source for r in records if r.input_tokens_source}
-    if not sources:
-        return None
-    return sources.pop() if len(sources) == 1 else "mixed"

@@ -85,6 +85,8 @@ def _rows(s: Mapping[str, Any], load: Mapping[str, Any]) -> list[tuple[str, Mapp
             label = f"output tokens ({source})"
         if label == "input tokens" and s.get("input_token_count_source"):
             label = f"input tokens ({s['input_token_count_source']})"
+        if label == "reasoning tokens" and s.get("reasoning_token_count_source"):
+            label = f"reasoning tokens ({s['reasoning_token_count_source']})"
         out.append((label, d))
     return out
 
@@ -122,9 +124,7 @@ def _lines(s: Mapping[str, Any]) -> Text:
     text = Text(" · ".join(_nb(p) for p in parts) + "\n")
     if s.get("offered_rps") is not None:
         achieved = s.get("achieved_rps")
-        text.append(
-            f"offered {s['offered_rps']:g} req/s · achieved {_fmt(achieved, 2)} req/s\n"
-        )
+        text.append(f"offered {s['offered_rps']:g} req/s · achieved {_fmt(achieved, 2)} req/s\n")
     text.append(_answers_line(s))
     client = s.get("client", {})
     lag = client.get("loop_lag_ms", {})

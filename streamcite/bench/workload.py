@@ -33,12 +33,13 @@ _ROLES.update({"chatgpt": "assistant", "bing": "assistant", "bard": "assistant"}
 _ROLES["system"] = "system"
 
 # Plain, common words: synthetic prompts read like text and tokenize like text.
-_WORDS = (
+_TEXT = (
     "the policy of remote work allows employees to work from home up to two days per "
     "week when their manager agrees and the team keeps its meetings travel expenses are "
     "paid back within thirty days on receipt of the invoices security rules apply to "
     "laptops phones and documents taken outside the office"
-).split()
+)
+_WORDS = _TEXT.split(" ")
 
 
 @dataclass(slots=True, frozen=True)
@@ -62,9 +63,7 @@ class Prompt:
             if isinstance(content, str):
                 parts.append(content)
             elif isinstance(content, list):
-                parts.extend(
-                    str(p.get("text", "")) for p in content if isinstance(p, Mapping)
-                )
+                parts.extend(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
         return "\n".join(parts)
 
     def body(self, model: str, extra_body: Mapping[str, Any]) -> dict[str, Any]:
