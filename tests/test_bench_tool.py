@@ -306,6 +306,7 @@ def test_distribution_percentiles() -> None:
     assert d == {
         "count": 100,
         "mean": 50.5,
+        "std": 28.866,
         "min": 1.0,
         "p50": 50.5,
         "p90": 90.1,
@@ -315,6 +316,7 @@ def test_distribution_percentiles() -> None:
     assert distribution([]) == {
         "count": 0,
         "mean": None,
+        "std": None,
         "min": None,
         "p50": None,
         "p90": None,
@@ -328,8 +330,18 @@ def test_distribution_percentiles() -> None:
 
 TOP_KEYS = {"schema_version", "tool", "created_at", "config", "versions", "machine", "runs"}
 RUN_KEYS = {"load", "started_at", "wall_s", "warmup_requests", "summary", "requests"}
-LOAD_KEYS = {"requests", "concurrency", "rate", "schedule", "warmup", "seed"}
-DIST = {"count", "mean", "min", "p50", "p90", "p99", "max"}
+LOAD_KEYS = {
+    "requests",
+    "concurrency",
+    "rate",
+    "schedule",
+    "warmup",
+    "seed",
+    # schema 2
+    "duration_s",
+    "ramp_up_s",
+}
+DIST = {"count", "mean", "min", "p50", "p90", "p99", "max", "std"}
 SUMMARY_KEYS = {
     "requests",
     "ok",
@@ -351,6 +363,29 @@ SUMMARY_KEYS = {
     "total_ms",
     "queue_ms",
     "client",
+    # schema 2
+    "reasoning_ms",
+    "tpot_ms",
+    "e2e_ms",
+    "input_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "output_tokens_per_s_per_request",
+    "citations_per_answer",
+    "sources_per_answer",
+    "support_score",
+    "percentiles",
+    "token_count_source",
+    "output_tokens_total",
+    "input_tokens_total",
+    "input_token_count_source",
+    "reasoning_token_count_source",
+    "total_tokens_per_s",
+    "chunks_per_s",
+    "offered_rps",
+    "achieved_rps",
+    "nothing_to_check",
+    "warnings",
 }
 REQUEST_KEYS = {
     "index",
@@ -378,6 +413,22 @@ REQUEST_KEYS = {
     "completion_tokens",
     "errors",
     "pipeline",
+    # schema 2
+    "finish_ms",
+    "reasoning_ms",
+    "last_reasoning_ms",
+    "reasoning_chunks",
+    "reasoning_tokens",
+    "reasoning_tokens_source",
+    "prompt_tokens",
+    "input_tokens",
+    "input_tokens_source",
+    "output_tokens",
+    "output_tokens_source",
+    "tpot_ms",
+    "output_tokens_per_s",
+    "e2e_ms",
+    "nothing_to_check",
 }
 PIPELINE_KEYS = {"ttft_ms", "stream_ms", "citations_ms", "sources_ms", "grounding_ms", "total_ms"}
 VERSION_KEYS = {
@@ -406,7 +457,7 @@ MACHINE_KEYS = {
 
 def check_schema(doc: dict[str, Any]) -> None:
     assert set(doc) == TOP_KEYS
-    assert doc["schema_version"] == SCHEMA_VERSION == 1
+    assert doc["schema_version"] == SCHEMA_VERSION == 2
     assert doc["tool"] == "streamcite bench"
     assert set(doc["versions"]) == VERSION_KEYS
     assert set(doc["machine"]) == MACHINE_KEYS
@@ -416,7 +467,12 @@ def check_schema(doc: dict[str, Any]) -> None:
         assert set(run["summary"]) == SUMMARY_KEYS
         for key in ("ttft_ms", "itl_ms", "tokens_per_s", "total_ms", "queue_ms"):
             assert set(run["summary"][key]) == DIST
-        assert set(run["summary"]["client"]) == {"loop_lag_ms", "cpu_s", "cpu_pct"}
+        assert set(run["summary"]["client"]) == {
+            "loop_lag_ms",
+            "cpu_s",
+            "cpu_pct",
+            "schedule_lag_ms",  # schema 2
+        }
         for req in run["requests"]:
             assert set(req) == REQUEST_KEYS
             assert set(req["pipeline"]) == PIPELINE_KEYS

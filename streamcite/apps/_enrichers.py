@@ -44,6 +44,8 @@ class EnricherOptions:
     google_endpoint: str | None = None
     google_token: str | None = None
     claim_level_scores: bool = False
+    wikit_headers: dict[str, str] | None = None
+    """Extra headers of the Wikit calls (``bench --fault`` sends its fault spec there)."""
 
     def __repr__(self) -> str:  # holds secrets: never shown
         return f"<EnricherOptions sources={self.sources} grounding={self.grounding}>"
@@ -62,6 +64,7 @@ def build_enrichers(opts: EnricherOptions, local_root: str | None) -> list[Enric
                 opts.wikit_org or LOCAL_WIKIT_ORG,
                 api_key=opts.wikit_api_key,
                 base_url=opts.wikit_base_url or local_root or DEFAULT_BASE_URL,
+                headers=opts.wikit_headers,
             )
         )
     if opts.grounding == "local":

@@ -3,25 +3,32 @@
 Runs the real pipeline against an endpoint (``--base-url``) or the embedded local
 backend (``--upstream local``, in a child process so it does not share the event
 loop with the client being measured), prints a summary table and, with ``--out``,
-writes ``results.json`` and PNG plots. ``--compare A.json B.json`` prints two earlier
-results side by side with ratios.
+writes ``results.json``, ``requests.csv`` and PNG plots. ``--compare A.json B.json``
+prints two earlier results side by side with ratios.
+
+Exit codes: 0 done, 1 error, 2 usage error, 3 an ``--slo`` objective was missed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import click
+import orjson
 from rich.console import Console
+from rich.markup import escape
 
 from streamcite.apps._enrichers import EnricherOptions, build_enrichers
+from streamcite.apps.bench_options import LOCAL_MODEL, bench_options
+from streamcite.bench.csvout import write_csv
 from streamcite.bench.report import (
     ResultsFileError,
     build_results,
@@ -35,15 +42,20 @@ from streamcite.bench.runner import (
     LoadSpec,
     LocalUpstream,
     RunResult,
-    load_questions,
+    run_rate_sweep,
     run_sweep,
 )
+from streamcite.bench.schedule import MAX_REQUESTS
+from streamcite.bench.slo import EXIT_SLO_MISSED, Objective, parse_slo
+from streamcite.bench.tokens import TokenizerUnavailable, load_tokenizer
+from streamcite.bench.workload import Prompt, load_prompts, synthetic_prompts
 from streamcite.enrich.base import Enricher
 from streamcite.pipeline import Timeouts
 
 __all__ = ["command"]
 
-_LOCAL_MODEL = "streamcite-local"
+_OPEN_LOOP_IN_FLIGHT = 64
+"""Most requests in flight of an open loop when no --concurrency is given."""
 
 
 def _env_secret(name: str | None, what: str) -> str | None:
@@ -65,357 +77,330 @@ def _public_url(url: str) -> str:
 
 
 @click.command("bench")
-@click.option("--base-url", metavar="URL", help="API root of the endpoint (…/v1).")
-@click.option(
-    "--api-key-env", metavar="NAME", help="Environment variable holding the endpoint's API key."
-)
-@click.option(
-    "--model", metavar="M", help=f"Model name (default with --upstream local: {_LOCAL_MODEL})."
-)
-@click.option(
-    "--upstream",
-    type=click.Choice(["local"]),
-    help="Benchmark the embedded local backend (the default without --base-url).",
-)
-@click.option(
-    "--corpus",
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
-    help="Corpus folder of the local backend (default: the built-in corpus).",
-)
-@click.option(
-    "--local-in-process",
-    is_flag=True,
-    help="Run the local backend on the client's event loop instead of a child process "
-    "(starts faster; client and server then slow each other down).",
-)
-@click.option(
-    "--questions",
-    "questions_file",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    help='Questions, one per line (or JSON Lines with "question"); used in turn.',
-)
-@click.option(
-    "--question", "question_list", multiple=True, metavar="Q", help="A question (repeatable)."
-)
-@click.option(
-    "--requests",
-    "n_requests",
-    type=click.IntRange(1),
-    default=20,
-    show_default=True,
-    help="Measured requests per run.",
-)
-@click.option(
-    "--concurrency",
-    type=click.IntRange(1),
-    multiple=True,
-    help="Requests in flight (repeat for a sweep: one run per value). Default 1.",
-)
-@click.option(
-    "--rate",
-    type=click.FloatRange(min=0, min_open=True),
-    metavar="R",
-    help="Open loop: R requests per second (at most --concurrency in flight).",
-)
-@click.option(
-    "--schedule",
-    type=click.Choice(["poisson", "fixed"]),
-    default="poisson",
-    show_default=True,
-    help="Open-loop arrivals.",
-)
-@click.option(
-    "--warmup",
-    type=click.IntRange(0),
-    default=2,
-    show_default=True,
-    help="Unmeasured requests before each run.",
-)
-@click.option(
-    "--seed", type=int, default=0, show_default=True, help="Seed of the Poisson schedule."
-)
-@click.option("--wikit-app", metavar="ID", help="Fetch Wikit quoted sources for this app id.")
-@click.option("--wikit-org", metavar="ID", help="Wikit organization id.")
-@click.option(
-    "--wikit-key-env", metavar="NAME", help="Environment variable holding the Wikit API key."
-)
-@click.option(
-    "--wikit-base-url",
-    metavar="URL",
-    help="Wikit API root (default: the local backend with --upstream local, else Wikit's).",
-)
-@click.option(
-    "--grounding",
-    type=click.Choice(["none", "local", "google"]),
-    default="none",
-    show_default=True,
-    help="Grounding check after each answer.",
-)
-@click.option(
-    "--google-config",
-    metavar="NAME",
-    help="projects/P/locations/global/groundingConfigs/G (Google grounding).",
-)
-@click.option(
-    "--google-endpoint",
-    metavar="URL",
-    help="Google Discovery Engine root (default: the local backend with --upstream local).",
-)
-@click.option(
-    "--google-token-env",
-    metavar="NAME",
-    help="Environment variable holding an OAuth access token (else ADC).",
-)
-@click.option(
-    "--grounding-facts",
-    type=click.Choice(["citations", "sources", "both"]),
-    default="citations",
-    show_default=True,
-    help="Facts of the grounding check: the answer's citations, the Wikit sources, or both.",
-)
-@click.option(
-    "--fault",
-    metavar="SPEC",
-    help="X-Streamcite-Fault sent with every request (e.g. 'first_token_delay=0.1').",
-)
-@click.option(
-    "--header", "headers", multiple=True, metavar="NAME:VALUE", help="Extra request header."
-)
-@click.option("--max-tokens", type=click.IntRange(1), help="max_tokens of every request.")
-@click.option(
-    "--transport",
-    type=click.Choice(["aiohttp", "httpx"]),
-    default="aiohttp",
-    show_default=True,
-    help="HTTP client (one shared for all requests).",
-)
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=120.0,
-    show_default=True,
-    help="Per request: seconds until done (first token: at most 60).",
-)
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Write results.json and the plots here.",
-)
-@click.option(
-    "--plots/--no-plots",
-    default=True,
-    show_default=True,
-    help="With --out: write PNG plots (needs streamcite[plot]).",
-)
-@click.option(
-    "--progress/--no-progress",
-    default=None,
-    help="Progress bar on stderr (default: when stderr is a terminal).",
-)
-@click.option(
-    "--log-level",
-    default="WARNING",
-    show_default=True,
-    help="streamcite log level (stderr). INFO logs every request: it costs time.",
-)
-@click.option(
-    "--compare",
-    nargs=2,
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    metavar="A.json B.json",
-    help="Compare two results.json files and exit.",
-)
-def command(
-    base_url: str | None,
-    api_key_env: str | None,
-    model: str | None,
-    upstream: str | None,
-    corpus: Path | None,
-    local_in_process: bool,
-    questions_file: Path | None,
-    question_list: tuple[str, ...],
-    n_requests: int,
-    concurrency: tuple[int, ...],
-    rate: float | None,
-    schedule: str,
-    warmup: int,
-    seed: int,
-    wikit_app: str | None,
-    wikit_org: str | None,
-    wikit_key_env: str | None,
-    wikit_base_url: str | None,
-    grounding: str,
-    google_config: str | None,
-    google_endpoint: str | None,
-    google_token_env: str | None,
-    grounding_facts: str,
-    fault: str | None,
-    headers: tuple[str, ...],
-    max_tokens: int | None,
-    transport: str,
-    timeout: float,
-    out: Path | None,
-    plots: bool,
-    progress: bool | None,
-    log_level: str,
-    compare: tuple[Path, Path] | None,
-) -> None:
-    """Measure time to first token, inter-token latency, time to citations, sources and
-    grounding, and total time, at a given concurrency (or rate), with errors by code.
+@bench_options
+def command(**kw: Any) -> None:
+    """Measure time to first token (and first reasoning token), inter-token latency,
+    TPOT, time to citations, sources and grounding, and total time, at a given
+    concurrency or rate, with token counts, goodput against SLOs and errors by code.
 
     \b
     Examples:
       streamcite bench --upstream local --question "Remote work rules?" \\
           --requests 100 --concurrency 1 --concurrency 8 --out bench-out
       streamcite bench --base-url https://api.example/v1 --api-key-env EXAMPLE_KEY \\
-          --model m --questions questions.txt --requests 50 --rate 2
+          --model m --questions prompts.jsonl --rate-sweep 1:32 --concurrency 64 \\
+          --slo p95:ttft_ms=800 --out sweep
       streamcite bench --compare before/results.json after/results.json
+
+    Exit codes: 0 done, 1 error, 2 usage error, 3 an --slo objective was missed.
     """
     console = Console()
-    if compare:
-        try:
-            doc_a, doc_b = load_results(compare[0]), load_results(compare[1])
-        except ResultsFileError as exc:
-            raise click.ClickException(exc.message) from exc
-        console.print(
-            f"A = {compare[0]} ({doc_a.get('created_at')})\n"
-            f"B = {compare[1]} ({doc_b.get('created_at')})",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
-        console.print(compare_tables(doc_a, doc_b))
+    if kw["compare"]:
+        _compare(console, kw["compare"])
         return
+    local = _check_usage(kw)
+    prompts = _workload(kw)
+    slos = _objectives(kw["slos"])
+    percentiles = _percentiles(kw["percentiles"])
+    loads, sweep = _loads(kw)
+    target = _target(kw, local)
+    options = _enricher_options(kw)
+    from streamcite.logs import configure_logging
 
-    if base_url and upstream:
+    configure_logging(kw["log_level"])
+    err = Console(stderr=True)
+    show_progress = err.is_terminal if kw["progress"] is None else kw["progress"]
+    job = _Job(target, prompts, loads, options, local, kw, sweep)
+    try:
+        runs = asyncio.run(_bench(job, err if show_progress else None))
+    except RuntimeError as exc:  # the local backend failed to start
+        raise click.ClickException(str(exc)) from exc
+    config = _config(kw, target, local, loads, len(prompts))
+    doc = build_results(runs, config, percentiles=percentiles, slos=slos)
+    console.print(summary_tables(doc))
+    sys.stdout.flush()
+    if kw["out"] is not None:
+        _write_outputs(doc, kw["out"], kw["plots"], err)
+    _exit_on_missed_slo(doc, err)
+
+
+def _compare(console: Console, paths: tuple[Path, Path]) -> None:
+    try:
+        doc_a, doc_b = load_results(paths[0]), load_results(paths[1])
+    except ResultsFileError as exc:
+        raise click.ClickException(exc.message) from exc
+    console.print(
+        f"A = {paths[0]} ({doc_a.get('created_at')})\nB = {paths[1]} ({doc_b.get('created_at')})",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+    console.print(compare_tables(doc_a, doc_b))
+
+
+def _check_usage(kw: Mapping[str, Any]) -> bool:
+    """Options that do not go together; returns whether the upstream is local."""
+    if kw["base_url"] and kw["upstream"]:
         raise click.UsageError("give --base-url or --upstream local, not both")
-    local = not base_url
-    if not local and (corpus or local_in_process):
+    local = not kw["base_url"]
+    if not local and (kw["corpus"] or kw["local_in_process"]):
         raise click.UsageError("--corpus and --local-in-process go with --upstream local")
-    if not local and not model:
+    if not local and not kw["model"]:
         raise click.UsageError("--model is required with --base-url")
-    if bool(wikit_app) != bool(wikit_org):
+    if bool(kw["wikit_app"]) != bool(kw["wikit_org"]):
         raise click.UsageError("--wikit-app and --wikit-org go together")
-    if grounding == "google" and not local and not google_config:
+    if kw["grounding"] == "google" and not local and not kw["google_config"]:
         raise click.UsageError("--grounding google needs --google-config")
-    if grounding_facts != "citations" and grounding == "none":
+    facts = kw["grounding_facts"]
+    if facts != "citations" and kw["grounding"] == "none":
         raise click.UsageError("--grounding-facts goes with --grounding local|google")
-    if grounding_facts != "citations" and not wikit_app:
-        raise click.UsageError(f"--grounding-facts {grounding_facts} needs --wikit-app/--wikit-org")
-    questions: list[str] = list(question_list)
-    if questions_file is not None:
+    if facts != "citations" and not kw["wikit_app"]:
+        raise click.UsageError(f"--grounding-facts {facts} needs --wikit-app/--wikit-org")
+    if kw["rate"] and kw["rate_sweep"]:
+        raise click.UsageError("give --rate or --rate-sweep, not both")
+    if kw["rate_sweep"] and len(kw["concurrency"]) > 1:
+        raise click.UsageError("--rate-sweep takes one --concurrency (the most in flight)")
+    if kw["synthetic_output"] and not kw["synthetic_input"]:
+        raise click.UsageError("--synthetic-output goes with --synthetic-input")
+    return local
+
+
+def _mean_std(text: str, option: str) -> tuple[float, float]:
+    mean, _, std = text.partition(":")
+    try:
+        m, s = float(mean), float(std or 0.0)
+    except ValueError:
+        raise click.UsageError(f"{option} {text!r}: expected MEAN[:STDDEV]") from None
+    if not (m >= 1 and s >= 0 and math.isfinite(m) and math.isfinite(s)):
+        raise click.UsageError(f"{option} {text!r}: MEAN must be >= 1 and STDDEV >= 0")
+    return m, s
+
+
+def _workload(kw: Mapping[str, Any]) -> list[str | Prompt]:
+    prompts: list[str | Prompt] = list(kw["question_list"])
+    if kw["questions_file"] is not None:
         try:
-            questions.extend(load_questions(questions_file))
+            prompts.extend(load_prompts(kw["questions_file"]))
         except (OSError, ValueError) as exc:
             raise click.UsageError(str(exc)) from exc
-    if not questions:
-        raise click.UsageError("give --questions FILE or --question Q")
-    extra_headers: dict[str, str] = {}
-    for item in headers:
+    if kw["synthetic_input"]:
+        mean, std = _mean_std(kw["synthetic_input"], "--synthetic-input")
+        count = min(1000, (kw["n_requests"] or 20) + kw["warmup"])
+        synth = synthetic_prompts(count, mean, std, seed=kw["seed"])
+        if kw["synthetic_output"]:
+            out_mean, out_std = _mean_std(kw["synthetic_output"], "--synthetic-output")
+            lengths = synthetic_prompts(count, out_mean, out_std, seed=kw["seed"] + 1)
+            synth = [
+                Prompt(p.messages, {"max_tokens": len(q.text.split())})
+                for p, q in zip(synth, lengths, strict=True)
+            ]
+        prompts.extend(synth)
+    if not prompts:
+        raise click.UsageError("give --questions FILE, --question Q or --synthetic-input N")
+    return prompts
+
+
+def _objectives(specs: Sequence[str]) -> list[Objective]:
+    try:
+        return [parse_slo(s) for s in specs]
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+
+
+def _percentiles(text: str) -> list[float]:
+    try:
+        qs = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise click.UsageError(f"--percentiles {text!r}: expected numbers, e.g. 50,95,99") from None
+    if not all(0 < q <= 100 for q in qs):
+        raise click.UsageError("--percentiles: each must be in (0, 100]")
+    return qs
+
+
+def _sweep_rates(text: str) -> list[float]:
+    parts = text.split(":")
+    try:
+        low, high = float(parts[0]), float(parts[1])
+        steps = int(parts[2]) if len(parts) > 2 else 6
+    except (ValueError, IndexError):
+        raise click.UsageError(f"--rate-sweep {text!r}: expected LOW:HIGH[:STEPS]") from None
+    if len(parts) > 3 or not 0 < low < high or not math.isfinite(high) or not 2 <= steps <= 50:
+        raise click.UsageError("--rate-sweep: 0 < LOW < HIGH and 2 <= STEPS <= 50")
+    ratio = (high / low) ** (1 / (steps - 1))
+    return [round(low * ratio**i, 6) for i in range(steps)]
+
+
+def _loads(kw: Mapping[str, Any]) -> tuple[list[LoadSpec], bool]:
+    """The runs to make, and whether they form a rate sweep."""
+    open_loop = bool(kw["rate"] or kw["rate_sweep"])
+    default_c = _OPEN_LOOP_IN_FLIGHT if open_loop else 1
+    concurrencies = list(dict.fromkeys(kw["concurrency"])) or [default_c]
+    requests = kw["n_requests"] or (MAX_REQUESTS if kw["duration"] else 20)
+    common: dict[str, Any] = {
+        "schedule": kw["schedule"],
+        "warmup": kw["warmup"],
+        "seed": kw["seed"],
+        "duration_s": kw["duration"],
+        "ramp_up_s": kw["ramp_up"],
+    }
+    if kw["rate_sweep"]:
+        rates = _sweep_rates(kw["rate_sweep"])
+        return [LoadSpec(requests, concurrencies[0], r, **common) for r in rates], True
+    return [LoadSpec(requests, c, kw["rate"], **common) for c in concurrencies], False
+
+
+def _target(kw: Mapping[str, Any], local: bool) -> BenchTarget:
+    headers: dict[str, str] = {}
+    for item in kw["headers"]:
         name, sep, value = item.partition(":")
         if not sep or not name.strip():
             raise click.UsageError(f"--header {item!r}: expected NAME:VALUE")
-        extra_headers[name.strip()] = value.strip()
-    if fault:
-        extra_headers["X-Streamcite-Fault"] = fault
-    api_key = _env_secret(api_key_env, "--api-key-env")
-    wikit_key = _env_secret(wikit_key_env, "--wikit-key-env")
-    google_token = _env_secret(google_token_env, "--google-token-env")
-
-    from streamcite.logs import configure_logging
-
-    configure_logging(log_level)
-
-    concurrencies = list(dict.fromkeys(concurrency)) or [1]
-    loads = [
-        LoadSpec(n_requests, c, rate, schedule, warmup, seed)  # type: ignore[arg-type]
-        for c in concurrencies
-    ]
-    target = BenchTarget(
-        base_url=base_url or "",
-        model=model or _LOCAL_MODEL,
-        api_key=api_key,
-        transport=transport,  # type: ignore[arg-type]
-        headers=extra_headers,
+        headers[name.strip()] = value.strip()
+    if kw["fault"]:
+        headers["X-Streamcite-Fault"] = kw["fault"]
+    extra: dict[str, Any] = {}
+    if kw["extra_body"]:
+        try:
+            extra = orjson.loads(kw["extra_body"])
+        except orjson.JSONDecodeError as exc:
+            raise click.UsageError(f"--extra-body: not valid JSON: {exc}") from exc
+        if not isinstance(extra, dict):
+            raise click.UsageError("--extra-body: expected a JSON object")
+    if kw["max_tokens"]:
+        extra["max_tokens"] = kw["max_tokens"]
+    tokenizer = None
+    if kw["tokenizer"]:
+        try:
+            tokenizer = load_tokenizer(kw["tokenizer"])
+        except TokenizerUnavailable as exc:
+            raise click.UsageError(str(exc)) from exc
+    timeout = kw["timeout"]
+    return BenchTarget(
+        base_url=kw["base_url"] or "",
+        model=kw["model"] or LOCAL_MODEL,
+        api_key=_env_secret(kw["api_key_env"], "--api-key-env"),
+        transport=kw["transport"],
+        headers=headers,
         timeouts=Timeouts(connect=10.0, first_token=min(60.0, timeout), idle=30.0, total=timeout),
-        extra_body={"max_tokens": max_tokens} if max_tokens else {},
+        extra_body=extra,
+        tokenizer=tokenizer,
     )
-    config: dict[str, Any] = {
+
+
+def _enricher_options(kw: Mapping[str, Any]) -> EnricherOptions:
+    return EnricherOptions(
+        sources=bool(kw["wikit_app"] and kw["wikit_org"]),
+        wikit_app=kw["wikit_app"],
+        wikit_org=kw["wikit_org"],
+        wikit_api_key=_env_secret(kw["wikit_key_env"], "--wikit-key-env"),
+        wikit_base_url=kw["wikit_base_url"],
+        grounding=kw["grounding"],
+        grounding_facts=kw["grounding_facts"],
+        google_config=kw["google_config"],
+        google_endpoint=kw["google_endpoint"],
+        google_token=_env_secret(kw["google_token_env"], "--google-token-env"),
+        # The fault spec reaches the Wikit calls too (sources_delay, sources_404_until).
+        wikit_headers={"X-Streamcite-Fault": kw["fault"]} if kw["fault"] else None,
+    )
+
+
+def _config(
+    kw: Mapping[str, Any], target: BenchTarget, local: bool, loads: Sequence[LoadSpec], n: int
+) -> dict[str, Any]:
+    """The ``config`` of results.json: what was asked, never a secret."""
+    grounding = kw["grounding"]
+    wikit_url = kw["wikit_base_url"]
+    return {
         "upstream": "local" if local else "remote",
-        "base_url": None if local else _public_url(target.base_url),
+        "base_url": _public_url(target.base_url),
         "model": target.model,
-        "api_key_env": api_key_env,
-        "local_mode": ("inline" if local_in_process else "process") if local else None,
-        "corpus": str(corpus) if corpus else None,
-        "questions_file": str(questions_file) if questions_file else None,
-        "questions": len(questions),
-        "requests": n_requests,
-        "concurrency": concurrencies,
-        "rate": rate,
-        "schedule": schedule if rate else None,
-        "warmup": warmup,
-        "seed": seed,
-        "fault": fault,
-        "max_tokens": max_tokens,
-        "transport": transport,
-        "timeout_s": timeout,
+        "api_key_env": kw["api_key_env"],
+        "local_mode": ("inline" if kw["local_in_process"] else "process") if local else None,
+        "corpus": str(kw["corpus"]) if kw["corpus"] else None,
+        "questions_file": str(kw["questions_file"]) if kw["questions_file"] else None,
+        "questions": n,
+        "requests": loads[0].requests,
+        "concurrency": list(dict.fromkeys(ld.concurrency for ld in loads)),
+        "rate": kw["rate"],
+        "schedule": kw["schedule"] if kw["rate"] or kw["rate_sweep"] else None,
+        "warmup": kw["warmup"],
+        "seed": kw["seed"],
+        "fault": kw["fault"],
+        "max_tokens": kw["max_tokens"],
+        "transport": kw["transport"],
+        "timeout_s": kw["timeout"],
         "wikit": {
-            "app_id": wikit_app,
-            "organization_id": wikit_org,
-            "base_url": _public_url(wikit_base_url) if wikit_base_url else None,
+            "app_id": kw["wikit_app"],
+            "organization_id": kw["wikit_org"],
+            "base_url": _public_url(wikit_url) if wikit_url else None,
         }
-        if wikit_app
+        if kw["wikit_app"]
         else None,
         "grounding": grounding,
-        "grounding_facts": grounding_facts if grounding != "none" else None,
-        "google": {"config": google_config} if grounding == "google" else None,
+        "grounding_facts": kw["grounding_facts"] if grounding != "none" else None,
+        "google": {"config": kw["google_config"]} if grounding == "google" else None,
+        # schema 2
+        "duration_s": kw["duration"],
+        "rate_sweep": kw["rate_sweep"],
+        "ramp_up_s": kw["ramp_up"],
+        "synthetic_input": kw["synthetic_input"],
+        "synthetic_output": kw["synthetic_output"],
+        "extra_body_keys": sorted(target.extra_body),
+        "tokenizer": kw["tokenizer"],
+        "slo": list(kw["slos"]),
+        "percentiles": kw["percentiles"],
     }
-    err = Console(stderr=True)
-    show_progress = err.is_terminal if progress is None else progress
-    options = EnricherOptions(
-        sources=bool(wikit_app and wikit_org),
-        wikit_app=wikit_app,
-        wikit_org=wikit_org,
-        wikit_api_key=wikit_key,
-        wikit_base_url=wikit_base_url,
-        grounding=grounding,
-        grounding_facts=grounding_facts,
-        google_config=google_config,
-        google_endpoint=google_endpoint,
-        google_token=google_token,
-    )
+
+
+def _write_outputs(doc: Mapping[str, Any], out: Path, plots: bool, err: Console) -> None:
+    err.print(f"wrote {escape(str(write_results(doc, out)))}")
+    err.print(f"wrote {escape(str(write_csv(doc, out)))}")
+    if not plots:
+        return
+    from streamcite.bench.plots import PlotsUnavailable, write_plots
+
     try:
-        runs = asyncio.run(
-            _bench(
-                target,
-                questions,
-                loads,
-                options,
-                local,
-                corpus,
-                local_in_process,
-                err if show_progress else None,
-            )
-        )
-    except RuntimeError as exc:  # the local backend failed to start
-        raise click.ClickException(str(exc)) from exc
+        for png in write_plots(doc, out):
+            err.print(f"wrote {escape(str(png))}")
+    except PlotsUnavailable as exc:
+        # escape(): rich would take "[plot]" of the install hint for markup and drop it.
+        err.print(f"[yellow]no plots:[/yellow] {escape(str(exc))}")
 
-    if local:
-        config["base_url"] = _public_url(target.base_url)
-    doc = build_results(runs, config)
-    console.print(summary_tables(doc))
-    sys.stdout.flush()
-    if out is not None:
-        path = write_results(doc, out)
-        err.print(f"wrote {path}")
-        if plots:
-            from streamcite.bench.plots import PlotsUnavailable, write_plots
 
-            try:
-                for png in write_plots(doc, out):
-                    err.print(f"wrote {png}")
-            except PlotsUnavailable as exc:
-                err.print(f"[yellow]no plots:[/yellow] {exc}")
+def _exit_on_missed_slo(doc: Mapping[str, Any], err: Console) -> None:
+    missed = [
+        c["spec"]
+        for run in doc["runs"]
+        for c in (run["summary"].get("slo") or {}).get("objectives", [])
+        if not c["passed"]
+    ]
+    if missed:
+        err.print(f"[red]SLO missed:[/red] {escape(', '.join(dict.fromkeys(missed)))}")
+        raise SystemExit(EXIT_SLO_MISSED)
+
+
+class _Job:
+    """Everything one benchmark needs once the options are read."""
+
+    def __init__(
+        self,
+        target: BenchTarget,
+        prompts: Sequence[str | Prompt],
+        loads: Sequence[LoadSpec],
+        options: EnricherOptions,
+        local: bool,
+        kw: Mapping[str, Any],
+        sweep: bool,
+    ) -> None:
+        self.target = target
+        self.prompts = prompts
+        self.loads = loads
+        self.options = options
+        self.local = local
+        self.corpus: Path | None = kw["corpus"]
+        self.in_process: bool = kw["local_in_process"]
+        self.rate_sweep = sweep
+        self.tolerance: float = kw["sweep_tolerance"]
 
 
 async def _make_enrichers(
@@ -429,36 +414,37 @@ async def _make_enrichers(
     return enrichers
 
 
-async def _bench(
-    target: BenchTarget,
-    questions: Sequence[str],
-    loads: Sequence[LoadSpec],
-    opts: EnricherOptions,
-    local: bool,
-    corpus: Path | None,
-    in_process: bool,
-    progress_console: Console | None,
-) -> list[RunResult]:
+async def _bench(job: _Job, progress_console: Console | None) -> list[RunResult]:
     async with contextlib.AsyncExitStack() as stack:
         local_root: str | None = None
-        if local:
-            backend_config: dict[str, Any] = {"corpus_dir": corpus} if corpus else {}
-            upstream = LocalUpstream(backend_config, mode="inline" if in_process else "process")
+        if job.local:
+            # LocalUpstream allows client fault injection on the backend it starts.
+            backend_config: dict[str, Any] = {"corpus_dir": job.corpus} if job.corpus else {}
+            upstream = LocalUpstream(backend_config, mode="inline" if job.in_process else "process")
             await stack.enter_async_context(upstream)
-            target.base_url = upstream.base_url
+            job.target.base_url = upstream.base_url
             local_root = upstream.root_url
-        enrichers = await _make_enrichers(opts, stack, local_root)
+        enrichers = await _make_enrichers(job.options, stack, local_root)
         if progress_console is None:
-            return await run_sweep(target, questions, loads, enrichers=enrichers)
-        return await _with_progress(target, questions, loads, enrichers, progress_console)
+            return await _run(job, enrichers)
+        return await _with_progress(job, enrichers, progress_console)
+
+
+async def _run(job: _Job, enrichers: Sequence[Enricher], **kwargs: Any) -> list[RunResult]:
+    if job.rate_sweep:
+        return await run_rate_sweep(
+            job.target,
+            job.prompts,
+            job.loads,
+            tolerance=job.tolerance,
+            enrichers=enrichers,
+            **kwargs,
+        )
+    return await run_sweep(job.target, job.prompts, job.loads, enrichers=enrichers, **kwargs)
 
 
 async def _with_progress(
-    target: BenchTarget,
-    questions: Sequence[str],
-    loads: Sequence[LoadSpec],
-    enrichers: Sequence[Enricher],
-    console: Console,
+    job: _Job, enrichers: Sequence[Enricher], console: Console
 ) -> list[RunResult]:
     from rich.progress import (
         BarColumn,
@@ -484,7 +470,8 @@ async def _with_progress(
     def on_run_start(load: LoadSpec) -> None:
         state["failed"] = 0
         what = f"concurrency {load.concurrency}" + (f", {load.rate:g}/s" if load.rate else "")
-        state["task"] = progress.add_task(what, total=load.warmup + load.requests, failed=0)
+        total = None if load.duration_s else load.warmup + load.requests
+        state["task"] = progress.add_task(what, total=total, failed=0)
 
     def on_done(warmup: bool, ok: bool) -> None:
         if not ok and not warmup:
@@ -492,14 +479,7 @@ async def _with_progress(
         progress.update(state["task"], advance=1, failed=state["failed"])
 
     with progress:
-        return await run_sweep(
-            target,
-            questions,
-            loads,
-            enrichers=enrichers,
-            on_done=on_done,
-            on_run_start=on_run_start,
-        )
+        return await _run(job, enrichers, on_done=on_done, on_run_start=on_run_start)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,8 +2,9 @@
 
 Measures, per request and from the pipeline's own events, time to first token,
 inter-token latency, tokens per second, time to citations (finish chunk), to
-quoted sources, to the grounding check and to ``done``; errors by code. Aggregates
-p50/p90/p99/max, throughput and error rate; writes ``results.json`` and PNG plots.
+quoted sources, to the grounding check and to ``done``; token counts from usage, a
+tokenizer or the chunks; errors by code. Aggregates percentiles, throughput, goodput
+against SLOs and error rate; writes ``results.json``, ``requests.csv`` and PNG plots.
 
 Library use::
 
@@ -12,6 +13,7 @@ Library use::
     doc = build_results(runs, config={})
 """
 
+from streamcite.bench.csvout import write_csv
 from streamcite.bench.report import (
     SCHEMA_VERSION,
     ResultsFileError,
@@ -29,26 +31,37 @@ from streamcite.bench.runner import (
     RunResult,
     load_questions,
     run_load,
+    run_rate_sweep,
     run_sweep,
 )
+from streamcite.bench.slo import EXIT_SLO_MISSED, Objective, parse_slo
 from streamcite.bench.stats import distribution, summarize
+from streamcite.bench.workload import Prompt, load_prompts, synthetic_prompts
 
 __all__ = [
+    "EXIT_SLO_MISSED",
     "SCHEMA_VERSION",
     "BenchTarget",
     "ErrorRecord",
     "LoadSpec",
     "LocalUpstream",
+    "Objective",
+    "Prompt",
     "RequestRecord",
     "ResultsFileError",
     "RunResult",
     "build_results",
     "compare_tables",
     "distribution",
+    "load_prompts",
     "load_questions",
     "load_results",
+    "parse_slo",
     "run_load",
+    "run_rate_sweep",
     "run_sweep",
     "summarize",
+    "synthetic_prompts",
+    "write_csv",
     "write_results",
 ]

@@ -9,8 +9,11 @@ Plots, from a ``results.json`` document:
 * ``ttft_cdf.png`` — distribution (CDF) of time to first token, one line per run;
 * ``itl_cdf.png`` — distribution of inter-token latency, one line per run;
 * ``timeline.png`` — per request: sent, first token, citations, sources, grounding,
-  done (first run; with several runs also ``timeline-<n>.png`` for each);
+  done (with several runs: one panel per run, and ``timeline-<n>.png`` for each);
 * ``latency_vs_concurrency.png`` — when runs differ in concurrency.
+
+A plot with nothing to show (a CDF when no request reached its first token) is not
+written, rather than drawn empty.
 """
 
 from __future__ import annotations
@@ -19,13 +22,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from streamcite.bench.records import RequestRecord
 from streamcite.bench.report import records_of
-from streamcite.bench.runner import RequestRecord
 
 __all__ = ["PlotsUnavailable", "write_plots"]
 
 # Enough requests to see the pattern; more would make an unreadable smear.
 _TIMELINE_MAX = 120
+_OVERVIEW_MAX = 6
 _DPI = 110
 
 
@@ -58,13 +62,16 @@ def _cdf_figure(
     xlabel: str,
     ylabel: str,
     path: Path,
-) -> Path:
+) -> Path | None:
     from matplotlib.figure import Figure
 
+    series = [(values_of(records_of(run)), _label(run)) for run in runs]
+    if not any(values for values, _ in series):
+        return None
     fig = Figure(figsize=(7.5, 4.5), dpi=_DPI, layout="constrained")
     ax = fig.add_subplot()
-    for run in runs:
-        _ecdf(ax, values_of(records_of(run)), _label(run))
+    for values, label in series:
+        _ecdf(ax, values, label)
     for q in (0.5, 0.9, 0.99):
         ax.axhline(q, color="0.8", linewidth=0.8, zorder=0)
         ax.text(
@@ -81,7 +88,8 @@ def _cdf_figure(
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(True, alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="lower right", fontsize=8)
     fig.savefig(path, format="png")
     return path
 
@@ -93,36 +101,30 @@ def _itl(records: Sequence[RequestRecord]) -> list[float]:
     return out
 
 
-def _timeline(run: Mapping[str, Any], title: str, path: Path) -> Path:
-    from matplotlib.figure import Figure
+def _draw_timeline(ax: Any, run: Mapping[str, Any], title: str, legend: bool) -> None:
+    from matplotlib.ticker import MaxNLocator
 
     records = records_of(run)[:_TIMELINE_MAX]
-    height = min(9.0, 2.0 + 0.09 * len(records))
-    fig = Figure(figsize=(9.0, height), dpi=_DPI, layout="constrained")
-    ax = fig.add_subplot()
     marks: dict[str, tuple[list[float], list[int], str, str]] = {
+        "first reasoning": ([], [], "x", "tab:gray"),
         "first token": ([], [], "o", "tab:blue"),
         "citations": ([], [], "^", "tab:orange"),
         "sources": ([], [], "s", "tab:green"),
         "grounding": ([], [], "D", "tab:purple"),
         "done": ([], [], "|", "black"),
     }
-    failed_y: list[int] = []
+    failed = False
     for y, r in enumerate(records):
         start = r.start_ms / 1000.0
+        if r.queue_ms:  # waited for a slot: the wait is drawn thin before the send
+            ax.hlines(y, start - r.queue_ms / 1000.0, start, color="tab:red", linewidth=0.5)
         last = r.total_ms if r.total_ms is not None else (r.token_ms[-1] if r.token_ms else 0.0)
         end = start + last / 1000.0
-        ax.hlines(
-            y,
-            start,
-            max(end, start),
-            color="tab:red" if not r.ok else "0.75",
-            linewidth=1.2,
-            zorder=1,
-        )
-        if not r.ok:
-            failed_y.append(y)
+        color = "tab:red" if not r.ok else "0.75"
+        ax.hlines(y, start, max(end, start), color=color, linewidth=1.2, zorder=1)
+        failed = failed or not r.ok
         for name, value in (
+            ("first reasoning", r.reasoning_ms),
             ("first token", r.ttft_ms),
             ("citations", r.citations_ms),
             ("sources", r.sources_ms),
@@ -137,18 +139,42 @@ def _timeline(run: Mapping[str, Any], title: str, path: Path) -> Path:
         if xs:
             size = 40 if marker == "|" else 14
             ax.scatter(xs, ys, marker=marker, s=size, color=color, label=name, zorder=2)
-    if failed_y:
+    if failed:
         ax.plot([], [], color="tab:red", label="failed request")
-    from matplotlib.ticker import MaxNLocator
-
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylim(len(records) - 0.5 if records else 1, -0.5)  # first request on top
     ax.set_xlim(left=0)
-    ax.set_xlabel("seconds since the start of the measured phase")
     ax.set_ylabel("request (in order sent)")
-    ax.set_title(title)
+    ax.set_title(title, fontsize=10)
     ax.grid(True, axis="x", alpha=0.3)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+    if legend and ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+
+
+def _timeline(run: Mapping[str, Any], title: str, path: Path) -> Path:
+    from matplotlib.figure import Figure
+
+    n = min(len(run["requests"]), _TIMELINE_MAX)
+    height = min(9.0, 2.0 + 0.09 * n)
+    fig = Figure(figsize=(9.0, height), dpi=_DPI, layout="constrained")
+    ax = fig.add_subplot()
+    _draw_timeline(ax, run, title, legend=True)
+    ax.set_xlabel("seconds since the start of the measured phase")
+    fig.savefig(path, format="png")
+    return path
+
+
+def _timeline_overview(runs: Sequence[Mapping[str, Any]], path: Path) -> Path:
+    """A sweep: one panel per run (at most ``_OVERVIEW_MAX``), same time axis."""
+    from matplotlib.figure import Figure
+
+    shown = list(runs)[:_OVERVIEW_MAX]
+    fig = Figure(figsize=(9.0, 1.2 + 2.3 * len(shown)), dpi=_DPI, layout="constrained")
+    axes = fig.subplots(len(shown), 1, sharex=True, squeeze=False)[:, 0]
+    for i, (ax, run) in enumerate(zip(axes, shown, strict=True)):
+        _draw_timeline(ax, run, _label(run), legend=i == 0)
+    axes[-1].set_xlabel("seconds since the start of each run's measured phase")
+    fig.suptitle("Per-request timelines of the sweep")
     fig.savefig(path, format="png")
     return path
 
@@ -209,7 +235,7 @@ def write_plots(doc: Mapping[str, Any], out_dir: str | Path) -> list[Path]:
     runs = list(doc["runs"])
     if not runs:
         return []
-    written = [
+    cdfs = [
         _cdf_figure(
             runs,
             lambda recs: [r.ttft_ms for r in recs if r.ttft_ms is not None],
@@ -226,9 +252,14 @@ def write_plots(doc: Mapping[str, Any], out_dir: str | Path) -> list[Path]:
             "fraction of token gaps ≤ x",
             out / "itl_cdf.png",
         ),
-        _timeline(runs[0], f"Per-request timeline — {_label(runs[0])}", out / "timeline.png"),
     ]
-    if len(runs) > 1:
+    written = [p for p in cdfs if p is not None]
+    if len(runs) == 1:
+        written.append(
+            _timeline(runs[0], f"Per-request timeline — {_label(runs[0])}", out / "timeline.png")
+        )
+    else:
+        written.append(_timeline_overview(runs, out / "timeline.png"))
         for i, run in enumerate(runs, 1):
             written.append(
                 _timeline(run, f"Per-request timeline — {_label(run)}", out / f"timeline-{i}.png")

@@ -19,7 +19,7 @@ the API, 1-based for people).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -174,8 +174,12 @@ class WikitSources:
         timeout: float | None = None,
         retry: RetryPolicy | None = None,
         session: aiohttp.ClientSession | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         """``deadline``: how long 404 ("not there yet") and 5xx/429 are retried.
+
+        ``headers``: extra headers of every sources request (e.g. the local backend's
+        ``X-Streamcite-Fault``); they never replace the organisation or key headers.
 
         ``request_timeout``: one HTTP attempt. ``timeout``: the enricher's overall
         budget the pipeline enforces (default ``deadline + 1``, so this client's own,
@@ -193,6 +197,7 @@ class WikitSources:
         self.retry = retry or RetryPolicy(deadline=deadline, request_timeout=request_timeout)
         self.timeout = float(timeout) if timeout is not None else self.retry.deadline + 1.0
         self._sessions = SessionHolder(session)
+        self._extra_headers = dict(headers or {})
         self._log = get_logger("streamcite.enrich.wikit").bind(app_id=app_id)
 
     def __repr__(self) -> str:
@@ -222,7 +227,11 @@ class WikitSources:
         )
 
     def _headers(self) -> dict[str, str]:
-        headers = {"accept": "application/json", "X-Wikit-Organization-Id": self.organization_id}
+        headers = {
+            **self._extra_headers,
+            "accept": "application/json",
+            "X-Wikit-Organization-Id": self.organization_id,
+        }
         if self._api_key:
             headers["Wikit-Semantics-API-Key"] = self._api_key.get()
         return headers
