@@ -28,7 +28,9 @@ def _chat(question: str) -> bytes:
 
 async def test_a_body_over_the_cap_is_413_in_each_apis_shape() -> None:
     async with (
-        LocalBackend(BackendConfig(max_body_bytes=64 * 1024)) as backend,
+        LocalBackend(
+            BackendConfig(max_body_bytes=64 * 1024, max_check_body_bytes=64 * 1024)
+        ) as backend,
         aiohttp.ClientSession() as session,
     ):
         big = _chat("x " * 100_000)
@@ -77,8 +79,11 @@ def test_the_answer_cache_is_bounded_by_measured_bytes() -> None:
 
 
 async def test_citation_urls_never_come_from_the_host_header() -> None:
+    # The default Host allow-list refuses evil.example (403); allowed here on purpose,
+    # to show that even an allowed Host never roots the URLs.
+    config = BackendConfig(allowed_hosts=("evil.example", "127.0.0.1"))
     async with (
-        LocalBackend(BackendConfig()) as backend,
+        LocalBackend(config) as backend,
         aiohttp.ClientSession() as session,
     ):
         r = await session.post(
