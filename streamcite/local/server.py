@@ -24,10 +24,9 @@ from __future__ import annotations
 import asyncio
 import html
 import secrets
-import sys
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -60,7 +59,7 @@ from streamcite.local.google_api import (
 )
 from streamcite.local.hostcheck import HostCheck
 from streamcite.local.profiles import profile_events
-from streamcite.local.store import AnswerStore, StoredAnswer
+from streamcite.local.store import AnswerStore, StoredAnswer, answer_nbytes
 from streamcite.logs import get_logger
 
 __all__ = ["MODEL", "BackendConfig", "LocalBackend", "create_app"]
@@ -140,6 +139,9 @@ class BackendConfig:
     public_url: str | None = None
     """Root of citation and document URLs; default: the address the client connected
     to (``LocalBackend`` sets its own ``root_url``). Never taken from ``Host``."""
+    store_bytes: int = 16 * 1024 * 1024
+    """Memory the answers kept for the Wikit endpoints may hold (measured, like the
+    cache's): 1000 answers to 16 Ki-character questions would otherwise hold 64 MiB."""
     allowed_hosts: tuple[str, ...] = ()
     """``Host`` allow-list (``name[:port]``, ``[v6]:port``, ``.domain``, ``*``): other
     hosts get HTTP 403 (DNS rebinding). Empty: the address the connection arrived on
@@ -179,7 +181,7 @@ class _State:
             else load_corpus(config.corpus_dir, strict=config.corpus_strict)
         )
         self.answerer = Answerer(self.corpus)
-        self.store = AnswerStore(config.store_size, config.store_ttl)
+        self.store = AnswerStore(config.store_size, config.store_ttl, max_bytes=config.store_bytes)
         self.server_faults = FaultSpec.parse(config.faults)
         self.closing = asyncio.Event()
         self.organization_id = config.wikit_org_id or DEFAULT_ORGANIZATION_ID
@@ -196,7 +198,7 @@ class _State:
             self._answers.move_to_end(question)
             return cached[0]
         answer = self.answerer.answer(question)
-        size = _answer_size(answer)
+        size = answer_nbytes(answer)
         limit = self.config.answer_cache_bytes
         if size <= limit // 4:  # a huge answer is served, not kept
             self._answers[question] = (answer, size)
@@ -212,22 +214,6 @@ class _State:
 
 
 _CACHE_ANSWERS = 256
-
-
-def _field_values(obj: Any) -> list[Any]:
-    return [getattr(obj, f.name) for f in fields(obj)]
-
-
-def _answer_size(answer: Answer) -> int:
-    """What an answer holds, measured: every string at its in-memory size, plus the
-    objects around them (a cold path: it runs once per new question)."""
-    strings = [answer.question, answer.text]
-    for s in answer.sentences:
-        strings += [x for x in _field_values(s) if isinstance(x, str)]
-    for p in answer.passages:
-        strings += [x for x in _field_values(p) if isinstance(x, str)]
-    objects = 1 + len(answer.sentences) + len(answer.passages)
-    return sum(map(sys.getsizeof, strings)) + 200 * objects
 
 
 _STATE = web.AppKey("streamcite_local_state", _State)
@@ -930,6 +916,20 @@ async def _grounding_check(request: web.Request) -> web.Response:
 # --------------------------------------------------------------------------- runner
 
 
+WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::", "*"})
+"""Bind addresses meaning "every interface": no URL a client could use."""
+
+
+def own_public_url(host: str, port: int) -> str | None:
+    """The URL root a backend bound to ``host:port`` hands out, or None for a wildcard
+    bind (``0.0.0.0``, ``::``): then each request's own socket address roots its URLs
+    (``http://0.0.0.0:8765/documents/…`` reaches nothing)."""
+    if host.strip() in WILDCARD_HOSTS:
+        return None
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
 class LocalBackend:
     """The backend running on a loopback port, for tests, demos and ``streamcite ask``.
 
@@ -1000,7 +1000,7 @@ class LocalBackend:
         addresses = runner.addresses
         self.port = int(addresses[0][1]) if addresses else self._requested_port
         if self.config.public_url is None:
-            self._app[_STATE].public_url = self.root_url
+            self._app[_STATE].public_url = own_public_url(self.host, self.port)
         self._app[_STATE].log.debug("local backend started", url=self.root_url)
 
     async def stop(self) -> None:
