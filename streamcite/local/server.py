@@ -55,6 +55,7 @@ from streamcite.local.google_api import (
     GOOGLE_PATH_RE,
     Handler,
     add_google_routes,
+    google_error,
     google_error_middleware,
 )
 from streamcite.local.hostcheck import HostCheck
@@ -889,7 +890,7 @@ async def _grounding_check(request: web.Request) -> web.Response:
         return _google_error(spec.status, f"injected fault: HTTP {spec.status}", spec)
     raw = await _read_body(request, request.app[_STATE].config.max_check_body_bytes)
     if raw is None:
-        return _google_error(413, "Request payload size exceeds the limit.")
+        return google_error(413, "Request payload size exceeds the limit.")
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError:
