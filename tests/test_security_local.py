@@ -11,6 +11,7 @@ import tracemalloc
 from pathlib import Path
 
 import aiohttp
+import aiohttp.web
 import orjson
 import pytest
 
@@ -329,3 +330,65 @@ def test_the_wikit_store_is_bounded_by_measured_bytes() -> None:
     assert store.nbytes <= limit and 0 < len(store) < 10
     assert held < 2 * limit, f"{held:,} bytes held for a {limit:,}-byte bound"
     assert "id999" in store and "id0" not in store
+
+
+# --------------------------------------------------------------------------- in a real browser
+
+
+@pytest.mark.browser
+async def test_dns_rebinding_from_chromium_is_refused() -> None:
+    """Chromium resolves evil.example to 127.0.0.1 (as after a rebinding) and opens the
+    backend's document there: 403, no corpus text. A page of another origin POSTing a
+    question (a "simple" request, no preflight) is refused before it is answered."""
+    from playwright.async_api import async_playwright
+
+    from tests._relay_fixtures import CHROMIUM_ARGS, require_chromium
+
+    executable = require_chromium()
+    attacker = aiohttp.web.Application()
+
+    async def page(request: aiohttp.web.Request) -> aiohttp.web.Response:
+        return aiohttp.web.Response(
+            text="<!doctype html><title>attacker</title>", content_type="text/html"
+        )
+
+    attacker.router.add_get("/", page)
+    runner = aiohttp.web.AppRunner(attacker, shutdown_timeout=0.1)
+    await runner.setup()
+    site = aiohttp.web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    attacker_port = runner.addresses[0][1]
+    rules = "--host-resolver-rules=MAP evil.example 127.0.0.1"
+    try:
+        async with LocalBackend(BackendConfig()) as backend, async_playwright() as pw:
+            browser = await pw.chromium.launch(
+                executable_path=executable, args=[*CHROMIUM_ARGS, rules]
+            )
+            try:
+                tab = await browser.new_page()
+                doc = backend.corpus.documents[0]
+                # The backend's own name: served.
+                ok = await tab.goto(f"{backend.root_url}/documents/{doc.id}")
+                assert ok is not None and ok.status == 200
+                # The same socket under the attacker's name: refused.
+                evil = await tab.goto(f"http://evil.example:{backend.port}/documents/{doc.id}")
+                assert evil is not None and evil.status == 403
+                assert doc.title not in await tab.content()
+                # A page of another origin posts a question to the backend's real address.
+                await tab.goto(f"http://evil.example:{attacker_port}/")
+                status = await tab.evaluate(
+                    """async (url) => {
+                        try {
+                            const r = await fetch(url, {method: "POST", mode: "no-cors",
+                                body: '{"model":"m","messages":[{"role":"user","content":"q"}]}'});
+                            return r.type;
+                        } catch (e) { return "error"; }
+                    }""",
+                    backend.base_url + "/chat/completions",
+                )
+                assert status in ("opaque", "error")
+                assert len(backend.app[_STATE].store) == 0  # never answered
+            finally:
+                await browser.close()
+    finally:
+        await runner.cleanup()
