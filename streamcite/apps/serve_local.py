@@ -14,7 +14,8 @@ import click
 from streamcite.apps._usage import bind_error
 from streamcite.local.corpus import CorpusError
 from streamcite.local.faults import FaultSpec, FaultSpecError
-from streamcite.local.server import BackendConfig, LocalBackend
+from streamcite.local.hostcheck import HostCheck
+from streamcite.local.server import WILDCARD_HOSTS, BackendConfig, LocalBackend
 from streamcite.logs import configure_logging
 
 
@@ -94,6 +95,36 @@ from streamcite.logs import configure_logging
     is_flag=True,
     help="Take fault injection from requests (X-Streamcite-Fault, ?fault=); off by default.",
 )
+@click.option(
+    "--max-check-body-bytes",
+    type=click.IntRange(1024, None),
+    default=8 * 1024 * 1024,
+    show_default=True,
+    help="Largest grounding :check request body; HTTP 413 beyond.",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME[:PORT]",
+    help="Host header served (repeatable; .domain for subdomains, '*' for any). Default: "
+    "the address reached and localhost, 127.0.0.1, ::1, with the port. Others: HTTP 403.",
+)
+@click.option(
+    "--allowed-origin",
+    "allowed_origins",
+    multiple=True,
+    metavar="ORIGIN",
+    help="Browser Origin served (repeatable; '*' for any). Default: the http(s) origins "
+    "of the allowed hosts.",
+)
+@click.option(
+    "--public-url",
+    default=None,
+    metavar="URL",
+    help="Root of the document URLs in citations and sources, e.g. https://kb.example "
+    "(default: the address the client reached; never the request's Host header).",
+)
 @click.option("-v", "--verbose", count=True, help="-v: info logs, -vv: debug logs (stderr).")
 def command(
     host: str,
@@ -109,6 +140,10 @@ def command(
     max_body_bytes: int,
     max_question_chars: int,
     allow_client_faults: bool,
+    max_check_body_bytes: int,
+    allowed_hosts: tuple[str, ...],
+    allowed_origins: tuple[str, ...],
+    public_url: str | None,
     verbose: int,
 ) -> None:
     """Serve chat completions with citations, Wikit quoted sources and Google-style
@@ -123,6 +158,18 @@ def command(
         FaultSpec.parse(faults)
     except FaultSpecError as exc:
         raise click.BadParameter(str(exc), param_hint="--faults") from None
+    try:
+        HostCheck.from_config(allowed_hosts, ())
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--allowed-host") from None
+    try:
+        HostCheck.from_config((), allowed_origins)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--allowed-origin") from None
+    if public_url is not None and not _is_http_url(public_url):
+        raise click.BadParameter(
+            f"expected http(s)://host[:port][/path], got {public_url!r}", param_hint="--public-url"
+        )
     config = BackendConfig(
         corpus_dir=corpus,
         corpus_strict=strict,
@@ -135,6 +182,10 @@ def command(
         max_body_bytes=max_body_bytes,
         max_question_chars=max_question_chars,
         allow_client_faults=allow_client_faults,
+        max_check_body_bytes=max_check_body_bytes,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+        public_url=public_url.rstrip("/") if public_url else None,
     )
     try:
         asyncio.run(_serve(config, host, port))
@@ -156,6 +207,8 @@ async def _serve(config: BackendConfig, host: str, port: int) -> None:
         corpus = backend.corpus
         for warning in corpus.skipped:
             print(f"streamcite: warning: {warning}", file=sys.stderr, flush=True)
+        for note in _notes(config, host):
+            print(f"streamcite: note: {note}", file=sys.stderr, flush=True)
         # One line on stdout with the URL, so scripts (and tests) can find a port-0 server.
         print(f"streamcite local backend on {backend.root_url}", flush=True)
         print(
@@ -165,3 +218,31 @@ async def _serve(config: BackendConfig, host: str, port: int) -> None:
             flush=True,
         )
         await stop.wait()
+
+
+def _is_http_url(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url.strip())
+    return (
+        parts.scheme in ("http", "https")
+        and bool(parts.hostname)
+        and not parts.query
+        and not parts.fragment
+        and not parts.username
+    )
+
+
+def _notes(config: BackendConfig, host: str) -> list[str]:
+    """What the operator should know about the access settings in use."""
+    notes = []
+    if host.strip() in WILDCARD_HOSTS and not config.allowed_hosts:
+        notes.append(
+            "listening on every interface: requests must name this machine by the address "
+            "they reach (or localhost); add the names clients use with --allowed-host"
+        )
+    if "*" in config.allowed_hosts:
+        notes.append("--allowed-host '*': any Host is served (no DNS rebinding protection)")
+    if config.allow_client_faults:
+        notes.append("clients may inject faults (--allow-client-faults)")
+    return notes

@@ -18,6 +18,7 @@ from aiohttp import web
 from streamcite.logs import get_logger
 
 __all__ = [
+    "GOOGLE_PATH_RE",
     "GOOGLE_STATUS",
     "GOOGLE_VERSIONS",
     "add_google_routes",
@@ -46,7 +47,8 @@ GOOGLE_STATUS: dict[int, str] = {
 }
 """HTTP status -> ``google.rpc.Code`` name, as Google's REST front end maps them."""
 
-_GOOGLE_PATH_RE = re.compile(r"^/v1(?:alpha|beta)?/projects/")
+GOOGLE_PATH_RE = re.compile(r"^/v1(?:alpha|beta)?/projects/")
+"""Paths whose errors are Google's JSON errors."""
 _CHECK_PATH = "/{version}/projects/{project}/locations/{location}/groundingConfigs/{config}:check"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -87,7 +89,7 @@ def _message(exc: web.HTTPException, request: web.Request) -> str:
 @web.middleware
 async def google_error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Turn every error under a Google path into Google's JSON error."""
-    if not _GOOGLE_PATH_RE.match(request.path):
+    if not GOOGLE_PATH_RE.match(request.path):
         return await handler(request)
     try:
         return await handler(request)

@@ -24,10 +24,9 @@ from __future__ import annotations
 import asyncio
 import html
 import secrets
-import sys
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -52,9 +51,16 @@ from streamcite.local.faults import (
     FaultSpecError,
     request_faults,
 )
-from streamcite.local.google_api import add_google_routes, google_error_middleware
+from streamcite.local.google_api import (
+    GOOGLE_PATH_RE,
+    Handler,
+    add_google_routes,
+    google_error,
+    google_error_middleware,
+)
+from streamcite.local.hostcheck import HostCheck
 from streamcite.local.profiles import profile_events
-from streamcite.local.store import AnswerStore, StoredAnswer
+from streamcite.local.store import AnswerStore, StoredAnswer, answer_nbytes
 from streamcite.logs import get_logger
 
 __all__ = ["MODEL", "BackendConfig", "LocalBackend", "create_app"]
@@ -134,6 +140,19 @@ class BackendConfig:
     public_url: str | None = None
     """Root of citation and document URLs; default: the address the client connected
     to (``LocalBackend`` sets its own ``root_url``). Never taken from ``Host``."""
+    store_bytes: int = 16 * 1024 * 1024
+    """Memory the answers kept for the Wikit endpoints may hold (measured, like the
+    cache's): 1000 answers to 16 Ki-character questions would otherwise hold 64 MiB."""
+    allowed_hosts: tuple[str, ...] = ()
+    """``Host`` allow-list (``name[:port]``, ``[v6]:port``, ``.domain``, ``*``): other
+    hosts get HTTP 403 (DNS rebinding). Empty: the address the connection arrived on
+    and ``localhost``, ``127.0.0.1``, ``::1``, with its port."""
+    allowed_origins: tuple[str, ...] = ()
+    """Browser ``Origin`` allow-list (``*``: any); empty: the http(s) origins of the
+    allowed hosts. Requests without ``Origin`` (not a browser) are not affected."""
+    max_check_body_bytes: int = 8 * 1024 * 1024
+    """Largest ``:check`` request body (HTTP 413 beyond): Google's own limits (200 facts
+    of 10,000 characters) make a legitimate request of 2 to 6 MB of JSON."""
 
     def __repr__(self) -> str:
         # The API key is a secret: never in a repr or a log line.
@@ -142,7 +161,9 @@ class BackendConfig:
             f"BackendConfig(corpus_dir={self.corpus_dir!r}, first_token_delay={self.first_token_delay!r}, "
             f"token_delay={self.token_delay!r}, wikit_org_id={self.wikit_org_id!r}, "
             f"wikit_api_key={key}, store_size={self.store_size!r}, store_ttl={self.store_ttl!r}, "
-            f"faults={self.faults!r})"
+            f"faults={self.faults!r}, allow_client_faults={self.allow_client_faults!r}, "
+            f"allowed_hosts={self.allowed_hosts!r}, allowed_origins={self.allowed_origins!r}, "
+            f"public_url={self.public_url!r})"
         )
 
 
@@ -161,13 +182,14 @@ class _State:
             else load_corpus(config.corpus_dir, strict=config.corpus_strict)
         )
         self.answerer = Answerer(self.corpus)
-        self.store = AnswerStore(config.store_size, config.store_ttl)
+        self.store = AnswerStore(config.store_size, config.store_ttl, max_bytes=config.store_bytes)
         self.server_faults = FaultSpec.parse(config.faults)
         self.closing = asyncio.Event()
         self.organization_id = config.wikit_org_id or DEFAULT_ORGANIZATION_ID
         self._answers: OrderedDict[str, tuple[Answer, int]] = OrderedDict()
         self._answers_bytes = 0
         self.public_url = config.public_url
+        self.host_check = HostCheck.from_config(config.allowed_hosts, config.allowed_origins)
         self.log = get_logger("streamcite.local")
 
     def answer(self, question: str) -> Answer:
@@ -177,7 +199,7 @@ class _State:
             self._answers.move_to_end(question)
             return cached[0]
         answer = self.answerer.answer(question)
-        size = _answer_size(answer)
+        size = answer_nbytes(answer)
         limit = self.config.answer_cache_bytes
         if size <= limit // 4:  # a huge answer is served, not kept
             self._answers[question] = (answer, size)
@@ -195,32 +217,22 @@ class _State:
 _CACHE_ANSWERS = 256
 
 
-def _field_values(obj: Any) -> list[Any]:
-    return [getattr(obj, f.name) for f in fields(obj)]
-
-
-def _answer_size(answer: Answer) -> int:
-    """What an answer holds, measured: every string at its in-memory size, plus the
-    objects around them (a cold path: it runs once per new question)."""
-    strings = [answer.question, answer.text]
-    for s in answer.sentences:
-        strings += [x for x in _field_values(s) if isinstance(x, str)]
-    for p in answer.passages:
-        strings += [x for x in _field_values(p) if isinstance(x, str)]
-    objects = 1 + len(answer.sentences) + len(answer.passages)
-    return sum(map(sys.getsizeof, strings)) + 200 * objects
-
-
 _STATE = web.AppKey("streamcite_local_state", _State)
 
 
 def create_app(
     config: BackendConfig | None = None, corpus: Corpus | None = None
 ) -> web.Application:
-    """The backend as an aiohttp application (``corpus`` overrides ``config.corpus_dir``)."""
+    """The backend as an aiohttp application (``corpus`` overrides ``config.corpus_dir``).
+
+    Raises :class:`ValueError` for a malformed ``allowed_hosts`` or ``allowed_origins``.
+    """
     state = _State(config or BackendConfig(), corpus)
-    app = web.Application(client_max_size=state.config.max_body_bytes)
+    cfg = state.config
+    # The largest body any endpoint takes; each endpoint then holds its own limit.
+    app = web.Application(client_max_size=max(cfg.max_body_bytes, cfg.max_check_body_bytes))
     app[_STATE] = state
+    app.middlewares.append(_host_guard)  # outermost: nothing runs for a refused Host
     app.router.add_post("/v1/chat/completions", _chat_completions)
     app.router.add_get("/v1/models", _models)
     app.router.add_get("/healthz", _healthz)
@@ -264,11 +276,17 @@ def _retry_headers(spec: FaultSpec) -> dict[str, str] | None:
 
 
 def _openai_error(
-    status: int, message: str, *, param: str | None = None, spec: FaultSpec | None = None
+    status: int,
+    message: str,
+    *,
+    param: str | None = None,
+    spec: FaultSpec | None = None,
+    code: str | None = None,
 ) -> web.Response:
-    kind, code = _OPENAI_ERRORS.get(
+    kind, default_code = _OPENAI_ERRORS.get(
         status, ("server_error" if status >= 500 else "invalid_request_error", "error")
     )
+    code = code or default_code
     body = {"error": {"message": message, "type": kind, "param": param, "code": code}}
     return _json(body, status, _retry_headers(spec) if spec else None)
 
@@ -288,6 +306,23 @@ def _google_error(status: int, message: str, spec: FaultSpec | None = None) -> w
     return _json(body, status, _retry_headers(spec) if spec else None)
 
 
+@web.middleware
+async def _host_guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """HTTP 403, in the API's error shape, for a Host or Origin outside the allow-lists."""
+    state = request.app[_STATE]
+    refused = state.host_check.refusal(request)
+    if refused is None:
+        return await handler(request)
+    code, message = refused
+    state.log.warning("request_refused", reason=code, path=request.path[:200])
+    path = request.path
+    if GOOGLE_PATH_RE.match(path):
+        return _google_error(403, message)
+    if path.startswith("/v1/"):
+        return _openai_error(403, message, code=code)
+    return _detail(403, message)
+
+
 def _faults(request: web.Request) -> FaultSpec:
     state = request.app[_STATE]
     if not state.config.allow_client_faults and (
@@ -302,6 +337,20 @@ def _faults(request: web.Request) -> FaultSpec:
 
 def _fault_status(exc: FaultSpecError) -> int:
     return 403 if isinstance(exc, ClientFaultsOff) else 400
+
+
+async def _read_body(request: web.Request, limit: int) -> bytes | None:
+    """The request body, or None as soon as it is known to exceed ``limit`` bytes (the
+    announced ``Content-Length``, else while reading: never more than ``limit`` held)."""
+    length = request.content_length
+    if length is not None and length > limit:
+        return None
+    buf = bytearray()
+    async for chunk in request.content.iter_chunked(64 * 1024):
+        buf += chunk
+        if len(buf) > limit:
+            return None
+    return bytes(buf)
 
 
 async def _sleep(seconds: float | None) -> None:
@@ -338,13 +387,14 @@ async def _chat_completions(request: web.Request) -> web.StreamResponse:
         return _openai_error(_fault_status(exc), f"fault spec: {exc}", param="X-Streamcite-Fault")
     if spec.status is not None:
         return _openai_error(spec.status, f"injected fault: HTTP {spec.status}", spec=spec)
+    limit = state.config.max_body_bytes
+    raw = await _read_body(request, limit)
+    if raw is None:
+        return _openai_error(413, f"the request body is larger than {limit} bytes")
     try:
-        body = orjson.loads(await request.read())
+        body = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return _openai_error(400, "the request body is not valid JSON")
-    except web.HTTPRequestEntityTooLarge:
-        limit = state.config.max_body_bytes
-        return _openai_error(413, f"the request body is larger than {limit} bytes")
     if not isinstance(body, dict):
         return _openai_error(400, "the request body must be a JSON object")
     messages = body.get("messages")
@@ -838,8 +888,11 @@ async def _grounding_check(request: web.Request) -> web.Response:
         return _google_error(_fault_status(exc), f"fault spec: {exc}")
     if spec.status is not None:
         return _google_error(spec.status, f"injected fault: HTTP {spec.status}", spec)
+    raw = await _read_body(request, request.app[_STATE].config.max_check_body_bytes)
+    if raw is None:
+        return google_error(413, "Request payload size exceeds the limit.")
     try:
-        body = orjson.loads(await request.read())
+        body = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return _google_error(400, "Invalid JSON payload received.")
     if not isinstance(body, dict):
@@ -862,6 +915,20 @@ async def _grounding_check(request: web.Request) -> web.Response:
 
 
 # --------------------------------------------------------------------------- runner
+
+
+WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::", "*"})
+"""Bind addresses meaning "every interface": no URL a client could use."""
+
+
+def own_public_url(host: str, port: int) -> str | None:
+    """The URL root a backend bound to ``host:port`` hands out, or None for a wildcard
+    bind (``0.0.0.0``, ``::``): then each request's own socket address roots its URLs
+    (``http://0.0.0.0:8765/documents/…`` reaches nothing)."""
+    if host.strip() in WILDCARD_HOSTS:
+        return None
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
 
 
 class LocalBackend:
@@ -934,7 +1001,7 @@ class LocalBackend:
         addresses = runner.addresses
         self.port = int(addresses[0][1]) if addresses else self._requested_port
         if self.config.public_url is None:
-            self._app[_STATE].public_url = self.root_url
+            self._app[_STATE].public_url = own_public_url(self.host, self.port)
         self._app[_STATE].log.debug("local backend started", url=self.root_url)
 
     async def stop(self) -> None:
