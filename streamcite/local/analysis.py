@@ -180,7 +180,7 @@ _EN_SUFFIXES = (
 @lru_cache(maxsize=65536)
 def _stem_en(w: str) -> str:
     if len(w) <= 3:
-        return w
+        return w[:-1] + "i" if len(w) == 3 and w.endswith("y") else w  # "day" = "days"
     for suffix, repl in _EN_SUFFIXES:
         if w.endswith(suffix) and len(w) - len(suffix) >= (4 if suffix == "er" else 3):
             w = w[: -len(suffix)] + repl
@@ -253,7 +253,7 @@ def _hebrew_forms(word: str) -> tuple[str, ...]:
         bare = form
         if len(bare) >= 5 and bare.endswith(("ימ", "ות")):
             bare = bare[:-2]
-        elif len(bare) >= 4 and bare[-1] in "התאי":
+        if len(bare) >= 4 and bare[-1] in "התאי":
             bare = bare[:-1]
         forms[bare] = None
         inner = bare[0] + bare[1:-1].replace("י", "").replace("וו", "ו") + bare[-1]
@@ -351,9 +351,9 @@ def analyze_query(text: str, lang: str | None) -> list[QueryTerm]:
             continue
         phrase = _phrase_at(tokens, i, lang)
         if phrase is not None:
-            words, alts = phrase
+            words, phrase_alts = phrase
             base = frozenset(t for w in words if not _is_stop(w, lang) for t in _forms(w, lang))
-            extra = tuple(frozenset(t for w in a for t in _forms(w, lang)) for a in alts)
+            extra = tuple(frozenset(t for w in a for t in _forms(w, lang)) for a in phrase_alts)
             key = " ".join(words)
             terms.setdefault(key, QueryTerm(key, (base, *extra), False, clause))
             i += len(words)
@@ -361,18 +361,18 @@ def analyze_query(text: str, lang: str | None) -> list[QueryTerm]:
         i += 1
         if "-" in word and word in SYNONYMS.get(lang, {}):
             base = frozenset(t for w in word.split("-") for t in _forms(w, lang))
-            alts = (base, *_synonyms(word, lang))
+            alts: tuple[frozenset[str], ...] = (base, *_synonyms(word, lang))
             terms.setdefault(word, QueryTerm(word, alts, False, clause))
             continue
         for part in word.split("-"):
             if (len(part) < 2 and not part.isdigit()) or _is_stop(part, lang) or part in terms:
                 continue
             own_forms = _forms(part, lang)
-            if _is_hebrew(part):
-                own_forms = (part, *own_forms[1:])
             own = tuple(frozenset((f,)) for f in own_forms)
-            light = any(f in _LIGHT_WORDS["he"] for f in own_forms) if _is_hebrew(part) else (
-                part in _LIGHT_WORDS[lang]
+            light = (
+                any(f in _LIGHT_WORDS["he"] for f in own_forms)
+                if _is_hebrew(part)
+                else (part in _LIGHT_WORDS[lang])
             )
             terms[part] = QueryTerm(part, own + tuple(_synonyms(part, lang)), light, clause)
     return list(terms.values())

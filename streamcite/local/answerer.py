@@ -13,9 +13,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from streamcite.local.corpus import Chunk, Corpus, Document, sentence_spans
-from streamcite.local.analysis import detect_language, index_terms
+from streamcite.local.analysis import detect_language
+from streamcite.local.corpus import Chunk, Corpus, Document
 from streamcite.local.retrieval import Hit, Query, Retriever
+from streamcite.local.selection import Candidate, choose_sections, choose_sentences
 
 __all__ = [
     "NO_ANSWER",
@@ -141,23 +142,11 @@ class Answer:
         ]
 
 
-@dataclass(slots=True)
-class _Candidate:
-    hit: Hit
-    start: int
-    end: int
-    terms: frozenset[int]
-    """Indices of the query terms the sentence itself says."""
-    coverage: float
-
-
 class Answerer:
     """Builds extractive answers from a corpus.
 
-    The answer quotes the sections that speak about the question, and only those: for each
-    part of the question (``…, and which …`` starts a new one) the sections that cover it
-    best (text, heading and document title), then their sentences that say the question's
-    words (or, when only the heading does, the section's first sentences).
+    The answer quotes the sections that speak about the question, and only those (see
+    :mod:`streamcite.local.selection`).
 
     ``min_coverage``: share of the question's weight a single section must cover before
     the backend answers at all (below it: "no source found"). Calibrated on the evaluation
@@ -199,8 +188,12 @@ class Answerer:
         hits = self._language_group(hits, query.language)
         if max(h.coverage for h in hits) < self.min_coverage:
             return self._no_answer(question, query.language)
-        sections = self._sections(hits, query)
-        chosen = self._sentences(sections, query)
+        sections = choose_sections(
+            self.retriever, query, hits, self.min_coverage, self.max_sections
+        )
+        chosen = choose_sentences(
+            self.retriever, query, sections, self.max_per_passage, self.max_sentences
+        )
         if not chosen:
             return self._no_answer(question, query.language)
         return self._assemble(question, query, chosen)
@@ -231,81 +224,15 @@ class Answerer:
 
         return max(groups.values(), key=rank)
 
-    def _sections(self, hits: list[Hit], query: Query) -> list[Hit]:
-        """The sections that answer each part of the question, best first."""
-        chosen: list[Hit] = []
-        for clause in query.clauses():
-            if all(query.terms[i].light for i in clause):
-                continue
-
-            def cov(h: Hit, clause: list[int] = clause) -> float:
-                return round(self.retriever.share(query, h.covered, clause), 2)
-
-            best_score = max(h.score for h in hits if h.covered.intersection(clause)) or 1.0
-
-            def value(h: Hit) -> float:
-                # How much of this part the section covers, and how strongly it says it.
-                return cov(h) + 0.5 * h.score / best_score
-
-            top = max((h for h in hits if h.covered.intersection(clause)), key=value)
-            if cov(top) < self.min_coverage and chosen:
-                continue  # a part the corpus does not speak about: answer the rest
-            top_heading = self.retriever.share(query, top.in_heading, clause)
-            # Another section answers this part as well when it covers as much of it and
-            # is about it: within the same document (whose title covers all its sections
-            # alike) its heading says as much ("Spese rimborsabili", not "Nota spese");
-            # in another document, its heading or title names part of it.
-            def also(h: Hit, top: Hit = top, clause: list[int] = clause) -> bool:
-                if cov(h) < cov(top) - 0.05 or h.score < 0.5 * top.score:
-                    return False
-                if h.chunk.document_id == top.chunk.document_id:
-                    return self.retriever.share(query, h.in_heading, clause) >= top_heading
-                return bool(h.named.intersection(clause))
-
-            ties = [h for h in hits if h is top or also(h)]
-            ties.sort(key=lambda h: (h is not top, -cov(h), -h.score))
-            for h in ties[:2]:
-                if h not in chosen:
-                    chosen.append(h)
-        return chosen[: self.max_sections]
-
-    def _sentences(self, sections: list[Hit], query: Query) -> list[_Candidate]:
-        """Up to ``max_per_passage`` sentences of each section, ``max_sentences`` in all."""
-        per_section: list[list[_Candidate]] = []
-        for hit in sections:
-            spans = [
-                (s, e) for s, e in sentence_spans(hit.chunk.text) if len(hit.chunk.text[s:e].split()) >= 3
-            ]
-            lang = self.retriever.language(hit.chunk)
-            candidates: list[_Candidate] = []
-            for start, end in spans:
-                present = frozenset(index_terms(hit.chunk.text[start:end], lang))
-                said = self.retriever.covered(query, present) & hit.covered
-                share = self.retriever.share(query, said)
-                candidates.append(_Candidate(hit, start, end, said, share))
-            direct = [c for c in candidates if c.terms]
-            if direct:
-                direct.sort(key=lambda c: (-c.coverage, c.start))
-                keep = [c for c in direct if c.coverage >= 0.5 * direct[0].coverage]
-            else:
-                keep = candidates  # only the heading says it: the section's first sentences
-            per_section.append(keep[: self.max_per_passage])
-        chosen: list[_Candidate] = [group[0] for group in per_section if group]
-        for group in per_section:
-            for c in group[1:]:
-                if len(chosen) < self.max_sentences:
-                    chosen.append(c)
-        return chosen[: self.max_sentences]
-
-    def _assemble(self, question: str, query: Query, chosen: list[_Candidate]) -> Answer:
+    def _assemble(self, question: str, query: Query, chosen: list[Candidate]) -> Answer:
         # The sentences of a passage are told in document order, next to each other;
         # passages follow the order in which the question asks about their terms
         # ("how many days ..., and which security rules ..." answers days first).
-        groups: dict[str, list[_Candidate]] = {}
+        groups: dict[str, list[Candidate]] = {}
         for c in chosen:
             groups.setdefault(c.hit.chunk.id, []).append(c)
 
-        def asked_at(group: list[_Candidate]) -> float:
+        def asked_at(group: list[Candidate]) -> float:
             matched = group[0].hit.covered
             weights = [(query.weights[i], i) for i in matched]
             total = sum(w for w, _ in weights)

@@ -1,11 +1,12 @@
-"""BM25 retrieval over the corpus chunks (bm25s), with multilingual tokenisation.
+"""BM25 retrieval over the corpus chunks (bm25s), analysed per language.
 
-Tokenisation folds case and accents (``télétravail`` → ``teletravail``), drops Hebrew
-points, removes stopwords of English, French, Italian and Hebrew, applies a light
-suffix stemmer to Latin-script words (plural and final vowels: ``giorni``/``giorno``,
-``policies``/``policy``) and, for Hebrew, also indexes each word without its
-one-letter prefixes (ו ה ב ל מ ש כ: ``מהבית`` → ``הבית``, ``בית``), since Hebrew
-writes prepositions and the article as part of the word.
+Chunks are indexed in their document's language and questions in theirs
+(:mod:`streamcite.local.analysis`: stopwords, light words, stemmers, Hebrew prefixes,
+synonyms, phrases). :class:`Retriever` scores chunks by BM25 (heading counted twice) and
+tells, per chunk, which question terms its text, heading or document title covers.
+
+:func:`tokenize` is the older language-neutral tokeniser (one stemmer shared by the Latin
+languages, every stopword list at once), kept for callers that do not know the language.
 """
 
 from __future__ import annotations
@@ -151,7 +152,8 @@ _SYNONYMS: dict[str, str] = {
 
 
 def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
-    """Index terms of ``text`` (folded, stemmed, stopwords removed; Hebrew prefix variants added)."""
+    """Language-neutral index terms of ``text`` (folded, stemmed, stopwords removed; Hebrew
+    prefix variants added). Retrieval itself uses :func:`~streamcite.local.analysis.index_terms`."""
     out: list[str] = []
     for word in _WORD.findall(fold(text)):
         if word.isdigit():
