@@ -34,8 +34,6 @@ import timeit
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from streamcite import ChatStreamParser, TokenEvent, stream_chat
 from streamcite.bench import (
     BenchTarget,
@@ -330,13 +328,39 @@ async def main_async(out: Path, docs: bool) -> None:
             f"TTFT p50 {s['ttft_ms']['p50']:.1f} ms, citations p50 {s['citations_ms']['p50']:.1f} ms, "
             f"sources p50 {s['sources_ms']['p50']:.1f} ms, grounding p50 "
             f"{s['grounding_ms']['p50']:.1f} ms, total p99 {s['total_ms']['p99']:.1f} ms, "
-            f"errors {s['errors_by_code'] or 'none'}"
+            f"errors {_counts(s['errors_by_code'])}"
         )
     if docs:
         shutil.copyfile(out / "ttft_cdf.png", ROOT / "docs" / "bench-ttft-cdf.png")
         shutil.copyfile(out / "timeline-3.png", ROOT / "docs" / "bench-timeline.png")
         print("   copied docs/bench-ttft-cdf.png and docs/bench-timeline.png")
-    print(orjson.dumps(doc["machine"]).decode())
+    print(f"   machine: {_machine(doc['machine'])}")
+
+
+def _counts(by_code: dict[str, int]) -> str:
+    """``{"timeout": 2}`` → ``timeout ×2`` (``none`` when empty)."""
+    return ", ".join(f"{code} ×{n}" for code, n in sorted(by_code.items())) or "none"
+
+
+def _memory(total: str | None) -> str:
+    """``"24683584 kB"`` (as /proc/meminfo says) → ``"23.5 GiB"``."""
+    number, _, unit = (total or "").partition(" ")
+    if not number.isdigit() or unit.lower() != "kb":
+        return total or "unknown"
+    return f"{int(number) / 1024**2:.1f} GiB"
+
+
+def _machine(m: dict[str, Any]) -> str:
+    """One line a person reads: OS, CPU, cores, memory, load."""
+    load = m.get("loadavg")
+    parts = [
+        f"{m.get('system')} {m.get('release')} {m.get('machine')}",
+        str(m.get("cpu_model") or "unknown CPU"),
+        f"{m.get('cpu_usable')}/{m.get('cpu_count')} cores usable",
+        f"memory {_memory(m.get('memory_total'))}",
+        f"load {' '.join(f'{x:.2f}' for x in load)}" if load else "load unknown",
+    ]
+    return ", ".join(parts)
 
 
 def main() -> None:

@@ -61,7 +61,7 @@ async def main() -> None:
         for group in by_document(answer.sources):
             print(f"  {' '.join(group.quoted_as):>5}  {group.document.display_name}")
         if answer.grounding is None:
-            print(f"\n  no grounding result: {[e.message for e in answer.errors]}")
+            print(f"\n  no grounding result: {'; '.join(e.message for e in answer.errors)}")
         else:
             print(f"\n  support score {answer.grounding.support_score:.2f}")
             for claim in answer.grounding.claims:
@@ -76,9 +76,9 @@ async def main() -> None:
             timeouts=Timeouts(total=30),
         ) as s:
             dropped = await s.until_done()
-        print(
-            f"\n  with drop_after=5: complete={dropped.complete}, errors={[e.code for e in dropped.errors]}"
-        )
+        state = "complete" if dropped.complete else "incomplete"
+        codes = ", ".join(e.code for e in dropped.errors) or "none"
+        print(f"\n  with drop_after=5: the answer is {state}; errors: {codes}")
 
 
 if __name__ == "__main__":

@@ -27,4 +27,6 @@ for event in iter_events(reads, marker_mode="superscript"):
             c = answer.citation_for(ref.number)
             title = c.document_title if c else "(no citation)"
             print(f"[{ref.number}] at char {ref.offset}: {title}")
-        print("dangling:", answer.dangling_refs, "uncited:", answer.uncited_documents)
+        dangling = ", ".join(f"[{n}]" for n in answer.dangling_refs) or "none"
+        uncited = ", ".join(f"[{i + 1}]" for i in answer.uncited_documents) or "none"
+        print(f"footnotes without a citation: {dangling}; citations never referenced: {uncited}")

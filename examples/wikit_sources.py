@@ -42,9 +42,13 @@ def show_sources(sources: list[QuotedSource], answer: CitedAnswer | None = None)
     if answer is not None:
         check = match_refs(answer, sources)
         if check.refs_without_source:
-            print("  footnotes with no source:", check.refs_without_source)
+            print(
+                "  footnotes with no source:",
+                ", ".join(f"[{n}]" for n in check.refs_without_source),
+            )
         if check.sources_never_referenced:
-            print("  sources never cited:", [s.quoted_as for s in check.sources_never_referenced])
+            never = ", ".join(f"[{s.quoted_as}]" for s in check.sources_never_referenced)
+            print("  sources never cited:", never)
 
 
 async def offline(question: str) -> None:

@@ -210,6 +210,21 @@ def test_examples_print_numbers_for_people(script: str) -> None:
     assert not re.search(r"pages \[", r.stdout), r.stdout  # no Python lists
 
 
+@pytest.mark.parametrize("script", ["parse_recorded.py", "local_backend.py", "wikit_sources.py"])
+def test_examples_print_no_python_reprs(script: str) -> None:
+    root = Path(__file__).resolve().parent.parent
+    r = subprocess.run(
+        [sys.executable, str(root / "examples" / script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+    # No lists, dicts or booleans as Python prints them, no float with a long tail.
+    for pattern in (r"\[\]", r"\['", r"\{'", r"=True|=False", r"\d\.\d{4,}"):
+        assert not re.search(pattern, r.stdout), (pattern, r.stdout)
+
+
 async def test_cited_document_page_is_styled_and_anchored() -> None:
     import httpx
 

@@ -61,6 +61,9 @@ def _env(name: str | None, what: str) -> str | None:
     help="Local upstream: folder of .md/.txt documents (default: the built-in corpus).",
 )
 @click.option(
+    "--strict", is_flag=True, help="Fail on a corpus file that is not UTF-8 (default: skip it)."
+)
+@click.option(
     "--token-delay",
     type=click.FloatRange(0, 10),
     default=0.03,
@@ -187,9 +190,13 @@ def command(**opts: Any) -> None:
         "wikit_key": _env(opts["wikit_api_key_env"], "Wikit API key"),
         "google_token": _env(opts["google_token_env"], "Google access token"),
     }
+    from streamcite.local.corpus import CorpusError
+
     try:
         with contextlib.suppress(KeyboardInterrupt):  # pragma: no cover - interactive
             asyncio.run(_serve(opts, upstream, secrets))
+    except CorpusError as exc:  # --strict and a file that is not UTF-8, or an empty folder
+        raise click.ClickException(str(exc)) from None
     except OSError as exc:
         raise bind_error(exc, opts["host"], opts["port"]) from None
 
@@ -198,7 +205,9 @@ def command(**opts: Any) -> None:
 async def _local_backend(opts: dict[str, Any]) -> AsyncIterator[Any]:
     from streamcite.local.server import BackendConfig, LocalBackend
 
-    config = BackendConfig(corpus_dir=opts["corpus"], token_delay=opts["token_delay"])
+    config = BackendConfig(
+        corpus_dir=opts["corpus"], corpus_strict=opts["strict"], token_delay=opts["token_delay"]
+    )
     async with LocalBackend(config, host="127.0.0.1", port=0) as backend:
         yield backend
 

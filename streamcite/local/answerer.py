@@ -13,8 +13,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from streamcite.local.corpus import Chunk, Corpus, Document, sentence_spans
-from streamcite.local.retrieval import Hit, Retriever, fold, tokenize
+from streamcite.local.analysis import detect_language
+from streamcite.local.corpus import Chunk, Corpus, Document
+from streamcite.local.retrieval import Hit, Query, Retriever
+from streamcite.local.selection import Candidate, choose_sections, choose_sentences
 
 __all__ = [
     "NO_ANSWER",
@@ -37,97 +39,8 @@ NO_ANSWER: dict[str, str] = {
     "he": "לא מצאתי במסמכים מקור שעונה על השאלה הזו, ולכן אינני יכול לענות עליה.",
 }
 
-_LANGUAGE_HINTS: dict[str, frozenset[str]] = {
-    "en": frozenset(
-        [
-            "the",
-            "is",
-            "are",
-            "what",
-            "how",
-            "which",
-            "who",
-            "when",
-            "where",
-            "can",
-            "do",
-            "does",
-            "my",
-            "i",
-            "of",
-            "and",
-            "to",
-        ]
-    ),
-    "fr": frozenset(
-        [
-            "le",
-            "les",
-            "est",
-            "sont",
-            "quel",
-            "quelle",
-            "quels",
-            "quelles",
-            "comment",
-            "combien",
-            "je",
-            "de",
-            "et",
-            "du",
-            "des",
-            "que",
-            "pour",
-            "une",
-            "au",
-            "aux",
-            "est-ce",
-            "ou",
-        ]
-    ),
-    "it": frozenset(
-        [
-            "il",
-            "lo",
-            "gli",
-            "sono",
-            "qual",
-            "quale",
-            "quali",
-            "come",
-            "quanti",
-            "quante",
-            "quanto",
-            "posso",
-            "di",
-            "e",
-            "si",
-            "del",
-            "della",
-            "per",
-            "che",
-            "non",
-            "ho",
-            "cosa",
-            "dove",
-        ]
-    ),
-}
 _SENTENCE_PUNCT = re.compile(r"[.!?…]+[\"'»”)\]]*$")
 _PIECE = re.compile(r"\s*\S+")
-
-
-def detect_language(text: str) -> str:
-    """``he`` for Hebrew script, else the language among en/fr/it with most hint words."""
-    if any("\u0590" <= ch <= "\u05ff" for ch in text):
-        return "he"
-    words = re.findall(r"\w+", fold(text))
-    best, best_hits = "en", 0
-    for lang, hints in _LANGUAGE_HINTS.items():
-        hits = sum(w in hints for w in words)
-        if hits > best_hits:
-            best, best_hits = lang, hits
-    return best
 
 
 def question_from_messages(messages: Any) -> str:
@@ -229,26 +142,21 @@ class Answer:
         ]
 
 
-@dataclass(slots=True)
-class _Candidate:
-    hit: Hit
-    start: int
-    end: int
-    terms: frozenset[str]
-    coverage: float
-
-
 class Answerer:
     """Builds extractive answers from a corpus.
 
-    ``min_coverage``: share of the question's IDF weight the retrieved passages must
-    cover before the backend answers at all (below it: "no source found").
+    The answer quotes the sections that speak about the question, and only those (see
+    :mod:`streamcite.local.selection`).
+
+    ``min_coverage``: share of the question's weight a single section must cover before
+    the backend answers at all (below it: "no source found"). Calibrated on the evaluation
+    set (docs/corpus.md).
     """
 
     __slots__ = (
-        "_languages",
         "corpus",
         "max_per_passage",
+        "max_sections",
         "max_sentences",
         "min_coverage",
         "retriever",
@@ -261,130 +169,72 @@ class Answerer:
         *,
         max_sentences: int = 4,
         max_per_passage: int = 2,
-        min_coverage: float = 0.5,
+        max_sections: int = 3,
+        min_coverage: float = 0.55,
     ):
         self.corpus = corpus
         self.retriever = retriever or Retriever(corpus)
         self.max_sentences = max_sentences
         self.max_per_passage = max_per_passage
+        self.max_sections = max_sections
         self.min_coverage = min_coverage
-        self._languages = {
-            d.id: (d.language or detect_language(d.body[:2000])).lower()[:2]
-            for d in corpus.documents
-        }
 
     def answer(self, question: str) -> Answer:
         """The extractive answer to ``question`` (the no-source answer when nothing fits)."""
-        language = detect_language(question)
-        terms = self.retriever.query_terms(question)
-        hits = self.retriever.search(question, k=8)
+        query = self.retriever.query(question)
+        hits = self.retriever.search(query)
         if not hits:
-            return self._no_answer(question, language)
-        total = sum(self.retriever.idf(t) for t in terms)
-        hits = self._language_group(hits, terms, total, language)
-        best = hits[0].score
-        hits = [h for h in hits if h.score >= 0.3 * best]
-        if self._coverage(hits, terms, total) < self.min_coverage:
-            return self._no_answer(question, language)
-
-        candidates = self._candidates(hits, terms, total)
-        chosen = self._select(candidates, terms, total, best)
+            return self._no_answer(question, query.language)
+        hits = self._language_group(hits, query.language)
+        if max(h.coverage for h in hits) < self.min_coverage:
+            return self._no_answer(question, query.language)
+        sections = choose_sections(
+            self.retriever, query, hits, self.min_coverage, self.max_sections
+        )
+        chosen = choose_sentences(
+            self.retriever, query, sections, self.max_per_passage, self.max_sentences
+        )
         if not chosen:
-            return self._no_answer(question, language)
-        return self._assemble(question, language, chosen, terms)
+            return self._no_answer(question, query.language)
+        return self._assemble(question, query, chosen)
 
-    def _coverage(self, hits: list[Hit], terms: list[str], total: float) -> float:
-        """Share of the question's IDF weight that the passages cover together."""
-        wanted = set(terms)
-        covered: set[str] = set()
-        for h in hits:
-            covered |= self.retriever.chunk_terms(h.chunk) & wanted
-        return self.retriever.coverage(terms, covered, total)
+    def best_coverage(self, question: str) -> float:
+        """The coverage the refusal threshold is compared with (for calibration)."""
+        query = self.retriever.query(question)
+        hits = self.retriever.search(query)
+        if not hits:
+            return 0.0
+        return max(h.coverage for h in self._language_group(hits, query.language))
 
-    def _language_group(
-        self, hits: list[Hit], terms: list[str], total: float, language: str
-    ) -> list[Hit]:
-        """The hits of the one language that covers the question best (its own on a tie).
+    def _language_group(self, hits: list[Hit], language: str) -> list[Hit]:
+        """The hits of one language: the question's when it answers, else the best.
 
         A French passage that shares a stem with an English question ("limite"/"limit")
         is not an answer to it; answering from one language keeps the answer readable.
         """
         groups: dict[str, list[Hit]] = {}
         for h in hits:
-            groups.setdefault(self._languages.get(h.chunk.document_id, ""), []).append(h)
-        if len(groups) == 1:
-            return hits
+            groups.setdefault(self.retriever.language(h.chunk), []).append(h)
+        own = groups.get(language)
+        if own is not None and max(h.coverage for h in own) >= self.min_coverage:
+            return own
 
-        def rank(item: tuple[str, list[Hit]]) -> tuple[float, bool, float]:
-            lang, group = item
-            top = [h for h in group if h.score >= 0.3 * group[0].score]
-            return (round(self._coverage(top, terms, total), 2), lang == language, group[0].score)
+        def rank(group: list[Hit]) -> tuple[float, float]:
+            return (round(max(h.coverage for h in group), 2), group[0].score)
 
-        return max(groups.items(), key=rank)[1]
+        return max(groups.values(), key=rank)
 
-    def _candidates(self, hits: list[Hit], terms: list[str], total: float) -> list[_Candidate]:
-        wanted = set(terms)
-        out: list[_Candidate] = []
-        for hit in hits:
-            for start, end in sentence_spans(hit.chunk.text):
-                sentence = hit.chunk.text[start:end]
-                if len(sentence.split()) < 3:
-                    continue
-                matched = frozenset(set(tokenize(sentence)) & wanted)
-                if not matched:
-                    continue
-                cov = self.retriever.coverage(terms, matched, total)
-                out.append(_Candidate(hit, start, end, matched, cov))
-        return out
-
-    def _select(
-        self, candidates: list[_Candidate], terms: list[str], total: float, best: float
-    ) -> list[_Candidate]:
-        """Greedy choice: new question terms first, then strong sentences of strong passages."""
-        chosen: list[_Candidate] = []
-        covered: set[str] = set()
-        per_chunk: dict[str, int] = {}
-        if not candidates:
-            return chosen
-        # A sentence that shares one minor word with the question is not worth quoting.
-        floor = max(0.4 * max(c.coverage for c in candidates), 0.12)
-        pool = [c for c in candidates if c.coverage >= floor]
-        while pool and len(chosen) < self.max_sentences:
-
-            def value(c: _Candidate, covered: set[str] = covered) -> float:
-                new = sum(self.retriever.idf(t) for t in c.terms - covered) / (total or 1.0)
-                return new + 0.3 * c.coverage + 0.2 * (c.hit.score / best)
-
-            pick = max(pool, key=value)
-            pool.remove(pick)
-            if per_chunk.get(pick.hit.chunk.id, 0) >= self.max_per_passage:
-                continue
-            adds = bool(pick.terms - covered)
-            if chosen and not adds and pick.coverage < 0.6 * chosen[0].coverage:
-                break
-            if chosen and not adds and pick.hit.chunk.id not in per_chunk:
-                # A sentence that teaches nothing new may extend a cited passage,
-                # but is not worth a new footnote.
-                continue
-            chosen.append(pick)
-            covered |= pick.terms
-            per_chunk[pick.hit.chunk.id] = per_chunk.get(pick.hit.chunk.id, 0) + 1
-        return chosen
-
-    def _assemble(
-        self, question: str, language: str, chosen: list[_Candidate], terms: list[str]
-    ) -> Answer:
+    def _assemble(self, question: str, query: Query, chosen: list[Candidate]) -> Answer:
         # The sentences of a passage are told in document order, next to each other;
         # passages follow the order in which the question asks about their terms
         # ("how many days ..., and which security rules ..." answers days first).
-        groups: dict[str, list[_Candidate]] = {}
+        groups: dict[str, list[Candidate]] = {}
         for c in chosen:
             groups.setdefault(c.hit.chunk.id, []).append(c)
-        position = {t: i for i, t in enumerate(terms)}
 
-        def asked_at(group: list[_Candidate]) -> float:
-            matched = set().union(*(c.terms for c in group))
-            weights = [(self.retriever.idf(t), position[t]) for t in matched]
+        def asked_at(group: list[Candidate]) -> float:
+            matched = group[0].hit.covered
+            weights = [(query.weights[i], i) for i in matched]
             total = sum(w for w, _ in weights)
             return sum(w * p for w, p in weights) / total if total else 0.0
 
@@ -400,7 +250,7 @@ class Answerer:
                 sentences.append(
                     AnswerSentence(chunk.text[c.start : c.end], number, c.start, c.end)
                 )
-        return Answer(question, _compose(sentences), sentences, passages, language)
+        return Answer(question, _compose(sentences), sentences, passages, query.language)
 
     @staticmethod
     def _no_answer(question: str, language: str) -> Answer:

@@ -1,11 +1,12 @@
-"""BM25 retrieval over the corpus chunks (bm25s), with multilingual tokenisation.
+"""BM25 retrieval over the corpus chunks (bm25s), analysed per language.
 
-Tokenisation folds case and accents (``télétravail`` → ``teletravail``), drops Hebrew
-points, removes stopwords of English, French, Italian and Hebrew, applies a light
-suffix stemmer to Latin-script words (plural and final vowels: ``giorni``/``giorno``,
-``policies``/``policy``) and, for Hebrew, also indexes each word without its
-one-letter prefixes (ו ה ב ל מ ש כ: ``מהבית`` → ``הבית``, ``בית``), since Hebrew
-writes prepositions and the article as part of the word.
+Chunks are indexed in their document's language and questions in theirs
+(:mod:`streamcite.local.analysis`: stopwords, light words, stemmers, Hebrew prefixes,
+synonyms, phrases). :class:`Retriever` scores chunks by BM25 (heading counted twice) and
+tells, per chunk, which question terms its text, heading or document title covers.
+
+:func:`tokenize` is the older language-neutral tokeniser (one stemmer shared by the Latin
+languages, every stopword list at once), kept for callers that do not know the language.
 """
 
 from __future__ import annotations
@@ -14,16 +15,22 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 import bm25s
 import numpy as np
 
+from streamcite.local.analysis import (
+    LIGHT_WEIGHT,
+    QueryTerm,
+    analyze_query,
+    detect_language,
+    index_terms,
+)
 from streamcite.local.corpus import Chunk, Corpus
 
-__all__ = ["STOPWORDS", "Hit", "Retriever", "fold", "tokenize"]
+__all__ = ["STOPWORDS", "Hit", "Query", "Retriever", "fold", "tokenize"]
 
 _WORD = re.compile(r"\w+")
 _HEBREW_PREFIXES = frozenset("והבלמשכ")
@@ -145,7 +152,8 @@ _SYNONYMS: dict[str, str] = {
 
 
 def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
-    """Index terms of ``text`` (folded, stemmed, stopwords removed; Hebrew prefix variants added)."""
+    """Language-neutral index terms of ``text`` (folded, stemmed, stopwords removed; Hebrew
+    prefix variants added). Retrieval itself uses :func:`~streamcite.local.analysis.index_terms`."""
     out: list[str] = []
     for word in _WORD.findall(fold(text)):
         if word.isdigit():
@@ -162,6 +170,28 @@ def tokenize(text: str, *, keep_stopwords: bool = False) -> list[str]:
 
 
 @dataclass(slots=True)
+class Query:
+    """A question analysed for retrieval: its language, terms and their weights."""
+
+    text: str
+    language: str
+    terms: list[QueryTerm]
+    weights: list[float]
+    """IDF weight of each term (light words at :data:`LIGHT_WEIGHT` of it)."""
+
+    @property
+    def total(self) -> float:
+        return sum(self.weights)
+
+    def clauses(self) -> list[list[int]]:
+        """Indices of the terms of each part of the question, in order."""
+        out: dict[int, list[int]] = {}
+        for i, term in enumerate(self.terms):
+            out.setdefault(term.clause, []).append(i)
+        return list(out.values())
+
+
+@dataclass(slots=True)
 class Hit:
     """A chunk retrieved for a query."""
 
@@ -169,72 +199,151 @@ class Hit:
     score: float
     """BM25 score (unbounded, larger is better)."""
     coverage: float
-    """Share of the query's IDF weight whose terms occur in the chunk (0..1)."""
+    """Share of the query's weight whose terms the section speaks about (0..1): in its text,
+    its heading or its document's title."""
+    covered: frozenset[int] = frozenset()
+    """Indices of the query terms covered."""
+    index: int = 0
+    """Position of the chunk in the corpus."""
+    in_heading: frozenset[int] = frozenset()
+    """Indices of the query terms the heading itself covers."""
+    named: frozenset[int] = frozenset()
+    """Indices of the query terms the heading or the document title covers: what the
+    section is about, as opposed to what it mentions."""
 
 
 class Retriever:
-    """BM25 (bm25s, Lucene variant) over the chunks of a corpus.
+    """BM25 (bm25s, Lucene variant) over the chunks of a corpus, analysed per language.
 
-    Each chunk is indexed with its heading, so a question naming a section finds it. ``coverage`` tells how much of the question the chunk
-    speaks about; the answerer uses it to say "no source found" rather than answer off topic.
+    Each chunk is indexed with its heading (twice: a heading says what the section is about),
+    so a question naming a section finds it. A chunk *covers* a query term when its text, its
+    heading or its document's title holds one of the term's alternatives; ``coverage``
+    tells how much of the question a chunk speaks about, and the answerer refuses below
+    a threshold rather than answer off topic.
     """
 
-    __slots__ = ("_bm25", "_df", "_n", "corpus")
+    __slots__ = (
+        "_bm25",
+        "_df",
+        "_heading",
+        "_n",
+        "_text",
+        "_title",
+        "_unknown",
+        "corpus",
+        "languages",
+    )
 
     def __init__(self, corpus: Corpus):
         self.corpus = corpus
-        token_lists = [self._chunk_tokens(c) for c in corpus.chunks]
+        self.languages: dict[str, str] = {
+            d.id: (d.language or detect_language(d.body[:2000])).lower()[:2]
+            for d in corpus.documents
+        }
+        self._title = {
+            d.id: frozenset(index_terms(d.title, self.languages[d.id])) for d in corpus.documents
+        }
+        token_lists: list[list[str]] = []
+        self._heading: list[frozenset[str]] = []
+        self._text: list[frozenset[str]] = []
+        for chunk in corpus.chunks:
+            lang = self.languages[chunk.document_id]
+            heading = index_terms(chunk.heading or "", lang)
+            text = index_terms(chunk.text, lang)
+            self._heading.append(frozenset(heading))
+            self._text.append(frozenset(text))
+            token_lists.append(heading + heading + text)
         self._n = len(token_lists)
         self._df: Counter[str] = Counter()
-        for tokens in token_lists:
-            self._df.update(set(tokens))
+        for i in range(self._n):
+            self._df.update(self._heading[i] | self._text[i])
+        self._unknown = math.log(1.0 + (self._n - 0.5) / 1.5)
         self._bm25 = bm25s.BM25(method="lucene")
         self._bm25.index(token_lists, show_progress=False)
+
+    def language(self, chunk: Chunk) -> str:
+        """The language of a chunk's document."""
+        return self.languages.get(chunk.document_id, "")
 
     def idf(self, term: str) -> float:
         """Lucene BM25 IDF; a term the corpus never uses gets the highest weight."""
         df = self._df.get(term, 0)
         return math.log(1.0 + (self._n - df + 0.5) / (df + 0.5))
 
-    def query_terms(self, query: str) -> list[str]:
-        """The distinct index terms of a query, in order."""
-        return list(dict.fromkeys(tokenize(query)))
+    def _term_weight(self, term: QueryTerm) -> float:
+        # A word the corpus never uses weighs as much as its rarest word (Lucene's df=0
+        # smoothing would make it weigh more than any word the corpus could match).
+        weight = self._unknown
+        for alt in term.alternatives:
+            if alt and all(self._df.get(t, 0) for t in alt):
+                weight = max(self.idf(t) for t in alt)
+                break
+        return weight * (LIGHT_WEIGHT if term.light else 1.0)
 
-    def search(self, query: str, k: int = 8) -> list[Hit]:
+    def query(self, question: str, language: str | None = None) -> Query:
+        """Analyse ``question`` (in ``language``, detected when not given)."""
+        language = language or detect_language(question)
+        terms = analyze_query(question, language)
+        return Query(question, language, terms, [self._term_weight(t) for t in terms])
+
+    def query_terms(self, question: str) -> list[str]:
+        """The words of a question that retrieval weighs, in order."""
+        return [t.word for t in self.query(question).terms]
+
+    def search(self, query: Query | str, k: int = 16) -> list[Hit]:
         """The ``k`` best chunks for ``query`` with a positive score, best first."""
-        terms = self.query_terms(query)
-        if not terms or self._n == 0:
+        if isinstance(query, str):
+            query = self.query(query)
+        if not query.terms or self._n == 0:
             return []
-        scores = np.asarray(self._bm25.get_scores(terms), dtype=np.float64)
+        vectors: dict[str, np.ndarray] = {}
+        for term in query.terms:
+            for alt in term.alternatives:
+                for t in alt:
+                    if t not in vectors and self._df.get(t, 0):
+                        vectors[t] = np.asarray(self._bm25.get_scores([t]), dtype=np.float64)
+        scores = np.zeros(self._n, dtype=np.float64)
+        for term in query.terms:
+            best = np.zeros(self._n, dtype=np.float64)
+            for alt in term.alternatives:
+                if alt and all(t in vectors for t in alt):
+                    best = np.maximum(best, sum((vectors[t] for t in alt), np.zeros(self._n)))
+            scores += best * (LIGHT_WEIGHT if term.light else 1.0)
         order = np.argsort(-scores, kind="stable")[:k]
-        total = sum(self.idf(t) for t in terms)
         hits: list[Hit] = []
         for i in order:
             score = float(scores[i])
             if score <= 0.0:
                 break
             chunk = self.corpus.chunks[int(i)]
-            hits.append(Hit(chunk, score, self.coverage(terms, self.chunk_terms(chunk), total)))
+            covered = self.covered(query, self.section_terms(int(i)))
+            heading = self._heading[int(i)]
+            in_heading = self.covered(query, heading)
+            named = self.covered(query, heading | self._title[chunk.document_id])
+            hits.append(
+                Hit(chunk, score, self.share(query, covered), covered, int(i), in_heading, named)
+            )
         return hits
 
+    def section_terms(self, index: int) -> frozenset[str]:
+        """The index terms that speak for chunk ``index``: heading, text, document title."""
+        chunk = self.corpus.chunks[index]
+        return self._heading[index] | self._text[index] | self._title[chunk.document_id]
+
     @staticmethod
-    def _chunk_tokens(chunk: Chunk) -> list[str]:
-        # The heading is indexed with the passage ("Sick leave" names what the passage is
-        # about); the document title is not, or every chunk of "Remote Work Policy" would
-        # match a question about remote work equally.
-        return tokenize(f"{chunk.heading}\n{chunk.text}" if chunk.heading else chunk.text)
+    def covered(query: Query, present: frozenset[str] | set[str]) -> frozenset[int]:
+        """Indices of the query terms that have an alternative all in ``present``."""
+        return frozenset(
+            i
+            for i, term in enumerate(query.terms)
+            if any(alt and alt <= present for alt in term.alternatives)
+        )
 
-    def chunk_terms(self, chunk: Chunk) -> set[str]:
-        """The index terms of a chunk (heading included)."""
-        return set(self._chunk_tokens(chunk))
-
-    def coverage(
-        self, terms: Sequence[str], present: Iterable[str], total: float | None = None
-    ) -> float:
-        """Share of the IDF weight of ``terms`` found in ``present``."""
-        if total is None:
-            total = sum(self.idf(t) for t in terms)
+    @staticmethod
+    def share(query: Query, covered: frozenset[int], among: list[int] | None = None) -> float:
+        """Share of the weight of the terms ``among`` (all by default) that ``covered`` holds."""
+        indices = range(len(query.terms)) if among is None else among
+        total = sum(query.weights[i] for i in indices)
         if total <= 0.0:
             return 0.0
-        have = set(present)
-        return sum(self.idf(t) for t in terms if t in have) / total
+        return sum(query.weights[i] for i in indices if i in covered) / total
