@@ -248,6 +248,7 @@ async def _relay_run(
         upstream_headers=headers,
         retries=0,
         max_streams_total=n + 10,
+        max_streams_per_client=n + 10,  # every bench client is one client (127.0.0.1)
         max_connections=n + 10,
         resume_grace=args.grace,
         shutdown_grace=0.0,

@@ -224,6 +224,7 @@ def relay_main(conn: Connection, upstream_base: str, n: int, log_kind: str, redi
             model="bench",
             retries=0,
             max_streams_total=n + 16,
+            max_streams_per_client=n + 16,  # every bench client is one client (127.0.0.1)
             max_connections=n + 16,
             shutdown_grace=0.0,
             heartbeat_interval=30.0,
@@ -277,9 +278,12 @@ class _WsClient(asyncio.Protocol):
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
         key = base64.b64encode(os.urandom(16))
+        # The relay serves only its own Host (name and port: its DNS-rebinding guard).
+        port = int(transport.get_extra_info("peername")[1])
         transport.write(
-            b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            b"Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n" % key
+            b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
+            b"Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n"
+            % (port, key)
         )
 
     def ask(self) -> None:
