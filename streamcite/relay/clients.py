@@ -13,17 +13,32 @@ import asyncio
 import contextlib
 import secrets
 import socket
+import struct
 import time
+from collections.abc import Callable, Sequence
 
 import aiohttp
 from aiohttp import WSMsgType, web
 
 from streamcite.logs import get_logger
 from streamcite.relay.guard import Identity
-from streamcite.relay.protocol import heartbeat_frame
+from streamcite.relay.log import LogEntry
+from streamcite.relay.protocol import envelope, heartbeat_frame
 from streamcite.relay.writer import SendGate
 
-__all__ = ["Client", "ClientGone", "SseClient", "TooSlow", "WsClient", "limit_write_buffer"]
+__all__ = [
+    "Client",
+    "ClientGone",
+    "OnSent",
+    "SseClient",
+    "TooSlow",
+    "WsClient",
+    "limit_write_buffer",
+    "ws_text_frame",
+]
+
+OnSent = Callable[[str, int, float], None]
+"""``(stream_id, seq, perf_counter())`` once an event's frame was handed to the socket."""
 
 _logger = get_logger("streamcite.relay")
 
@@ -75,6 +90,54 @@ class Client:
             gate.end(key)
         self.last_send = time.monotonic()
 
+    async def send_events(
+        self, sid: str, entries: Sequence[LogEntry], on_sent: OnSent | None = None
+    ) -> None:
+        """Write the frames of one stream's ``entries`` (in order) in as few socket writes
+        as the cap allows: one when the client keeps up.
+
+        Each event stays its own frame (WebSocket message, SSE event with ``id:``); only
+        the writes are joined. A chunk is cut where it would take the write buffer past
+        the cap (a chunk holds at least one frame), so the buffer never holds more than
+        the cap plus one frame, as with one write per frame."""
+        if self.closing:
+            raise ClientGone
+        wire = [self._encode(envelope(sid, e.seq, e.payload), e.seq) for e in entries]
+        gate = self.gate
+        cap = gate.cap
+        key = gate.begin()
+        try:
+            start, n = 0, len(wire)
+            while start < n:
+                if gate.full():  # over the cap: wait (only this client) until it drains
+                    await gate.wait_for_room()
+                room = cap - gate.buffered()
+                end, size = start + 1, len(wire[start])
+                while end < n and size + len(wire[end]) <= room:
+                    size += len(wire[end])
+                    end += 1
+                await self._write_wire(
+                    wire[start] if end == start + 1 else b"".join(wire[start:end])
+                )
+                if on_sent is not None:
+                    t = time.perf_counter()
+                    for entry in entries[start:end]:
+                        on_sent(sid, entry.seq, t)
+                start = end
+        except (ConnectionError, RuntimeError, aiohttp.ClientError) as exc:
+            raise ClientGone from exc
+        finally:
+            gate.end(key)
+        self.last_send = time.monotonic()
+
+    def _encode(self, frame: bytes, seq: int | None) -> bytes:
+        """The bytes one frame takes on this client's connection."""
+        raise NotImplementedError
+
+    async def _write_wire(self, data: bytes) -> None:
+        """Write already encoded frames (see :meth:`_encode`)."""
+        raise NotImplementedError
+
     def backlogged(self) -> bool:
         """True when the kernel stopped taking this client's bytes (its buffer holds some)."""
         t = self.transport
@@ -119,6 +182,19 @@ class WsClient(Client):
     async def _write(self, frame: bytes, seq: int | None) -> None:
         await self.ws.send_frame(frame, WSMsgType.TEXT)
 
+    def _encode(self, frame: bytes, seq: int | None) -> bytes:
+        return ws_text_frame(frame)
+
+    async def _write_wire(self, data: bytes) -> None:
+        # Frames built here, written straight to the transport: aiohttp writes its own
+        # (uncompressed: ``compress=False``) frames synchronously to the same transport, so
+        # the order holds. ``ws.closed`` turns true before aiohttp writes its close frame:
+        # nothing is written after it.
+        t = self.transport
+        if self.ws.closed or not isinstance(t, asyncio.WriteTransport) or t.is_closing():
+            raise ConnectionResetError("the WebSocket is closing")
+        t.write(data)
+
     def close_soon(self, code: int, reason: str) -> None:
         """Close from any task without waiting: queued frames go out before the close."""
         if self.closing:
@@ -155,10 +231,15 @@ class SseClient(Client):
         self.heartbeat_interval = heartbeat_interval
 
     async def _write(self, frame: bytes, seq: int | None) -> None:
+        await self.resp.write(self._encode(frame, seq))
+
+    def _encode(self, frame: bytes, seq: int | None) -> bytes:
         if seq is None:
-            await self.resp.write(b"data: " + frame + b"\n\n")
-        else:
-            await self.resp.write(b"id: %d\ndata: %s\n\n" % (seq, frame))
+            return b"data: " + frame + b"\n\n"
+        return b"id: %d\ndata: %s\n\n" % (seq, frame)
+
+    async def _write_wire(self, data: bytes) -> None:
+        await self.resp.write(data)
 
     async def idle_tick(self) -> None:
         if time.monotonic() - self.last_send >= self.heartbeat_interval * 0.95:
@@ -184,3 +265,19 @@ def limit_write_buffer(
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
+
+
+_WS_LEN1 = struct.Struct("!BB").pack
+_WS_LEN2 = struct.Struct("!BBH").pack
+_WS_LEN3 = struct.Struct("!BBQ").pack
+
+
+def ws_text_frame(payload: bytes) -> bytes:
+    """One unmasked, unfragmented WebSocket text frame (RFC 6455 §5.2; a server's frames
+    carry no mask)."""
+    n = len(payload)
+    if n < 126:
+        return _WS_LEN1(0x81, n) + payload
+    if n < 65536:
+        return _WS_LEN2(0x81, 126, n) + payload
+    return _WS_LEN3(0x81, 127, n) + payload

@@ -11,18 +11,17 @@ a gap (entries dropped from a bounded log: ``resume_gap``), an owner that died
 from __future__ import annotations
 
 import asyncio
-import time
 
 import orjson
 
 from streamcite.core.errors import StreamciteError
 from streamcite.core.events import DoneEvent, ErrorEvent
 from streamcite.relay.bounds import StreamBounds
-from streamcite.relay.clients import Client, ClientGone, TooSlow
+from streamcite.relay.clients import Client, ClientGone, OnSent, TooSlow
 from streamcite.relay.config import RelayConfig
 from streamcite.relay.log import StreamLog, StreamStatus
 from streamcite.relay.metrics import RelayMetrics
-from streamcite.relay.producer import OnEvent, Producer
+from streamcite.relay.producer import Producer
 from streamcite.relay.protocol import CloseCode, envelope, is_done_payload, relay_error_frame
 from streamcite.relay.replay import rebuild_answer
 
@@ -58,7 +57,7 @@ class Delivery:
         self.metrics = metrics
         self.producer = producer
         """Whose streams run here: a pump counts as a subscriber of those."""
-        self.on_sent: OnEvent | None = None
+        self.on_sent: OnSent | None = None
         """Benchmark hook once an event's frame was handed to the client's socket."""
 
     def start_pump(self, client: Client, sid: str, after_seq: int) -> None:
@@ -126,12 +125,8 @@ class Delivery:
             # the client cannot keep up. A burst to a client that keeps up is fine.
             if entries[-1].seq - max(delivered, backlog_end) > bound and client.backlogged():
                 raise TooSlow
-            send = client.send
-            on_sent = self.on_sent
-            for entry in entries:
-                await send(envelope(sid, entry.seq, entry.payload), entry.seq)
-                if on_sent is not None:
-                    on_sent(sid, entry.seq, time.perf_counter())
+            # One socket write for all the frames this wake found (the cap permitting).
+            await client.send_events(sid, entries, self.on_sent)
             self.metrics.events_sent += len(entries)
             last = entries[-1]
             at.delivered = last.seq
