@@ -49,6 +49,7 @@ from tests._relay_fixtures import (
     text_of,
     ws_client,
 )
+from tests._wait import wait_until
 
 QUESTION = "How many days can I work remotely?"
 FAST = Timeouts(connect=2, first_token=5, idle=5, total=30)
@@ -111,7 +112,7 @@ async def test_memlog_blocking_read_wakes_on_append_and_times_out() -> None:
     log = MemoryStreamLog()
     await log.open_stream("s", owner="me")
     reader = asyncio.create_task(log.read("s", 0, block=10))
-    await asyncio.sleep(0.01)
+    await wait_until(lambda: log.stats()["waiters"] == 1, what="the reader blocked")
     assert not reader.done()
     await log.append("s", b'{"type":"token"}')
     entries = await asyncio.wait_for(reader, 2)
@@ -120,7 +121,7 @@ async def test_memlog_blocking_read_wakes_on_append_and_times_out() -> None:
     assert log.stats()["waiters"] == 0
     # finish wakes a blocked reader, which then sees nothing new and a finished status
     reader = asyncio.create_task(log.read("s", 1, block=10))
-    await asyncio.sleep(0.01)
+    await wait_until(lambda: log.stats()["waiters"] == 1, what="the reader blocked")
     await log.finish("s")
     assert await asyncio.wait_for(reader, 2) == []
     await log.aclose()
@@ -135,8 +136,11 @@ async def test_memlog_retention_and_eviction() -> None:
     await log.open_stream("c", owner="me")  # over max_streams: the finished "a" goes
     assert await log.status("a") is None and await log.status("b") is not None
     await log.finish("b")
-    await asyncio.sleep(0.2)
-    assert await log.status("b") is None  # retention over
+
+    async def retention_over() -> bool:
+        return await log.status("b") is None
+
+    await wait_until(retention_over, timeout=5, what="retention over")
     assert len(log) == 1
     await log.aclose()
 
