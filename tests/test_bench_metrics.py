@@ -625,3 +625,22 @@ async def test_sweep_timeline_is_not_a_copy_of_the_first_run(
     )
     write_plots(build_results(runs, {}), tmp_path)
     assert (tmp_path / "timeline.png").read_bytes() != (tmp_path / "timeline-1.png").read_bytes()
+
+
+def test_an_80_column_table_never_cuts_a_number() -> None:
+    """A local run with no token delay gives six-figure chunk rates: shortened, not cut."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from streamcite.bench.tables import _table
+
+    d = {"count": 20, "mean": 625_412.3, "std": 115_000.0, "p50": 672_001.0,
+         "p90": 742_000.0, "p99": 766_000.0, "max": 10_769_200.0}  # fmt: skip
+    out = StringIO()
+    Console(file=out, width=80, color_system=None).print(
+        _table({"tokens_per_s": d, "ttft_ms": dict(d, mean=8.8)}, {})
+    )
+    text = out.getvalue()
+    assert "…" not in text
+    assert "625k" in text and "10.8M" in text

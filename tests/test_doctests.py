@@ -9,6 +9,7 @@ import pytest
 
 MODULES = [
     "streamcite.apps._terminal",
+    "streamcite.bench.cells",
     "streamcite.core.events",
     "streamcite.core.markers",
     "streamcite.core.offsets",

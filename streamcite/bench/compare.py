@@ -14,6 +14,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from streamcite.bench.cells import fmt as _fmt
+
 __all__ = ["compare_rows", "compare_tables", "pairing_warnings"]
 
 # (label, path into a summary); lower is better unless listed in _HIGHER_IS_BETTER.
@@ -41,14 +43,6 @@ _HIGHER_IS_BETTER = frozenset(
 )
 _CONFIG_KEYS = ("upstream", "base_url", "model", "fault", "max_tokens", "grounding", "wikit")
 _LOAD_KEYS = ("requests", "concurrency", "rate", "schedule", "warmup", "duration_s")
-
-
-def _fmt(x: Any, digits: int = 1) -> str:
-    if x is None:
-        return "—"
-    if isinstance(x, float):
-        return f"{x:,.{digits}f}"
-    return str(x)
 
 
 def _get(summary: Mapping[str, Any], path: Sequence[str]) -> float | None:
