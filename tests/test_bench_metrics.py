@@ -481,6 +481,7 @@ async def test_all_failed_run_renders_cleanly(backend: LocalBackend, tmp_path: P
     assert "┏" not in text and "metric" not in text  # no headers without rows
     assert "CPU" not in text and "tokens/s" not in text
     assert "no request succeeded" in text
+    assert "— ms" not in text  # no "loop lag p99 — ms"
     pytest.importorskip("matplotlib")
     from streamcite.bench.plots import write_plots
 

@@ -125,7 +125,10 @@ def _lines(s: Mapping[str, Any]) -> Text:
     text.append(_answers_line(s))
     client = s.get("client", {})
     lag = client.get("loop_lag_ms", {})
-    line = f"client: loop lag p99 {_fmt(lag.get('p99'), 2)} ms, max {_fmt(lag.get('max'), 2)} ms"
+    if lag.get("p99") is None:
+        line = "client: loop lag not measured (the run was too short)"
+    else:
+        line = f"client: loop lag p99 {_fmt(lag['p99'], 2)} ms, max {_fmt(lag.get('max'), 2)} ms"
     if (s.get("wall_s") or 0.0) >= 1.0 and client.get("cpu_pct") is not None:
         line += f" · CPU {_fmt(client.get('cpu_pct'), 0)}%"
     text.append(line + "\n")
