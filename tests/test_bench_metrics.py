@@ -549,6 +549,26 @@ def test_compare_colours_zero_to_all_errors_and_warns_on_different_runs() -> Non
     assert "paired by position" in console.export_text()
 
 
+def test_compare_ignores_local_ports_and_gives_no_ratio_of_noise() -> None:
+    """Two local runs differ in their backend's port, not their config; ITLs both shown as
+    0.0 have no meaningful ratio (it said 0.00× and 0.71×)."""
+    a = {"config": {"upstream": "local", "base_url": "http://127.0.0.1:4001/v1"},
+         "runs": [_fake_run({})]}  # fmt: skip
+    b = {"config": {"upstream": "local", "base_url": "http://127.0.0.1:4002/v1"},
+         "runs": [_fake_run({})]}  # fmt: skip
+    for doc, itl in ((a, 0.01), (b, 0.007)):
+        doc["runs"][0]["summary"]["itl_ms"] = {"count": 5, "p50": itl, "p99": itl}
+    console = Console(width=200, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    console.print(compare_tables(a, b))
+    plain = console.export_text()
+    assert "base_url" not in plain and "differ" not in plain
+    row = next(line for line in plain.splitlines() if "inter-token p50" in line)
+    assert "×" not in row and "—" in row
+    a["config"]["upstream"] = b["config"]["upstream"] = "openai"
+    console.print(compare_tables(a, b))
+    assert "base_url" in console.export_text()  # two real endpoints: say so
+
+
 # -- the command line -------------------------------------------------------------------
 
 

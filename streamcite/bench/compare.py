@@ -14,6 +14,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from streamcite.bench.cells import cell as _cell
 from streamcite.bench.cells import fmt as _fmt
 
 __all__ = ["compare_rows", "compare_tables", "pairing_warnings"]
@@ -93,6 +94,8 @@ def pairing_warnings(
             out.append(f"{k} {_fmt(x)} vs {_fmt(y)}")
     ca, cb = a.get("config") or {}, b.get("config") or {}
     for k in _CONFIG_KEYS:
+        if k == "base_url" and ca.get("upstream") == cb.get("upstream") == "local":
+            continue  # each run starts its own embedded backend on a free port
         if ca.get(k) != cb.get(k):
             out.append(f"{k} {ca.get(k)!r} vs {cb.get(k)!r}")
     return out
@@ -150,6 +153,9 @@ def compare_tables(
             if x is None and y is None:
                 continue
             digits = 4 if label == "error rate" else 1
-            table.add_row(label, _fmt(x, digits), _fmt(y, digits), _ratio_cell(label, x, y, ratio))
+            shown_a, shown_b = _cell(x, digits), _cell(y, digits)
+            if shown_a == shown_b == _cell(0.0, digits):
+                ratio = None  # both below what the table shows: a ratio would be noise
+            table.add_row(label, shown_a, shown_b, _ratio_cell(label, x, y, ratio))
         items.append(table)
     return Group(*items)
