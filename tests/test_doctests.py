@@ -10,6 +10,7 @@ import pytest
 MODULES = [
     "streamcite.apps._terminal",
     "streamcite.bench.cells",
+    "streamcite.core._validate",
     "streamcite.core.events",
     "streamcite.core.markers",
     "streamcite.core.offsets",

@@ -11,6 +11,18 @@ from typing import Any
 from streamcite.core.errors import MalformedResponse
 
 
+def digits_int(text: str, max_digits: int = 18) -> int | None:
+    """``text`` (surrounding blanks ignored) as a non-negative int when it is 1 to
+    ``max_digits`` ASCII digits, else None. Never raises: ``str.isdigit()`` accepts
+    ``"²"`` and ``"①"``, which ``int()`` refuses, and ``int()`` refuses 4,300+ digits.
+
+    >>> digits_int(" 12 "), digits_int("²"), digits_int("١٢"), digits_int("-1"), digits_int("9" * 40)
+    (12, None, None, None, None)
+    """
+    t = text.strip()
+    return int(t) if 0 < len(t) <= max_digits and t.isascii() and t.isdigit() else None
+
+
 def obj(value: Any, path: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise MalformedResponse(f"{path}: expected an object, got {type(value).__name__}")
@@ -45,8 +57,10 @@ def opt_int(d: dict[str, Any], key: str, path: str) -> int | None:
         return None
     if isinstance(v, bool) or not isinstance(v, int):
         # Google's JSON mapping sends int64 as strings; accept digit strings.
-        if isinstance(v, str) and v.lstrip("-").isdigit():
-            return int(v)
+        if isinstance(v, str):
+            n = digits_int(v.removeprefix("-"))
+            if n is not None:
+                return -n if v.startswith("-") else n
         raise MalformedResponse(f"{path}.{key}: expected an integer or null, got {v!r}")
     return v
 
