@@ -100,3 +100,19 @@ def test_any_body_gives_sources_or_a_typed_error(body: Any) -> None:
         return
     for s in sources:
         assert s.number is None or s.number >= 0
+
+
+@pytest.mark.parametrize(
+    "score", ["nan", "inf", "-inf", "1_0", "١٫٥", " ", float("inf"), float("nan"), "1e999"]
+)
+def test_a_score_is_a_finite_number(score: Any) -> None:
+    """float() takes "nan", "inf" and "1_0": a NaN score reached the answer before."""
+    with pytest.raises(MalformedResponse, match=r"\$\[0\]\.score: expected a finite number"):
+        QuotedSource.list_from_json([{**GOOD, "score": score}])
+
+
+@pytest.mark.parametrize(
+    ("score", "value"), [("0.8", 0.8), (" 1 ", 1.0), ("-2.5e-1", -0.25), (3, 3.0)]
+)
+def test_numeric_strings_are_numbers(score: Any, value: float) -> None:
+    assert QuotedSource.from_dict({**GOOD, "score": score}).score == value

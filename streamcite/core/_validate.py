@@ -6,9 +6,13 @@ from a provider becomes a clear typed error instead of a ``KeyError`` deep insid
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
 from streamcite.core.errors import MalformedResponse
+
+_DECIMAL = re.compile(r"-?[0-9]{1,32}(?:\.[0-9]{1,32})?(?:[eE][-+]?[0-9]{1,3})?", re.ASCII)
 
 
 def digits_int(text: str, max_digits: int = 18) -> int | None:
@@ -71,14 +75,15 @@ def opt_float(d: dict[str, Any], key: str, path: str) -> float | None:
         return None
     if isinstance(v, bool):
         raise MalformedResponse(f"{path}.{key}: expected a number, got a boolean")
+    number: float | None = None
     if isinstance(v, int | float):
-        return float(v)
-    if isinstance(v, str):
-        try:
-            return float(v)
-        except ValueError:
-            pass
-    raise MalformedResponse(f"{path}.{key}: expected a number or null, got {v!r}")
+        number = float(v)
+    elif isinstance(v, str) and _DECIMAL.fullmatch(v.strip()):
+        number = float(v)  # Google's JSON mapping may send numbers as strings
+    # "nan", "inf", "1_0" and "١٫٥" are not numbers a provider means (float() takes them).
+    if number is not None and math.isfinite(number):
+        return number
+    raise MalformedResponse(f"{path}.{key}: expected a finite number or null, got {v!r}")
 
 
 def opt_bool(d: dict[str, Any], key: str, path: str) -> bool | None:
