@@ -121,6 +121,48 @@ async def with_retries(
     started = loop.time()
     deadline_at = started + policy.deadline
     attempts = 0
+    retrying = _retrying(policy, loop.time, deadline_at, what, log)
+    try:
+        async for state in retrying:
+            with state:
+                attempts += 1
+                budget = min(policy.request_timeout, deadline_at - loop.time())
+                return await _attempt_once(attempt, budget, what)
+    except StreamciteError as e:
+        if e.retryable:
+            elapsed = loop.time() - started
+            e.message = f"{e.message} (gave up after {attempts} attempt(s) in {elapsed:.2f} s)"
+            e.args = (e.message,)
+        raise
+    raise AssertionError("unreachable: tenacity either returns or raises")  # pragma: no cover
+
+
+async def _attempt_once(attempt: Callable[[float], Awaitable[T]], budget: float, what: str) -> T:
+    """One attempt cut at ``budget`` seconds; a timeout or a lost connection is retryable."""
+    try:
+        async with asyncio.timeout(budget):
+            return await attempt(budget)
+    except TimeoutError:
+        raise UpstreamError(
+            f"{what}: no answer within {budget:.2f} s",
+            code="timeout",
+            retryable=True,
+        ) from None
+    except aiohttp.ClientError as e:
+        # Connection refused/reset, server disconnected: the server may
+        # come back within the deadline. The message names the class only:
+        # aiohttp's text can contain the URL, never a secret, but keep it short.
+        raise UpstreamError(
+            f"{what}: connection failed ({type(e).__name__})",
+            code="connect",
+            retryable=True,
+        ) from e
+
+
+def _retrying(
+    policy: RetryPolicy, now: Callable[[], float], deadline_at: float, what: str, log: Any
+) -> AsyncRetrying:
+    """Tenacity's loop for ``policy``: retryable StreamciteErrors only, within the deadline."""
     log = log if log is not None else get_logger("streamcite.enrich")
 
     def wait(state: RetryCallState) -> float:
@@ -133,7 +175,7 @@ async def with_retries(
             return True
         # Stop now rather than sleep into (or past) the deadline: the next attempt
         # would have no time left to succeed.
-        return loop.time() + state.upcoming_sleep >= deadline_at - 0.001
+        return now() + state.upcoming_sleep >= deadline_at - 0.001
 
     def before_sleep(state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
@@ -146,7 +188,7 @@ async def with_retries(
             status=getattr(exc, "status", None),
         )
 
-    retrying = AsyncRetrying(
+    return AsyncRetrying(
         retry=retry_if_exception(lambda e: isinstance(e, StreamciteError) and e.retryable),
         wait=wait,
         stop=stop,
@@ -154,36 +196,6 @@ async def with_retries(
         sleep=asyncio.sleep,
         reraise=True,
     )
-    try:
-        async for state in retrying:
-            with state:
-                attempts += 1
-                budget = min(policy.request_timeout, deadline_at - loop.time())
-                try:
-                    async with asyncio.timeout(budget):
-                        return await attempt(budget)
-                except TimeoutError:
-                    raise UpstreamError(
-                        f"{what}: no answer within {budget:.2f} s",
-                        code="timeout",
-                        retryable=True,
-                    ) from None
-                except aiohttp.ClientError as e:
-                    # Connection refused/reset, server disconnected: the server may
-                    # come back within the deadline. The message names the class only:
-                    # aiohttp's text can contain the URL, never a secret, but keep it short.
-                    raise UpstreamError(
-                        f"{what}: connection failed ({type(e).__name__})",
-                        code="connect",
-                        retryable=True,
-                    ) from e
-    except StreamciteError as e:
-        if e.retryable:
-            elapsed = loop.time() - started
-            e.message = f"{e.message} (gave up after {attempts} attempt(s) in {elapsed:.2f} s)"
-            e.args = (e.message,)
-        raise
-    raise AssertionError("unreachable: tenacity either returns or raises")  # pragma: no cover
 
 
 @dataclass(slots=True)
