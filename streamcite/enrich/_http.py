@@ -6,6 +6,7 @@
 - :class:`SessionHolder`: uses the caller's ``aiohttp.ClientSession`` when given,
   a client-owned one while the client is used as ``async with``, else one per call
   (so a client used casually never leaks a connection).
+- :class:`PooledClient`: the ``async with`` / ``aclose()`` lifecycle of such a client.
 - :class:`Secret`: a string that never shows in a repr, a log line or an error.
 
 An attempt function signals "try again" by raising a :class:`StreamciteError` with
@@ -19,7 +20,7 @@ import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import aiohttp
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
@@ -32,6 +33,7 @@ from streamcite.transports.base import is_redirect, redirect_message
 
 __all__ = [
     "HttpResponse",
+    "PooledClient",
     "RetryPolicy",
     "Secret",
     "SessionHolder",
@@ -293,3 +295,21 @@ class SessionHolder:
             return
         async with aiohttp.ClientSession() as per_call:
             yield per_call
+
+
+class PooledClient:
+    """Base of a client with a :class:`SessionHolder`: ``async with client:`` keeps one
+    connection pool for the block; ``aclose()`` closes it (never the caller's session)."""
+
+    _sessions: SessionHolder
+
+    async def __aenter__(self) -> Self:
+        await self._sessions.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection pool this client opened (never the caller's session)."""
+        await self._sessions.aclose()

@@ -24,7 +24,7 @@ from streamcite.enrich._auth import (
     TokenSource,
     make_token_source,
 )
-from streamcite.enrich._http import RetryPolicy, SessionHolder, send, with_retries
+from streamcite.enrich._http import PooledClient, RetryPolicy, SessionHolder, send, with_retries
 from streamcite.enrich.base import EnrichContext
 from streamcite.enrich.facts import PreparedFacts, fact_from
 from streamcite.enrich.google.errors import GoogleAuthError, GroundingInputError, raise_for_status
@@ -45,7 +45,7 @@ __all__ = ["FactsFrom", "GoogleGrounding"]
 FactsFrom = Literal["citations", "sources", "both"]
 
 
-class GoogleGrounding:
+class GoogleGrounding(PooledClient):
     """Client of Google's grounding check; also an enricher (``kind = "grounding"``).
 
     Credentials: ``token`` (static), ``token_provider`` (sync or async callable, or a
@@ -124,17 +124,6 @@ class GoogleGrounding:
             f"GoogleGrounding(grounding_config={self.grounding_config!r}, "
             f"endpoint={self.endpoint!r}, tokens={self._tokens!r})"
         )
-
-    async def __aenter__(self) -> GoogleGrounding:
-        await self._sessions.open()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Close the connection pool this client opened (never the caller's session)."""
-        await self._sessions.aclose()
 
     @property
     def url(self) -> str:

@@ -17,6 +17,7 @@ from streamcite.core.events import SourcesEvent
 from streamcite.core.sources import QuotedSource
 from streamcite.enrich._http import (
     HttpResponse,
+    PooledClient,
     RetryPolicy,
     Secret,
     SessionHolder,
@@ -33,7 +34,7 @@ __all__ = ["DEFAULT_BASE_URL", "WikitSources"]
 DEFAULT_BASE_URL = "https://apis.wikit.ai"
 
 
-class WikitSources:
+class WikitSources(PooledClient):
     """Client of Wikit Semantics quoted sources; also an enricher for ``after=[...]``.
 
     As an enricher (``kind = "sources"``) it fetches the sources of the answer that
@@ -96,17 +97,6 @@ class WikitSources:
             f"WikitSources(app_id={self.app_id!r}, organization_id={self.organization_id!r}, "
             f"api_key={key}, base_url={self.base_url!r})"
         )
-
-    async def __aenter__(self) -> WikitSources:
-        await self._sessions.open()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Close the connection pool this client opened (never the caller's session)."""
-        await self._sessions.aclose()
 
     # -- v2 -----------------------------------------------------------------
 
