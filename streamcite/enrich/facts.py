@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from streamcite.core._validate import digits_int
 from streamcite.core.grounding import GroundingFact
 from streamcite.core.markers import footnote_numbers
 from streamcite.core.models import Citation, CitedAnswer
@@ -143,9 +144,10 @@ def _is_cited(item: Any, fact: GroundingFact, numbers: set[int]) -> bool:
     # A prebuilt fact from a citation / source carries its label in its attributes.
     label = fact.attributes.get("quoted_as")
     if label is not None:
-        return label.strip().isdigit() and int(label) in numbers
+        return digits_int(label) in numbers
     index = fact.attributes.get("document_index")
-    return index is not None and index.isdigit() and int(index) + 1 in numbers
+    n = None if index is None else digits_int(index)
+    return n is not None and n + 1 in numbers
 
 
 def prepare_facts(

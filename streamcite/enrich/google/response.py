@@ -81,12 +81,11 @@ def _cited_chunks(
         path = f"$.citedChunks[{i}]"
         c = v.obj(item, path)
         source = v.opt_str(c, "source", path, coerce_num=True)
-        fact_index: int | None = None
-        if source is not None and source.strip().isdigit():
-            fact_index = int(source)
-            if facts and fact_index >= len(facts):
-                warnings.append(f"{path}.source {source!r} names no fact that was sent")
-                fact_index = None
+        # digits_int: "²" passes str.isdigit() and then int() raised ValueError.
+        fact_index = None if source is None else v.digits_int(source)
+        if fact_index is not None and facts and fact_index >= len(facts):
+            warnings.append(f"{path}.source {source!r} names no fact that was sent")
+            fact_index = None
         chunks.append(
             CitedChunk(
                 chunk_text=v.opt_str(c, "chunkText", path) or "",
@@ -106,8 +105,8 @@ def _citation_indices(c: dict[str, Any], path: str, n_chunks: int) -> list[int]:
     """A claim's ``citationIndices``: integers (or digit strings) naming cited chunks."""
     indices: list[int] = []
     for j, idx in enumerate(v.arr(c.get("citationIndices", []), f"{path}.citationIndices")):
-        if isinstance(idx, str) and idx.isdigit():
-            idx = int(idx)
+        if isinstance(idx, str):
+            idx = v.digits_int(idx)  # None (then refused below) for "①", "-1", "x"
         if isinstance(idx, bool) or not isinstance(idx, int):
             raise MalformedResponse(f"{path}.citationIndices[{j}]: expected an integer")
         if not 0 <= idx < n_chunks:
