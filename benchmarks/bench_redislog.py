@@ -40,8 +40,8 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from streamcite.relay.log import StreamLog  # noqa: E402
 from streamcite.relay.memlog import MemoryStreamLog  # noqa: E402
+from streamcite.relay.streamlog import StreamLog  # noqa: E402
 
 RATE = 50.0
 WORDS = [" the", " policy", " allows", " remote", " work", " up", " to", " three", " days", " [1]"]

@@ -12,8 +12,8 @@ import tracemalloc
 import orjson
 
 from streamcite.core.events import TokenEvent
-from streamcite.relay.log import LogEntry
 from streamcite.relay.memlog import MemoryStreamLog
+from streamcite.relay.streamlog import LogEntry
 
 
 def _token(i: int) -> bytes:

@@ -32,7 +32,7 @@ except ImportError:  # tests/ imported as a package
     )
 
 from streamcite.core.errors import StreamciteError
-from streamcite.relay.log import LogEntry, StreamLog
+from streamcite.relay.streamlog import LogEntry, StreamLog
 
 pytestmark = pytest.mark.redis
 

@@ -25,7 +25,6 @@ from streamcite import Timeouts, stream_chat
 from streamcite.core.errors import StreamciteError
 from streamcite.core.events import ErrorEvent, MetaEvent, TokenEvent
 from streamcite.local.server import BackendConfig, LocalBackend
-from streamcite.relay.log import LogEntry, StreamStatus
 from streamcite.relay.memlog import MemoryStreamLog
 from streamcite.relay.protocol import (
     AskMessage,
@@ -37,6 +36,7 @@ from streamcite.relay.protocol import (
     parse_client_message,
 )
 from streamcite.relay.server import RelayConfig, RelayServer
+from streamcite.relay.streamlog import LogEntry, StreamStatus
 from tests._relay_fixtures import (
     RawWs,
     RelayClient,
