@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from streamcite.relay.redis.connections import RedisConnections
 from streamcite.relay.redis.errors import TRANSIENT, RedisUnavailable
-from streamcite.relay.redis.scripts import FETCH, unpack_entries, unpack_fanout
+from streamcite.relay.redis.scripts import FETCH, FINISH_MARK, unpack_entries, unpack_fanout
 from streamcite.relay.redis.settings import RedisLogSettings
 from streamcite.relay.redis.waiting import TimerWheel, Waiters
 from streamcite.relay.streamlog import LogEntry
@@ -54,6 +54,8 @@ class FollowedStream:
     """Entries may have been missed: fetch from Redis before taking fan-out messages again."""
     buf: list[LogEntry] = field(default_factory=list)
     touched: float = 0.0
+    finished: bool = False
+    """The owner finished it (finish notice or owner watch): nothing will follow its tail."""
     waiters: Waiters = field(default_factory=Waiters)
 
     def add(self, entries: list[LogEntry], cap: int) -> None:
@@ -123,10 +125,11 @@ class FanoutFollower:
             got = f.slice(after_seq)
             if got:
                 return got
-            if block and after_seq >= f.tail:
+            if block and after_seq >= f.tail and not f.finished:
                 return await self._wait(f, after_seq, block)
-            # A non-blocking read asks Redis, not the fan-out (which may lag a little): a reader
-            # that saw the owner's lease lapse gets every entry the owner stored.
+            # A non-blocking read (or one past the end of a finished stream) asks Redis, not
+            # the fan-out (which may lag a little): a reader that saw the owner's lease lapse
+            # gets every entry the owner stored.
         entries, state, instance = await self.fetch(
             self._keys.stream(stream_id), after_seq, meta_key=self._keys.meta(stream_id)
         )
@@ -260,9 +263,15 @@ class FanoutFollower:
 
     def on_message(self, data: bytes) -> None:
         """Hand a fan-out message's entries to their followers, in order; a gap sends the
-        follower back to Redis (``resync``)."""
+        follower back to Redis (``resync``). A finish notice wakes the stream's readers."""
         followers = self.followers
         if not followers:
+            return
+        if data[:1] == FINISH_MARK:
+            f = followers.get(data[1:].decode(errors="replace"))
+            if f is not None:
+                f.finished = True
+                f.waiters.wake()
             return
         got: dict[str, list[LogEntry]] = {}
         for sid, entry in unpack_fanout(data):

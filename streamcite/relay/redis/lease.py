@@ -95,7 +95,8 @@ class LeaseKeeper:
     async def watch_followed(self) -> None:
         """Wake the readers of followed streams whose owner's lease lapsed, so that they look
         at ``status`` now rather than when their ``block`` ends: a dead owner is noticed
-        within ``lease_ms`` plus one heartbeat interval."""
+        within ``lease_ms`` plus one heartbeat interval. Finished streams whose finish notice
+        was missed (say, during a resubscription) are marked and their readers woken."""
         waited = [f for f in self._followers.values() if f.waiters]
         for i in range(0, len(waited), WATCH_CHUNK):
             chunk = waited[i : i + WATCH_CHUNK]
@@ -109,7 +110,9 @@ class LeaseKeeper:
                 return  # the fan-out loop and the readers report the outage
             flags = result.decode() if isinstance(result, bytes) else str(result)
             for f, flag in zip(chunk, flags, strict=False):
-                if flag == "0":
+                if flag == "2":
+                    f.finished = True
+                if flag != "1":
                     f.waiters.wake()
 
     async def release_all(self, limit: float = 1.0) -> None:

@@ -21,6 +21,7 @@ __all__ = [
     "APPEND",
     "FETCH",
     "FINISH",
+    "FINISH_MARK",
     "OPEN",
     "RELEASE",
     "RENEW",
@@ -29,6 +30,7 @@ __all__ = [
     "Script",
     "WriteTarget",
     "bulk",
+    "finish_notice",
     "pack_append",
     "unpack_entries",
     "unpack_fanout",
@@ -116,7 +118,9 @@ end
 return table.concat(out)
 """)
 
-# KEYS: lease, meta, stream. ARGV: instance, retention ms, last seq, owner label.
+# KEYS: lease, meta, stream. ARGV: instance, retention ms, last seq, owner label, fan-out
+# channel, finish notice (see ``finish_notice``). The notice follows the stream's last write
+# batch on the channel, so followers blocked past the end return at once.
 FINISH = Script("""
 redis.call('HSET', KEYS[2], 'owner', ARGV[4], 'instance', ARGV[1], 'state', 'done', 'last_seq', ARGV[3])
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
@@ -124,6 +128,7 @@ redis.call('PEXPIRE', KEYS[3], ARGV[2])
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
 end
+redis.call('PUBLISH', ARGV[5], ARGV[6])
 return 1
 """)
 
@@ -139,13 +144,16 @@ end
 return n
 """)
 
-# KEYS: (lease, meta) per followed stream. One char per stream: '0' when it is unfinished
-# and its lease has lapsed (the owner is gone), else '1'.
+# KEYS: (lease, meta) per followed stream. One char per stream: '2' when it is finished (a
+# follower that missed the finish notice learns it here), '0' when it is unfinished and its
+# lease has lapsed (the owner is gone), else '1'.
 WATCH = Script("""
 local out = {}
 for i = 1, #KEYS, 2 do
   local r = '1'
-  if redis.call('EXISTS', KEYS[i]) == 0 and redis.call('HGET', KEYS[i + 1], 'state') ~= 'done' then
+  if redis.call('HGET', KEYS[i + 1], 'state') == 'done' then
+    r = '2'
+  elseif redis.call('EXISTS', KEYS[i]) == 0 then
     r = '0'
   end
   out[#out + 1] = r
@@ -236,6 +244,15 @@ def pack_append(
         parts.append(payload)
         parts.append(b"\r\n")
     return b"".join(parts)
+
+
+FINISH_MARK = b"!"
+"""First byte of a finish notice on a fan-out channel (an entry message starts with a digit)."""
+
+
+def finish_notice(stream_id: str) -> bytes:
+    """The fan-out message that says ``stream_id`` is finished: ``!{stream_id}``."""
+    return FINISH_MARK + stream_id.encode()
 
 
 def unpack_entries(packed: bytes) -> list[LogEntry]:

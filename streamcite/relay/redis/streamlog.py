@@ -27,7 +27,7 @@ from streamcite.relay.redis.errors import (
 from streamcite.relay.redis.follow import FanoutFollower
 from streamcite.relay.redis.lease import LeaseKeeper
 from streamcite.relay.redis.owned import OwnedStream
-from streamcite.relay.redis.scripts import FINISH, OPEN, STATUS
+from streamcite.relay.redis.scripts import FINISH, OPEN, STATUS, finish_notice
 from streamcite.relay.redis.settings import RedisLogSettings
 from streamcite.relay.redis.waiting import TimerWheel
 from streamcite.relay.redis.writer import BatchedWriter
@@ -283,7 +283,14 @@ class RedisStreamLog:
             lambda: FINISH(
                 client,
                 [o.lease_key, o.meta_key, o.key],
-                [s.instance_id, s.retention_ms, o.next_seq - 1, o.owner],
+                [
+                    s.instance_id,
+                    s.retention_ms,
+                    o.next_seq - 1,
+                    o.owner,
+                    s.keys.fanout(s.instance_id),
+                    finish_notice(o.stream_id),
+                ],
             ),
             what="finish",
             deadline=self._conns.outage_deadline(),

@@ -1,0 +1,40 @@
+"""Helpers shared by the StreamLog tests (the contract suite and the Redis-only tests)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from streamcite.relay.streamlog import LogEntry, StreamLog
+
+__all__ = ["GUARD", "collect_until", "eventually"]
+
+GUARD = 15.0
+"""Hang guard for any single wait in these tests (not a timing assertion)."""
+
+
+async def collect_until(
+    log: StreamLog, sid: str, after: int, stop: Callable[[LogEntry], bool], *, block: float = 0.5
+) -> list[LogEntry]:
+    """Read from ``after`` (resuming from the last seq seen) until ``stop(entry)``; every
+    entry must follow the previous one (no gap, no duplicate)."""
+    out: list[LogEntry] = []
+    async with asyncio.timeout(GUARD):
+        while True:
+            for entry in await log.read(sid, after, block=block):
+                assert entry.seq == after + 1, f"gap or duplicate: {after} then {entry.seq}"
+                after = entry.seq
+                out.append(entry)
+                if stop(entry):
+                    return out
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], what: str) -> None:
+    """Poll ``check`` until it holds (state in Redis or a timer: nothing to wait on), at most
+    :data:`GUARD` seconds; ``what`` names it in the failure."""
+    try:
+        async with asyncio.timeout(GUARD):
+            while not await check():  # noqa: ASYNC110
+                await asyncio.sleep(0.05)
+    except TimeoutError:
+        raise AssertionError(f"not within {GUARD} s: {what}") from None
