@@ -297,12 +297,19 @@ async def test_finish_wakes_a_blocked_reader_and_nothing_follows(make_logs: Make
     await a.open_stream("fin", owner="a")
     await a.append("fin", b"x")
     await logs.flush()
-    blocked = [asyncio.create_task(log.read("fin", 1, block=GUARD)) for log in logs.readers]
+    # A reader that got "x" waits for more, then "done" comes: it is woken by the append ...
+    got = [asyncio.create_task(log.read("fin", 1, block=GUARD)) for log in logs.readers]
     await asyncio.sleep(0.1)
     await a.append("fin", b"done")
+    async with asyncio.timeout(GUARD):
+        assert [await r for r in got] == [[LogEntry(2, b"done")]] * len(got)
+    # ... and one already past the end is woken by finish alone, with nothing new.
+    blocked = [asyncio.create_task(log.read("fin", 2, block=GUARD)) for log in logs.readers]
+    await asyncio.sleep(0.1)
+    assert not any(r.done() for r in blocked)
     await a.finish("fin")
     async with asyncio.timeout(GUARD):
-        assert [await r for r in blocked] == [[LogEntry(2, b"done")]] * len(blocked)
+        assert [await r for r in blocked] == [[]] * len(blocked)
     for log in logs.readers:
         st = await log.status("fin")
         assert st is not None and st.finished and st.last_seq == 2 and st.owner_alive
