@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from streamcite.relay.redis.connections import RedisConnections
 from streamcite.relay.redis.errors import TRANSIENT, RedisUnavailable
-from streamcite.relay.redis.scripts import FETCH, FINISH_MARK, unpack_entries, unpack_fanout
+from streamcite.relay.redis.scripts import FETCH, FINISH_SEQ, unpack_entries, unpack_fanout
 from streamcite.relay.redis.settings import RedisLogSettings
 from streamcite.relay.redis.waiting import TimerWheel, Waiters
 from streamcite.relay.streamlog import LogEntry
@@ -164,8 +164,10 @@ class FanoutFollower:
         finally:
             f.touched = time.monotonic()
         got = f.slice(after_seq)
-        if got is None and f.tail > after_seq:
-            entries, _, _ = await self.fetch(f.key, after_seq)  # the buffer restarted past it
+        if (got is None and f.tail > after_seq) or (not got and f.finished):
+            # The buffer restarted past after_seq, or the stream is over while the fan-out may
+            # have missed its last entries (a resync): Redis has them all.
+            entries, _, _ = await self.fetch(f.key, after_seq)
             return entries
         return got or []
 
@@ -267,16 +269,16 @@ class FanoutFollower:
         followers = self.followers
         if not followers:
             return
-        if data[:1] == FINISH_MARK:
-            f = followers.get(data[1:].decode(errors="replace"))
-            if f is not None:
-                f.finished = True
-                f.waiters.wake()
-            return
         got: dict[str, list[LogEntry]] = {}
         for sid, entry in unpack_fanout(data):
             f = followers.get(sid)
-            if f is None or f.resync:
+            if f is None:
+                continue
+            if entry.seq == FINISH_SEQ:  # a finish notice, after the stream's last batch
+                f.finished = True
+                f.waiters.wake()
+                continue
+            if f.resync:
                 continue
             last = got[sid][-1].seq if sid in got else f.tail
             if entry.seq <= last:

@@ -21,7 +21,7 @@ __all__ = [
     "APPEND",
     "FETCH",
     "FINISH",
-    "FINISH_MARK",
+    "FINISH_SEQ",
     "OPEN",
     "RELEASE",
     "RENEW",
@@ -246,13 +246,16 @@ def pack_append(
     return b"".join(parts)
 
 
-FINISH_MARK = b"!"
-"""First byte of a finish notice on a fan-out channel (an entry message starts with a digit)."""
+FINISH_SEQ = 0
+"""The seq of a finish notice on a fan-out channel (real entries start at 1)."""
 
 
 def finish_notice(stream_id: str) -> bytes:
-    """The fan-out message that says ``stream_id`` is finished: ``!{stream_id}``."""
-    return FINISH_MARK + stream_id.encode()
+    """The fan-out message that says ``stream_id`` is finished: one entry of seq
+    :data:`FINISH_SEQ` with an empty payload. A follower that predates the notice takes it
+    for an entry it already has and skips it, so instances can be upgraded one by one."""
+    sid = stream_id.encode()
+    return b"%d %s %d 0 " % (len(sid), sid, FINISH_SEQ)
 
 
 def unpack_entries(packed: bytes) -> list[LogEntry]:
