@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 
 from streamcite.relay.streamlog import LogEntry, StreamLog
 
-__all__ = ["GUARD", "collect_until", "eventually"]
+__all__ = ["GUARD", "collect_until", "eventually", "until_blocked"]
 
 GUARD = 15.0
 """Hang guard for any single wait in these tests (not a timing assertion)."""
@@ -38,3 +38,13 @@ async def eventually(check: Callable[[], Awaitable[bool]], what: str) -> None:
                 await asyncio.sleep(0.05)
     except TimeoutError:
         raise AssertionError(f"not within {GUARD} s: {what}") from None
+
+
+async def until_blocked(log: StreamLog, count: int) -> None:
+    """Until ``count`` reads are blocked in ``log`` (its ``stats()["waiters"]``, which both
+    implementations report), so that a test wakes readers that really wait."""
+
+    async def blocked() -> bool:
+        return int(log.stats()["waiters"]) >= count  # type: ignore[attr-defined]
+
+    await eventually(blocked, f"{count} blocked reads")

@@ -17,7 +17,7 @@ import pytest
 
 from streamcite.core.errors import StreamciteError
 from streamcite.relay.streamlog import LogEntry
-from tests._streamlog_helpers import GUARD, collect_until, eventually
+from tests._streamlog_helpers import GUARD, collect_until, eventually, until_blocked
 
 try:
     from _redis_fixtures import (
@@ -234,7 +234,7 @@ async def test_redis_restart_mid_stream_recovers(
     await a.flush()
     assert len(await b.read("rs", 0)) == 5
     follower = asyncio.create_task(collect_until(b, "rs", 5, lambda e: e.payload == b"end"))
-    await asyncio.sleep(0.1)
+    await until_blocked(b, 1)
     server.stop()
     assert await a.append("rs", b"5") == 6  # queued
     await asyncio.sleep(0.3)
@@ -282,10 +282,7 @@ async def test_close_leaves_no_task_behind(redis_server: RedisServer, redis_pref
     await a.flush()
     reader = asyncio.create_task(b.read("t", 1, block=120))
 
-    async def following() -> bool:
-        return b.stats()["followed"] == 1
-
-    await eventually(following, "B follows the stream")
+    await until_blocked(b, 1)  # B follows the stream, its reader waits
     await b.request_cancel("t")  # B → A's control stream → A's handler, which hangs
     await asyncio.wait_for(handler_started.wait(), GUARD)
     assert not reader.done()  # still blocked: nothing was appended
@@ -310,7 +307,7 @@ async def test_a_reader_blocked_on_a_dead_owner_is_woken(make_log: LogFactory) -
     await a.append("dead", b"x")
     await a.flush()
     reader = asyncio.create_task(b.read("dead", 1, block=120))
-    await asyncio.sleep(0.2)
+    await until_blocked(b, 1)
     await a.aclose(release_leases=False)
     async with asyncio.timeout(GUARD):  # well under the 120 s block: only the lease watch
         assert await reader == []

@@ -26,7 +26,7 @@ from tests._redis_fixtures import (  # noqa: F401  (fixtures, requested by name)
     redis_server,
     redis_server_factory,
 )
-from tests._streamlog_helpers import GUARD, collect_until, eventually
+from tests._streamlog_helpers import GUARD, collect_until, eventually, until_blocked
 
 
 @dataclass
@@ -252,7 +252,7 @@ async def test_several_readers_at_different_positions(make_logs: Make) -> None:
         return [e.seq for e in entries]
 
     tasks = [asyncio.create_task(reader(k)) for k in (0, 5, 19, 20)]
-    await asyncio.sleep(0.05)
+    await until_blocked(b, 4)  # all caught up, waiting for more
     for i in range(20, 40):
         await a.append("multi", b"%d" % i)
     await a.append("multi", b"end")
@@ -282,7 +282,8 @@ async def test_a_blocked_reader_wakes_on_append(make_logs: Make) -> None:
     logs = await make_logs()
     await logs.owner.open_stream("wake", owner="a")
     readers = [asyncio.create_task(log.read("wake", 0, block=GUARD)) for log in logs.readers]
-    await asyncio.sleep(0.1)
+    for log in logs.readers:
+        await until_blocked(log, 1)
     assert not any(r.done() for r in readers)
     await logs.owner.append("wake", b"hello")
     async with asyncio.timeout(GUARD):
@@ -299,13 +300,15 @@ async def test_finish_wakes_a_blocked_reader_and_nothing_follows(make_logs: Make
     await logs.flush()
     # A reader that got "x" waits for more, then "done" comes: it is woken by the append ...
     got = [asyncio.create_task(log.read("fin", 1, block=GUARD)) for log in logs.readers]
-    await asyncio.sleep(0.1)
+    for log in logs.readers:
+        await until_blocked(log, 1)
     await a.append("fin", b"done")
     async with asyncio.timeout(GUARD):
         assert [await r for r in got] == [[LogEntry(2, b"done")]] * len(got)
     # ... and one already past the end is woken by finish alone, with nothing new.
     blocked = [asyncio.create_task(log.read("fin", 2, block=GUARD)) for log in logs.readers]
-    await asyncio.sleep(0.1)
+    for log in logs.readers:
+        await until_blocked(log, 1)
     assert not any(r.done() for r in blocked)
     await a.finish("fin")
     # Within 1 s, under the Redis log's heartbeat interval (1.7 s): finish itself woke them.
@@ -424,7 +427,8 @@ async def test_close_wakes_blocked_readers_and_refuses_new_streams(make_logs: Ma
     await a.append("t", b"x")
     await logs.flush()
     blocked = [asyncio.create_task(log.read("t", 1, block=120)) for log in logs.readers]
-    await asyncio.sleep(0.1)
+    for log in logs.readers:
+        await until_blocked(log, 1)
     async with asyncio.timeout(GUARD):  # far below the 120 s block: close woke them
         await asyncio.gather(*(log.aclose() for log in logs.readers))
         for r in blocked:

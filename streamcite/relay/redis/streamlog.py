@@ -91,9 +91,11 @@ class RedisStreamLog:
         self._closed = False
 
     def stats(self) -> dict[str, int]:
-        """For metrics and benchmarks: streams owned and followed here, entries queued, and the
-        counters (Redis round trips, entries written, write batches, entries followed, reads)."""
+        """For metrics and benchmarks: streams owned and followed here, entries queued, blocked
+        reads (``waiters``, as the memory log reports them), and the counters (Redis round
+        trips, entries written, write batches, entries followed, reads)."""
         owned = self._owned.values()
+        followed = self._follow.followers.values()
         return {
             "streams": len(self._owned),
             "live": sum(1 for o in owned if not o.finished),
@@ -101,6 +103,7 @@ class RedisStreamLog:
             "queued": len(self._writer.pending),
             "entries": sum(len(o.entries) for o in owned),
             "bytes": sum(len(e.payload) for o in owned for e in o.entries),
+            "waiters": sum(len(o.waiters) for o in owned) + sum(len(f.waiters) for f in followed),
             **self.counters,
         }
 
