@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 from streamcite.relay.streamlog import LogEntry, StreamLog
+from tests._wait import wait_until
 
-__all__ = ["GUARD", "collect_until", "eventually", "until_blocked"]
+__all__ = ["GUARD", "collect_until", "until_blocked"]
 
 GUARD = 15.0
 """Hang guard for any single wait in these tests (not a timing assertion)."""
@@ -29,22 +30,11 @@ async def collect_until(
                     return out
 
 
-async def eventually(check: Callable[[], Awaitable[bool]], what: str) -> None:
-    """Poll ``check`` until it holds (state in Redis or a timer: nothing to wait on), at most
-    :data:`GUARD` seconds; ``what`` names it in the failure."""
-    try:
-        async with asyncio.timeout(GUARD):
-            while not await check():  # noqa: ASYNC110
-                await asyncio.sleep(0.05)
-    except TimeoutError:
-        raise AssertionError(f"not within {GUARD} s: {what}") from None
-
-
 async def until_blocked(log: StreamLog, count: int) -> None:
     """Until ``count`` reads are blocked in ``log`` (its ``stats()["waiters"]``, which both
     implementations report), so that a test wakes readers that really wait."""
 
-    async def blocked() -> bool:
+    def blocked() -> bool:
         return int(log.stats()["waiters"]) >= count  # type: ignore[attr-defined]
 
-    await eventually(blocked, f"{count} blocked reads")
+    await wait_until(blocked, timeout=GUARD, what=f"{count} blocked reads")

@@ -16,7 +16,7 @@ import orjson
 from streamcite.core.events import TokenEvent
 from streamcite.relay.memlog import MemoryStreamLog
 from streamcite.relay.streamlog import LogEntry
-from tests._streamlog_helpers import eventually
+from tests._wait import wait_until
 
 
 def _token(i: int) -> bytes:
@@ -136,6 +136,6 @@ async def test_max_streams_evicts_finished_streams_first_and_retention_drops_the
     async def b_dropped() -> bool:
         return await log.status("b") is None
 
-    await eventually(b_dropped, "retention over")
+    await wait_until(b_dropped, timeout=5, what="retention over")
     assert len(log) == 1  # "c", live, is never dropped
     await log.aclose()

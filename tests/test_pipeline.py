@@ -22,6 +22,7 @@ from streamcite import (
 )
 from streamcite.enrich.base import EnrichContext
 from tests._upstream import WORDS, Upstream, chunk, full_stream
+from tests._wait import wait_until
 from tests.conftest import ServeFn
 
 TRANSPORTS = ["httpx", "aiohttp"]
@@ -251,10 +252,8 @@ async def test_leaving_early_closes_the_upstream_connection(serve: ServeFn, tran
         async for ev in s:
             if ev.type == "token":
                 break
-    for _ in range(100):  # the server notices the closed socket on its next write
-        if up.open_streams == 0 and len(asyncio.all_tasks()) == baseline:
-            break
-        await asyncio.sleep(0.02)
+    # the server notices the closed socket on its next write
+    await wait_until(lambda: up.open_streams == 0 and len(asyncio.all_tasks()) == baseline)
     assert up.open_streams == 0 and up.closed_by_client == 1
     assert len(asyncio.all_tasks()) == baseline
 
@@ -274,17 +273,12 @@ async def test_cancelling_the_task_closes_everything(serve: ServeFn, transport: 
 
     baseline = len(asyncio.all_tasks())
     task = asyncio.create_task(consume())
-    for _ in range(500):  # bounded: the first token comes within milliseconds
-        if any(e.type == "token" for e in got):
-            break
-        await asyncio.sleep(0.01)
+    await wait_until(lambda: any(e.type == "token" for e in got), what="a first token")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    for _ in range(100):  # the server's handler task ends when it sees the closed socket
-        if up.open_streams == 0 and len(asyncio.all_tasks()) == baseline:
-            break
-        await asyncio.sleep(0.02)
+    # the server's handler task ends when it sees the closed socket
+    await wait_until(lambda: up.open_streams == 0 and len(asyncio.all_tasks()) == baseline)
     assert up.open_streams == 0
     assert len(asyncio.all_tasks()) == baseline
     answer = holder["s"].answer

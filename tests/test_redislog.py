@@ -17,7 +17,8 @@ import pytest
 
 from streamcite.core.errors import StreamciteError
 from streamcite.relay.streamlog import LogEntry
-from tests._streamlog_helpers import GUARD, collect_until, eventually, until_blocked
+from tests._streamlog_helpers import GUARD, collect_until, until_blocked
+from tests._wait import wait_until
 
 try:
     from _redis_fixtures import (
@@ -117,7 +118,7 @@ async def test_lease_lapse_reports_owner_not_alive(make_log: LogFactory) -> None
         assert st is not None  # the entries stay readable for the partial answer
         return not st.owner_alive
 
-    await eventually(lapsed, "lease lapsed")
+    await wait_until(lapsed, timeout=GUARD, interval=0.05, what="lease lapsed")
     st = await b.status("crash")
     assert st is not None and not st.finished and st.last_seq == 1 and st.owner == "a"
     assert await b.read("crash", 0) == [LogEntry(1, b"partial")]
@@ -157,7 +158,7 @@ async def test_cancel_is_routed_to_the_owner(make_log: LogFactory) -> None:
     async def c_got_two() -> bool:
         return len(got["C"]) == 2
 
-    await eventually(c_got_two, "cancels reached C")
+    await wait_until(c_got_two, timeout=GUARD, interval=0.05, what="cancels reached C")
     await b.request_cancel("no-such-stream")  # unknown: a no-op
     await asyncio.sleep(0.2)
     assert got == {"A": ["cx"], "B": [], "C": ["cy", "cy"]}
@@ -258,7 +259,7 @@ async def test_redis_restart_mid_stream_recovers(
         st = await b.status("rs")
         return st is not None and st.owner_alive and st.owner == "a"
 
-    await eventually(owner_back, "lease re-created")
+    await wait_until(owner_back, timeout=GUARD, interval=0.05, what="lease re-created")
 
 
 async def test_close_leaves_no_task_behind(redis_server: RedisServer, redis_prefix: str) -> None:

@@ -26,7 +26,8 @@ from tests._redis_fixtures import (  # noqa: F401  (fixtures, requested by name)
     redis_server,
     redis_server_factory,
 )
-from tests._streamlog_helpers import GUARD, collect_until, eventually, until_blocked
+from tests._streamlog_helpers import GUARD, collect_until, until_blocked
+from tests._wait import wait_until
 
 
 @dataclass
@@ -334,7 +335,7 @@ async def test_a_finished_stream_expires_after_its_retention(make_logs: Make) ->
     async def expired() -> bool:
         return await b.status("fin") is None
 
-    await eventually(expired, "stream expired")
+    await wait_until(expired, timeout=GUARD, interval=0.05, what="stream expired")
     assert await b.read("fin", 0) == []
     # A live stream does not expire, however long it is quiet.
     await a.open_stream("live", owner="a")
@@ -343,7 +344,7 @@ async def test_a_finished_stream_expires_after_its_retention(make_logs: Make) ->
     async def other_expired() -> bool:
         return await b.status("fin") is None and await a.status("fin") is None
 
-    await eventually(other_expired, "expired on every instance")
+    await wait_until(other_expired, timeout=GUARD, interval=0.05, what="expired on every instance")
     assert (await b.status("live")) is not None
 
 
