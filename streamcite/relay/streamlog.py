@@ -1,9 +1,10 @@
-"""The relay's per-stream event log: what makes ``resume`` exactly-once.
+"""The relay's per-stream event log (the *stream log*; logging is ``streamcite.logs``): what
+makes ``resume`` exactly-once.
 
 Every pipeline event of a stream is appended as its wire JSON and gets the next
 sequence number (1, 2, 3, ... per stream). A client that reconnects reads every
 entry after the last ``seq`` it saw, then follows the live rest. The in-memory log
-(``streamcite.relay.memlog``) serves one relay process; ``streamcite.relay.redislog``
+(``streamcite.relay.memlog``) serves one relay process; ``streamcite.relay.redis``
 keeps the same contract in Redis Streams so any relay instance can serve any client.
 
 Ownership: the instance running the upstream request *owns* the stream. A cancel
