@@ -421,6 +421,33 @@ async def test_a_cancel_request_reaches_the_owners_handlers(make_logs: Make) -> 
     assert sorted(seen) == ["s", "s2", "sync:s", "sync:s2"]
 
 
+async def test_readers_noted_elsewhere_keep_a_stream_alive_for_their_ttl(make_logs: Make) -> None:
+    """An instance with clients reading a stream owned elsewhere says so (a heartbeat); the
+    owner asks before it abandons the stream. Its own notes do not count (it knows its own
+    readers); a memory log is one instance, so there is never anyone elsewhere."""
+    logs = await make_logs()
+    a, b = logs.owner, logs.other
+    await a.open_stream("s", owner="me")
+    await a.open_stream("t", owner="me")
+    assert await a.readers_elsewhere("s") is False
+    await b.note_readers(["s", "t", "not a valid id\n"], ttl=0.3)
+    await a.note_readers(["s"], ttl=30)  # the owner's own note: never "elsewhere"
+    if logs.kind == "memory":
+        assert await a.readers_elsewhere("s") is False
+        return
+    assert await a.readers_elsewhere("s") is True and await a.readers_elsewhere("t") is True
+    assert await b.readers_elsewhere("t") is False  # only B noted t: its own note
+    assert await b.readers_elsewhere("s") is True  # A noted s too: elsewhere, seen from B
+    assert await a.readers_elsewhere("unknown") is False
+
+    async def lapsed() -> bool:
+        return not await a.readers_elsewhere("s")
+
+    await wait_until(lapsed, timeout=GUARD, what="B's note lapsing after its ttl")
+    await b.note_readers(["s"], ttl=30)  # a heartbeat renews it
+    assert await a.readers_elsewhere("s") is True
+
+
 async def test_close_wakes_blocked_readers_and_refuses_new_streams(make_logs: Make) -> None:
     logs = await make_logs()
     a = logs.owner

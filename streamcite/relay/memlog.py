@@ -20,7 +20,7 @@ import inspect
 import math
 import time
 from array import array
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
 from streamcite.logs import get_logger
@@ -264,6 +264,13 @@ class MemoryStreamLog:
 
     def on_cancel(self, callback: Callable[[str], Awaitable[None] | None]) -> None:
         self._cancel_handlers.append(callback)
+
+    async def note_readers(self, stream_ids: Collection[str], *, ttl: float) -> None:
+        """Nothing to do: one process is one instance, and it knows its own readers."""
+
+    async def readers_elsewhere(self, stream_id: str) -> bool:
+        """Always False: a memory log has no other instance."""
+        return False
 
     async def aclose(self) -> None:
         """Drop every stream and wake every blocked reader. Idempotent."""

@@ -15,7 +15,7 @@ readers can end the stream with an ``owner_lost`` error instead of hanging.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -68,6 +68,16 @@ class StreamLog(Protocol):
 
     def on_cancel(self, callback: Callable[[str], Awaitable[None] | None]) -> None:
         """Register the owner-side handler called with a stream id to cancel."""
+        ...
+
+    async def note_readers(self, stream_ids: Collection[str], *, ttl: float) -> None:
+        """This instance has clients reading these streams: a heartbeat, valid ``ttl``
+        seconds, that keeps their owners (on any instance) from abandoning them."""
+        ...
+
+    async def readers_elsewhere(self, stream_id: str) -> bool:
+        """Whether an instance other than this one noted a reader of the stream within its
+        ttl (a single-process log has no elsewhere: always False)."""
         ...
 
     async def aclose(self) -> None: ...

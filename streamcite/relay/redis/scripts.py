@@ -22,7 +22,9 @@ __all__ = [
     "FETCH",
     "FINISH",
     "FINISH_SEQ",
+    "NOTE_READERS",
     "OPEN",
+    "READERS_ELSEWHERE",
     "RELEASE",
     "RENEW",
     "STATUS",
@@ -198,6 +200,32 @@ local last = redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', 1)
 local last_id = ''
 if #last > 0 then last_id = last[1][1] end
 return {lease, m[1] or '', m[2] or '', m[3] or '', m[4] or '', last_id}
+""")
+
+
+# Readers on other instances (issue 13): one hash per stream, field = instance id, value =
+# when its last heartbeat lapses, in Redis's own clock (TIME: instances' clocks may differ).
+# KEYS: the streams' reader hashes. ARGV: instance id, ttl in ms.
+NOTE_READERS = Script("""
+local t = redis.call('TIME')
+local until_ms = t[1] * 1000 + math.floor(t[2] / 1000) + tonumber(ARGV[2])
+for i = 1, #KEYS do
+  redis.call('HSET', KEYS[i], ARGV[1], until_ms)
+  redis.call('PEXPIRE', KEYS[i], 2 * tonumber(ARGV[2]))
+end
+return #KEYS
+""")
+
+# KEYS[1]: the stream's reader hash. ARGV[1]: the asking instance (its own readers do not
+# count: it knows them). 1 when another instance's heartbeat has not lapsed yet.
+READERS_ELSEWHERE = Script("""
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local h = redis.call('HGETALL', KEYS[1])
+for i = 1, #h, 2 do
+  if h[i] ~= ARGV[1] and tonumber(h[i + 1]) > now then return 1 end
+end
+return 0
 """)
 
 

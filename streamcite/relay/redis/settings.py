@@ -127,6 +127,7 @@ class KeyLayout:
     ``{p}l:{stream_id}``   the owner's lease: value = owning instance id, ``PX lease_ms``
     ``{p}c:{instance}``    the instance's control stream: cancels routed to it
     ``{p}f:{instance}``    (pub/sub channel) the instance's write batches, for live followers
+    ``{p}r:{stream_id}``   hash: instance id → when its reader heartbeat lapses (Redis time, ms)
     =====================  ===================================================================
     """
 
@@ -146,3 +147,6 @@ class KeyLayout:
 
     def fanout(self, instance: str) -> str:
         return f"{self.prefix}f:{instance}"
+
+    def readers(self, stream_id: str) -> str:
+        return f"{self.prefix}r:{stream_id}"

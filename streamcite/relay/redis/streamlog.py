@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+from collections.abc import Collection
 from typing import Any
 
 from streamcite.logs import get_logger
@@ -27,7 +28,14 @@ from streamcite.relay.redis.errors import (
 from streamcite.relay.redis.follow import FanoutFollower
 from streamcite.relay.redis.lease import LeaseKeeper
 from streamcite.relay.redis.owned import OwnedStream
-from streamcite.relay.redis.scripts import FINISH, OPEN, STATUS, finish_notice
+from streamcite.relay.redis.scripts import (
+    FINISH,
+    NOTE_READERS,
+    OPEN,
+    READERS_ELSEWHERE,
+    STATUS,
+    finish_notice,
+)
 from streamcite.relay.redis.settings import RedisLogSettings
 from streamcite.relay.redis.waiting import TimerWheel
 from streamcite.relay.redis.writer import BatchedWriter
@@ -363,6 +371,33 @@ class RedisStreamLog:
             owner=owner or lease or None,
             owner_alive=finished or (bool(lease) and (not instance or lease == instance)),
         )
+
+    # ------------------------------------------------------------------ readers
+
+    async def note_readers(self, stream_ids: Collection[str], *, ttl: float) -> None:
+        """This instance has clients reading these streams (owned elsewhere): tell their
+        owners, for ``ttl`` seconds. One round trip for any number of streams."""
+        self._ensure_started()
+        keys = [self.settings.keys.readers(sid) for sid in stream_ids if valid_stream_id(sid)]
+        if not keys:
+            return
+        client = self._conns.client
+        ttl_ms = max(1, int(ttl * 1000))
+        await self._conns.call(
+            lambda: NOTE_READERS(client, keys, [self.instance_id, ttl_ms]), what="note_readers"
+        )
+
+    async def readers_elsewhere(self, stream_id: str) -> bool:
+        """Whether another instance noted a reader of the stream whose ttl has not lapsed."""
+        self._ensure_started()
+        if not valid_stream_id(stream_id):
+            return False
+        client = self._conns.client
+        key = self.settings.keys.readers(stream_id)
+        found = await self._conns.call(
+            lambda: READERS_ELSEWHERE(client, [key], [self.instance_id]), what="readers_elsewhere"
+        )
+        return bool(found)
 
     # ------------------------------------------------------------------ cancel
 
