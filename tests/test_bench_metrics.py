@@ -324,7 +324,8 @@ async def test_duration_bounds_the_measured_window(backend: LocalBackend) -> Non
         LoadSpec(requests=10_000, concurrency=2, duration_s=0.3),
     )
     assert 2 <= len(run.records) < 100
-    assert all(r.start_ms < 300.0 for r in run.records)
+    # Every request was released inside the window (its send may follow on a loaded loop).
+    assert all(r.scheduled_ms < 300.0 for r in run.records)
     assert run.wall_s >= 0.3
 
 
