@@ -6,9 +6,10 @@ import re
 
 from streamcite.local.grounding.comparators import Comparison
 from streamcite.local.grounding.config import EngineConfig
-from streamcite.local.grounding.tokens import TextFeatures, word_ngrams
+from streamcite.local.grounding.tokens import TextFeatures, TokenTable, raw_tokens, word_ngrams
+from streamcite.local.grounding.words import fold
 
-__all__ = ["Claim", "structured_claim"]
+__all__ = ["Claim", "question_keys", "structured_claim"]
 
 
 class Claim:
@@ -26,7 +27,9 @@ class Claim:
         "weights",
     )
 
-    def __init__(self, features: TextFeatures, cfg: EngineConfig) -> None:
+    def __init__(
+        self, features: TextFeatures, cfg: EngineConfig, question: frozenset[str] = frozenset()
+    ) -> None:
         self.features = features
         self.names = {k for k in features.salient if k[0] != "#"}
         self.comparisons: list[Comparison] = []
@@ -39,6 +42,10 @@ class Claim:
         self.weights = {
             k: (cfg.salient_weight if k in features.salient else 1.0) for k in self.unique
         }
+        for k in question:
+            # A question's words restate the topic in words the fact need not use.
+            if k in self.weights:
+                self.weights[k] *= cfg.question_weight
         self.total = sum(self.weights.values())
         # Character 4-grams per word: a word matched as such contains all of its own,
         # so only the grams of unmatched words are searched in the window.
@@ -56,3 +63,24 @@ def structured_claim(text: str) -> bool:
     if _TABLE_RULE_RE.match(text):
         return False
     return any(c.isdigit() for c in _SECTION_NUMBER_RE.sub("", text.lstrip("#| ")))
+
+
+# "Who directed Titanic: James Cameron." — a question and its answer in one claim (the
+# shape of FAQ-style answers). Interrogatives folded, per language.
+_INTERROGATIVES = (
+    "who|whom|whose|what|when|where|which|how|why|"
+    "qui|que|quoi|quand|ou|quel|quelle|quels|quelles|comment|pourquoi|combien|"
+    "chi|cosa|quando|dove|quale|quali|come|perche|quanto|quanta|quanti|quante|"
+    "מי|מה|מתי|איפה|היכנ|איזה|איזו|כמה|למה|מדוע|איכ"
+)
+_QUESTION_RE = re.compile(rf"^\W*(?:{fold(_INTERROGATIVES)})\b[^:]{{3,200}}:\s+\S")
+
+
+def question_keys(text: str, table: TokenTable) -> frozenset[str]:
+    """Keys of a "question: answer" claim's question that its answer does not repeat."""
+    folded = fold(text)
+    if ":" not in folded or not _QUESTION_RE.match(folded):
+        return frozenset()
+    question, _, answer = text.partition(":")
+    asked = set(table.content_keys(raw_tokens(question)))
+    return frozenset(asked - set(table.content_keys(raw_tokens(answer))))

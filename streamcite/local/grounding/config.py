@@ -37,6 +37,8 @@ class EngineConfig:
     """Most adjacent fact sentences a claim may be aligned with."""
     window_discount: float = 0.8
     """Recall of a window of k sentences is multiplied by this to the power k-1."""
+    question_weight: float = 0.2
+    """Weight of the question's words in a "question: answer" claim."""
     cut: float = 0.24
     """Raw score mapped to 0.6, Google's default ``citationThreshold`` (chosen on the dev
     splits of HaluEval, VitaminC and the conflict set; see :func:`calibrate`)."""

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from streamcite.local.grounding.bm25 import BM25
-from streamcite.local.grounding.claims import Claim, structured_claim
+from streamcite.local.grounding.claims import Claim, question_keys, structured_claim
 from streamcite.local.grounding.comparators import comparisons
 from streamcite.local.grounding.config import DEFAULT_CONFIG, EngineConfig
 from streamcite.local.grounding.facts import Fact
@@ -96,7 +96,10 @@ def evaluate(
 
     table = token_table(lang)
     built = [Fact(f, table) for f in facts]
-    prepared = [(verdict, Claim(feats, config)) for verdict, feats in claims]
+    prepared = [
+        (verdict, Claim(feats, config, question_keys(verdict.text, table)))
+        for verdict, feats in claims
+    ]
     for verdict, claim in prepared:
         if claim.features.numbers:
             claim.comparisons = comparisons(without_markers(verdict.text), table)
