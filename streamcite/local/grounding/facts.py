@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from streamcite.local.grounding.comparators import number_value
 from streamcite.local.grounding.tokens import TokenTable, raw_tokens
 
 __all__ = ["Fact"]
@@ -101,20 +100,6 @@ class Fact:
         if g is None:
             g = self._grams[i] = " " + " ".join(self.sets()[i]) + " "
         return g
-
-    def number_units(self, window: Sequence[int]) -> list[tuple[float, str]]:
-        """(value, key of the next content word) of the numbers of the window's sentences."""
-        out: list[tuple[float, str]] = []
-        keys = self.keys
-        spans = self.sentences()
-        for i in window:
-            a, b = spans[i]
-            for j in range(a, b):
-                k = keys[j]
-                if k[:1] == "#" and (value := number_value(k)) is not None:
-                    unit = next((u for u in keys[j + 1 : b] if u), "")
-                    out.append((value, unit))
-        return out
 
     def window_keys(self, window: Sequence[int]) -> list[str]:
         """Content keys of the window's sentences, in order."""
