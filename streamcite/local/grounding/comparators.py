@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 Date = tuple[int, ...]
-"""(year,), (year, month) or (year, month, day)."""
+"""(year,), (year, month) or (year, month, day); year 0 when the text gives none."""
 
 _NUMERIC = {
     ">": "more than|over|above|greater than|higher than|exceeding|in excess of|"
@@ -72,8 +72,8 @@ class Comparison:
     keys: frozenset[str]
     """The claim's keys the comparison stands for (number, scale, month, comparator
     words): when it holds, the fact need not contain them."""
-    unit: str = ""
-    """Key of the first content word after the number (``copi``), or ``""``."""
+    units: tuple[str, ...] = ()
+    """Keys of the two content words after the number (``copi``, ``sold``)."""
 
 
 def number_value(key: str) -> float | None:
@@ -112,13 +112,13 @@ def _date_at(keys: list[str], i: int) -> tuple[Date, int] | None:
         day = _int(keys[i + 1], 1, 31) if i + 1 < n else None
         j = i + 1 + (day is not None)
         year = _int(keys[j], 1000, 2200) if j < n else None
-        if year is None:
-            return None  # "before April 17" has no year to compare
+        if year is None:  # "after March 19": year 0, compared without the year
+            return ((0, m, day), j - i) if day else None
         return ((year, m, day) if day else (year, m)), j - i + 1
     day = _int(keys[i], 1, 31)
     if day is not None and i + 1 < n and (m := _month(keys[i + 1])) is not None:
         year = _int(keys[i + 2], 1000, 2200) if i + 2 < n else None
-        return ((year, m, day), 3) if year else None
+        return ((year, m, day), 3) if year else ((0, m, day), 2)
     year = _int(keys[i], 1000, 2200)
     return ((year,), 1) if year is not None else None
 
@@ -146,8 +146,8 @@ def comparisons(text: str, table: TokenTable) -> list[Comparison]:
         scale = _scales(table).get(keys[1]) if len(keys) > 1 else None
         if scale is not None:
             value, used = value * scale, 2
-        unit = keys[used] if len(keys) > used else ""
-        out.append(Comparison(op, value, words | frozenset(keys[:used]), unit))
+        units = tuple(keys[used : used + 2])
+        out.append(Comparison(op, value, words | frozenset(keys[:used]), units))
     return out
 
 
@@ -205,10 +205,18 @@ def holds(
         if not dates:
             return None
         claimed = cmp.value
+        if claimed[0] == 0:  # no year in the claim: month and day against the fact's
+            dates = [(0, *d[1:]) for d in dates if len(d) == 3]
+            if not dates:
+                return None
+        else:
+            dates = [d for d in dates if d[0]]
+        if not dates:
+            return None
         closest = min(dates, key=lambda d: abs(_ordinal(d) - _ordinal(claimed)))
         p = min(len(closest), len(claimed))
         return _compare(cmp.op, closest[:p], claimed[:p])
-    same = [v for v, units in numbers if cmp.unit in units] if cmp.unit else []
+    same = [v for v, units in numbers if not cmp.units or set(units) & set(cmp.units)]
     if not same:  # another word for the unit ("fatalities" / "deaths"): the closest
         same = [v for v, _ in numbers]
     if not same:
