@@ -11,12 +11,14 @@ For each claim (one sentence of the answer) and each candidate fact:
    light per-language stemming) in that window; names and numbers weigh more. It
    is blended with the character 4-gram containment of the claim's words in the
    window, which credits inflected and derived forms (``directed``/``director``).
-4. **Vetoes.** A number or date of the claim missing from the window, or a negation
-   on one side only, cuts the score hard: "founded in 1975" is not supported by
-   "founded in 1998", whatever the overlap.
-5. **Calibration.** A logistic maps recall to a support score in [0, 1] so that a
-   fully covered claim scores ≈ 1 and a claim missing a name or a key word falls
-   under the default citation threshold (0.6).
+4. **Comparisons.** "more than / under / before N" is compared with the fact's
+   closest number or date (:mod:`~streamcite.local.grounding.comparators`).
+5. **Vetoes.** A number or date of the claim missing from the window, a failed
+   comparison, a negation on one side only, a name found in no fact, a changed event
+   status cut the score hard: "founded in 1975" is not supported by "founded in
+   1998", whatever the overlap.
+6. **Calibration.** A logistic maps recall to a raw score, and a monotone map sends
+   the raw cut chosen on the dev splits to 0.6, Google's default citation threshold.
 
 A claim's score is its best fact's score; the facts cited for it are those whose
 score reaches the citation threshold (decided by the caller).
@@ -34,7 +36,13 @@ from streamcite.local.grounding.config import DEFAULT_CONFIG, EngineConfig
 from streamcite.local.grounding.facts import Fact
 from streamcite.local.grounding.rules import status_conflict
 from streamcite.local.grounding.scoring import calibrate, score_pair
-from streamcite.local.grounding.tokens import TextFeatures, analyze, raw_tokens, token_table
+from streamcite.local.grounding.tokens import (
+    TextFeatures,
+    TokenTable,
+    analyze,
+    raw_tokens,
+    token_table,
+)
 from streamcite.local.grounding.words import detect_language
 from streamcite.local.sentences import needs_grounding, split_sentences, without_markers
 
@@ -57,6 +65,67 @@ class ClaimVerdict:
     """(fact index, support score) of the facts that support it at all, best first."""
 
 
+def _language(answer: str, facts: Sequence[str]) -> str:
+    # The answer AND its facts: a short Italian claim ("sono cinque settimane") has
+    # too few cues of its own and would be read with French numbers.
+    sample = answer[:2000]
+    if facts:
+        sample += " " + " ".join(f[:1000] for f in facts[:4])
+    return detect_language(sample)
+
+
+def _claims(answer: str, lang: str, cfg: EngineConfig) -> tuple[list[ClaimVerdict], list[Claim]]:
+    """Every sentence's verdict, and the claims of those that need a check (same order)."""
+    table = token_table(lang)
+    verdicts: list[ClaimVerdict] = []
+    claims: list[Claim] = []
+    for sent in split_sentences(answer):
+        verdict = ClaimVerdict(sent.start, sent.end, sent.text, required=False)
+        verdicts.append(verdict)
+        if (sent.heading and not structured_claim(sent.text)) or not needs_grounding(sent.text):
+            continue
+        text = without_markers(sent.text)
+        feats = analyze(text, lang, salience=True)
+        if not feats.stems:
+            continue  # only function words: nothing to check
+        verdict.required = True
+        verdict.score = verdict.raw_score = 0.0
+        claims.append(_claim(text, feats, table, cfg))
+    return verdicts, claims
+
+
+def _claim(text: str, feats: TextFeatures, table: TokenTable, cfg: EngineConfig) -> Claim:
+    claim = Claim(feats, cfg, question_keys(text, table))
+    if feats.numbers:
+        claim.comparisons = comparisons(text, table)
+        for cmp in claim.comparisons:
+            # A comparison's own words need not be in the fact: the comparison decides.
+            for k in cmp.keys & claim.weights.keys():
+                claim.total -= claim.weights[k] * (1.0 - cfg.comparison_weight)
+                claim.weights[k] *= cfg.comparison_weight
+    tokens = raw_tokens(text)
+    if status_conflict(tokens, [b"will"]):
+        claim.done = tokens
+    return claim
+
+
+def _mark_unknown_names(claims: list[Claim], facts: list[Fact]) -> None:
+    names = {k for c in claims for k in c.names}
+    if names:
+        known = set().union(*(f.counts.keys() & names for f in facts))
+        for c in claims:
+            c.unknown_name = not c.names <= known
+
+
+def _shortlists(claims: list[Claim], facts: list[Fact], cfg: EngineConfig) -> list[list[int]]:
+    """The candidate facts of each claim (all of them below ``bm25_min_facts``)."""
+    if len(facts) < cfg.bm25_min_facts:
+        return [list(range(len(facts)))] * len(claims)
+    bm25 = BM25(facts, {k for c in claims for k in c.unique})
+    k = cfg.candidates if len(facts) <= cfg.scale_facts else cfg.candidates_at_scale
+    return bm25.top_many([c.unique for c in claims], k)
+
+
 def evaluate(
     answer: str,
     facts: Sequence[str],
@@ -66,65 +135,23 @@ def evaluate(
 ) -> list[ClaimVerdict]:
     """Split ``answer`` into claims and score each against ``facts`` (texts).
 
-    ``lang`` (``en``, ``fr``, ``it``, ``he``) is detected from the answer when None.
-    Footnote markers ``[n]`` in the answer are ignored for scoring; offsets are on
-    the raw answer.
+    ``lang`` (``en``, ``fr``, ``it``, ``he``) is detected from the answer and its facts
+    when None. Footnote markers ``[n]`` in the answer are ignored for scoring; offsets
+    are on the raw answer.
     """
-    if lang is None:
-        # The answer AND its facts: a short Italian claim ("sono cinque settimane")
-        # has too few cues of its own and would be read with French numbers.
-        sample = answer[:2000]
-        if facts:
-            sample += " " + " ".join(f[:1000] for f in facts[:4])
-        lang = detect_language(sample)
-    sentences = split_sentences(answer)
-    verdicts: list[ClaimVerdict] = []
-    claims: list[tuple[ClaimVerdict, TextFeatures]] = []
-    for sent in sentences:
-        verdict = ClaimVerdict(sent.start, sent.end, sent.text, required=False)
-        verdicts.append(verdict)
-        if (sent.heading and not structured_claim(sent.text)) or not needs_grounding(sent.text):
-            continue
-        feats = analyze(without_markers(sent.text), lang, salience=True)
-        if not feats.stems:
-            continue  # only function words: nothing to check
-        verdict.required = True
-        verdict.score = verdict.raw_score = 0.0
-        claims.append((verdict, feats))
+    lang = lang or _language(answer, facts)
+    verdicts, claims = _claims(answer, lang, config)
     if not claims or not facts:
         return verdicts
-
     table = token_table(lang)
     built = [Fact(f, table) for f in facts]
-    prepared = [
-        (verdict, Claim(feats, config, question_keys(verdict.text, table)))
-        for verdict, feats in claims
-    ]
-    for verdict, claim in prepared:
-        if claim.features.numbers:
-            claim.comparisons = comparisons(without_markers(verdict.text), table)
-        tokens = raw_tokens(verdict.text)
-        if status_conflict(tokens, [b"will"]):
-            claim.done = tokens
-    terms = {k for _, c in prepared for k in c.unique}
-    names = {k for _, c in prepared for k in c.names}
-    if names:
-        known = set().union(*(f.counts.keys() & names for f in built))
-        for _, c in prepared:
-            c.unknown_name = not c.names <= known
-    bm25 = BM25(built, terms) if len(built) >= config.bm25_min_facts else None
-    if bm25 is not None:
-        k = config.candidates if len(built) <= config.scale_facts else config.candidates_at_scale
-        shortlists = bm25.top_many([c.unique for _, c in prepared], k)
-    else:
-        shortlists = [list(range(len(built)))] * len(prepared)
-    for (verdict, claim), candidates in zip(prepared, shortlists, strict=True):
-        scored: list[tuple[int, float]] = []
-        for j in candidates:
-            score = score_pair(claim, built[j], config)
-            if score > 0.0:
-                scored.append((j, score))
-        scored.sort(key=lambda p: (-p[1], p[0]))
+    _mark_unknown_names(claims, built)
+    checked = (v for v in verdicts if v.required)
+    for verdict, claim, candidates in zip(
+        checked, claims, _shortlists(claims, built, config), strict=True
+    ):
+        scored = [(j, score_pair(claim, built[j], config)) for j in candidates]
+        scored = sorted(((j, x) for j, x in scored if x > 0.0), key=lambda p: (-p[1], p[0]))
         verdict.raw_score = scored[0][1] if scored else 0.0
         verdict.fact_scores = [(j, calibrate(x, config)) for j, x in scored]
         verdict.score = calibrate(verdict.raw_score, config)

@@ -183,26 +183,41 @@ def token_table(lang: str) -> TokenTable:
     return table
 
 
+def _unquote(word: str, lang: str) -> tuple[str, bool]:
+    """A word with an apostrophe or gershayim without it: (word, negation), or
+    ("", True) for a negated contraction (``didn't``)."""
+    if _HEBREW_RE.match(word):
+        return word.replace('"', "").replace("'", ""), False
+    head, _, tail = word.partition("'")
+    if tail == "t" and head.endswith("n"):  # didn't, can't, isn't
+        return "", True
+    if tail in _EN_CONTRACTION_TAILS and lang in ("en", "und"):
+        return head, False
+    if head in _ELISIONS.get(lang, _ELISIONS_ANY):
+        return tail.replace("'", ""), head == "n"
+    return word.replace("'", "").replace('"', ""), False
+
+
+def _number_or_month(word: str, bare: str, lang: str) -> str | None:
+    """``#n`` for a number word, ``#mN`` for a month, else None."""
+    number_words = _NUMBER_WORDS.get(lang, {})
+    n = number_words.get(word)
+    if n is None and bare != word:
+        n = number_words.get(bare)
+    if n is not None:
+        return f"#{n}"
+    months = _MONTHS.get(lang, {})
+    m = months.get(word) or (months.get(bare) if bare != word else None)
+    return f"#m{m}" if m is not None else None
+
+
 def _analyse(word: str, lang: str) -> tuple[str, bool]:
     """(key, is a negation cue) of one folded token."""
     if _NUMBER_RE.fullmatch(word):
         return _canonical_number(word), False
     negation = False
     if "'" in word or '"' in word:
-        if _HEBREW_RE.match(word):
-            word = word.replace('"', "").replace("'", "")
-        else:
-            head, _, tail = word.partition("'")
-            if tail == "t" and head.endswith("n"):  # didn't, can't, isn't
-                return "", True
-            if tail in _EN_CONTRACTION_TAILS and lang in ("en", "und"):
-                word = head
-            elif head in _ELISIONS.get(lang, _ELISIONS_ANY):
-                if head == "n":
-                    negation = True
-                word = tail.replace("'", "")
-            else:
-                word = word.replace("'", "").replace('"', "")
+        word, negation = _unquote(word, lang)
     if not word:
         return "", negation
     negs = _NEG.get(lang, _NEG_ANY)
@@ -216,16 +231,9 @@ def _analyse(word: str, lang: str) -> tuple[str, bool]:
         return "", True
     if word in _STOP.get(lang, _STOP_ANY):
         return "", negation
-    number_words = _NUMBER_WORDS.get(lang, {})
-    n = number_words.get(word)
-    if n is None and bare != word:
-        n = number_words.get(bare)
-    if n is not None:
-        return f"#{n}", negation
-    months = _MONTHS.get(lang, {})
-    m = months.get(word) or (months.get(bare) if bare != word else None)
-    if m is not None:
-        return f"#m{m}", negation
+    special = _number_or_month(word, bare, lang)
+    if special is not None:
+        return special, negation
     if len(word) == 1:
         return "", negation
     key = stem(word, lang)
