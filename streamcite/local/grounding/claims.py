@@ -21,6 +21,7 @@ class Claim:
         "keyset",
         "n_grams",
         "names",
+        "numbers",
         "total",
         "unique",
         "unknown_name",
@@ -31,7 +32,10 @@ class Claim:
         self, features: TextFeatures, cfg: EngineConfig, question: frozenset[str] = frozenset()
     ) -> None:
         self.features = features
-        self.names = {k for k in features.salient if k[0] != "#"}
+        # The question of a "question: answer" claim frames the topic: its names and
+        # numbers need not be in the fact ("Who won best actor in 1969: X").
+        self.names = {k for k in features.salient if k[0] != "#"} - question
+        self.numbers = features.numbers - question
         self.comparisons: list[Comparison] = []
         self.done: list[bytes] = []
         """The claim's raw tokens when it states something done (status check)."""

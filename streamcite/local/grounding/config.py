@@ -38,8 +38,6 @@ class EngineConfig:
     """Recall of a window of k sentences is multiplied by this to the power k-1."""
     question_weight: float = 0.2
     """Weight of the question's words in a "question: answer" claim."""
-    comparison_weight: float = 1.0
-    """Weight of a comparison's own words (comparator, number, scale, date) in the recall."""
     cut: float = 0.15
     """Raw score mapped to 0.6, Google's default ``citationThreshold`` (chosen on the dev
     splits of HaluEval, VitaminC and the conflict set; see :func:`calibrate`)."""

@@ -98,11 +98,6 @@ def _claim(text: str, feats: TextFeatures, table: TokenTable, cfg: EngineConfig)
     claim = Claim(feats, cfg, question_keys(text, table))
     if feats.numbers:
         claim.comparisons = comparisons(text, table)
-        for cmp in claim.comparisons:
-            # A comparison's own words need not be in the fact: the comparison decides.
-            for k in cmp.keys & claim.weights.keys():
-                claim.total -= claim.weights[k] * (1.0 - cfg.comparison_weight)
-                claim.weights[k] *= cfg.comparison_weight
     tokens = raw_tokens(text)
     if status_conflict(tokens, [b"will"]):
         claim.done = tokens

@@ -107,7 +107,7 @@ def _comparisons(claim: Claim, fact: Fact, window: tuple[int, ...]) -> tuple[set
 
 def _number_veto(claim: Claim, fact: Fact, window: tuple[int, ...], vouched: set[str]) -> bool:
     """A number of the claim missing from the window, or bound to the wrong word."""
-    numbers = claim.features.numbers
+    numbers = claim.numbers
     if not numbers:
         return False
     if numbers - vouched - fact.numbers(window):
