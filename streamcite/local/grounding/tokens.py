@@ -24,6 +24,8 @@ from streamcite.local.grounding.words import (
     _NEG,
     _NEG_ANY,
     _NUMBER_WORDS,
+    _ORDINAL_SUFFIX_RE,
+    _ORDINAL_WORDS,
     _STOP,
     _STOP_ANY,
     _lang_key,
@@ -208,7 +210,13 @@ def _number_or_month(word: str, bare: str, lang: str) -> str | None:
         return f"#{n}"
     months = _MONTHS.get(lang, {})
     m = months.get(word) or (months.get(bare) if bare != word else None)
-    return f"#m{m}" if m is not None else None
+    if m is not None:
+        return f"#m{m}"
+    if (o := _ORDINAL_WORDS.get(lang, {}).get(word)) is not None:
+        return f"#o{o}"
+    if word[0].isdigit() and (match := _ORDINAL_SUFFIX_RE.fullmatch(word)):
+        return f"#o{int(match.group(1))}"
+    return None
 
 
 def _analyse(word: str, lang: str) -> tuple[str, bool]:

@@ -145,6 +145,35 @@ _NUMBER_WORDS: dict[str, dict[str, int]] = {
 }  # fmt: skip
 
 
+# Ordinals ("sixth" = "6th"): keys ``#oN``, checked like numbers ("the sixth penalty"
+# is not "the first penalty"). Italian "prima"/"secondo" and French "second" are left
+# out: they are also "before", "according to" and a unit of time.
+_ORDINAL_WORDS: dict[str, dict[str, int]] = {
+    "en": {
+        w: i + 1
+        for i, w in enumerate(
+            "first second third fourth fifth sixth seventh eighth ninth tenth eleventh "
+            "twelfth thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth "
+            "nineteenth twentieth".split()
+        )
+    },
+    "fr": {
+        fold(w): i + 1
+        for i, w in enumerate(
+            "premier deuxième troisième quatrième cinquième sixième septième huitième "
+            "neuvième dixième onzième douzième".split()
+        )
+    },
+    "it": {
+        w: i + 3
+        for i, w in enumerate("terzo quarto quinto sesto settimo ottavo nono decimo".split())
+    },
+}
+_ORDINAL_WORDS["en"]["twelth"] = 12
+_ORDINAL_WORDS["fr"]["premiere"] = 1
+_ORDINAL_SUFFIX_RE = re.compile(r"(\d+)(?:st|nd|rd|th|er|re|e|eme|o|a|ª|º)")
+
+
 def _months(spec: str) -> dict[str, int]:
     """``"january jan|february feb|..."`` -> {folded name: month number}."""
     return {fold(name): i + 1 for i, names in enumerate(spec.split("|")) for name in names.split()}
