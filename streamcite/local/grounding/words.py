@@ -152,21 +152,25 @@ _ORDINAL_WORDS: dict[str, dict[str, int]] = {
     "en": {
         w: i + 1
         for i, w in enumerate(
-            "first second third fourth fifth sixth seventh eighth ninth tenth eleventh "
-            "twelfth thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth "
-            "nineteenth twentieth".split()
+            str.split(
+                "first second third fourth fifth sixth seventh eighth ninth tenth eleventh "
+                "twelfth thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth "
+                "nineteenth twentieth"
+            )
         )
     },
     "fr": {
         fold(w): i + 1
         for i, w in enumerate(
-            "premier deuxième troisième quatrième cinquième sixième septième huitième "
-            "neuvième dixième onzième douzième".split()
+            str.split(
+                "premier deuxième troisième quatrième cinquième sixième septième huitième "
+                "neuvième dixième onzième douzième"
+            )
         )
     },
     "it": {
         w: i + 3
-        for i, w in enumerate("terzo quarto quinto sesto settimo ottavo nono decimo".split())
+        for i, w in enumerate(str.split("terzo quarto quinto sesto settimo ottavo nono decimo"))
     },
 }
 _ORDINAL_WORDS["en"]["twelth"] = 12
