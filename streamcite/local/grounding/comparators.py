@@ -49,9 +49,10 @@ _GROUPS = [("n", op, alts) for op, alts in _NUMERIC.items()] + [
     ("t", op, alts) for op, alts in _TEMPORAL.items()
 ]
 _ALTS = "|".join(f"(?P<g{i}>{fold(alts)})" for i, (_, _, alts) in enumerate(_GROUPS))
-# The comparator, then the next few words (a number with its scale and unit, or a date).
+# The comparator, then the next few words (a number with its scale and unit, or a date),
+# looked ahead at only: they may hold the next comparator ("under 5 and fewer than 3").
 _COMPARATOR_RE = re.compile(
-    rf"(?<![^\W_])(?:{_ALTS})(?P<tail>(?:[\s$€£¥~≈-]*[^\s]+){{1,5}})", re.UNICODE
+    rf"(?<![^\W_])(?:{_ALTS})(?=(?P<tail>(?:[\s$€£¥~≈-]*[^\s]+){{1,5}}))", re.UNICODE
 )
 _SCALE_WORDS = {
     "thousand": 1e3, "million": 1e6, "millions": 1e6, "billion": 1e9, "billions": 1e9,
@@ -215,6 +216,8 @@ def holds(
             return None
         closest = min(dates, key=lambda d: abs(_ordinal(d) - _ordinal(claimed)))
         p = min(len(closest), len(claimed))
+        if p < len(claimed) and closest[:p] == claimed[:p]:
+            return None  # "after April 2008" against a bare "2008": cannot tell
         return _compare(cmp.op, closest[:p], claimed[:p])
     same = [v for v, units in numbers if not cmp.units or set(units) & set(cmp.units)]
     if not same:  # another word for the unit ("fatalities" / "deaths"): the closest
