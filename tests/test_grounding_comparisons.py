@@ -24,7 +24,9 @@ GROSS = "Insidious: Chapter 3. It was released on June 5, 2015 and has grossed o
 GOTHAM = "Gotham (TV series). Gotham premiered on Fox on September 22, 2014."
 MUKHERJEE = "Shomu Mukherjee (June 19, 1943 - July 15, 2008) was a Bengali Indian director."
 JONAS = "Kevin Jonas. Paul Kevin Jonas II (born November 4, 1987) is an American musician."
-GERMANY = "2020 coronavirus pandemic in Germany. 112,113 cases have been reported with 2,208 deaths."
+GERMANY = (
+    "2020 coronavirus pandemic in Germany. 112,113 cases have been reported with 2,208 deaths."
+)
 REVIEWS = "On Rotten Tomatoes, the film has an approval rating of 33% based on 115 reviews."
 
 
@@ -120,9 +122,8 @@ def test_the_old_engine_path_reexports_the_package() -> None:
 
     assert grounding_engine.evaluate is grounding.evaluate
     assert grounding_engine.ClaimVerdict is grounding.ClaimVerdict
-    from streamcite.local import sentences
-
     from streamcite.core import markers
+    from streamcite.local import sentences
 
     # One strip_markers in the code base: the core's (sentences keeps a str-only helper).
     assert getattr(sentences, "strip_markers", markers.strip_markers) is markers.strip_markers
