@@ -88,6 +88,8 @@ def without_markers(text: str) -> str:
     """The text without footnote markers ``[n]`` (for scoring, never for offsets).
 
     :func:`streamcite.core.markers.strip_markers` with its offset map dropped."""
+    if "[" not in text:  # most sentences: no marker, and no offset map to build
+        return text
     return strip_markers(text)[0]
 
 
