@@ -3,12 +3,8 @@
 This module keeps the old import path working.
 """
 
-from streamcite.local.grounding import (
-    DEFAULT_CONFIG,
-    ClaimVerdict,
-    EngineConfig,
-    calibrate,
-    evaluate,
-)
+from streamcite.local.grounding.config import DEFAULT_CONFIG, EngineConfig
+from streamcite.local.grounding.engine import ClaimVerdict, evaluate
+from streamcite.local.grounding.scoring import calibrate
 
 __all__ = ["DEFAULT_CONFIG", "ClaimVerdict", "EngineConfig", "calibrate", "evaluate"]
