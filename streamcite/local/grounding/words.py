@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 
 __all__ = ["LANGUAGES", "detect_language", "fold", "is_stopword", "stem"]
 
@@ -227,15 +228,15 @@ def detect_language(text: str) -> str:
     """``he``, ``en``, ``fr``, ``it`` or ``und`` from script and stopword cues."""
     sample = text[:4000]
     hebrew = len(_HEBREW_RE.findall(sample))
-    letters = sum(1 for c in sample if c.isalpha())
-    if letters and hebrew / letters > 0.3:
+    # Letters are counted only when there is Hebrew to weigh (a pass per character).
+    if hebrew and hebrew / max(1, sum(1 for c in sample if c.isalpha())) > 0.3:
         return "he"
-    words = _LATIN_WORD_RE.findall(sample.lower())
+    words = Counter(_LATIN_WORD_RE.findall(sample.lower()))
     if not words:
         return "und"
     best, best_hits = "und", 0
     for lang, cues in _LANG_CUES.items():
-        hits = sum(1 for w in words if w in cues)
+        hits = sum(words[w] for w in cues)
         if hits > best_hits:
             best, best_hits = lang, hits
     return best
