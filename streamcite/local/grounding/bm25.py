@@ -26,10 +26,11 @@ class BM25:
         rows: list[int] = []
         cols: list[int] = []
         tfs: list[int] = []
+        vocab = self.vocab.__getitem__
         for j, f in enumerate(facts):
             shared = f.counts.keys() & terms
-            rows.extend([self.vocab[t] for t in shared])
-            tfs.extend([f.counts[t] for t in shared])
+            rows.extend(map(vocab, shared))
+            tfs.extend(map(f.counts.__getitem__, shared))
             cols.extend([j] * len(shared))
         row = np.asarray(rows, dtype=np.int64)
         col = np.asarray(cols, dtype=np.int64)
@@ -46,7 +47,7 @@ class BM25:
     def top_many(self, claims: Sequence[Sequence[str]], k: int) -> list[list[int]]:
         """For each claim (its terms), the ``k`` best facts with a positive score, best first.
 
-        One gather and one segmented sum for all claims: no per-claim numpy calls.
+        One gather, one segmented sum and one sort for all claims: no per-claim numpy calls.
         """
         n_facts = self.matrix.shape[1]
         ids: list[int] = []
@@ -65,12 +66,11 @@ class BM25:
             best = np.argpartition(-scores, k - 1, axis=1)[:, :k]
         else:
             best = np.tile(np.arange(n_facts), (len(claims), 1))
-        out: list[list[int]] = []
-        for row, (cols, ok) in enumerate(zip(best, has_terms, strict=True)):
-            if not ok:
-                out.append([])
-                continue
-            vals = scores[row, cols]
-            order = np.argsort(-vals, kind="stable")
-            out.append([int(cols[o]) for o in order if vals[o] > 0])
-        return out
+        vals = np.take_along_axis(scores, best, axis=1)
+        order = np.argsort(-vals, axis=1, kind="stable")
+        cols = np.take_along_axis(best, order, axis=1).tolist()
+        ranked = np.take_along_axis(vals, order, axis=1).tolist()
+        return [
+            [c for c, v in zip(row_cols, row_vals, strict=True) if v > 0] if ok else []
+            for row_cols, row_vals, ok in zip(cols, ranked, has_terms, strict=True)
+        ]
