@@ -1,0 +1,49 @@
+"""The per-language rules of the offline checker (``streamcite.local.languages``), and the
+lexical module's re-exports of them."""
+
+from __future__ import annotations
+
+import pytest
+
+from streamcite.local import lexical
+from streamcite.local.languages import detect_language, fold, split_clitics, stem, word_key
+
+
+@pytest.mark.parametrize(
+    ("word", "lang", "expected"),
+    [
+        ("didn't", "en", ("", True)),
+        ("it's", "en", ("it", False)),
+        ("l'autorita", "it", ("autorita", False)),
+        ("n'est", "fr", ("est", True)),
+        ('צה"ל', "he", ("צהל", False)),
+        ("plain", "en", ("plain", False)),
+    ],
+)
+def test_split_clitics(word: str, lang: str, expected: tuple[str, bool]) -> None:
+    assert split_clitics(fold(word), lang) == expected
+
+
+@pytest.mark.parametrize(
+    ("word", "lang", "expected"),
+    [
+        ("eleven", "en", ("#11", False)),
+        ("janvier", "fr", ("#m1", False)),
+        ("the", "en", ("", False)),
+        ("never", "en", ("", True)),
+        ("ולא", "he", ("", True)),
+        ("employees", "en", (stem("employees", "en"), False)),
+        ("b2b", "en", ("#b2b", False)),
+    ],
+)
+def test_word_key(word: str, lang: str, expected: tuple[str, bool]) -> None:
+    assert word_key(fold(word), lang) == expected
+
+
+def test_lexical_keeps_its_public_names() -> None:
+    assert lexical.fold is fold and lexical.detect_language is detect_language
+    assert detect_language("Les salariés ont droit à des congés") == "fr"
+    table = lexical.token_table("en")
+    tokens = lexical.raw_tokens("Eleven employees didn't")
+    assert table.keys(tokens) == ["#11", stem("employees", "en"), ""]
+    assert table.negated(tokens)
