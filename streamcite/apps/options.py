@@ -189,8 +189,8 @@ def allow_client_faults_option(help: str) -> Decorator:
     )
 
 
-def verbose_option() -> Decorator:
-    return option("-v", "--verbose", count=True, help="-v: info logs, -vv: debug logs (stderr).")
+def verbose_option(help: str = "-v: info logs, -vv: debug logs (stderr).") -> Decorator:
+    return option("-v", "--verbose", count=True, help=help)
 
 
 # --------------------------------------------------------------------------- local backend
