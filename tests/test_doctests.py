@@ -9,6 +9,8 @@ import pytest
 
 MODULES = [
     "streamcite.apps._terminal",
+    "streamcite.bench.cells",
+    "streamcite.core._validate",
     "streamcite.core.events",
     "streamcite.core.markers",
     "streamcite.core.offsets",

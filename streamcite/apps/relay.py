@@ -13,7 +13,7 @@ import contextlib
 import signal
 import sys
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -37,6 +37,9 @@ from streamcite.apps.options import (
     wikit_options,
 )
 from streamcite.logs import configure_logging
+
+if TYPE_CHECKING:
+    from streamcite.relay.redis.settings import LocalDelivery
 
 
 @click.command("relay")
@@ -189,11 +192,13 @@ def _enrichers(opts: dict[str, Any], backend: Any, secrets: dict[str, str | None
     )
 
 
-async def _make_log(url: str | None, instance_id: str, local_delivery: str = "after_write") -> Any:
+async def _make_log(
+    url: str | None, instance_id: str, local_delivery: LocalDelivery = "after_write"
+) -> Any:
     if not url:
         return None
     try:
-        from streamcite.relay.redislog import RedisStreamLog
+        from streamcite.relay.redis import RedisLogSettings, RedisStreamLog
     except ImportError as exc:
         raise click.ClickException(
             f"--redis-url needs the redis package ({exc}); install it with: pip install 'streamcite[redis]'"
@@ -201,7 +206,12 @@ async def _make_log(url: str | None, instance_id: str, local_delivery: str = "af
     from streamcite.core.errors import StreamciteError
 
     try:
-        log = RedisStreamLog(url, instance_id=instance_id, local_delivery=local_delivery)
+        settings = RedisLogSettings(
+            url,
+            instance_id=instance_id,
+            local_delivery=local_delivery,
+        )
+        log = RedisStreamLog(settings)
     except ValueError as exc:
         raise click.ClickException(f"--redis-url: {exc}") from None
     try:

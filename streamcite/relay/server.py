@@ -50,7 +50,6 @@ from streamcite.logs import get_logger
 from streamcite.pipeline import Timeouts, stream_chat
 from streamcite.relay.bounds import StreamErrors, bounded_done, public_error
 from streamcite.relay.guard import Guard, Identity, norm_origin, parse_host_pattern
-from streamcite.relay.log import LogEntry, StreamLog, StreamStatus
 from streamcite.relay.memlog import MemoryStreamLog
 from streamcite.relay.protocol import (
     AskMessage,
@@ -68,6 +67,7 @@ from streamcite.relay.protocol import (
     valid_stream_id,
 )
 from streamcite.relay.quotas import QUOTA_CODE, StreamQuotas
+from streamcite.relay.streamlog import LogEntry, StreamLog, StreamStatus
 from streamcite.relay.writer import SendGate
 from streamcite.web.eventsse import parse_last_event_id
 
