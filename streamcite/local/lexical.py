@@ -189,7 +189,9 @@ def _analyse(word: str, lang: str) -> tuple[str, bool]:
     """(key, is a negation cue) of one folded token."""
     if _NUMBER_RE.fullmatch(word):
         return _canonical_number(word), False
-    word, negation = split_clitics(word, lang)
+    negation = False
+    if "'" in word or '"' in word:  # most tokens have none: skip the call
+        word, negation = split_clitics(word, lang)
     if not word:
         return "", negation
     return word_key(word, lang, negation)
