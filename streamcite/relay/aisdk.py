@@ -2,7 +2,7 @@
 
 The body is what ``DefaultChatTransport`` sends; the question is the text of the last
 user message. Same gates as ``/ws``: the relay's token, Origin and Host rules (its
-``_refusal`` check), message and question size limits, the per-client quota
+:class:`~streamcite.relay.routes.Access`), message and question size limits, the per-client quota
 (``quota_exceeded``, 429) and the relay-wide stream limit (counting these streams
 too). Error events get the same bounds and public messages as on ``/ws`` (at most
 ``max_stream_errors``, no internal addresses). The answer is streamed straight from
@@ -37,13 +37,13 @@ def add_aisdk_route(app: web.Application, relay: Relay) -> None:
     active = [0]
 
     async def handle(request: web.Request) -> web.StreamResponse:
-        refused = relay._refusal(request, check_origin=True)
+        refused = relay.access.refusal(request, check_origin=True)
         if refused is not None:
             return refused
         cfg = relay.config
         raw = await request.content.read(cfg.max_message_bytes + 1)
         if len(raw) > cfg.max_message_bytes:
-            return relay._reject("message_too_large", 413, "the request body is too large")
+            return relay.access.reject("message_too_large", 413, "the request body is too large")
         try:
             body = orjson.loads(raw)
             if not isinstance(body, dict):
@@ -56,12 +56,12 @@ def add_aisdk_route(app: web.Application, relay: Relay) -> None:
                 body=relay_error_frame("bad_message", str(exc)),
                 content_type="application/json",
             )
-        if len(relay._owned) + active[0] >= cfg.max_streams_total:
-            return relay._reject("relay_busy", 503, "the relay is at its stream limit")
-        key = relay._identity(request).quota_key
+        if relay.active_streams + active[0] >= cfg.max_streams_total:
+            return relay.access.reject("relay_busy", 503, "the relay is at its stream limit")
+        key = relay.access.identity(request).quota_key
         if not relay.quotas.acquire(key):
             relay.metrics.errors[QUOTA_CODE] += 1
-            return relay._reject(QUOTA_CODE, 429, relay.quotas.message())
+            return relay.access.reject(QUOTA_CODE, 429, relay.quotas.message())
         active[0] += 1
         try:
             return await _serve(relay, request, question)
@@ -75,11 +75,11 @@ def add_aisdk_route(app: web.Application, relay: Relay) -> None:
 async def _serve(relay: Relay, request: web.Request, question: str) -> web.StreamResponse:
     cfg = relay.config
     events: Any = stream_chat(
-        relay._request_for(AskMessage(question=question)),
+        relay.producer.request_body(AskMessage(question=question)),
         base_url=cfg.base_url,
         api_key=cfg.api_key,
         transport="aiohttp",
-        session=relay._session,
+        session=relay.producer.session(),
         headers=dict(cfg.upstream_headers),
         timeouts=cfg.timeouts,
         after=list(cfg.enrichers),

@@ -21,14 +21,18 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from streamcite.core.events import DoneEvent, ErrorEvent
+from streamcite.core.events import DoneEvent, ErrorEvent, Event
+
+if TYPE_CHECKING:
+    from streamcite.logs import LibraryLogger
 
 __all__ = [
     "STREAMED_FIELDS",
+    "StreamBounds",
     "StreamErrors",
     "bounded_done",
     "public_error",
@@ -171,3 +175,39 @@ def bounded_done(done: DoneEvent, *, max_errors: int, max_bytes: int) -> bytes:
     answer["truncated"] = True
     answer["truncated_fields"] = sorted(set(removed))
     return orjson.dumps(obj)
+
+
+class StreamBounds:
+    """One stream's error admission and ``done`` bound, as the relay logs its events."""
+
+    __slots__ = ("errors", "logger", "max_done", "max_errors")
+
+    def __init__(self, *, max_errors: int, max_done_bytes: int, logger: LibraryLogger) -> None:
+        self.errors = StreamErrors(max_errors)
+        self.max_errors = max_errors
+        self.max_done = max_done_bytes
+        self.logger = logger
+        """Where an error's internal detail goes (the browser gets the public message)."""
+
+    def payload(self, event: ErrorEvent | DoneEvent) -> bytes | None:
+        """Wire JSON of an upstream ``error``/``done`` event; None: not to be logged."""
+        if type(event) is DoneEvent:
+            return self.final_payload(event)
+        assert isinstance(event, ErrorEvent)
+        admitted = self.errors.admit(event)
+        if admitted is None:
+            return None
+        return self.final_payload(admitted)
+
+    def final_payload(self, event: Event) -> bytes:
+        """Wire JSON of an event the relay always sends (its own errors, ``done``)."""
+        if type(event) is DoneEvent:
+            for err in event.answer.errors:
+                if isinstance(err, ErrorEvent):
+                    public_error(err)
+            return bounded_done(event, max_errors=self.max_errors, max_bytes=self.max_done)
+        if isinstance(event, ErrorEvent):
+            detail = public_error(event)
+            if detail is not None:  # the browser gets the code and a generic message
+                self.logger.warning("relay.stream.error_detail", code=event.code, detail=detail)
+        return orjson.dumps(event)

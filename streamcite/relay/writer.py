@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+
+from aiohttp.base_protocol import BaseProtocol
 
 __all__ = ["SendGate"]
 
@@ -26,10 +27,12 @@ class SendGate:
 
     __slots__ = ("_n", "_pending", "cap", "protocol", "transport")
 
-    def __init__(self, transport: asyncio.BaseTransport | None, protocol: Any, cap: int) -> None:
+    def __init__(
+        self, transport: asyncio.BaseTransport | None, protocol: BaseProtocol | None, cap: int
+    ) -> None:
         self.transport = transport if isinstance(transport, asyncio.WriteTransport) else None
         self.protocol = protocol
-        """The aiohttp protocol (``BaseProtocol``): its drain waiter wakes us."""
+        """The connection's aiohttp protocol: its drain waiter wakes us."""
         self.cap = cap
         self._pending: dict[int, float] = {}
         self._n = 0
@@ -75,7 +78,7 @@ class SendGate:
             if t.is_closing():
                 raise ConnectionResetError("the client connection is closing")
             proto = self.protocol
-            if proto is not None and getattr(proto, "_paused", False):
+            if proto is not None and proto.writing_paused:
                 await proto._drain_helper()
             else:
                 await asyncio.sleep(_POLL)

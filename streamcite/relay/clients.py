@@ -1,0 +1,186 @@
+"""Client connections: one WebSocket, or one SSE response, and how frames reach it.
+
+A :class:`Client` has several concurrent senders (one pump per stream, plus its control
+frames); each write goes through the client's :class:`~streamcite.relay.writer.SendGate`
+(write-buffer cap, pending-write times for the relay's watchdog). A client that goes
+away raises :class:`ClientGone` in its senders; one that falls behind past its bound
+raises :class:`TooSlow` (the relay then closes it with 4008: it can resume).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import socket
+import time
+
+import aiohttp
+from aiohttp import WSMsgType, web
+
+from streamcite.logs import get_logger
+from streamcite.relay.guard import Identity
+from streamcite.relay.protocol import heartbeat_frame
+from streamcite.relay.writer import SendGate
+
+__all__ = ["Client", "ClientGone", "SseClient", "TooSlow", "WsClient", "limit_write_buffer"]
+
+_logger = get_logger("streamcite.relay")
+
+
+class ClientGone(Exception):
+    """The client went away (or is being closed): stop writing to it."""
+
+
+class TooSlow(Exception):
+    """The client fell behind past its bound."""
+
+
+class Client:
+    """One client connection (a WebSocket, or one SSE response)."""
+
+    kind = "?"
+    __slots__ = ("closing", "gate", "id", "last_send", "logger", "pumps", "transport", "who")
+
+    def __init__(self, request: web.Request, cap: int, who: Identity) -> None:
+        self.id = secrets.token_hex(4)
+        self.transport = request.transport
+        self.who = who
+        self.pumps: dict[str, asyncio.Task[None]] = {}
+        """The task delivering each stream this client follows, by stream id."""
+        self.last_send = time.monotonic()
+        self.gate = SendGate(request.transport, request.protocol, cap)
+        """Every pending write's start (the relay's watchdog closes a client whose oldest
+        write stays blocked past ``send_timeout`` — cheaper than a timeout around every
+        write, which is the hot path) and the write-buffer cap."""
+        self.closing = False
+        self.logger = _logger.bind(client=self.id, transport=self.kind)
+
+    async def _write(self, frame: bytes, seq: int | None) -> None:
+        raise NotImplementedError
+
+    async def send(self, frame: bytes, seq: int | None = None) -> None:
+        """Write one frame (waits only while the client's socket buffer is full)."""
+        if self.closing:
+            raise ClientGone
+        gate = self.gate
+        key = gate.begin()
+        try:
+            if gate.full():  # over the cap: wait (only this client) until it drains
+                await gate.wait_for_room()
+            await self._write(frame, seq)
+        except (ConnectionError, RuntimeError, aiohttp.ClientError) as exc:
+            raise ClientGone from exc
+        finally:
+            gate.end(key)
+        self.last_send = time.monotonic()
+
+    def backlogged(self) -> bool:
+        """True when the kernel stopped taking this client's bytes (its buffer holds some)."""
+        t = self.transport
+        return isinstance(t, asyncio.WriteTransport) and t.get_write_buffer_size() > 0
+
+    async def idle_tick(self) -> None:
+        """Called by a pump with nothing to send for a while (SSE sends a heartbeat)."""
+
+    def close_soon(self, code: int, reason: str) -> None:
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        """Drop the TCP connection at once (a network cut, as far as the client knows)."""
+        self.closing = True
+        if isinstance(self.transport, asyncio.WriteTransport):
+            self.transport.abort()
+
+    def _stop_pumps(self) -> None:
+        current = asyncio.current_task()
+        for task in self.pumps.values():
+            if task is not current:
+                task.cancel()
+
+
+class WsClient(Client):
+    kind = "ws"
+    __slots__ = ("closer", "send_timeout", "ws")
+
+    def __init__(
+        self,
+        ws: web.WebSocketResponse,
+        request: web.Request,
+        send_timeout: float,
+        cap: int,
+        who: Identity,
+    ):
+        super().__init__(request, cap, who)
+        self.ws = ws
+        self.send_timeout = send_timeout
+        self.closer: asyncio.Task[None] | None = None
+
+    async def _write(self, frame: bytes, seq: int | None) -> None:
+        await self.ws.send_frame(frame, WSMsgType.TEXT)
+
+    def close_soon(self, code: int, reason: str) -> None:
+        """Close from any task without waiting: queued frames go out before the close."""
+        if self.closing:
+            return
+        self.closing = True
+        self._stop_pumps()
+        self.closer = asyncio.create_task(self._close(code, reason), name=f"ws-close:{self.id}")
+
+    async def _close(self, code: int, reason: str) -> None:
+        # The close frame queues behind what the client has not read yet: give a slow
+        # client a few seconds to reach it (and see the code), then drop the connection.
+        try:
+            async with asyncio.timeout(max(5.0, self.send_timeout)):
+                await self.ws.close(code=code, message=reason.encode())
+        except (TimeoutError, ConnectionError, RuntimeError, aiohttp.ClientError):
+            self.abort()
+
+
+class SseClient(Client):
+    kind = "sse"
+    __slots__ = ("heartbeat_interval", "request", "resp")
+
+    def __init__(
+        self,
+        request: web.Request,
+        resp: web.StreamResponse,
+        heartbeat_interval: float,
+        cap: int,
+        who: Identity,
+    ) -> None:
+        super().__init__(request, cap, who)
+        self.request = request
+        self.resp = resp
+        self.heartbeat_interval = heartbeat_interval
+
+    async def _write(self, frame: bytes, seq: int | None) -> None:
+        if seq is None:
+            await self.resp.write(b"data: " + frame + b"\n\n")
+        else:
+            await self.resp.write(b"id: %d\ndata: %s\n\n" % (seq, frame))
+
+    async def idle_tick(self) -> None:
+        if time.monotonic() - self.last_send >= self.heartbeat_interval * 0.95:
+            await self.send(heartbeat_frame(time.time()))
+
+    def close_soon(self, code: int, reason: str) -> None:
+        # One response per stream: ending it is closing. A write stuck on a full
+        # socket can only be ended by dropping the connection.
+        self.closing = True
+        if self.gate.busy:
+            self.abort()
+        self._stop_pumps()
+
+
+def limit_write_buffer(
+    transport: asyncio.BaseTransport | None, high: int, sndbuf: int | None
+) -> None:
+    """Cap the transport's write buffer at ``high`` bytes (and ``SO_SNDBUF`` if given)."""
+    if isinstance(transport, asyncio.WriteTransport):
+        transport.set_write_buffer_limits(high=high)
+    if sndbuf is not None and transport is not None:
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)

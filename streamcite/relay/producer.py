@@ -1,0 +1,363 @@
+"""The producer: one task per stream runs the upstream request and logs every event.
+
+It never waits for a client: events go to the :class:`~streamcite.relay.streamlog.StreamLog`
+and the pumps (:mod:`streamcite.relay.delivery`) read them from there, so a slow client
+cannot slow the upstream read or another stream. Every stream ends with ``done`` —
+also when it is cancelled, abandoned (nobody listened within ``resume_grace``), cut
+by a shutdown, or when the log or the relay itself failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import aiohttp
+import orjson
+
+from streamcite.core.errors import StreamciteError
+from streamcite.core.events import DoneEvent, ErrorEvent, Event, TokenEvent
+from streamcite.core.models import CitedAnswer
+from streamcite.logs import LibraryLogger
+from streamcite.pipeline import ChatStream, stream_chat
+from streamcite.relay.bounds import StreamBounds
+from streamcite.relay.config import RelayConfig
+from streamcite.relay.guard import Identity, StreamBinder
+from streamcite.relay.metrics import RelayMetrics
+from streamcite.relay.protocol import AskMessage
+from streamcite.relay.quotas import StreamQuotas
+from streamcite.relay.replay import rebuild_answer
+from streamcite.relay.streamlog import StreamLog
+
+__all__ = ["OnEvent", "ProducedStream", "Producer", "SyncAppendLog"]
+
+OnEvent = Callable[[str, int, float], None]
+"""Benchmark hook: ``(stream_id, seq, perf_counter())``."""
+
+_FAULT_HEADER = "X-Streamcite-Fault"
+
+_END_MESSAGES = {
+    "cancelled": "the stream was cancelled",
+    "abandoned": "no client listened to the stream within the resume grace period",
+    "shutdown": "the relay shut down before the stream finished",
+}
+
+
+@runtime_checkable
+class SyncAppendLog(Protocol):
+    """A log that can append without awaiting (the in-memory one): no coroutine per event
+    on the hot path. A log without it is appended to with ``await log.append``."""
+
+    def append_nowait(self, stream_id: str, payload: bytes) -> int: ...
+
+
+@dataclass(slots=True, eq=False)
+class ProducedStream:
+    """A stream whose upstream request runs in this relay process."""
+
+    stream_id: str
+    task: asyncio.Task[None] | None = None
+    subscribers: int = 0
+    """Pumps (of any client) delivering this stream now."""
+    cancel_reason: str | None = None
+    grace: asyncio.TimerHandle | None = None
+    """The ``resume_grace`` timer, armed while nobody listens."""
+    started: float = field(default_factory=time.perf_counter)
+    quota_key: str | None = None
+    """The client whose quota this stream counts against (released when it ends)."""
+
+
+class _Run:
+    """What one producer run has seen so far (read after it ended, however it ended)."""
+
+    __slots__ = ("done", "failure", "log_failed", "reraise")
+
+    def __init__(self) -> None:
+        self.done: DoneEvent | None = None
+        self.failure: ErrorEvent | None = None
+        self.log_failed = False
+        self.reraise = False
+
+
+class Producer:
+    """Starts, runs, cancels and abandons the streams this relay produces."""
+
+    def __init__(
+        self,
+        config: RelayConfig,
+        log: StreamLog,
+        *,
+        metrics: RelayMetrics,
+        quotas: StreamQuotas,
+        binder: StreamBinder,
+        session: Callable[[], aiohttp.ClientSession | None],
+        logger: LibraryLogger,
+    ) -> None:
+        self.config = config
+        self.log = log
+        self.metrics = metrics
+        self.quotas = quotas
+        self.binder = binder
+        self.session = session
+        """The upstream session (the relay makes its own at startup)."""
+        self.logger = logger
+        self.streams: dict[str, ProducedStream] = {}
+        self.on_event: OnEvent | None = None
+        """Benchmark hook for every event the pipeline yields, taken before it is logged."""
+        self._append_nowait = log.append_nowait if isinstance(log, SyncAppendLog) else None
+        log.on_cancel(self.on_cancel_request)
+
+    # -- start, cancel -------------------------------------------------------------
+
+    def request_body(self, msg: AskMessage) -> dict[str, Any]:
+        """The upstream chat request for an ask (model and system prompt: the config's)."""
+        messages: list[dict[str, str]] = []
+        if self.config.system_prompt:
+            messages.append({"role": "system", "content": self.config.system_prompt})
+        messages.append({"role": "user", "content": msg.question})
+        return {
+            "model": self.config.model,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+
+    async def start(self, msg: AskMessage, who: Identity) -> ProducedStream:
+        """Start a stream for ``who`` (its quota was checked by the caller, with no await
+        since, so counting it here cannot overshoot)."""
+        sid = self.binder.new_stream_id(who)
+        key = who.quota_key
+        self.quotas.acquire(key)
+        try:
+            await self.log.open_stream(sid, owner=self.config.instance_id)
+        except BaseException:
+            self.quotas.release(key)
+            raise
+        stream = ProducedStream(sid, quota_key=key)
+        self.streams[sid] = stream
+        self.metrics.streams_started += 1
+        stream.task = asyncio.create_task(self._run(stream, msg), name=f"relay-stream:{sid}")
+        return stream
+
+    def on_cancel_request(self, sid: str) -> None:
+        """The log's cancel callback (a cancel sent to any instance reaches the owner)."""
+        stream = self.streams.get(sid)
+        if stream is not None:
+            self.cancel(stream, "cancelled")
+
+    def cancel(self, stream: ProducedStream, reason: str) -> None:
+        """Cancel the upstream request; the stream ends with ``error`` (``reason``) + ``done``."""
+        if stream.cancel_reason is None and stream.task is not None and not stream.task.done():
+            stream.cancel_reason = reason
+            stream.task.cancel()
+
+    # -- subscribers and the grace period ----------------------------------------------
+
+    def attach(self, sid: str) -> None:
+        """A pump started delivering ``sid`` (a stream of another instance: no-op)."""
+        stream = self.streams.get(sid)
+        if stream is not None:
+            stream.subscribers += 1
+            if stream.grace is not None:
+                stream.grace.cancel()
+                stream.grace = None
+
+    def detach(self, sid: str) -> None:
+        stream = self.streams.get(sid)
+        if stream is not None:
+            stream.subscribers -= 1
+            self.maybe_abandon(stream)
+
+    def maybe_abandon(self, stream: ProducedStream) -> None:
+        """Nobody listens: cancel the stream after ``resume_grace`` unless someone attaches."""
+        if stream.subscribers > 0 or stream.grace is not None:
+            return
+        if stream.task is None or stream.task.done():
+            return
+        grace = self.config.resume_grace
+        if grace <= 0:
+            self.cancel(stream, "abandoned")
+        else:
+            stream.grace = asyncio.get_running_loop().call_later(grace, self._grace_over, stream)
+
+    def _grace_over(self, stream: ProducedStream) -> None:
+        stream.grace = None
+        if stream.subscribers <= 0:
+            self.cancel(stream, "abandoned")
+
+    # -- one stream's run ----------------------------------------------------------------
+
+    def _upstream(self, msg: AskMessage, sid: str) -> ChatStream:
+        cfg = self.config
+        headers = dict(cfg.upstream_headers)
+        if msg.options.faults and cfg.allow_client_faults:
+            headers[_FAULT_HEADER] = msg.options.faults
+        enrichers = [
+            e
+            for e in cfg.enrichers
+            if (e.kind != "sources" or msg.options.sources)
+            and (e.kind != "grounding" or msg.options.grounding)
+        ]
+        return stream_chat(
+            self.request_body(msg),
+            base_url=cfg.base_url,
+            api_key=cfg.api_key,
+            transport="aiohttp",
+            session=self.session(),
+            headers=headers,
+            timeouts=cfg.timeouts,
+            marker_mode=msg.options.marker_mode,
+            after=enrichers,
+            retries=cfg.retries,
+            stream_id=sid,
+        )
+
+    async def _run(self, stream: ProducedStream, msg: AskMessage) -> None:
+        """Run the upstream request and log every event; always ends with ``done``."""
+        sid = stream.stream_id
+        upstream = self._upstream(msg, sid)
+        logger = self.logger.bind(stream_id=sid)
+        logger.info("relay.stream.start", question_chars=len(msg.question))
+        cfg = self.config
+        bounds = StreamBounds(
+            max_errors=cfg.max_stream_errors, max_done_bytes=cfg.max_done_bytes, logger=logger
+        )
+        run = _Run()
+        try:
+            async with upstream:
+                await self._log_events(stream, upstream, bounds, run)
+        except asyncio.CancelledError:
+            if stream.cancel_reason is None:
+                stream.cancel_reason = "cancelled"
+                run.reraise = True  # cancelled from outside (loop shutdown): finish, then re-raise
+            else:
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()
+        except StreamciteError as exc:  # the log failed (Redis unreachable, say)
+            logger.warning("relay.stream.log_failed", code=exc.code)
+            run.log_failed = True
+            run.failure = ErrorEvent(
+                code=exc.code,
+                message=f"the relay's stream log failed ({exc.code}); the answer is partial",
+                retryable=exc.retryable,
+                stage="relay",
+            )
+        except Exception as exc:  # a bug: end the stream cleanly anyway
+            logger.exception("relay.stream.failed")
+            run.failure = ErrorEvent(
+                code="relay_error", message=f"the relay failed: {type(exc).__name__}", stage="relay"
+            )
+        try:
+            if run.done is None:
+                await self._log_end(stream, upstream.answer, bounds, run)
+            with contextlib.suppress(Exception):
+                await self.log.finish(sid)
+        finally:
+            self._release(stream, run, logger)
+        if run.reraise:
+            raise asyncio.CancelledError
+
+    async def _log_events(
+        self, stream: ProducedStream, upstream: ChatStream, bounds: StreamBounds, run: _Run
+    ) -> None:
+        """The hot loop: each pipeline event → its wire JSON → the log."""
+        sid = stream.stream_id
+        log = self.log
+        append_nowait = self._append_nowait
+        on_event = self.on_event
+        metrics = self.metrics
+        first_token = True
+        async for event in upstream:
+            t = time.perf_counter()
+            if type(event) is ErrorEvent or type(event) is DoneEvent:  # cold path
+                bounded = bounds.payload(event)
+                if bounded is None:
+                    continue  # one error too many: counted, not sent
+                payload = bounded
+            else:
+                payload = orjson.dumps(event)
+            if append_nowait is not None:
+                seq = append_nowait(sid, payload)
+            else:
+                seq = await log.append(sid, payload)
+            if on_event is not None:
+                on_event(sid, seq, t)
+            kind = type(event)
+            if kind is TokenEvent:
+                if first_token:
+                    first_token = False
+                    metrics.ttft.observe(t - stream.started)
+            elif kind is ErrorEvent:
+                metrics.errors[event.code] += 1  # type: ignore[union-attr]
+            elif kind is DoneEvent:
+                run.done = event  # type: ignore[assignment]
+
+    async def _log_end(
+        self, stream: ProducedStream, answer: CitedAnswer, bounds: StreamBounds, run: _Run
+    ) -> None:
+        """Log ``error`` + ``done`` for a stream that ended without its own ``done``."""
+        sid = stream.stream_id
+        if run.log_failed:
+            # The pipeline may have folded tokens it had not yielded yet (or that
+            # never reached the log): the answer is what the clients were given.
+            with contextlib.suppress(StreamciteError):
+                answer = rebuild_answer(await self.log.read(sid, 0), None)
+        for event in final_events(answer, stream.cancel_reason, run.failure):
+            if type(event) is ErrorEvent:
+                self.metrics.errors[event.code] += 1
+            with contextlib.suppress(Exception):
+                await self.log.append(sid, bounds.final_payload(event))
+
+    def _release(self, stream: ProducedStream, run: _Run, logger: LibraryLogger) -> None:
+        """The stream is over: free its slot and quota, record its outcome."""
+        metrics = self.metrics
+        self.streams.pop(stream.stream_id, None)
+        if stream.quota_key is not None:
+            self.quotas.release(stream.quota_key)
+        if stream.grace is not None:
+            stream.grace.cancel()
+            stream.grace = None
+        outcome = stream.cancel_reason or ("error" if run.failure else "ok")
+        done = run.done
+        if done is not None:
+            timings = done.answer.timings
+            for stage, value in (
+                ("ttft", timings.ttft_ms),
+                ("stream", timings.stream_ms),
+                ("sources", timings.sources_ms),
+                ("grounding", timings.grounding_ms),
+                ("total", timings.total_ms),
+            ):
+                if value is not None:
+                    metrics.stages[stage].observe(value / 1000)
+            if done.answer.errors:
+                outcome = "error"
+        metrics.streams_finished[outcome] += 1
+        logger.info("relay.stream.end", outcome=outcome)
+
+
+def final_events(
+    answer: CitedAnswer, reason: str | None, failure: ErrorEvent | None
+) -> list[Event]:
+    """``error`` + ``done`` for a stream that ended without its own ``done``."""
+    if failure is not None:
+        error = failure
+    else:
+        code = reason or "cancelled"
+        error = ErrorEvent(
+            code=code,
+            message=_END_MESSAGES.get(code, "the stream was cancelled"),
+            retryable=code == "shutdown",
+            stage="cancelled",
+        )
+    # The pipeline records a generic "cancelled" error; the relay's says why.
+    answer.errors = [
+        e for e in answer.errors if not (isinstance(e, ErrorEvent) and e.code == "cancelled")
+    ]
+    answer.errors.append(error)
+    return [error, DoneEvent(answer=answer)]
