@@ -13,6 +13,7 @@ MODULES = [
     "streamcite.core._validate",
     "streamcite.core.events",
     "streamcite.core.markers",
+    "streamcite.relay.readers",
     "streamcite.core.offsets",
     "streamcite.core.redact",
     "streamcite.core.retry_after",

@@ -34,6 +34,7 @@ from streamcite.relay.metrics import RelayMetrics
 from streamcite.relay.producer import OnEvent, Producer
 from streamcite.relay.protocol import CloseCode
 from streamcite.relay.quotas import StreamQuotas
+from streamcite.relay.readers import ReaderHeartbeat, heartbeat_interval
 from streamcite.relay.routes import Access, PlainEndpoints, security_headers
 from streamcite.relay.sse import SseEndpoint
 from streamcite.relay.streamlog import StreamLog
@@ -84,6 +85,9 @@ class Relay:
             cookie=TOKEN_COOKIE,
         )
         self.quotas = StreamQuotas(config.max_streams_per_client)
+        self.readers = ReaderHeartbeat(
+            self.log, heartbeat_interval(config.resume_grace), self.logger
+        )
         self.producer = Producer(
             config,
             self.log,
@@ -92,6 +96,7 @@ class Relay:
             binder=self.guard.binder,
             session=lambda: self._session,
             logger=self.logger,
+            readers=self.readers,
         )
         self.delivery = Delivery(config, self.log, self.metrics, self.producer)
         self.control = StreamControl(
@@ -209,6 +214,7 @@ class Relay:
             )
             self._session = aiohttp.ClientSession(connector=connector)
         self._arm_watchdog()
+        self.readers.start()
         self.logger.info("relay.start", upstream=urlsplit(self.config.base_url).netloc)
 
     def _arm_watchdog(self) -> None:
@@ -231,6 +237,7 @@ class Relay:
 
     async def _on_cleanup(self, app: web.Application) -> None:
         await self.shutdown(grace=0.0)
+        await self.readers.stop()
         if self._watchdog is not None:
             self._watchdog.cancel()
             self._watchdog = None
