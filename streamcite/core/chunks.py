@@ -145,7 +145,7 @@ class ChunkInterpreter:
         for item in raw:
             if self.done:
                 return  # nothing after [DONE] counts, not even errors
-            if type(item) is bytes:
+            if isinstance(item, bytes):
                 self.feed(item, b"", out)
             elif item is OVERFLOW:
                 self._overflow(out)
@@ -157,7 +157,7 @@ class ChunkInterpreter:
         choice 0 (the common shape: one choice, a string ``delta.content``, no finish
         reason, no chunk-level citations, usage or error), its content, for the
         caller to emit; anything else is interpreted here and None returned."""
-        if type(item) is not bytes:
+        if not isinstance(item, bytes):
             if item is OVERFLOW:
                 self._overflow(out)
             else:
@@ -208,67 +208,20 @@ class ChunkInterpreter:
     def _interpret(self, obj: dict[str, Any], key: str, out: list[Event]) -> None:
         if not self._meta_seen:
             self._meta(obj, out)
-        finishes: list[FinishEvent] | None = None
         choices = obj.get("choices")
-        if choices:
-            if type(choices) is not list:
-                self._fault(out, "bad_chunk", f"choices is not an array: {choices!r:.120}")
-                choices = ()
-            for ch in choices:
-                if type(ch) is not dict:
-                    self._fault(out, "bad_chunk", f"choice is not an object: {ch!r:.120}")
-                    continue
-                delta = ch.get(key)
-                if delta:
-                    if type(delta) is not dict:
-                        self._fault(out, "bad_chunk", f"{key} is not an object: {delta!r:.120}")
-                        delta = {}
-                    content = delta.get("content")
-                    plain = type(content) is str
-                    if (content and plain) or (delta and (not plain or len(delta) > 1)):
-                        idx = ch.get("index", 0)
-                        if type(idx) is not int:
-                            self._fault(
-                                out, "bad_chunk", f"choice index is not an integer: {idx!r:.40}"
-                            )
-                            continue
-                        if content and plain:
-                            self._token(idx, content, out)
-                        if not plain or len(delta) > 1:
-                            interpret_delta(self, idx, delta, out)
-                reason = ch.get("finish_reason")
-                if reason:
-                    idx = ch.get("index", 0)
-                    if type(idx) is not int:
-                        self._fault(
-                            out, "bad_chunk", f"choice index is not an integer: {idx!r:.40}"
-                        )
-                        continue
-                    self._flush(idx, out)
-                    if finishes is None:
-                        finishes = []
-                    finishes.append(FinishEvent(index=idx, reason=str(reason)))
+        finishes = self._choices(choices, key, out) if choices else None
         # Cold: chunk-level fields. Citations come before the finish event so that
         # whoever reacts to ``finish`` (enrichers) sees them in the answer.
         if "citations" in obj or "search_results" in obj:
             self._citations(obj, out)
-        if finishes is not None:
-            self._keep_fields(obj)
-            for f in finishes:
-                self._finished.add(f.index)
-                if f.index == 0:
-                    self._builder.finish_reason = f.reason
-                    self._builder.complete = True
-                    check_tool_arguments(self, out)
-            out.extend(finishes)
-            for f in finishes:
-                if f.reason == "error":
-                    finish_error(self, obj, f.index, out)
+        if finishes:
+            self._finish(obj, finishes, out)
         usage = obj.get("usage")
         if not usage and type(xg := obj.get("x_groq")) is dict:
             usage = xg.get("usage")  # Groq: usage only under x_groq
         if usage:
-            self._usage(usage, out, final=finishes is not None or not choices)
+            final = bool(finishes) or not choices or type(choices) is not list
+            self._usage(usage, out, final=final)
         err = obj.get("error")
         if not err and obj.get("object") == "error":
             err = obj  # vLLM's older top-level error object
@@ -279,6 +232,60 @@ class ChunkInterpreter:
             if obj.get("object") == "error":
                 self.cut = True
                 self._builder.complete = False
+
+    def _choices(self, choices: Any, key: str, out: list[Event]) -> list[FinishEvent]:
+        """Tokens (and other deltas) of each choice; the finish events, for the caller."""
+        finishes: list[FinishEvent] = []
+        if type(choices) is not list:
+            self._fault(out, "bad_chunk", f"choices is not an array: {choices!r:.120}")
+            return finishes
+        for ch in choices:
+            if type(ch) is not dict:
+                self._fault(out, "bad_chunk", f"choice is not an object: {ch!r:.120}")
+                continue
+            delta = ch.get(key)
+            if delta:
+                if type(delta) is not dict:
+                    self._fault(out, "bad_chunk", f"{key} is not an object: {delta!r:.120}")
+                    delta = {}
+                content = delta.get("content")
+                plain = type(content) is str
+                if (content and plain) or (delta and (not plain or len(delta) > 1)):
+                    idx = self._index(ch, out)
+                    if idx is None:
+                        continue
+                    if content and plain:
+                        self._token(idx, content, out)
+                    if not plain or len(delta) > 1:
+                        interpret_delta(self, idx, delta, out)
+            reason = ch.get("finish_reason")
+            if reason:
+                idx = self._index(ch, out)
+                if idx is None:
+                    continue
+                self._flush(idx, out)
+                finishes.append(FinishEvent(index=idx, reason=str(reason)))
+        return finishes
+
+    def _index(self, ch: dict[str, Any], out: list[Event]) -> int | None:
+        idx = ch.get("index", 0)
+        if type(idx) is not int:
+            self._fault(out, "bad_chunk", f"choice index is not an integer: {idx!r:.40}")
+            return None
+        return idx
+
+    def _finish(self, obj: dict[str, Any], finishes: list[FinishEvent], out: list[Event]) -> None:
+        self._keep_fields(obj)
+        for f in finishes:
+            self._finished.add(f.index)
+            if f.index == 0:
+                self._builder.finish_reason = f.reason
+                self._builder.complete = True
+                check_tool_arguments(self, out)
+        out.extend(finishes)
+        for f in finishes:
+            if f.reason == "error":
+                finish_error(self, obj, f.index, out)
 
     def _token(self, idx: int, content: str, out: list[Event]) -> None:
         # Meta comes before the first token or not at all: stop looking for it.

@@ -32,7 +32,7 @@ if [f.name for f in fields(TokenEvent)] != ["type", "index", "text", "display"]:
     raise ImportError("fastpath.py builds TokenEvent by hand: update it to the new fields")
 
 
-def feed_keep_mode(  # noqa: C901 - one inlined loop per chunk: every call here costs
+def feed_keep_mode(  # noqa: C901, RUF100 - the per-chunk loop, inlined: every call costs
     ip: ChunkInterpreter, raw: list[RawEvent], out: list[Event]
 ) -> None:
     """Interpret one read's raw events; choice 0's detector must exist (a token was seen)."""
