@@ -152,17 +152,17 @@ class ChunkInterpreter:
             else:
                 self.feed(item[1], item[0], out)
 
-    def _chunk(self, item: RawEvent, out: list[Event]) -> str | None:
-        """One raw event the template did not take. For a content-only chunk of
-        choice 0 (the common shape: one choice, a string ``delta.content``, no finish
-        reason, no chunk-level citations, usage or error), its content, for the
-        caller to emit; anything else is interpreted here and None returned."""
+    def _chunk(self, item: RawEvent, out: list[Event]) -> None:
+        """One raw event the template did not take. A content-only chunk of choice 0
+        (the common shape: one choice, a string ``delta.content``, no finish reason,
+        no chunk-level citations, usage or error) is parsed and its shape checked
+        inline (and shown to the template); anything else goes the general way."""
         if not isinstance(item, bytes):
             if item is OVERFLOW:
                 self._overflow(out)
             else:
                 self.feed(item[1], item[0], out)
-            return None
+            return
         try:
             obj = _loads(item)
             # The shape of nearly every chunk; anything else raises and goes the
@@ -172,10 +172,10 @@ class ChunkInterpreter:
             content = delta["content"]
         except _JSONDecodeError:
             self.feed(item, b"", out)  # [DONE], or reports the invalid JSON
-            return None
+            return
         except (KeyError, TypeError, ValueError, IndexError):
             self._general(obj, item, out)
-            return None
+            return
         if (
             type(content) is not str
             or ch.get("finish_reason")
@@ -188,10 +188,11 @@ class ChunkInterpreter:
             or (len(delta) > 1 and (not content or _has_extra(delta)))
         ):
             self._general(obj, item, out)
-            return None
+            return
         if self._tpl.on:
             self._tpl.observe(item, content)
-        return content
+        if content:
+            self._token(0, content, out)
 
     def _overflow(self, out: list[Event]) -> None:
         """The decoder dropped an event for its size (its :data:`OVERFLOW` marker)."""

@@ -5,11 +5,13 @@ the :class:`~streamcite.core.template.ContentTemplate` has proven: such a chunk
 costs two slice comparisons, one decode and one event, with no JSON parse, no
 attribute lookup beyond locals and no call into the interpreter. Anything else
 (the first chunks, finish, usage, citations, other choices, errors, other SSE
-events) goes to :meth:`ChunkInterpreter._chunk`, the general path, unchanged.
+events) goes to :meth:`ChunkInterpreter._chunk`, the general path, unchanged; so
+does every chunk of a stream whose envelope varies (the template is off).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import fields
 from typing import TYPE_CHECKING
 
@@ -32,65 +34,100 @@ if [f.name for f in fields(TokenEvent)] != ["type", "index", "text", "display"]:
     raise ImportError("fastpath.py builds TokenEvent by hand: update it to the new fields")
 
 
-def feed_keep_mode(  # noqa: C901, RUF100 - the per-chunk loop, inlined: every call costs
-    ip: ChunkInterpreter, raw: list[RawEvent], out: list[Event]
-) -> None:
-    """Interpret one read's raw events; choice 0's detector must exist (a token was seen)."""
+def feed_keep_mode(ip: ChunkInterpreter, raw: list[RawEvent], out: list[Event]) -> None:
+    """Interpret one read's raw events; choice 0's detector must exist (a token was seen).
+
+    Runs of template chunks go through :func:`_template_run`; each chunk it does
+    not take goes to the general path, and the run resumes after it.
+    """
+    tpl = ip._tpl
+    items = iter(raw)
+    while True:
+        item = _template_run(ip, items, out) if tpl.proven and tpl.on else next(items, None)
+        if item is None:
+            return
+        ip._chunk(item, out)
+        if ip.done:
+            return  # [DONE]: nothing after it in this read counts
+
+
+def _template_run(  # noqa: C901, RUF100 - the per-chunk loop, inlined: every call costs
+    ip: ChunkInterpreter, items: Iterator[RawEvent], out: list[Event]
+) -> RawEvent | None:
+    """Emit the tokens of ``items`` while they fit the proven template; the first
+    item that does not (None when all did)."""
     det = ip._detectors[0]
     offset, held = det.offset, det.held
     append = out.append
     text_append = ip._raw0.append
     token = TokenEvent
     tpl = ip._tpl
-    on = tpl.proven and tpl.on
     pre, suf, plen, slen = tpl.prefix, tpl.suffix, tpl.plen, tpl.slen
     ends = plen + slen
+    stop: RawEvent | None = None
     content: str | None
-    for item in raw:
-        content = None
-        if (
-            on
-            and type(item) is bytes
+    for item in items:
+        if not (
+            type(item) is bytes
             and len(item) >= ends
             and item[:plen] == pre
             and item[len(item) - slen :] == suf
         ):
-            sl = item[plen : len(item) - slen]
-            if _QUOTE in sl or _BACKSLASH in sl:
-                content = string_body(sl)  # escapes (or not a string body: None)
-            else:
-                try:
-                    content = sl.decode()
-                except UnicodeDecodeError:
-                    pass  # the full path reports it
-                else:
-                    if not content.isprintable() and has_control(content):
-                        content = None  # raw control characters: invalid JSON
-        if content is None:
-            det.offset = offset
-            content = ip._chunk(item, out)
-            if ip.done:
-                return  # [DONE]: nothing after it in this read counts
-            offset, held = det.offset, det.held
-            on = tpl.proven and tpl.on
-            pre, suf, plen, slen = tpl.prefix, tpl.suffix, tpl.plen, tpl.slen
-            ends = plen + slen
+            stop = item
+            break
+        sl = item[plen : len(item) - slen]
+        if _QUOTE in sl or _BACKSLASH in sl:
+            content = string_body(sl)  # escapes (or not a string body: None)
             if content is None:
-                continue
-        if content:
-            ev = _new(token)
-            ev.type = "token"
-            ev.index = 0
-            ev.text = content
-            ev.display = content
-            append(ev)
-            text_append(content)
-            if held or "[" in content:
-                det.offset = offset
-                refs = det.feed(content)[1]
-                offset, held = det.offset, det.held
-                if refs:
-                    ip._add_refs(0, refs, out)
-            else:
-                offset += len(content)
+                stop = item
+                break
+        else:
+            try:
+                content = sl.decode()
+            except UnicodeDecodeError:
+                stop = item  # the full path reports it
+                break
+            if not content.isprintable() and has_control(content):
+                stop = item  # raw control characters: invalid JSON
+                break
+        if not content:
+            continue
+        ev = _new(token)
+        ev.type = "token"
+        ev.index = 0
+        ev.text = content
+        ev.display = content
+        append(ev)
+        text_append(content)
+        if not held and "[" not in content:
+            offset += len(content)
+            continue
+        # Keep mode's two usual marker steps, inlined (the detector does the rest):
+        n = len(content)
+        refs = None
+        if held and det.held_refs is not None and content[0] != "(" and "[" not in content:
+            # The held "[n]" is confirmed by a next character that is not "(".
+            refs, det.held_refs = det.held_refs, None
+            det.held = held = ""
+            offset += n
+        elif (
+            not held
+            and content[-1] == "]"
+            and 0 < n - (p := content.find("[")) - 2 <= 4
+            and (num := content[p + 1 : n - 1]).isdigit()
+            and num.isascii()
+            and num[0] != "0"
+        ):
+            # "… [3]": one complete marker ends the token; it awaits its next char.
+            det.held = held = content[p:]
+            det.held_start = offset + p
+            det.held_refs = [(int(num), offset + p)]
+            offset += n
+        else:
+            det.offset = offset
+            refs = det.feed(content)[1]
+            offset, held = det.offset, det.held
+        if refs:
+            ip._add_refs(0, refs, out)
     det.offset = offset
+    return stop

@@ -155,7 +155,7 @@ def _scan(s: str, p: int, nums: list[int]) -> int:
 class FootnoteDetector:
     """Footnote markers of one choice's text, detected incrementally."""
 
-    __slots__ = ("_held_refs", "_render", "_strip", "held", "held_start", "keep", "offset")
+    __slots__ = ("_render", "_strip", "held", "held_refs", "held_start", "keep", "offset")
 
     def __init__(self, mode: MarkerMode = "keep") -> None:
         self.keep = mode == "keep"
@@ -175,18 +175,19 @@ class FootnoteDetector:
         self.held = ""
         """Raw text held back because it may be (the start of) a marker."""
         self.held_start = 0
-        self._held_refs: list[tuple[int, int]] | None = None
-        """Keep mode: the refs of a held *complete* marker that only awaits its next char."""
+        self.held_refs: list[tuple[int, int]] | None = None
+        """Keep mode: the refs of a held *complete* marker that only awaits its next char
+        (``core/fastpath.py`` confirms and sets it inline for the plain ``… [n]`` case)."""
 
     def feed(self, text: str) -> tuple[str, list[tuple[int, int]] | None]:
         """Consume one delta. Returns ``(display text, [(number, offset), ...] or None)``."""
         if not self.held and "[" not in text and (self.keep or text[-1:] not in _SPACE):
             self.offset += len(text)
             return text, None
-        if self._held_refs is not None and text[:1] != "(":
+        if self.held_refs is not None and text[:1] != "(":
             # The held "[n]" is confirmed by a next char that is not "(": no re-scan.
-            refs: list[tuple[int, int]] | None = self._held_refs
-            self._held_refs = None
+            refs: list[tuple[int, int]] | None = self.held_refs
+            self.held_refs = None
             self.held = ""
             if "[" in text:
                 more = self._process(text, self.offset, final=False)[1]
@@ -194,7 +195,7 @@ class FootnoteDetector:
                     refs = [*(refs or ()), *more]
             self.offset += len(text)
             return text, refs
-        self._held_refs = None
+        self.held_refs = None
         if self.keep and not self.held:
             # The usual shape, "… [3]": one complete marker ending the delta. It only
             # awaits its next character (not "("), so hold it with its refs known.
@@ -204,7 +205,7 @@ class FootnoteDetector:
                 offset = self.offset + p
                 self.held = text[p:]
                 self.held_start = offset
-                self._held_refs = [(int(n), offset) for n in m.group(1).split(",")]
+                self.held_refs = [(int(n), offset) for n in m.group(1).split(",")]
                 self.offset += len(text)
                 return text, None
         if self.held:
@@ -223,7 +224,7 @@ class FootnoteDetector:
             return "", None
         s, base = self.held, self.held_start
         self.held = ""
-        self._held_refs = None
+        self.held_refs = None
         display, refs = self._process(s, base, final=True)
         return ("" if self.keep else display), refs
 
@@ -244,7 +245,7 @@ class FootnoteDetector:
             if end == _PARTIAL or (end == len(s) and not final):
                 hold = p
                 if end != _PARTIAL and self.keep:
-                    self._held_refs = [(number, base + p) for number in nums]
+                    self.held_refs = [(number, base + p) for number in nums]
                 break
             if end < len(s) and s[end] == "(":
                 p = s.find("[", end)  # a markdown link, not a footnote
