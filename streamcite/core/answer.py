@@ -46,7 +46,8 @@ class AnswerBuilder:
     """Collects the parts of one answer; :meth:`snapshot` returns the answer so far."""
 
     __slots__ = (
-        "_joined",
+        "_display",
+        "_text",
         "chunk_fields",
         "citation_spans",
         "citations",
@@ -72,11 +73,13 @@ class AnswerBuilder:
     )
 
     def __init__(self) -> None:
-        self._joined = (0, 0)  # leading text/display parts that are compacted blocks
+        self._text = ""  # choice 0's raw text up to the last compaction
+        self._display = ""  # and its display text (unused in keep mode)
         self.text_parts: list[str] = []
-        """Raw token texts of choice 0."""
+        """Raw token texts of choice 0 since the last :meth:`compact`."""
         self.display_parts: list[str] = []
-        """Display texts of choice 0 (unused when ``display_is_text``: keep mode)."""
+        """Display texts of choice 0 since the last :meth:`compact` (unused when
+        ``display_is_text``: keep mode)."""
         self.display_is_text = False
         self.refs: list[CitationRefEvent] = []
         """The citation_ref events (turned into CitationRef in :meth:`snapshot`)."""
@@ -177,27 +180,33 @@ class AnswerBuilder:
             self.grounding = ev.to_result()
 
     def compact(self) -> None:
-        """Join the parts that arrived since the last compaction into one block:
-        memory stays near the text's own size, and each character is copied once
-        (appending a block, never re-joining the whole text: flat at any length).
+        """Append the parts that arrived since the last compaction to the text.
 
-        In place, because the chunk interpreter holds references to these lists."""
-        text, disp = self._joined
+        The text is one string grown in place (CPython resizes a string nobody else
+        holds instead of copying it), so memory stays at the text's own size and
+        each character is copied about once: flat at any length. The part lists are
+        emptied in place, because the chunk interpreter holds references to them."""
         parts = self.text_parts
-        if len(parts) - text > 1:
-            parts[text:] = ["".join(parts[text:])]
+        if parts:
+            text, self._text = self._text, ""
+            text += "".join(parts)
+            self._text = text
+            parts.clear()
         dparts = self.display_parts
-        if len(dparts) - disp > 1:
-            dparts[disp:] = ["".join(dparts[disp:])]
-        self._joined = (len(parts), len(dparts))
+        if dparts:
+            display, self._display = self._display, ""
+            display += "".join(dparts)
+            self._display = display
+            dparts.clear()
 
     @property
     def uncompacted(self) -> int:
         """Text parts added since the last :meth:`compact`."""
-        return len(self.text_parts) - self._joined[0]
+        return len(self.text_parts)
 
     def snapshot(self) -> CitedAnswer:
-        """The answer as known now (joins the text; cheap enough to call per UI frame)."""
+        """The answer as known now (compacts the text and shares it with the answer: the
+        next compaction copies it once; cheap enough to call per UI frame)."""
         refs0 = [r for r in self.refs if r.index == 0]
         known = {c.document_index for c in self.citations}
         known.update(n - 1 for s in self.sources if (n := s.number) is not None)
@@ -209,10 +218,11 @@ class AnswerBuilder:
         uncited = sorted(
             {c.document_index for c in self.citations if c.document_index is not None} - referenced
         )
-        text = "".join(self.text_parts)
+        self.compact()
+        text = self._text
         return CitedAnswer(
             text=text,
-            display_text=text if self.display_is_text else "".join(self.display_parts),
+            display_text=text if self.display_is_text else self._display,
             finish_reason=self.finish_reason,
             id=self.id,
             model=self.model,

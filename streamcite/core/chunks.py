@@ -35,6 +35,7 @@ from streamcite.core.template import ContentTemplate
 __all__ = ["ChunkInterpreter", "error_from_payload"]
 
 _loads = orjson.loads
+_new = object.__new__
 _JSONDecodeError = orjson.JSONDecodeError
 _EXTRA_KEYS = ("reasoning_content", "reasoning", "refusal", "tool_calls", "annotations")
 
@@ -312,10 +313,17 @@ class ChunkInterpreter:
     # -- cold paths ----------------------------------------------------------------
 
     def _add_refs(self, idx: int, refs: list[tuple[int, int]], out: list[Event]) -> None:
+        keep = self._refs.append
         for number, offset in refs:
-            ev = CitationRefEvent(idx, number, number - 1, offset)
+            # Built field by field, as tokens are (fastpath.py guards the fields).
+            ev = _new(CitationRefEvent)
+            ev.type = "citation_ref"
+            ev.index = idx
+            ev.number = number
+            ev.document_index = number - 1
+            ev.offset = offset
             out.append(ev)
-            self._refs.append(ev)
+            keep(ev)
 
     def _flush(self, idx: int, out: list[Event]) -> None:
         det = self._detectors.get(idx)

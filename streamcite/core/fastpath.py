@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import fields
 from typing import TYPE_CHECKING
 
-from streamcite.core.events import Event, TokenEvent
+from streamcite.core.events import CitationRefEvent, Event, TokenEvent
 from streamcite.core.template import has_control, string_body
 
 if TYPE_CHECKING:
@@ -25,13 +25,16 @@ if TYPE_CHECKING:
 __all__ = ["feed_keep_mode"]
 
 _new = object.__new__
-_QUOTE = 0x22  # ints, not b'"': bytes membership with a bytes operand first tries
-_BACKSLASH = 0x5C  # int() of it, raising and catching a TypeError (ten times slower)
+# Byte membership is tested with ints (0x22 for '"', 0x5C for a backslash): with a
+# bytes operand, ``b'"' in s`` first tries int() of it, raising and catching a
+# TypeError, which is ten times slower.
 
-# Tokens are built field by field below (no Python __init__ call per token): this
-# holds the loop to TokenEvent's fields, at import, if they ever change.
-if [f.name for f in fields(TokenEvent)] != ["type", "index", "text", "display"]:
-    raise ImportError("fastpath.py builds TokenEvent by hand: update it to the new fields")
+# Tokens (and, in chunks.py, citation refs) are built field by field, with no Python
+# __init__ call per event: this holds that code to the events' fields, at import.
+if [f.name for f in fields(TokenEvent)] != ["type", "index", "text", "display"] or [
+    f.name for f in fields(CitationRefEvent)
+] != ["type", "index", "number", "document_index", "offset"]:
+    raise ImportError("events are built by hand in fastpath.py and chunks.py: update them")
 
 
 def feed_keep_mode(ip: ChunkInterpreter, raw: list[RawEvent], out: list[Event]) -> None:
@@ -61,22 +64,19 @@ def _template_run(  # noqa: C901, RUF100 - the per-chunk loop, inlined: every ca
     append = out.append
     text_append = ip._raw0.append
     token = TokenEvent
+    new = _new
     tpl = ip._tpl
     pre, suf, plen, slen = tpl.prefix, tpl.suffix, tpl.plen, tpl.slen
     ends = plen + slen
     stop: RawEvent | None = None
     content: str | None
     for item in items:
-        if not (
-            type(item) is bytes
-            and len(item) >= ends
-            and item[:plen] == pre
-            and item[len(item) - slen :] == suf
-        ):
+        # A tuple item (an SSE event with fields) is 4 long: never ``>= ends``.
+        if not ((m := len(item)) >= ends and item[:plen] == pre and item[m - slen :] == suf):
             stop = item
             break
-        sl = item[plen : len(item) - slen]
-        if _QUOTE in sl or _BACKSLASH in sl:
+        sl: bytes = item[plen : m - slen]  # type: ignore[assignment]
+        if 0x22 in sl or 0x5C in sl:  # a quote or a backslash (ints: see above)
             content = string_body(sl)  # escapes (or not a string body: None)
             if content is None:
                 stop = item
@@ -92,7 +92,7 @@ def _template_run(  # noqa: C901, RUF100 - the per-chunk loop, inlined: every ca
                 break
         if not content:
             continue
-        ev = _new(token)
+        ev = new(token)
         ev.type = "token"
         ev.index = 0
         ev.text = content
