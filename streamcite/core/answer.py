@@ -6,6 +6,7 @@ The chunk interpreter appends to the public lists directly on the hot path (one
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -129,55 +130,51 @@ class AnswerBuilder:
     def add(self, ev: Event) -> None:
         """Fold one event into the answer (events already folded by the interpreter are
         recognised by identity of type and need not be passed again)."""
-        t = type(ev)
-        if t is TokenEvent:
-            assert isinstance(ev, TokenEvent)
-            if ev.index == 0:
-                self.text_parts.append(ev.text)
-                if not self.display_is_text:
-                    self.display_parts.append(ev.display)
-        elif t is CitationRefEvent:
-            assert isinstance(ev, CitationRefEvent)
-            self.refs.append(ev)
-        elif t is CitationsEvent:
-            assert isinstance(ev, CitationsEvent)
-            if ev.citations:
-                self.citations = ev.citations
-            if ev.spans:
-                self.citation_spans = ev.spans
-        elif t is FinishEvent:
-            assert isinstance(ev, FinishEvent)
-            if ev.index == 0:
-                self.finish_reason = ev.reason
-                self.complete = True
-        elif t is UsageEvent:
-            assert isinstance(ev, UsageEvent)
-            self.usage = ev.to_usage()
-        elif t is MetaEvent:
-            assert isinstance(ev, MetaEvent)
-            self.id = self.id or ev.id
-            self.model = self.model or ev.model
-        elif t is ErrorEvent:
-            assert isinstance(ev, ErrorEvent)
-            self.error(ev)
-        elif t is ReasoningEvent:
-            assert isinstance(ev, ReasoningEvent)
-            if ev.index == 0:
-                self.reasoning_parts.append(ev.text)
-        elif t is RefusalEvent:
-            assert isinstance(ev, RefusalEvent)
-            if ev.index == 0:
-                self.refusal_parts.append(ev.text)
-        elif t is ToolCallEvent:
-            assert isinstance(ev, ToolCallEvent)
-            if ev.index == 0:
-                self.tool_call(ev)
-        elif t is SourcesEvent:
-            assert isinstance(ev, SourcesEvent)
-            self.sources = ev.sources
-        elif t is GroundingEvent:
-            assert isinstance(ev, GroundingEvent)
-            self.grounding = ev.to_result()
+        fold = _FOLD.get(type(ev))
+        if fold is not None:
+            fold(self, ev)
+
+    def _token(self, ev: TokenEvent) -> None:
+        if ev.index == 0:
+            self.text_parts.append(ev.text)
+            if not self.display_is_text:
+                self.display_parts.append(ev.display)
+
+    def _citations(self, ev: CitationsEvent) -> None:
+        if ev.citations:
+            self.citations = ev.citations
+        if ev.spans:
+            self.citation_spans = ev.spans
+
+    def _finish(self, ev: FinishEvent) -> None:
+        if ev.index == 0:
+            self.finish_reason = ev.reason
+            self.complete = True
+
+    def _meta(self, ev: MetaEvent) -> None:
+        self.id = self.id or ev.id
+        self.model = self.model or ev.model
+
+    def _reasoning(self, ev: ReasoningEvent) -> None:
+        if ev.index == 0:
+            self.reasoning_parts.append(ev.text)
+
+    def _refusal(self, ev: RefusalEvent) -> None:
+        if ev.index == 0:
+            self.refusal_parts.append(ev.text)
+
+    def _tool_call(self, ev: ToolCallEvent) -> None:
+        if ev.index == 0:
+            self.tool_call(ev)
+
+    def _sources(self, ev: SourcesEvent) -> None:
+        self.sources = ev.sources
+
+    def _grounding(self, ev: GroundingEvent) -> None:
+        self.grounding = ev.to_result()
+
+    def _usage(self, ev: UsageEvent) -> None:
+        self.usage = ev.to_usage()
 
     def compact(self) -> None:
         """Append the parts that arrived since the last compaction to the text.
@@ -246,3 +243,20 @@ class AnswerBuilder:
             errors_dropped=self.errors_dropped,
             enrichment_skipped=self.enrichment_skipped,
         )
+
+
+_FOLD: dict[type, Callable[[AnswerBuilder, Any], None]] = {
+    TokenEvent: AnswerBuilder._token,
+    CitationRefEvent: lambda b, ev: b.refs.append(ev),
+    CitationsEvent: AnswerBuilder._citations,
+    FinishEvent: AnswerBuilder._finish,
+    UsageEvent: AnswerBuilder._usage,
+    MetaEvent: AnswerBuilder._meta,
+    ErrorEvent: AnswerBuilder.error,
+    ReasoningEvent: AnswerBuilder._reasoning,
+    RefusalEvent: AnswerBuilder._refusal,
+    ToolCallEvent: AnswerBuilder._tool_call,
+    SourcesEvent: AnswerBuilder._sources,
+    GroundingEvent: AnswerBuilder._grounding,
+}
+"""How :meth:`AnswerBuilder.add` folds each event type (by exact type, as before)."""

@@ -228,6 +228,20 @@ class FootnoteDetector:
         display, refs = self._process(s, base, final=True)
         return ("" if self.keep else display), refs
 
+    def _hold(self, s: str, base: int, hold: int, emitted: int, final: bool) -> None:
+        """Hold back ``s[hold:]`` (-1: nothing), what may still become a marker."""
+        if not self.keep and not final:
+            # Spaces right before a (possible) marker are held too, so they can go with it.
+            if hold == -1:
+                hold = len(s)
+            while hold > emitted and s[hold - 1] in _SPACE:
+                hold -= 1
+        if hold == -1 or hold >= len(s):
+            self.held = ""
+        else:
+            self.held = s[hold:]
+            self.held_start = base + hold
+
     def _process(
         self, s: str, base: int, *, final: bool
     ) -> tuple[str, list[tuple[int, int]] | None]:
@@ -265,17 +279,7 @@ class FootnoteDetector:
                     out.append("".join(self._render(n) for n in nums))
                 emitted = end
             p = s.find("[", end)
-        if not self.keep and not final:
-            # Spaces right before a (possible) marker are held too, so they can go with it.
-            if hold == -1:
-                hold = len(s)
-            while hold > emitted and s[hold - 1] in _SPACE:
-                hold -= 1
-        if hold == -1 or hold >= len(s):
-            self.held = ""
-        else:
-            self.held = s[hold:]
-            self.held_start = base + hold
+        self._hold(s, base, hold, emitted, final)
         if self.keep:
             return "", refs  # display is exactly the raw delta; feed() passes it through
         out.append(s[emitted : len(s) - len(self.held)])
