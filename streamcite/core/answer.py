@@ -7,7 +7,7 @@ The chunk interpreter appends to the public lists directly on the hot path (one
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any
 
 from streamcite.core.events import (
@@ -224,9 +224,7 @@ class AnswerBuilder:
             id=self.id,
             model=self.model,
             citations=list(self.citations),
-            citation_refs=[
-                CitationRef(r.index, r.number, r.document_index, r.offset) for r in self.refs
-            ],
+            citation_refs=_citation_refs(self.refs),
             dangling_refs=dangling,
             uncited_documents=uncited,
             sources=list(self.sources),
@@ -244,6 +242,27 @@ class AnswerBuilder:
             enrichment_skipped=self.enrichment_skipped,
         )
 
+
+def _citation_refs(refs: list[CitationRefEvent]) -> list[CitationRef]:
+    """The answer's CitationRefs, built field by field (no __init__ call per ref: an
+    answer with a marker every few tokens has tens of thousands of them)."""
+    out: list[CitationRef] = []
+    keep = out.append
+    new = object.__new__
+    for r in refs:
+        c = new(CitationRef)
+        c.index, c.number, c.document_index, c.offset = (
+            r.index,
+            r.number,
+            r.document_index,
+            r.offset,
+        )
+        keep(c)
+    return out
+
+
+if [f.name for f in fields(CitationRef)] != ["index", "number", "document_index", "offset"]:
+    raise ImportError("answer.py builds CitationRef by hand: update _citation_refs")
 
 _FOLD: dict[type, Callable[[AnswerBuilder, Any], None]] = {
     TokenEvent: AnswerBuilder._token,

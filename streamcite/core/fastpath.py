@@ -16,6 +16,7 @@ from dataclasses import fields
 from typing import TYPE_CHECKING
 
 from streamcite.core.events import CitationRefEvent, Event, TokenEvent
+from streamcite.core.markers import TAIL_MARKERS, FootnoteDetector
 from streamcite.core.template import has_control, string_body
 
 if TYPE_CHECKING:
@@ -60,11 +61,14 @@ def _template_run(  # noqa: C901, RUF100 - the per-chunk loop, inlined: every ca
     """Emit the tokens of ``items`` while they fit the proven template; the first
     item that does not (None when all did)."""
     det = ip._detectors[0]
-    offset, held = det.offset, det.held
+    offset, held, hrefs = det.offset, det.held, det.held_refs
     append = out.append
+    keep_ref = ip._refs.append
+    ref_type = CitationRefEvent
     text_append = ip._raw0.append
     token = TokenEvent
     new = _new
+    tails = TAIL_MARKERS
     tpl = ip._tpl
     pre, suf, plen, slen = tpl.prefix, tpl.suffix, tpl.plen, tpl.slen
     ends = plen + slen
@@ -102,32 +106,40 @@ def _template_run(  # noqa: C901, RUF100 - the per-chunk loop, inlined: every ca
         if not held and "[" not in content:
             offset += len(content)
             continue
-        # Keep mode's two usual marker steps, inlined (the detector does the rest):
-        n = len(content)
-        refs = None
-        if held and det.held_refs is not None and content[0] != "(" and "[" not in content:
+        # Keep mode's two usual marker steps, inlined, on locals (else the detector):
+        if held and hrefs is not None and content[0] != "(" and "[" not in content:
             # The held "[n]" is confirmed by a next character that is not "(".
-            refs, det.held_refs = det.held_refs, None
-            det.held = held = ""
-            offset += n
-        elif (
-            not held
-            and content[-1] == "]"
-            and 0 < n - (p := content.find("[")) - 2 <= 4
-            and (num := content[p + 1 : n - 1]).isdigit()
-            and num.isascii()
-            and num[0] != "0"
-        ):
+            refs, hrefs, held = hrefs, None, ""
+            offset += len(content)
+        elif not held and (number := tails.get(content[(p := content.find("[")) :])) is not None:
             # "… [3]": one complete marker ends the token; it awaits its next char.
-            det.held = held = content[p:]
-            det.held_start = offset + p
-            det.held_refs = [(int(num), offset + p)]
-            offset += n
+            held, hrefs = content[p:], [(number, offset + p)]
+            offset += len(content)
+            continue
         else:
-            det.offset = offset
-            refs = det.feed(content)[1]
-            offset, held = det.offset, det.held
-        if refs:
-            ip._add_refs(0, refs, out)
-    det.offset = offset
+            _sync(det, offset, held, hrefs)
+            found = det.feed(content)[1]
+            offset, held, hrefs = det.offset, det.held, det.held_refs
+            if not found:
+                continue
+            refs = found
+        for number, at in refs:
+            ref = new(ref_type)  # as chunks.py's _add_refs, inlined
+            ref.type = "citation_ref"
+            ref.index = 0
+            ref.number = number
+            ref.document_index = number - 1
+            ref.offset = at
+            append(ref)
+            keep_ref(ref)
+    _sync(det, offset, held, hrefs)
     return stop
+
+
+def _sync(
+    det: FootnoteDetector, offset: int, held: str, hrefs: list[tuple[int, int]] | None
+) -> None:
+    """Hand the loop's local detector state back to the detector."""
+    det.offset, det.held, det.held_refs = offset, held, hrefs
+    if hrefs is not None:
+        det.held_start = hrefs[0][1]  # a held complete marker starts at its ref's offset

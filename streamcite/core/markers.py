@@ -44,6 +44,9 @@ _MARKER = re.compile(r"\[(" + _NUMBERS + r")\](?!\()")
 _SPACED_MARKER = re.compile(r"[ \t]*\[(" + _NUMBERS + r")\](?!\()")
 # A complete marker that ends the text: it still awaits its next character.
 _TAIL_MARKER = re.compile(r"\[(" + _NUMBERS + r")\]\Z")
+# The usual complete tail marker of a token, "[1]" … "[199]", and its number: one dict
+# lookup instead of a scan and int() (core/fastpath.py; others go the detector's way).
+TAIL_MARKERS: dict[str, int] = {f"[{i}]": i for i in range(1, 200)}
 _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 _MAX_DIGITS = 4
 _PARTIAL = -1
