@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import fields, replace
+from operator import attrgetter
 from typing import Any
 
 from streamcite.core.events import (
@@ -204,14 +205,9 @@ class AnswerBuilder:
     def snapshot(self) -> CitedAnswer:
         """The answer as known now (compacts the text and shares it with the answer: the
         next compaction copies it once; cheap enough to call per UI frame)."""
-        refs0 = [r for r in self.refs if r.index == 0]
         known = {c.document_index for c in self.citations}
         known.update(n - 1 for s in self.sources if (n := s.number) is not None)
-        referenced = {r.document_index for r in refs0}
-        dangling: list[int] = []
-        for r in refs0:
-            if r.document_index not in known and r.number not in dangling:
-                dangling.append(r.number)
+        referenced, dangling = _refs_of_choice0(self.refs, known)
         uncited = sorted(
             {c.document_index for c in self.citations if c.document_index is not None} - referenced
         )
@@ -241,6 +237,26 @@ class AnswerBuilder:
             errors_dropped=self.errors_dropped,
             enrichment_skipped=self.enrichment_skipped,
         )
+
+
+_INDEX = attrgetter("index")
+_DOCUMENT_INDEX = attrgetter("document_index")
+
+
+def _refs_of_choice0(
+    refs: list[CitationRefEvent], known: set[int | None]
+) -> tuple[set[int], list[int]]:
+    """The document indexes choice 0's refs reference, and the footnote numbers (in
+    first-seen order) that reference no known document. The per-ref passes run in C
+    (``map``); the exact loop only when some reference is unknown."""
+    refs0 = refs if set(map(_INDEX, refs)) <= {0} else [r for r in refs if r.index == 0]
+    referenced = set(map(_DOCUMENT_INDEX, refs0))
+    dangling: list[int] = []
+    if not referenced <= known:
+        for r in refs0:
+            if r.document_index not in known and r.number not in dangling:
+                dangling.append(r.number)
+    return referenced, dangling
 
 
 def _citation_refs(refs: list[CitationRefEvent]) -> list[CitationRef]:
