@@ -55,7 +55,7 @@ def feed_keep_mode(ip: ChunkInterpreter, raw: list[RawEvent], out: list[Event]) 
             return  # [DONE]: nothing after it in this read counts
 
 
-def _template_run(  # noqa: C901, RUF100 - the per-chunk loop, inlined: every call costs
+def _template_run(  # the per-chunk loop, inlined: every call costs
     ip: ChunkInterpreter, items: Iterator[RawEvent], out: list[Event]
 ) -> RawEvent | None:
     """Emit the tokens of ``items`` while they fit the proven template; the first
