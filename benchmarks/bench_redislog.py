@@ -40,8 +40,8 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from streamcite.relay.log import StreamLog  # noqa: E402
 from streamcite.relay.memlog import MemoryStreamLog  # noqa: E402
+from streamcite.relay.streamlog import StreamLog  # noqa: E402
 
 RATE = 50.0
 WORDS = [" the", " policy", " allows", " remote", " work", " up", " to", " three", " days", " [1]"]
@@ -152,12 +152,15 @@ async def run_mode(mode: str, n: int, seconds: float, url: str | None) -> dict[s
         cpu1 = os.times()
         await log.aclose()
     else:
-        from streamcite.relay.redislog import RedisStreamLog
+        from streamcite.relay.redis import RedisLogSettings, RedisStreamLog
 
         assert url is not None
-        delivery = "immediate" if mode == "redis-local-immediate" else "after_write"
         log = RedisStreamLog(
-            url, instance_id=f"bench-reader-{mode}-{n}-{run}", local_delivery=delivery
+            RedisLogSettings(
+                url,
+                instance_id=f"bench-reader-{mode}-{n}-{run}",
+                local_delivery="immediate" if mode == "redis-local-immediate" else "after_write",
+            )
         )
         await log.connect()
         if mode in ("redis-local", "redis-local-immediate"):
@@ -220,9 +223,9 @@ async def run_mode(mode: str, n: int, seconds: float, url: str | None) -> dict[s
 
 
 async def writer_role(url: str, n: int, seconds: float, sids: list[str]) -> None:
-    from streamcite.relay.redislog import RedisStreamLog
+    from streamcite.relay.redis import RedisLogSettings, RedisStreamLog
 
-    log = RedisStreamLog(url, instance_id=f"bench-owner-{os.getpid()}")
+    log = RedisStreamLog(RedisLogSettings(url, instance_id=f"bench-owner-{os.getpid()}"))
     await log.connect()
     await open_streams(log, sids, "bench-owner")
     trips0 = log.stats()["round_trips"]

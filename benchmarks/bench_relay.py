@@ -21,7 +21,7 @@ For each N (default 100 and 1,000):
               use, TCP connections to the backend still established
 
 Run: ``.venv/bin/python benchmarks/bench_relay.py [--clients 100,1000] [--log memory|redis]``
-(``--log redis`` needs ``streamcite.relay.redislog`` and ``--redis-url``).
+(``--log redis`` needs ``streamcite.relay.redis`` and ``--redis-url``).
 
 ``--streams 300,1000 --duration 10 [--json out.json]`` runs the scale mode instead
 (``benchmarks/relay_scale.py``): the relay pinned to one core, the upstream and the clients
@@ -218,14 +218,12 @@ def _make_log(kind: str, redis_url: str | None, instance_id: str) -> Any:
 
         return MemoryStreamLog()
     try:
-        from streamcite.relay.redislog import RedisStreamLog
+        from streamcite.relay.redis import RedisLogSettings, RedisStreamLog
     except ImportError as exc:
-        raise SystemExit(
-            f"--log redis is not available: streamcite.relay.redislog ({exc})"
-        ) from None
+        raise SystemExit(f"--log redis is not available: streamcite.relay.redis ({exc})") from None
     if not redis_url:
         raise SystemExit("--log redis needs --redis-url (or STREAMCITE_REDIS_URL)")
-    return RedisStreamLog(redis_url, instance_id=instance_id)
+    return RedisStreamLog(RedisLogSettings(redis_url, instance_id=instance_id))
 
 
 def _percentile(sorted_values: list[float], q: float) -> float:

@@ -231,9 +231,9 @@ def relay_main(conn: Connection, upstream_base: str, n: int, log_kind: str, redi
         )
         log: Any = None
         if log_kind == "redis":
-            from streamcite.relay.redislog import RedisStreamLog
+            from streamcite.relay.redis import RedisLogSettings, RedisStreamLog
 
-            log = RedisStreamLog(redis, instance_id=config.instance_id)
+            log = RedisStreamLog(RedisLogSettings(redis, instance_id=config.instance_id))
             await log.connect()
         async with RelayServer(config, log=log) as server:
             conn.send(server.ws_url)

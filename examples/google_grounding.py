@@ -9,7 +9,8 @@ finish chunk arrives, concurrently with the Wikit sources.
     .venv/bin/python examples/google_grounding.py "Quanti giorni di ferie spettano?"
 
 Real Google (Vertex AI Search / Discovery Engine): check an answer against facts.
-Credentials: GOOGLE_ACCESS_TOKEN (e.g. ``gcloud auth print-access-token``), else
+Credentials: GOOGLE_OAUTH_ACCESS_TOKEN (e.g. ``gcloud auth print-access-token``; the
+older name GOOGLE_ACCESS_TOKEN is read too), else
 Application Default Credentials (``pip install 'streamcite[google]'`` and
 ``gcloud auth application-default login``). The caller needs the permission
 discoveryengine.groundingConfigs.check; a user login also needs a quota project.
@@ -93,7 +94,8 @@ async def online(project: str, quota_project: str | None) -> None:
     ]
     async with GoogleGrounding(
         CONFIG.format(project=project),
-        token=os.environ.get("GOOGLE_ACCESS_TOKEN"),  # None: Application Default Credentials
+        # None: Application Default Credentials. GOOGLE_ACCESS_TOKEN: the name used before.
+        token=os.environ.get("GOOGLE_OAUTH_ACCESS_TOKEN") or os.environ.get("GOOGLE_ACCESS_TOKEN"),
         quota_project=quota_project,
         request_timeout=15,
         retries=3,

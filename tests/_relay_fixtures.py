@@ -25,6 +25,7 @@ from aiohttp import web
 
 from streamcite.core.sse import SSEDecoder
 from streamcite.relay.server import RelayConfig, RelayServer
+from tests._wait import wait_until
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -245,12 +246,8 @@ async def ws_client(
 
 
 async def eventually(predicate: Any, limit: float = 10.0, step: float = 0.02) -> None:
-    """Wait until ``predicate()`` is true; fail after ``limit`` seconds."""
-    for _ in range(int(limit / step) + 1):
-        if predicate():
-            return
-        await asyncio.sleep(step)
-    raise AssertionError(f"condition not met within {limit} s")
+    """Wait until ``predicate()`` is true; fail after ``limit`` seconds (``_wait.wait_until``)."""
+    await wait_until(predicate, timeout=limit, interval=step)
 
 
 def text_of(events: Sequence[dict[str, Any]]) -> str:

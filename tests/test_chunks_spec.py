@@ -14,6 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from streamcite import ChatStreamParser, Event
+from tests._upstream import chunk
+
 try:
     import _streams as S
 except ImportError:  # tests/ imported as a package
@@ -792,3 +795,46 @@ def test_any_split_of_realistic_streams_yields_the_same_events(
         # empty reads between the pieces (transports may yield them)
         feeds = [x for f in feeds for x in (f, b"")]
     assert S.normalise(run(feeds, marker_mode=mode)) == S.normalise(run(raw, marker_mode=mode))
+
+
+# -- regressions found in review (each failed before its fix) ---------------------------
+
+
+def _splits(data: bytes) -> list[list[bytes]]:
+    """Whole, byte by byte, and cut at 7."""
+    return [[data], [data[i : i + 1] for i in range(len(data))], [data[:7], data[7:]]]
+
+
+def test_parser_reports_oversize_and_keeps_tokens_however_split() -> None:
+    data = chunk("a") + b"data: " + b"x" * 300 + b"\n\n" + chunk("b", "stop") + b"data: [DONE]\n\n"
+    for parts in _splits(data):
+        p = ChatStreamParser(max_event_size=200)
+        events: list[Event] = []
+        for part in parts:
+            events += p.feed(part)
+        events += p.close()
+        assert [e.type for e in events if e.type in ("token", "error")] == [
+            "token",
+            "error",
+            "token",
+        ]
+        assert p.answer.text == "ab"
+
+
+@pytest.mark.parametrize("index", [b"null", b"false", b"0.0", b'"0"'])
+def test_choice_index_not_an_int_is_bad_chunk_however_split(index: bytes) -> None:
+    bad = b'data: {"choices":[{"index":' + index + b',"delta":{"content":"X"}}]}\n\n'
+    data = chunk("a") + chunk("b") + bad + chunk("c", "stop") + b"data: [DONE]\n\n"
+    for parts in _splits(data):
+        events = list(iter_events(parts))
+        assert [e.code for e in events if isinstance(e, ErrorEvent)] == ["bad_chunk"]
+        assert events[-1].answer.text == "abc"  # type: ignore[union-attr]
+
+
+def test_anything_after_done_is_ignored_however_split() -> None:
+    err = b'event: error\ndata: {"error": {"message": "late"}}\n\n'
+    data = chunk("a") + chunk("b", "stop") + b"data: [DONE]\n\n" + err + chunk("zzz")
+    for parts in _splits(data):
+        events = list(iter_events(parts))
+        assert not [e for e in events if isinstance(e, ErrorEvent)]
+        assert events[-1].answer.text == "ab"  # type: ignore[union-attr]

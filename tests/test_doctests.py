@@ -9,8 +9,11 @@ import pytest
 
 MODULES = [
     "streamcite.apps._terminal",
+    "streamcite.bench.cells",
+    "streamcite.core._validate",
     "streamcite.core.events",
     "streamcite.core.markers",
+    "streamcite.relay.readers",
     "streamcite.core.offsets",
     "streamcite.core.redact",
     "streamcite.core.retry_after",

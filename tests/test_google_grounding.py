@@ -968,3 +968,25 @@ async def test_enricher_with_fixed_facts(google: FakeGoogle) -> None:
     event = await g.enrich(ctx_with(answer_of(), None, []))
     assert google.seen[0].body["facts"] == [{"factText": "Les pingouins ne volent pas haut."}]  # type: ignore[index]
     assert event.claims[3].supported
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"supportScore": 0.5, "citedChunks": [{"chunkText": "a", "source": "²"}], "claims": []},
+        {"supportScore": 0.5, "citedChunks": [{"chunkText": "a", "source": "9" * 5000}]},
+        {"supportScore": 0.5, "citedChunks": [{"chunkText": "a", "source": "0"}],
+         "claims": [{"claimText": "x", "citationIndices": ["①"]}]},
+    ],
+)  # fmt: skip
+def test_unicode_digits_in_a_check_response_are_typed_never_value_error(body: Any) -> None:
+    """'²' and '①' passed str.isdigit() and then int() raised ValueError out of the parser."""
+    from streamcite.core.errors import MalformedResponse
+    from streamcite.enrich.google import parse_check_response
+
+    try:
+        result = parse_check_response(body, raw_answer="x")
+    except MalformedResponse as exc:
+        assert "citationIndices" in str(exc)  # the claim names a chunk it cannot name
+        return
+    assert [c.fact_index for c in result.cited_chunks] == [None]  # "²" names no fact

@@ -54,11 +54,11 @@ def test_counts_are_derived_for_results_built_elsewhere() -> None:
 def _render(result: GroundingResult) -> str:
     from rich.console import Console
 
-    from streamcite.apps import ask
+    from streamcite.apps import _answer_summary
 
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=True, color_system="standard", width=200)
-    ask._print_claims(console, CitedAnswer(text="x", grounding=result), "superscript")
+    _answer_summary.print_claims(console, CitedAnswer(text="x", grounding=result), "superscript")
     return buf.getvalue()
 
 

@@ -60,3 +60,28 @@ def test_version_is_single_sourced() -> None:
     from importlib.metadata import version
 
     assert streamcite.__version__ == version("streamcite")
+
+
+def test_help_opens_with_one_screen_naming_the_five() -> None:
+    """``help(streamcite)``: its description (what pydoc prints before the package
+    contents and the reference of each exported class) fits a 24-line screen."""
+    import pydoc
+
+    text = pydoc.render_doc(streamcite, renderer=pydoc.plaintext)
+    first_screen = text.split("PACKAGE CONTENTS")[0].splitlines()
+    assert len(first_screen) <= 24
+    described = "\n".join(first_screen)
+    for name in ("stream_chat", "ChatStream", "CitedAnswer", "iter_events", "aiter_events"):
+        assert name in described
+
+
+def test_moved_modules_keep_their_import_paths() -> None:
+    """The pipeline, Google and Wikit modules became packages; their names still import."""
+    from streamcite.enrich import google, wikit
+    from streamcite.pipeline import ChatStream, Timeouts, stream_chat
+
+    assert stream_chat is ChatStream and Timeouts().total == 600.0
+    for mod in (google, wikit):
+        for name in mod.__all__:
+            assert getattr(mod, name) is not None, (mod.__name__, name)
+    assert google.prepare_facts.__module__ == "streamcite.enrich.facts"

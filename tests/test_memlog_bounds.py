@@ -1,4 +1,6 @@
-"""MemoryStreamLog's limits bound the memory it really holds (measured with tracemalloc).
+"""MemoryStreamLog's own limits: they bound the memory it really holds (measured with
+tracemalloc), and how many streams it keeps. The contract it shares with the Redis log is in
+``test_streamlog_contract.py``.
 
 ``orjson.dumps`` results hold about 4 KiB however short they are: a log that keeps the
 caller's ``bytes`` and counts ``len(payload)`` holds tens of times what it accounts.
@@ -12,8 +14,9 @@ import tracemalloc
 import orjson
 
 from streamcite.core.events import TokenEvent
-from streamcite.relay.log import LogEntry
 from streamcite.relay.memlog import MemoryStreamLog
+from streamcite.relay.streamlog import LogEntry
+from tests._wait import wait_until
 
 
 def _token(i: int) -> bytes:
@@ -117,4 +120,22 @@ async def test_per_stream_limit_counts_held_bytes() -> None:
     entries = await log.read("s", 0)
     assert stats["bytes"] == sum(len(e.payload) + 8 for e in entries)
     assert entries[-1].seq == 5_000
+    await log.aclose()
+
+
+async def test_max_streams_evicts_finished_streams_first_and_retention_drops_them() -> None:
+    log = MemoryStreamLog(retention=0.05, max_streams=2)
+    for sid in ("a", "b"):
+        await log.open_stream(sid, owner="me")
+        await log.append(sid, b"{}")
+    await log.finish("a")
+    await log.open_stream("c", owner="me")  # over max_streams: the finished "a" goes
+    assert await log.status("a") is None and await log.status("b") is not None
+    await log.finish("b")
+
+    async def b_dropped() -> bool:
+        return await log.status("b") is None
+
+    await wait_until(b_dropped, timeout=5, what="retention over")
+    assert len(log) == 1  # "c", live, is never dropped
     await log.aclose()

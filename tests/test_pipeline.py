@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 import pytest
+from aiohttp import web
 from structlog.testing import capture_logs
 
 from streamcite import (
@@ -22,6 +23,7 @@ from streamcite import (
 )
 from streamcite.enrich.base import EnrichContext
 from tests._upstream import WORDS, Upstream, chunk, full_stream
+from tests._wait import wait_until
 from tests.conftest import ServeFn
 
 TRANSPORTS = ["httpx", "aiohttp"]
@@ -251,10 +253,8 @@ async def test_leaving_early_closes_the_upstream_connection(serve: ServeFn, tran
         async for ev in s:
             if ev.type == "token":
                 break
-    for _ in range(100):  # the server notices the closed socket on its next write
-        if up.open_streams == 0 and len(asyncio.all_tasks()) == baseline:
-            break
-        await asyncio.sleep(0.02)
+    # the server notices the closed socket on its next write
+    await wait_until(lambda: up.open_streams == 0 and len(asyncio.all_tasks()) == baseline)
     assert up.open_streams == 0 and up.closed_by_client == 1
     assert len(asyncio.all_tasks()) == baseline
 
@@ -274,17 +274,12 @@ async def test_cancelling_the_task_closes_everything(serve: ServeFn, transport: 
 
     baseline = len(asyncio.all_tasks())
     task = asyncio.create_task(consume())
-    for _ in range(500):  # bounded: the first token comes within milliseconds
-        if any(e.type == "token" for e in got):
-            break
-        await asyncio.sleep(0.01)
+    await wait_until(lambda: any(e.type == "token" for e in got), what="a first token")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    for _ in range(100):  # the server's handler task ends when it sees the closed socket
-        if up.open_streams == 0 and len(asyncio.all_tasks()) == baseline:
-            break
-        await asyncio.sleep(0.02)
+    # the server's handler task ends when it sees the closed socket
+    await wait_until(lambda: up.open_streams == 0 and len(asyncio.all_tasks()) == baseline)
     assert up.open_streams == 0
     assert len(asyncio.all_tasks()) == baseline
     answer = holder["s"].answer
@@ -424,3 +419,91 @@ async def test_citations_event_in_order_before_finish(serve: ServeFn) -> None:
     kinds = types(events)
     assert kinds.index("citations") < kinds.index("finish")
     assert isinstance(events[kinds.index("citations")], CitationsEvent)
+
+
+# -- regressions found in review (each failed before its fix) ---------------------------
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_no_response_headers_is_a_timeout_not_a_hang(serve: ServeFn, transport: str) -> None:
+    async def never(request: web.Request) -> web.Response:
+        await request.read()
+        await asyncio.sleep(3600)
+        raise AssertionError
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", never)
+    url = await serve(app)
+    t = Timeouts(connect=1, first_token=0.3, idle=0.3, total=5)
+    async with asyncio.timeout(5):
+        async with stream_chat(REQ, base_url=url + "/v1", transport=transport, timeouts=t) as s:
+            events = [e async for e in s]
+    assert [e.type for e in events] == ["error", "done"]
+    assert isinstance(events[0], ErrorEvent) and events[0].code == "first_token_timeout"
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_iterating_after_close_never_sends_a_second_request(
+    serve: ServeFn, transport: str
+) -> None:
+    up = Upstream(delay_between=0.02)
+    url = await serve(up.app())
+    async with stream_chat(REQ, base_url=url + "/v1", transport=transport) as s:
+        async for ev in s:
+            if ev.type == "token":
+                break
+    answer = await s.until_done()
+    assert up.requests == 1
+    assert answer.text == WORDS[0]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_undecodable_body_is_an_error_event_with_done(serve: ServeFn, transport: str) -> None:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        resp = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Content-Encoding": "gzip"}
+        )
+        await resp.prepare(request)
+        await resp.write(b"this is not gzip at all" * 10)
+        return resp
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handler)
+    url = await serve(app)
+    async with stream_chat(
+        REQ, base_url=url + "/v1", transport=transport, timeouts=Timeouts(idle=2)
+    ) as s:
+        events = [e async for e in s]
+    assert events[-1].type == "done"
+    assert [e for e in events if isinstance(e, ErrorEvent)]
+
+
+class _Raises:
+    kind = "sources"
+    timeout = 2.0
+    needs: tuple[str, ...] = ()
+
+    async def enrich(self, ctx: EnrichContext) -> Any:
+        raise asyncio.CancelledError
+
+
+class _Needs:
+    kind = "grounding"
+    timeout = 2.0
+    needs = ("sources",)
+
+    async def enrich(self, ctx: EnrichContext) -> Any:
+        assert await ctx.result_of("sources") is None
+        return None
+
+
+async def test_enricher_raising_cancelled_error_does_not_kill_the_stream(serve: ServeFn) -> None:
+    up = Upstream()
+    url = await serve(up.app())
+    async with asyncio.timeout(5):
+        async with stream_chat(REQ, base_url=url + "/v1", after=[_Raises(), _Needs()]) as s:
+            events = [e async for e in s]
+    assert events[-1].type == "done"
+    errs = [(e.stage, e.code) for e in events if isinstance(e, ErrorEvent)]
+    assert errs == [("sources", "sources_failed")]

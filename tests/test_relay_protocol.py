@@ -17,7 +17,7 @@ from typing import Any
 import aiohttp
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
@@ -25,7 +25,6 @@ from streamcite import Timeouts, stream_chat
 from streamcite.core.errors import StreamciteError
 from streamcite.core.events import ErrorEvent, MetaEvent, TokenEvent
 from streamcite.local.server import BackendConfig, LocalBackend
-from streamcite.relay.log import LogEntry, StreamStatus
 from streamcite.relay.memlog import MemoryStreamLog
 from streamcite.relay.protocol import (
     AskMessage,
@@ -37,6 +36,7 @@ from streamcite.relay.protocol import (
     parse_client_message,
 )
 from streamcite.relay.server import RelayConfig, RelayServer
+from streamcite.relay.streamlog import LogEntry, StreamStatus
 from tests._relay_fixtures import (
     RawWs,
     RelayClient,
@@ -74,115 +74,9 @@ def assert_contiguous(events: list[dict[str, Any]]) -> None:
     assert [e["type"] for e in events].count("done") == 1
 
 
-# -- the in-memory log -------------------------------------------------------------------
-
-
-async def test_memlog_seq_read_and_status() -> None:
-    log = MemoryStreamLog()
-    await log.open_stream("s1", owner="me")
-    assert [await log.append("s1", b'{"type":"token","n":%d}' % i) for i in range(5)] == [
-        1,
-        2,
-        3,
-        4,
-        5,
-    ]
-    assert [e.seq for e in await log.read("s1", 0)] == [1, 2, 3, 4, 5]
-    assert [e.seq for e in await log.read("s1", 3)] == [4, 5]
-    assert await log.read("s1", 5) == []
-    assert await log.read("nope", 0) == []
-    st = await log.status("s1")
-    assert st is not None and (st.last_seq, st.finished, st.owner, st.owner_alive) == (
-        5,
-        False,
-        "me",
-        True,
-    )
-    with pytest.raises(ValueError):
-        await log.open_stream("s1", owner="me")
-    await log.finish("s1")
-    with pytest.raises(ValueError):
-        await log.append("s1", b"{}")
-    assert (await log.status("s1")).finished  # type: ignore[union-attr]
-    await log.aclose()
-
-
-async def test_memlog_blocking_read_wakes_on_append_and_times_out() -> None:
-    log = MemoryStreamLog()
-    await log.open_stream("s", owner="me")
-    reader = asyncio.create_task(log.read("s", 0, block=10))
-    await asyncio.sleep(0.01)
-    assert not reader.done()
-    await log.append("s", b'{"type":"token"}')
-    entries = await asyncio.wait_for(reader, 2)
-    assert [e.seq for e in entries] == [1]
-    assert await log.read("s", 1, block=0.05) == []  # timeout: nothing new
-    assert log.stats()["waiters"] == 0
-    # finish wakes a blocked reader, which then sees nothing new and a finished status
-    reader = asyncio.create_task(log.read("s", 1, block=10))
-    await asyncio.sleep(0.01)
-    await log.finish("s")
-    assert await asyncio.wait_for(reader, 2) == []
-    await log.aclose()
-
-
-async def test_memlog_retention_and_eviction() -> None:
-    log = MemoryStreamLog(retention=0.05, max_streams=2)
-    for sid in ("a", "b"):
-        await log.open_stream(sid, owner="me")
-        await log.append(sid, b"{}")
-    await log.finish("a")
-    await log.open_stream("c", owner="me")  # over max_streams: the finished "a" goes
-    assert await log.status("a") is None and await log.status("b") is not None
-    await log.finish("b")
-    await asyncio.sleep(0.2)
-    assert await log.status("b") is None  # retention over
-    assert len(log) == 1
-    await log.aclose()
-
-
-async def test_memlog_trim_leaves_a_visible_gap() -> None:
-    log = MemoryStreamLog(max_entries=10)
-    await log.open_stream("s", owner="me")
-    for _ in range(25):
-        await log.append("s", b"{}")
-    entries = await log.read("s", 0)
-    assert entries[-1].seq == 25 and len(entries) <= 10
-    assert entries[0].seq > 1  # the reader can tell it missed events
-    assert [e.seq for e in entries] == list(range(entries[0].seq, 26))
-    await log.aclose()
-
-
-async def test_memlog_cancel_routing() -> None:
-    log = MemoryStreamLog()
-    seen: list[str] = []
-
-    async def handler(sid: str) -> None:
-        seen.append(sid)
-
-    log.on_cancel(handler)
-    log.on_cancel(lambda sid: seen.append("sync:" + sid))
-    await log.open_stream("s", owner="me")
-    await log.request_cancel("s")
-    await log.request_cancel("unknown")
-    assert seen == ["s", "sync:s"]
-    await log.aclose()
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(0, 40), min_size=1, max_size=20), st.integers(1, 40))
-def test_memlog_reads_are_exact(positions: list[int], count: int) -> None:
-    async def run() -> None:
-        log = MemoryStreamLog()
-        await log.open_stream("s", owner="me")
-        for i in range(count):
-            await log.append("s", b'{"i":%d}' % i)
-        for after in positions:
-            seqs = [e.seq for e in await log.read("s", after)]
-            assert seqs == list(range(after + 1, count + 1))
-        await log.aclose()
-
-    asyncio.run(run())
+# The StreamLog contract (seq, reads, blocking, retention, bounds, cancel) of the in-memory
+# log and the Redis log: test_streamlog_contract.py; the memory log's own bounds:
+# test_memlog_bounds.py.
 
 
 # -- message parsing and framing -----------------------------------------------------------

@@ -439,3 +439,70 @@ async def test_immediate_local_delivery_streams_the_whole_answer(
         await on_a.send({"type": "resume", "stream_id": sid, "after_seq": 0})
         await on_a.until(lambda f: f.get("stream_id") == sid and f.get("type") == "done")
     assert [e["seq"] for e in on_a.events(sid)] == [e["seq"] for e in events]
+
+
+# -- readers on other instances keep a stream alive (issue 13 §3) --------------------------
+
+
+@pytest.fixture(scope="module")
+def short_grace(
+    redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Cluster]:
+    """Backend + relays D and E with a 1 s resume grace, in their own Redis database."""
+    url = redis_server.url.rsplit("/", 1)[0] + "/6"
+    log_dir = tmp_path_factory.mktemp("grace")
+    backend = Proc(
+        "backend-grace",
+        ["serve-local", "--port", "0", "--token-delay", "0.2"],  # an answer lasts ~8 graces
+        log_dir,
+    )
+    backend.start("streamcite local backend on ")
+    c = Cluster(backend, url, log_dir)
+    try:
+        c.add_relay("relay-D", "--resume-grace", "1")
+        c.add_relay("relay-E", "--resume-grace", "1")
+        yield c
+    finally:
+        c.stop()
+
+
+async def test_a_reader_on_another_instance_keeps_the_stream_alive_past_the_grace(
+    short_grace: Cluster, session: aiohttp.ClientSession
+) -> None:
+    """The owner (D) has no reader of its own after the client moved to E; before, it
+    cancelled the stream as ``abandoned`` one grace period later while E's client read it.
+    The answer takes several grace periods (TOKEN_DELAY per token), so a heartbeat is what
+    keeps it."""
+    d, e = short_grace.relays
+    expected = await backend_answer(session, short_grace.backend, QUESTION)
+    abandoned = 'streamcite_relay_streams_finished_total{outcome="abandoned"}'
+    before = await metric(session, d, abandoned)
+    async with Client(session, e) as on_e:
+        async with Client(session, d) as on_d:
+            sid = await on_d.ask(QUESTION)
+            first = await on_d.until(lambda f: f.get("stream_id") == sid and f.get("seq"))
+        # D's only client is gone; E's client reads from the next event on.
+        await on_e.send({"type": "resume", "stream_id": sid, "after_seq": first["seq"]})
+        done = await on_e.until(lambda f: f.get("stream_id") == sid and f.get("type") == "done")
+    errors = [f["code"] for f in on_e.events(sid) if f["type"] == "error"]
+    assert errors == []
+    assert done["answer"]["text"] == expected and done["answer"]["complete"] is True
+    assert await metric(session, d, abandoned) == before
+
+
+async def test_with_no_reader_anywhere_the_stream_is_abandoned(
+    short_grace: Cluster, session: aiohttp.ClientSession
+) -> None:
+    d, e = short_grace.relays
+    abandoned = 'streamcite_relay_streams_finished_total{outcome="abandoned"}'
+    before = await metric(session, d, abandoned)
+    async with Client(session, e) as on_e:
+        async with Client(session, d) as on_d:
+            sid = await on_d.ask(QUESTION)
+            await on_d.until(lambda f: f.get("stream_id") == sid and f.get("seq"))
+        await on_e.send({"type": "resume", "stream_id": sid, "after_seq": 0})
+        await on_e.until(lambda f: f.get("stream_id") == sid and f.get("seq", 0) >= 2)
+    # Nobody reads it now, on any instance: cancelled one grace period (plus a heartbeat
+    # period) later, long before the answer would have ended.
+    assert await metric_reaches(session, d, abandoned, before + 1, limit=GUARD)
+    assert await metric_reaches(session, d, "streamcite_relay_active_streams", 0)

@@ -18,11 +18,15 @@ import orjson
 import pytest
 from aiohttp import web
 from click.testing import CliRunner
+from structlog.testing import capture_logs
 
+from streamcite import stream_chat
 from streamcite.apps._terminal import terminal_safe
 from streamcite.cli import main
 from streamcite.web.eventsse import parse_last_event_id
 from tests._relay_fixtures import fake_upstream, relay
+from tests._upstream import Upstream
+from tests.conftest import ServeFn
 
 # Digits Python's str.isdigit() accepts but that are no ASCII sequence number.
 NOT_SEQUENCE_NUMBERS = ["²", "①", "١٢", "1²", "+1", "1_0", "-1", "1" * 19, "0x10", "1 2"]
@@ -473,3 +477,27 @@ def test_addresses_and_errno_leave_error_messages(message: str, shown: str) -> N
     for_browser(event)
     assert "Errno" not in event.message and "10.0.3.7" not in event.message
     assert event.message.startswith(shown)
+
+
+# -- regressions found in review (each failed before its fix) ---------------------------
+
+
+async def test_url_userinfo_and_header_credentials_never_appear(serve: ServeFn) -> None:
+    token = "sk-HDRKEY-123456"
+    up = Upstream(
+        status=401, error_body=orjson.dumps({"error": {"message": f"Invalid token {token}"}})
+    )
+    url = await serve(up.app())
+    base = url.replace("http://", "http://alice:s3cretpw@") + "/v1"
+    with capture_logs() as logs:
+        async with stream_chat(
+            {"model": "m", "messages": [], "stream": True},
+            base_url=base,
+            transport="httpx",
+            headers={"Authorization": f"Bearer {token}"},
+        ) as s:
+            events = [e async for e in s]
+            rep = repr(s)
+    blob = repr(events) + rep + repr(logs) + orjson.dumps([e.to_dict() for e in events]).decode()
+    assert "s3cretpw" not in blob and "alice" not in blob
+    assert token not in blob and "Invalid token ***" in blob

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamcite.local.sentences import Sentence, needs_grounding, split_sentences, strip_markers
+from streamcite.local.sentences import Sentence, needs_grounding, split_sentences, without_markers
 
 
 def texts(source: str) -> list[str]:
@@ -232,5 +232,5 @@ def test_factual_sentences_need_a_check(sentence: str) -> None:
     assert needs_grounding(sentence) is True
 
 
-def test_strip_markers() -> None:
-    assert strip_markers("Cameron [1]. Won [2, 3].[4]") == "Cameron. Won."
+def test_without_markers() -> None:
+    assert without_markers("Cameron [1]. Won [2, 3].[4]") == "Cameron. Won."

@@ -6,6 +6,7 @@ Each test failed on the code before the fix; the property tests hold for any inp
 from __future__ import annotations
 
 import orjson
+import pytest
 from aiohttp import web
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -270,3 +271,35 @@ async def test_aiohttp_names_the_real_header_when_not_an_event_stream(serve: Ser
         assert "text/html; charset=ISO-8859-1" in str(exc)
     else:
         raise AssertionError("expected unexpected_content_type")
+
+
+# -- regressions found in review (each failed before its fix) ---------------------------
+
+
+def _splits(data: bytes) -> list[list[bytes]]:
+    """Whole, byte by byte, and cut at 7."""
+    return [[data], [data[i : i + 1] for i in range(len(data))], [data[:7], data[7:]]]
+
+
+def test_oversized_event_keeps_the_other_events_of_its_read() -> None:
+    d = SSEDecoder(max_event_size=100)
+    with pytest.raises(EventTooLarge) as info:
+        d.feed(b"data: ok\n\ndata: " + b"x" * 200)
+    assert [e.data for e in info.value.events] == ["ok"]
+    # The rest of the oversized event is dropped, never parsed as new events.
+    assert [e.data for e in d.feed(b'yyy\ndata: {"forged":1}\n\ndata: after\n\n')] == ["after"]
+
+
+def test_event_after_an_oversized_multi_line_event_is_decoded() -> None:
+    # The size count of the dropped event must not carry over into the next one.
+    big = b"".join(b"data: " + b"x" * 40 + b"\n" for _ in range(5)) + b"\n"
+    stream = big + b"data: a\ndata: b\n\n"
+    for parts in _splits(stream):
+        d = SSEDecoder(max_event_size=100)
+        got = []
+        for part in parts:
+            try:
+                got += d.feed(part)
+            except EventTooLarge as exc:
+                got += exc.events
+        assert [e.data for e in got] == ["a\nb"]

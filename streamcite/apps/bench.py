@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -28,6 +27,7 @@ from rich.markup import escape
 
 from streamcite.apps._enrichers import EnricherOptions, build_enrichers
 from streamcite.apps.bench_options import LOCAL_MODEL, bench_options
+from streamcite.apps.options import env_secret, log_level
 from streamcite.bench.csvout import write_csv
 from streamcite.bench.report import (
     ResultsFileError,
@@ -56,15 +56,6 @@ __all__ = ["command"]
 
 _OPEN_LOOP_IN_FLIGHT = 64
 """Most requests in flight of an open loop when no --concurrency is given."""
-
-
-def _env_secret(name: str | None, what: str) -> str | None:
-    if not name:
-        return None
-    value = os.environ.get(name)
-    if not value:
-        raise click.UsageError(f"{what}: environment variable {name} is not set or empty")
-    return value
 
 
 def _public_url(url: str) -> str:
@@ -107,7 +98,7 @@ def command(**kw: Any) -> None:
     options = _enricher_options(kw)
     from streamcite.logs import configure_logging
 
-    configure_logging(kw["log_level"])
+    configure_logging(log_level(kw["verbose"], kw["log_level"]))
     err = Console(stderr=True)
     show_progress = err.is_terminal if kw["progress"] is None else kw["progress"]
     job = _Job(target, prompts, loads, options, local, kw, sweep)
@@ -278,7 +269,7 @@ def _target(kw: Mapping[str, Any], local: bool) -> BenchTarget:
     return BenchTarget(
         base_url=kw["base_url"] or "",
         model=kw["model"] or LOCAL_MODEL,
-        api_key=_env_secret(kw["api_key_env"], "--api-key-env"),
+        api_key=env_secret(kw["api_key_env"], "--api-key-env"),
         transport=kw["transport"],
         headers=headers,
         timeouts=Timeouts(connect=10.0, first_token=min(60.0, timeout), idle=30.0, total=timeout),
@@ -292,13 +283,13 @@ def _enricher_options(kw: Mapping[str, Any]) -> EnricherOptions:
         sources=bool(kw["wikit_app"] and kw["wikit_org"]),
         wikit_app=kw["wikit_app"],
         wikit_org=kw["wikit_org"],
-        wikit_api_key=_env_secret(kw["wikit_key_env"], "--wikit-key-env"),
+        wikit_api_key=env_secret(kw["wikit_api_key_env"], "--wikit-api-key-env"),
         wikit_base_url=kw["wikit_base_url"],
         grounding=kw["grounding"],
         grounding_facts=kw["grounding_facts"],
         google_config=kw["google_config"],
         google_endpoint=kw["google_endpoint"],
-        google_token=_env_secret(kw["google_token_env"], "--google-token-env"),
+        google_token=env_secret(kw["google_token_env"], "--google-token-env"),
         # The fault spec reaches the Wikit calls too (sources_delay, sources_404_until).
         wikit_headers={"X-Streamcite-Fault": kw["fault"]} if kw["fault"] else None,
     )

@@ -9,6 +9,18 @@ from typing import Any
 
 import click
 
+from streamcite.apps.options import (
+    api_key_env_option,
+    base_url_option,
+    fault_option,
+    google_options,
+    grounding_facts_option,
+    grounding_option,
+    model_option,
+    verbose_option,
+    wikit_options,
+)
+
 __all__ = ["LOCAL_MODEL", "bench_options"]
 
 LOCAL_MODEL = "streamcite-local"
@@ -16,13 +28,9 @@ LOCAL_MODEL = "streamcite-local"
 _Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 _TARGET: list[_Decorator] = [
-    click.option("--base-url", metavar="URL", help="API root of the endpoint (…/v1)."),
-    click.option(
-        "--api-key-env", metavar="NAME", help="Environment variable holding the endpoint's key."
-    ),
-    click.option(
-        "--model", metavar="M", help=f"Model name (default with --upstream local: {LOCAL_MODEL})."
-    ),
+    base_url_option("API root of the endpoint (…/v1)."),
+    api_key_env_option(help="Environment variable holding the endpoint's key."),
+    model_option(f"Model name (default with --upstream local: {LOCAL_MODEL})."),
     click.option(
         "--upstream",
         type=click.Choice(["local"]),
@@ -39,11 +47,9 @@ _TARGET: list[_Decorator] = [
         help="Run the local backend on the client's event loop instead of a child process "
         "(starts faster; client and server then slow each other down).",
     ),
-    click.option(
-        "--fault",
-        metavar="SPEC",
-        help="X-Streamcite-Fault sent with every request, Wikit calls included "
-        "(e.g. 'first_token_delay=0.1;token_delay=0.02;sources_delay=0.05').",
+    fault_option(
+        "X-Streamcite-Fault sent with every request, Wikit calls included "
+        "(e.g. 'first_token_delay=0.1;token_delay=0.02;sources_delay=0.05')."
     ),
     click.option(
         "--header", "headers", multiple=True, metavar="NAME:VALUE", help="Extra request header."
@@ -166,45 +172,14 @@ _LOAD: list[_Decorator] = [
 ]
 
 _ENRICHERS: list[_Decorator] = [
-    click.option("--wikit-app", metavar="ID", help="Fetch Wikit quoted sources for this app id."),
-    click.option("--wikit-org", metavar="ID", help="Wikit organization id."),
-    click.option(
-        "--wikit-key-env", metavar="NAME", help="Environment variable holding the Wikit API key."
+    wikit_options(
+        app_help="Fetch Wikit quoted sources for this app id.",
+        base_url_help="Wikit API root (default: the local backend with --upstream local, "
+        "else Wikit's).",
     ),
-    click.option(
-        "--wikit-base-url",
-        metavar="URL",
-        help="Wikit API root (default: the local backend with --upstream local, else Wikit's).",
-    ),
-    click.option(
-        "--grounding",
-        type=click.Choice(["none", "local", "google"]),
-        default="none",
-        show_default=True,
-        help="Grounding check after each answer.",
-    ),
-    click.option(
-        "--google-config",
-        metavar="NAME",
-        help="projects/P/locations/global/groundingConfigs/G (Google grounding).",
-    ),
-    click.option(
-        "--google-endpoint",
-        metavar="URL",
-        help="Google Discovery Engine root (default: the local backend with --upstream local).",
-    ),
-    click.option(
-        "--google-token-env",
-        metavar="NAME",
-        help="Environment variable holding an OAuth access token (else ADC).",
-    ),
-    click.option(
-        "--grounding-facts",
-        type=click.Choice(["citations", "sources", "both"]),
-        default="citations",
-        show_default=True,
-        help="Facts of the grounding check: the answer's citations, the Wikit sources, or both.",
-    ),
+    grounding_option("none"),
+    google_options(token_default=None),
+    grounding_facts_option(),
 ]
 
 _OUTPUT: list[_Decorator] = [
@@ -239,11 +214,12 @@ _OUTPUT: list[_Decorator] = [
         default=None,
         help="Progress bar on stderr (default: when stderr is a terminal).",
     ),
+    verbose_option("-v: info logs (every request: it costs time), -vv: debug logs (stderr)."),
     click.option(
         "--log-level",
-        default="WARNING",
-        show_default=True,
-        help="streamcite log level (stderr). INFO logs every request: it costs time.",
+        default=None,
+        hidden=True,
+        help="streamcite log level (stderr); overrides -v. Kept for older scripts.",
     ),
     click.option(
         "--compare",

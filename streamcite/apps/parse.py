@@ -10,6 +10,7 @@ import orjson
 
 from streamcite.apps._io import read_chunks
 from streamcite.apps._terminal import console_text, json_for_terminal, terminal_safe
+from streamcite.apps.options import marker_mode_option
 from streamcite.core.api import iter_events
 from streamcite.core.events import CitationRefEvent, ErrorEvent, Event, TokenEvent
 from streamcite.core.markers import MarkerMode
@@ -19,13 +20,7 @@ from streamcite.core.markers import MarkerMode
 @click.argument(
     "file", required=False, type=click.Path(exists=True, dir_okay=False, allow_dash=True)
 )
-@click.option(
-    "--marker-mode",
-    type=click.Choice(["keep", "strip", "superscript"]),
-    default="keep",
-    show_default=True,
-    help="How footnote markers appear in each token's `display`.",
-)
+@marker_mode_option("keep", "How footnote markers appear in each token's `display`.")
 @click.option(
     "--jsonl/--pretty",
     default=None,

@@ -10,91 +10,71 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
 import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from streamcite.apps._enrichers import EnricherOptions, build_enrichers
 from streamcite.apps._usage import bind_error, check_base_url
+from streamcite.apps.options import (
+    allow_client_faults_option,
+    api_key_env_option,
+    base_url_option,
+    corpus_options,
+    env_secret,
+    google_options,
+    grounding_option,
+    host_port_options,
+    log_level,
+    model_option,
+    option,
+    origin_options,
+    system_prompt_option,
+    verbose_option,
+    wikit_options,
+)
 from streamcite.logs import configure_logging
 
-
-def _env(name: str | None, what: str) -> str | None:
-    if not name:
-        return None
-    value = os.environ.get(name)
-    if not value:
-        raise click.UsageError(f"environment variable {name} ({what}) is not set or empty")
-    return value
+if TYPE_CHECKING:
+    from streamcite.relay.redis.settings import LocalDelivery
 
 
 @click.command("relay")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
-@click.option(
-    "--port",
-    default=8770,
-    show_default=True,
-    type=click.IntRange(0, 65535),
-    help="0: any free port.",
-)
-@click.option(
+@host_port_options(8770)
+@option(
     "--upstream",
     type=click.Choice(["local", "remote"]),
     default=None,
     help="local: run the embedded backend in-process (default unless --base-url is given).",
 )
-@click.option("--base-url", default=None, metavar="URL", help="OpenAI-compatible API root (…/v1).")
-@click.option(
-    "--api-key-env", default=None, metavar="NAME", help="Environment variable holding the API key."
-)
-@click.option("--model", default=None, help="Model to ask (default: the local backend's).")
-@click.option("--system-prompt", default=None, help="System message sent before each question.")
-@click.option(
-    "--corpus",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=None,
-    help="Local upstream: folder of .md/.txt documents (default: the built-in corpus).",
-)
-@click.option(
-    "--strict", is_flag=True, help="Fail on a corpus file that is not UTF-8 (default: skip it)."
-)
-@click.option(
+@base_url_option()
+@api_key_env_option(help="Environment variable holding the API key.")
+@model_option("Model to ask (default: the local backend's).")
+@system_prompt_option()
+@corpus_options("Local upstream: folder of .md/.txt documents (default: the built-in corpus).")
+@option(
     "--token-delay",
     type=click.FloatRange(0, 10),
     default=0.03,
     show_default=True,
     help="Local upstream: seconds between tokens.",
 )
-@click.option("--wikit-app", default=None, metavar="ID", help="Wikit Semantics app id (sources).")
-@click.option("--wikit-org", default=None, metavar="ID", help="Wikit organization id.")
-@click.option("--wikit-base-url", default=None, metavar="URL", help="Wikit API root.")
-@click.option(
-    "--wikit-api-key-env", default=None, metavar="NAME", help="Env variable with the Wikit key."
+@wikit_options(
+    app_help="Wikit Semantics app id (sources).",
+    base_url_help="Wikit API root (default: the local backend with a local upstream).",
 )
-@click.option(
+@option(
     "--sources/--no-sources",
     default=True,
     show_default=True,
     help="Local upstream: fetch quoted sources from the embedded backend's Wikit endpoint.",
 )
-@click.option(
-    "--grounding",
-    type=click.Choice(["local", "google", "none"]),
-    default="local",
-    show_default=True,
-    help="Grounding check after each answer.",
-)
-@click.option("--google-config", default=None, metavar="NAME", help="projects/…/groundingConfigs/…")
-@click.option("--google-endpoint", default=None, metavar="URL", help="Grounding API root.")
-@click.option(
-    "--google-token-env", default=None, metavar="NAME", help="Env variable with an access token."
-)
-@click.option(
+@grounding_option("local")
+@google_options(token_default=None)
+@option(
     "--token",
     "tokens",
     multiple=True,
@@ -102,22 +82,7 @@ def _env(name: str | None, what: str) -> str | None:
     help="Require a token from clients (repeatable: each token is its own principal, whose "
     "streams others cannot resume or cancel; STREAMCITE_RELAY_TOKEN: whitespace-separated).",
 )
-@click.option(
-    "--allowed-host",
-    "allowed_hosts",
-    multiple=True,
-    metavar="HOST",
-    help="Host header served (repeatable; name[:port], [v6]:port, .domain, '*'; default: the "
-    "bound address and localhost names with the port). Guards against DNS rebinding.",
-)
-@click.option(
-    "--allowed-origin",
-    "allowed_origins",
-    multiple=True,
-    metavar="ORIGIN",
-    help="Allowed browser Origin (repeatable; default: http(s) origins of the allowed hosts; "
-    "'*': any).",
-)
+@origin_options()
 @click.option(
     "--redis-url",
     default=None,
@@ -160,16 +125,14 @@ def _env(name: str | None, what: str) -> str | None:
     metavar="S",
     help="A stream no client of this instance reads is cancelled ('abandoned') after S seconds.",
 )
-@click.option(
-    "--allow-faults",
-    is_flag=True,
-    help="Forward the clients' 'faults' option to the upstream (demos of the embedded backend).",
+@allow_client_faults_option(
+    "Forward the clients' 'faults' option to the upstream (demos of the embedded backend)."
 )
-@click.option("-v", "--verbose", count=True, help="-v: info logs, -vv: debug logs (stderr).")
+@verbose_option()
 def command(**opts: Any) -> None:
     """Relay questions from browsers (WebSocket or SSE) to the upstream and stream the
     cited answers back, with resume, cancel and backpressure. Serves the chat page at /."""
-    configure_logging(("WARNING", "INFO", "DEBUG")[min(opts["verbose"], 2)])
+    configure_logging(log_level(opts["verbose"]))
     upstream = opts["upstream"] or ("remote" if opts["base_url"] else "local")
     if upstream == "remote" and not opts["base_url"]:
         raise click.UsageError("--upstream remote needs --base-url")
@@ -186,9 +149,9 @@ def command(**opts: Any) -> None:
     if opts["grounding"] == "google" and upstream == "remote" and not opts["google_config"]:
         raise click.UsageError("--grounding google needs --google-config with a remote upstream")
     secrets = {
-        "api_key": _env(opts["api_key_env"], "API key"),
-        "wikit_key": _env(opts["wikit_api_key_env"], "Wikit API key"),
-        "google_token": _env(opts["google_token_env"], "Google access token"),
+        "api_key": env_secret(opts["api_key_env"], "--api-key-env"),
+        "wikit_key": env_secret(opts["wikit_api_key_env"], "--wikit-api-key-env"),
+        "google_token": env_secret(opts["google_token_env"], "--google-token-env"),
     }
     from streamcite.local.corpus import CorpusError
 
@@ -229,11 +192,13 @@ def _enrichers(opts: dict[str, Any], backend: Any, secrets: dict[str, str | None
     )
 
 
-async def _make_log(url: str | None, instance_id: str, local_delivery: str = "after_write") -> Any:
+async def _make_log(
+    url: str | None, instance_id: str, local_delivery: LocalDelivery = "after_write"
+) -> Any:
     if not url:
         return None
     try:
-        from streamcite.relay.redislog import RedisStreamLog
+        from streamcite.relay.redis import RedisLogSettings, RedisStreamLog
     except ImportError as exc:
         raise click.ClickException(
             f"--redis-url needs the redis package ({exc}); install it with: pip install 'streamcite[redis]'"
@@ -241,7 +206,12 @@ async def _make_log(url: str | None, instance_id: str, local_delivery: str = "af
     from streamcite.core.errors import StreamciteError
 
     try:
-        log = RedisStreamLog(url, instance_id=instance_id, local_delivery=local_delivery)
+        settings = RedisLogSettings(
+            url,
+            instance_id=instance_id,
+            local_delivery=local_delivery,
+        )
+        log = RedisStreamLog(settings)
     except ValueError as exc:
         raise click.ClickException(f"--redis-url: {exc}") from None
     try:
@@ -287,7 +257,7 @@ async def _serve(opts: dict[str, Any], upstream: str, secrets: dict[str, str | N
             max_streams_per_client=opts["max_streams_per_client"],
             shutdown_grace=opts["shutdown_grace"],
             resume_grace=opts.get("resume_grace", 30.0),
-            allow_client_faults=opts["allow_faults"] and backend is not None,
+            allow_client_faults=opts["allow_client_faults"] and backend is not None,
         )
         log = await _make_log(
             opts["redis_url"], config.instance_id, opts.get("redis_local_delivery", "after_write")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
 import sys
 from pathlib import Path
@@ -12,6 +11,17 @@ from pathlib import Path
 import click
 
 from streamcite.apps._usage import bind_error
+from streamcite.apps.options import (
+    allow_client_faults_option,
+    corpus_options,
+    env_secret,
+    fault_option,
+    host_port_options,
+    log_level,
+    origin_options,
+    verbose_option,
+    wikit_options,
+)
 from streamcite.local.corpus import CorpusError
 from streamcite.local.faults import FaultSpec, FaultSpecError
 from streamcite.local.hostcheck import HostCheck
@@ -20,23 +30,8 @@ from streamcite.logs import configure_logging
 
 
 @click.command("serve-local")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
-@click.option(
-    "--port",
-    default=8765,
-    show_default=True,
-    type=click.IntRange(0, 65535),
-    help="0 picks a free port.",
-)
-@click.option(
-    "--corpus",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=None,
-    help="Folder of .md/.txt documents to answer from (default: the built-in demo corpus).",
-)
-@click.option(
-    "--strict", is_flag=True, help="Fail on a corpus file that is not UTF-8 (default: skip it)."
-)
+@host_port_options(8765)
+@corpus_options("Folder of .md/.txt documents to answer from (default: the built-in demo corpus).")
 @click.option(
     "--token-delay",
     type=click.FloatRange(0, 60),
@@ -51,24 +46,13 @@ from streamcite.logs import configure_logging
     show_default=True,
     help="Seconds before the first token.",
 )
-@click.option(
-    "--wikit-org",
-    "wikit_org",
-    default=None,
-    help="Require this X-Wikit-Organization-Id on the Wikit endpoints.",
+@wikit_options(
+    app=False,
+    base_url=False,
+    org_help="Require this X-Wikit-Organization-Id on the Wikit endpoints.",
+    key_help="Require the API key held in environment variable NAME on the Wikit endpoints.",
 )
-@click.option(
-    "--wikit-api-key-env",
-    default=None,
-    metavar="NAME",
-    help="Require the API key held in environment variable NAME on the Wikit endpoints.",
-)
-@click.option(
-    "--faults",
-    default=None,
-    metavar="SPEC",
-    help="Server-wide fault spec, e.g. 'first_token_delay=0.5;drop_after=3'.",
-)
+@fault_option("Server-wide fault spec, e.g. 'first_token_delay=0.5;drop_after=3'.")
 @click.option(
     "--store-ttl",
     type=click.FloatRange(1, None),
@@ -90,10 +74,8 @@ from streamcite.logs import configure_logging
     show_default=True,
     help="Longest question answered; HTTP 413 beyond.",
 )
-@click.option(
-    "--allow-client-faults",
-    is_flag=True,
-    help="Take fault injection from requests (X-Streamcite-Fault, ?fault=); off by default.",
+@allow_client_faults_option(
+    "Take fault injection from requests (X-Streamcite-Fault, ?fault=); off by default."
 )
 @click.option(
     "--max-check-body-bytes",
@@ -102,22 +84,7 @@ from streamcite.logs import configure_logging
     show_default=True,
     help="Largest grounding :check request body; HTTP 413 beyond.",
 )
-@click.option(
-    "--allowed-host",
-    "allowed_hosts",
-    multiple=True,
-    metavar="NAME[:PORT]",
-    help="Host header served (repeatable; .domain for subdomains, '*' for any). Default: "
-    "the address reached and localhost, 127.0.0.1, ::1, with the port. Others: HTTP 403.",
-)
-@click.option(
-    "--allowed-origin",
-    "allowed_origins",
-    multiple=True,
-    metavar="ORIGIN",
-    help="Browser Origin served (repeatable; '*' for any). Default: the http(s) origins "
-    "of the allowed hosts.",
-)
+@origin_options()
 @click.option(
     "--public-url",
     default=None,
@@ -125,7 +92,7 @@ from streamcite.logs import configure_logging
     help="Root of the document URLs in citations and sources, e.g. https://kb.example "
     "(default: the address the client reached; never the request's Host header).",
 )
-@click.option("-v", "--verbose", count=True, help="-v: info logs, -vv: debug logs (stderr).")
+@verbose_option()
 def command(
     host: str,
     port: int,
@@ -135,7 +102,7 @@ def command(
     first_token_delay: float,
     wikit_org: str | None,
     wikit_api_key_env: str | None,
-    faults: str | None,
+    fault: str | None,
     store_ttl: float,
     max_body_bytes: int,
     max_question_chars: int,
@@ -148,16 +115,12 @@ def command(
 ) -> None:
     """Serve chat completions with citations, Wikit quoted sources and Google-style
     grounding checks from a local corpus, offline, on HOST:PORT."""
-    configure_logging(("WARNING", "INFO", "DEBUG")[min(verbose, 2)])
-    api_key: str | None = None
-    if wikit_api_key_env:
-        api_key = os.environ.get(wikit_api_key_env)
-        if not api_key:
-            raise click.UsageError(f"environment variable {wikit_api_key_env} is not set")
+    configure_logging(log_level(verbose))
+    api_key = env_secret(wikit_api_key_env, "--wikit-api-key-env")
     try:
-        FaultSpec.parse(faults)
+        FaultSpec.parse(fault)
     except FaultSpecError as exc:
-        raise click.BadParameter(str(exc), param_hint="--faults") from None
+        raise click.BadParameter(str(exc), param_hint="--fault") from None
     try:
         HostCheck.from_config(allowed_hosts, ())
     except ValueError as exc:
@@ -178,7 +141,7 @@ def command(
         wikit_org_id=wikit_org,
         wikit_api_key=api_key,
         store_ttl=store_ttl,
-        faults=faults,
+        faults=fault,
         max_body_bytes=max_body_bytes,
         max_question_chars=max_question_chars,
         allow_client_faults=allow_client_faults,

@@ -14,6 +14,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from streamcite.bench.cells import cell as _cell
+from streamcite.bench.cells import fmt as _fmt
+
 __all__ = ["compare_rows", "compare_tables", "pairing_warnings"]
 
 # (label, path into a summary); lower is better unless listed in _HIGHER_IS_BETTER.
@@ -41,14 +44,6 @@ _HIGHER_IS_BETTER = frozenset(
 )
 _CONFIG_KEYS = ("upstream", "base_url", "model", "fault", "max_tokens", "grounding", "wikit")
 _LOAD_KEYS = ("requests", "concurrency", "rate", "schedule", "warmup", "duration_s")
-
-
-def _fmt(x: Any, digits: int = 1) -> str:
-    if x is None:
-        return "—"
-    if isinstance(x, float):
-        return f"{x:,.{digits}f}"
-    return str(x)
 
 
 def _get(summary: Mapping[str, Any], path: Sequence[str]) -> float | None:
@@ -99,6 +94,8 @@ def pairing_warnings(
             out.append(f"{k} {_fmt(x)} vs {_fmt(y)}")
     ca, cb = a.get("config") or {}, b.get("config") or {}
     for k in _CONFIG_KEYS:
+        if k == "base_url" and ca.get("upstream") == cb.get("upstream") == "local":
+            continue  # each run starts its own embedded backend on a free port
         if ca.get(k) != cb.get(k):
             out.append(f"{k} {ca.get(k)!r} vs {cb.get(k)!r}")
     return out
@@ -156,6 +153,9 @@ def compare_tables(
             if x is None and y is None:
                 continue
             digits = 4 if label == "error rate" else 1
-            table.add_row(label, _fmt(x, digits), _fmt(y, digits), _ratio_cell(label, x, y, ratio))
+            shown_a, shown_b = _cell(x, digits), _cell(y, digits)
+            if shown_a == shown_b == _cell(0.0, digits):
+                ratio = None  # both below what the table shows: a ratio would be noise
+            table.add_row(label, shown_a, shown_b, _ratio_cell(label, x, y, ratio))
         items.append(table)
     return Group(*items)

@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rich import box
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from streamcite.bench.cells import cell as _cell
+from streamcite.bench.cells import fmt as _fmt
 from streamcite.bench.stats import pct_key
 
 __all__ = ["compare_rows", "compare_tables", "print_summary", "run_title", "summary_tables"]
@@ -37,14 +40,6 @@ _TAIL_ROWS: tuple[tuple[str, str], ...] = (
     ("output_tokens", "output tokens"),
     ("reasoning_tokens", "reasoning tokens"),
 )
-
-
-def _fmt(x: Any, digits: int = 1) -> str:
-    if x is None:
-        return "—"
-    if isinstance(x, float):
-        return f"{x:,.{digits}f}"
-    return str(x)
 
 
 def _nb(text: str) -> str:
@@ -96,13 +91,15 @@ def _table(s: Mapping[str, Any], load: Mapping[str, Any]) -> Table | Text:
     if not rows:
         return Text("no request reached its first token: nothing to tabulate", style="red")
     qs = [pct_key(q) for q in s.get("percentiles") or (50, 90, 99)]
-    table = Table(expand=False)
-    table.add_column("metric", no_wrap=True)
+    # No vertical rules, and only the label column may wrap: figures are never cut
+    # down to "625,…" in an 80-column terminal (a label wraps onto a second line).
+    table = Table(expand=False, box=box.SIMPLE_HEAD)
+    table.add_column("metric")
     for col in ("n", "mean", "std", *qs, "max"):
-        table.add_column(col, justify="right")
+        table.add_column(col, justify="right", no_wrap=True)
     for label, d in rows:
         digits = 0 if label.endswith("tokens") or "tokens (" in label else 1
-        cells = (_fmt(d.get(k), digits) for k in ("mean", "std", *qs, "max"))
+        cells = (_cell(d.get(k), digits) for k in ("mean", "std", *qs, "max"))
         table.add_row(label, str(d["count"]), *cells)
     return table
 
@@ -128,7 +125,10 @@ def _lines(s: Mapping[str, Any]) -> Text:
     text.append(_answers_line(s))
     client = s.get("client", {})
     lag = client.get("loop_lag_ms", {})
-    line = f"client: loop lag p99 {_fmt(lag.get('p99'), 2)} ms, max {_fmt(lag.get('max'), 2)} ms"
+    if lag.get("p99") is None:
+        line = "client: loop lag not measured (the run was too short)"
+    else:
+        line = f"client: loop lag p99 {_fmt(lag['p99'], 2)} ms, max {_fmt(lag.get('max'), 2)} ms"
     if (s.get("wall_s") or 0.0) >= 1.0 and client.get("cpu_pct") is not None:
         line += f" · CPU {_fmt(client.get('cpu_pct'), 0)}%"
     text.append(line + "\n")

@@ -6,9 +6,25 @@ from a provider becomes a clear typed error instead of a ``KeyError`` deep insid
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
 from streamcite.core.errors import MalformedResponse
+
+_DECIMAL = re.compile(r"-?[0-9]{1,32}(?:\.[0-9]{1,32})?(?:[eE][-+]?[0-9]{1,3})?", re.ASCII)
+
+
+def digits_int(text: str, max_digits: int = 18) -> int | None:
+    """``text`` (surrounding blanks ignored) as a non-negative int when it is 1 to
+    ``max_digits`` ASCII digits, else None. Never raises: ``str.isdigit()`` accepts
+    ``"²"`` and ``"①"``, which ``int()`` refuses, and ``int()`` refuses 4,300+ digits.
+
+    >>> digits_int(" 12 "), digits_int("²"), digits_int("١٢"), digits_int("-1"), digits_int("9" * 40)
+    (12, None, None, None, None)
+    """
+    t = text.strip()
+    return int(t) if 0 < len(t) <= max_digits and t.isascii() and t.isdigit() else None
 
 
 def obj(value: Any, path: str) -> dict[str, Any]:
@@ -45,8 +61,10 @@ def opt_int(d: dict[str, Any], key: str, path: str) -> int | None:
         return None
     if isinstance(v, bool) or not isinstance(v, int):
         # Google's JSON mapping sends int64 as strings; accept digit strings.
-        if isinstance(v, str) and v.lstrip("-").isdigit():
-            return int(v)
+        if isinstance(v, str):
+            n = digits_int(v.removeprefix("-"))
+            if n is not None:
+                return -n if v.startswith("-") else n
         raise MalformedResponse(f"{path}.{key}: expected an integer or null, got {v!r}")
     return v
 
@@ -57,14 +75,15 @@ def opt_float(d: dict[str, Any], key: str, path: str) -> float | None:
         return None
     if isinstance(v, bool):
         raise MalformedResponse(f"{path}.{key}: expected a number, got a boolean")
+    number: float | None = None
     if isinstance(v, int | float):
-        return float(v)
-    if isinstance(v, str):
-        try:
-            return float(v)
-        except ValueError:
-            pass
-    raise MalformedResponse(f"{path}.{key}: expected a number or null, got {v!r}")
+        number = float(v)
+    elif isinstance(v, str) and _DECIMAL.fullmatch(v.strip()):
+        number = float(v)  # Google's JSON mapping may send numbers as strings
+    # "nan", "inf", "1_0" and "١٫٥" are not numbers a provider means (float() takes them).
+    if number is not None and math.isfinite(number):
+        return number
+    raise MalformedResponse(f"{path}.{key}: expected a finite number or null, got {v!r}")
 
 
 def opt_bool(d: dict[str, Any], key: str, path: str) -> bool | None:

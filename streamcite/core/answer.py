@@ -6,7 +6,9 @@ The chunk interpreter appends to the public lists directly on the hot path (one
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import fields, replace
+from operator import attrgetter
 from typing import Any
 
 from streamcite.core.events import (
@@ -46,7 +48,8 @@ class AnswerBuilder:
     """Collects the parts of one answer; :meth:`snapshot` returns the answer so far."""
 
     __slots__ = (
-        "_joined",
+        "_display",
+        "_text",
         "chunk_fields",
         "citation_spans",
         "citations",
@@ -72,11 +75,13 @@ class AnswerBuilder:
     )
 
     def __init__(self) -> None:
-        self._joined = (0, 0)  # leading text/display parts that are compacted blocks
+        self._text = ""  # choice 0's raw text up to the last compaction
+        self._display = ""  # and its display text (unused in keep mode)
         self.text_parts: list[str] = []
-        """Raw token texts of choice 0."""
+        """Raw token texts of choice 0 since the last :meth:`compact`."""
         self.display_parts: list[str] = []
-        """Display texts of choice 0 (unused when ``display_is_text``: keep mode)."""
+        """Display texts of choice 0 since the last :meth:`compact` (unused when
+        ``display_is_text``: keep mode)."""
         self.display_is_text = False
         self.refs: list[CitationRefEvent] = []
         """The citation_ref events (turned into CitationRef in :meth:`snapshot`)."""
@@ -126,100 +131,96 @@ class AnswerBuilder:
     def add(self, ev: Event) -> None:
         """Fold one event into the answer (events already folded by the interpreter are
         recognised by identity of type and need not be passed again)."""
-        t = type(ev)
-        if t is TokenEvent:
-            assert isinstance(ev, TokenEvent)
-            if ev.index == 0:
-                self.text_parts.append(ev.text)
-                if not self.display_is_text:
-                    self.display_parts.append(ev.display)
-        elif t is CitationRefEvent:
-            assert isinstance(ev, CitationRefEvent)
-            self.refs.append(ev)
-        elif t is CitationsEvent:
-            assert isinstance(ev, CitationsEvent)
-            if ev.citations:
-                self.citations = ev.citations
-            if ev.spans:
-                self.citation_spans = ev.spans
-        elif t is FinishEvent:
-            assert isinstance(ev, FinishEvent)
-            if ev.index == 0:
-                self.finish_reason = ev.reason
-                self.complete = True
-        elif t is UsageEvent:
-            assert isinstance(ev, UsageEvent)
-            self.usage = ev.to_usage()
-        elif t is MetaEvent:
-            assert isinstance(ev, MetaEvent)
-            self.id = self.id or ev.id
-            self.model = self.model or ev.model
-        elif t is ErrorEvent:
-            assert isinstance(ev, ErrorEvent)
-            self.error(ev)
-        elif t is ReasoningEvent:
-            assert isinstance(ev, ReasoningEvent)
-            if ev.index == 0:
-                self.reasoning_parts.append(ev.text)
-        elif t is RefusalEvent:
-            assert isinstance(ev, RefusalEvent)
-            if ev.index == 0:
-                self.refusal_parts.append(ev.text)
-        elif t is ToolCallEvent:
-            assert isinstance(ev, ToolCallEvent)
-            if ev.index == 0:
-                self.tool_call(ev)
-        elif t is SourcesEvent:
-            assert isinstance(ev, SourcesEvent)
-            self.sources = ev.sources
-        elif t is GroundingEvent:
-            assert isinstance(ev, GroundingEvent)
-            self.grounding = ev.to_result()
+        fold = _FOLD.get(type(ev))
+        if fold is not None:
+            fold(self, ev)
+
+    def _token(self, ev: TokenEvent) -> None:
+        if ev.index == 0:
+            self.text_parts.append(ev.text)
+            if not self.display_is_text:
+                self.display_parts.append(ev.display)
+
+    def _citations(self, ev: CitationsEvent) -> None:
+        if ev.citations:
+            self.citations = ev.citations
+        if ev.spans:
+            self.citation_spans = ev.spans
+
+    def _finish(self, ev: FinishEvent) -> None:
+        if ev.index == 0:
+            self.finish_reason = ev.reason
+            self.complete = True
+
+    def _meta(self, ev: MetaEvent) -> None:
+        self.id = self.id or ev.id
+        self.model = self.model or ev.model
+
+    def _reasoning(self, ev: ReasoningEvent) -> None:
+        if ev.index == 0:
+            self.reasoning_parts.append(ev.text)
+
+    def _refusal(self, ev: RefusalEvent) -> None:
+        if ev.index == 0:
+            self.refusal_parts.append(ev.text)
+
+    def _tool_call(self, ev: ToolCallEvent) -> None:
+        if ev.index == 0:
+            self.tool_call(ev)
+
+    def _sources(self, ev: SourcesEvent) -> None:
+        self.sources = ev.sources
+
+    def _grounding(self, ev: GroundingEvent) -> None:
+        self.grounding = ev.to_result()
+
+    def _usage(self, ev: UsageEvent) -> None:
+        self.usage = ev.to_usage()
 
     def compact(self) -> None:
-        """Join the parts that arrived since the last compaction into one block:
-        memory stays near the text's own size, and each character is copied once
-        (appending a block, never re-joining the whole text: flat at any length).
+        """Append the parts that arrived since the last compaction to the text.
 
-        In place, because the chunk interpreter holds references to these lists."""
-        text, disp = self._joined
+        The text is one string grown in place (CPython resizes a string nobody else
+        holds instead of copying it), so memory stays at the text's own size and
+        each character is copied about once: flat at any length. The part lists are
+        emptied in place, because the chunk interpreter holds references to them."""
         parts = self.text_parts
-        if len(parts) - text > 1:
-            parts[text:] = ["".join(parts[text:])]
+        if parts:
+            text, self._text = self._text, ""
+            text += "".join(parts)
+            self._text = text
+            parts.clear()
         dparts = self.display_parts
-        if len(dparts) - disp > 1:
-            dparts[disp:] = ["".join(dparts[disp:])]
-        self._joined = (len(parts), len(dparts))
+        if dparts:
+            display, self._display = self._display, ""
+            display += "".join(dparts)
+            self._display = display
+            dparts.clear()
 
     @property
     def uncompacted(self) -> int:
         """Text parts added since the last :meth:`compact`."""
-        return len(self.text_parts) - self._joined[0]
+        return len(self.text_parts)
 
     def snapshot(self) -> CitedAnswer:
-        """The answer as known now (joins the text; cheap enough to call per UI frame)."""
-        refs0 = [r for r in self.refs if r.index == 0]
+        """The answer as known now (compacts the text and shares it with the answer: the
+        next compaction copies it once; cheap enough to call per UI frame)."""
         known = {c.document_index for c in self.citations}
         known.update(n - 1 for s in self.sources if (n := s.number) is not None)
-        referenced = {r.document_index for r in refs0}
-        dangling: list[int] = []
-        for r in refs0:
-            if r.document_index not in known and r.number not in dangling:
-                dangling.append(r.number)
+        referenced, dangling = _refs_of_choice0(self.refs, known)
         uncited = sorted(
             {c.document_index for c in self.citations if c.document_index is not None} - referenced
         )
-        text = "".join(self.text_parts)
+        self.compact()
+        text = self._text
         return CitedAnswer(
             text=text,
-            display_text=text if self.display_is_text else "".join(self.display_parts),
+            display_text=text if self.display_is_text else self._display,
             finish_reason=self.finish_reason,
             id=self.id,
             model=self.model,
             citations=list(self.citations),
-            citation_refs=[
-                CitationRef(r.index, r.number, r.document_index, r.offset) for r in self.refs
-            ],
+            citation_refs=_citation_refs(self.refs),
             dangling_refs=dangling,
             uncited_documents=uncited,
             sources=list(self.sources),
@@ -236,3 +237,61 @@ class AnswerBuilder:
             errors_dropped=self.errors_dropped,
             enrichment_skipped=self.enrichment_skipped,
         )
+
+
+_INDEX = attrgetter("index")
+_DOCUMENT_INDEX = attrgetter("document_index")
+
+
+def _refs_of_choice0(
+    refs: list[CitationRefEvent], known: set[int | None]
+) -> tuple[set[int], list[int]]:
+    """The document indexes choice 0's refs reference, and the footnote numbers (in
+    first-seen order) that reference no known document. The per-ref passes run in C
+    (``map``); the exact loop only when some reference is unknown."""
+    refs0 = refs if set(map(_INDEX, refs)) <= {0} else [r for r in refs if r.index == 0]
+    referenced = set(map(_DOCUMENT_INDEX, refs0))
+    dangling: list[int] = []
+    if not referenced <= known:
+        for r in refs0:
+            if r.document_index not in known and r.number not in dangling:
+                dangling.append(r.number)
+    return referenced, dangling
+
+
+def _citation_refs(refs: list[CitationRefEvent]) -> list[CitationRef]:
+    """The answer's CitationRefs, built field by field (no __init__ call per ref: an
+    answer with a marker every few tokens has tens of thousands of them)."""
+    out: list[CitationRef] = []
+    keep = out.append
+    new = object.__new__
+    for r in refs:
+        c = new(CitationRef)
+        c.index, c.number, c.document_index, c.offset = (
+            r.index,
+            r.number,
+            r.document_index,
+            r.offset,
+        )
+        keep(c)
+    return out
+
+
+if [f.name for f in fields(CitationRef)] != ["index", "number", "document_index", "offset"]:
+    raise ImportError("answer.py builds CitationRef by hand: update _citation_refs")
+
+_FOLD: dict[type, Callable[[AnswerBuilder, Any], None]] = {
+    TokenEvent: AnswerBuilder._token,
+    CitationRefEvent: lambda b, ev: b.refs.append(ev),
+    CitationsEvent: AnswerBuilder._citations,
+    FinishEvent: AnswerBuilder._finish,
+    UsageEvent: AnswerBuilder._usage,
+    MetaEvent: AnswerBuilder._meta,
+    ErrorEvent: AnswerBuilder.error,
+    ReasoningEvent: AnswerBuilder._reasoning,
+    RefusalEvent: AnswerBuilder._refusal,
+    ToolCallEvent: AnswerBuilder._tool_call,
+    SourcesEvent: AnswerBuilder._sources,
+    GroundingEvent: AnswerBuilder._grounding,
+}
+"""How :meth:`AnswerBuilder.add` folds each event type (by exact type, as before)."""

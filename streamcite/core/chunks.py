@@ -8,14 +8,14 @@ what was already delivered.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import orjson
 
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.citations import citations_from_chunk
-from streamcite.core.deltas import check_tool_arguments, finish_error, http_status, interpret_delta
+from streamcite.core.deltas import check_tool_arguments, finish_error, interpret_delta
+from streamcite.core.errors_payload import error_from_payload
 from streamcite.core.events import (
     CitationRefEvent,
     CitationsEvent,
@@ -26,6 +26,7 @@ from streamcite.core.events import (
     TokenEvent,
     UsageEvent,
 )
+from streamcite.core.fastpath import feed_keep_mode
 from streamcite.core.markers import FootnoteDetector, MarkerMode
 from streamcite.core.models import Usage
 from streamcite.core.sse import OVERFLOW, RawEvent
@@ -34,49 +35,14 @@ from streamcite.core.template import ContentTemplate
 __all__ = ["ChunkInterpreter", "error_from_payload"]
 
 _loads = orjson.loads
-_CTRL = re.compile(rb"[\x00-\x1f]")
+_new = object.__new__
 _JSONDecodeError = orjson.JSONDecodeError
-_RETRYABLE_CODES = frozenset(
-    {
-        "rate_limit_exceeded",
-        "rate_limit_error",
-        "overloaded",
-        "overloaded_error",
-        "server_error",
-        "api_error",
-        "timeout",
-        "service_unavailable",
-        "upstream_overloaded",
-        "internal_error",
-    }
-)
-
-
 _EXTRA_KEYS = ("reasoning_content", "reasoning", "refusal", "tool_calls", "annotations")
 
 
 def _has_extra(delta: dict[str, Any]) -> bool:
     """A delta carrying something besides its content string (reasoning, tool calls...)."""
     return any(delta.get(k) for k in _EXTRA_KEYS)
-
-
-def error_from_payload(err: Any, stage: str) -> ErrorEvent:
-    """An OpenAI/Anthropic-style ``{"error": ...}`` object (or a bare string) → ErrorEvent."""
-    if isinstance(err, dict):
-        code = err.get("code") or err.get("type") or "upstream_error"
-        message = err.get("message") or ""
-        status = err.get("status") if isinstance(err.get("status"), int) else None
-        if status is None:
-            status = http_status(err.get("code"))
-    else:
-        code, message, status = "upstream_error", str(err), None
-    code = str(code)
-    retryable = code in _RETRYABLE_CODES or (
-        status is not None and (status == 429 or status >= 500)
-    )
-    return ErrorEvent(
-        code=code, message=str(message), retryable=retryable, stage=stage, status=status
-    )
 
 
 class ChunkInterpreter:
@@ -168,117 +134,66 @@ class ChunkInterpreter:
         return out
 
     def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:
-        """Interpret the decoder's raw events; the common single-delta chunk is inlined.
+        """Interpret the decoder's raw events (one read's worth).
 
-        The fast path handles the shape of nearly every chunk — a plain ``data:``
-        event, one choice of index 0, a string ``delta.content`` without a marker,
-        no finish reason and no chunk-level citations, usage or error — and hands
-        anything else to the general path (:meth:`feed` / ``_interpret``) unchanged.
+        Once choice 0 has a token in keep mode, the per-chunk loop of
+        :mod:`streamcite.core.fastpath` runs: content-only chunks in the proven
+        envelope are taken there, everything else comes back to :meth:`_chunk`.
         """
-        if self.done or not self._meta_seen or not self._mode_keep:
-            for item in raw:
-                if isinstance(item, bytes):
-                    self.feed(item, b"", out)
-                elif item is OVERFLOW:
-                    self._overflow(out)
-                else:
-                    self.feed(item[1], item[0], out)
+        if not self.done and self._mode_keep and 0 in self._detectors:
+            feed_keep_mode(self, raw, out)
             return
-        loads = _loads
-        append = out.append
-        raw0 = self._raw0
-        token = TokenEvent
-        det = self._detectors.get(0)
-        tpl = self._tpl
-        match = tpl.match if tpl.proven and tpl.on else None
-        pre, suf, plen, slen = tpl.prefix, tpl.suffix, len(tpl.prefix), len(tpl.suffix)
-        ends = plen + slen
         for item in raw:
-            if match is not None and det is not None and type(item) is bytes:
-                content = (
-                    sl.decode()
-                    if item.startswith(pre)
-                    and item.endswith(suf)
-                    and len(item) >= ends
-                    and b'"' not in (sl := item[plen : len(item) - slen])
-                    and b"\\" not in sl
-                    and sl.isascii()
-                    and not _CTRL.search(sl)
-                    else match(item)
-                )
-                if content is not None:
-                    # Same envelope as a proven content-only chunk: only the string
-                    # differs (template.py), so the checks below hold as they did.
-                    if content:
-                        append(token(0, content, content))
-                        raw0.append(content)
-                        if det.held or "[" in content:
-                            refs = det.feed(content)[1]
-                            if refs:
-                                self._add_refs(0, refs, out)
-                        else:
-                            det.offset += len(content)
-                    continue
-            if isinstance(item, tuple):
-                if item is OVERFLOW:
-                    self._overflow(out)
-                    continue
+            if self.done:
+                return  # nothing after [DONE] counts, not even errors
+            if isinstance(item, bytes):
+                self.feed(item, b"", out)
+            elif item is OVERFLOW:
+                self._overflow(out)
+            else:
                 self.feed(item[1], item[0], out)
-                if self.done:
-                    break  # [DONE] with an id or event line: nothing after it counts
-                det = self._detectors.get(0)
-                continue
-            try:
-                obj = loads(item)
-                # The shape of nearly every chunk; anything else raises and goes the
-                # general way (zero-cost try in CPython 3.11 when nothing is raised).
-                (ch,) = obj["choices"]
-                delta = ch["delta"]
-                content = delta["content"]
-            except _JSONDecodeError:
-                self.feed(item, b"", out)  # [DONE], or reports the invalid JSON
-                if self.done:
-                    break
-                continue
-            except (KeyError, TypeError, ValueError, IndexError):
-                self._general(obj, item, out)
-                det = self._detectors.get(0)
-                continue
-            if (
-                det is None
-                or type(content) is not str
-                or ch.get("finish_reason")
-                or type(idx := ch.get("index", 0)) is not int
-                or idx
-                or "citations" in obj
-                or "search_results" in obj
-                or "error" in obj
-                or obj.get("usage")
-                or (len(delta) > 1 and _has_extra(delta))
-            ):
-                self._general(obj, item, out)
-                det = self._detectors.get(0)
-                continue
-            if tpl.on:
-                tpl.observe(item, content)
-                match = tpl.match if tpl.proven and tpl.on else None
-                pre, suf, plen, slen = tpl.prefix, tpl.suffix, len(tpl.prefix), len(tpl.suffix)
-                ends = plen + slen
-            if not content:
-                if len(delta) > 1:  # e.g. "content": "" beside reasoning or tool calls
-                    self._general(obj, item, out)
-                    det = self._detectors.get(0)
-                continue
-            if content:
-                append(token(0, content, content))
-                raw0.append(content)
-                if det.held or "[" in content:
-                    refs = det.feed(content)[1]
-                    if refs:
-                        self._add_refs(0, refs, out)
-                else:
-                    det.offset += len(content)
-        # Whatever followed [DONE] in this read is dropped (feed() ignores it too).
+
+    def _chunk(self, item: RawEvent, out: list[Event]) -> None:
+        """One raw event the template did not take. A content-only chunk of choice 0
+        (the common shape: one choice, a string ``delta.content``, no finish reason,
+        no chunk-level citations, usage or error) is parsed and its shape checked
+        inline (and shown to the template); anything else goes the general way."""
+        if not isinstance(item, bytes):
+            if item is OVERFLOW:
+                self._overflow(out)
+            else:
+                self.feed(item[1], item[0], out)
+            return
+        try:
+            obj = _loads(item)
+            # The shape of nearly every chunk; anything else raises and goes the
+            # general way (zero-cost try in CPython 3.11 when nothing is raised).
+            (ch,) = obj["choices"]
+            delta = ch["delta"]
+            content = delta["content"]
+        except _JSONDecodeError:
+            self.feed(item, b"", out)  # [DONE], or reports the invalid JSON
+            return
+        except (KeyError, TypeError, ValueError, IndexError):
+            self._general(obj, item, out)
+            return
+        if (
+            type(content) is not str
+            or ch.get("finish_reason")
+            or type(idx := ch.get("index", 0)) is not int
+            or idx
+            or "citations" in obj
+            or "search_results" in obj
+            or "error" in obj
+            or obj.get("usage")
+            or (len(delta) > 1 and (not content or _has_extra(delta)))
+        ):
+            self._general(obj, item, out)
+            return
+        if self._tpl.on:
+            self._tpl.observe(item, content)
+        if content:
+            self._token(0, content, out)
 
     def _overflow(self, out: list[Event]) -> None:
         """The decoder dropped an event for its size (its :data:`OVERFLOW` marker)."""
@@ -295,67 +210,20 @@ class ChunkInterpreter:
     def _interpret(self, obj: dict[str, Any], key: str, out: list[Event]) -> None:
         if not self._meta_seen:
             self._meta(obj, out)
-        finishes: list[FinishEvent] | None = None
         choices = obj.get("choices")
-        if choices:
-            if type(choices) is not list:
-                self._fault(out, "bad_chunk", f"choices is not an array: {choices!r:.120}")
-                choices = ()
-            for ch in choices:
-                if type(ch) is not dict:
-                    self._fault(out, "bad_chunk", f"choice is not an object: {ch!r:.120}")
-                    continue
-                delta = ch.get(key)
-                if delta:
-                    if type(delta) is not dict:
-                        self._fault(out, "bad_chunk", f"{key} is not an object: {delta!r:.120}")
-                        delta = {}
-                    content = delta.get("content")
-                    plain = type(content) is str
-                    if (content and plain) or (delta and (not plain or len(delta) > 1)):
-                        idx = ch.get("index", 0)
-                        if type(idx) is not int:
-                            self._fault(
-                                out, "bad_chunk", f"choice index is not an integer: {idx!r:.40}"
-                            )
-                            continue
-                        if content and plain:
-                            self._token(idx, content, out)
-                        if not plain or len(delta) > 1:
-                            interpret_delta(self, idx, delta, out)
-                reason = ch.get("finish_reason")
-                if reason:
-                    idx = ch.get("index", 0)
-                    if type(idx) is not int:
-                        self._fault(
-                            out, "bad_chunk", f"choice index is not an integer: {idx!r:.40}"
-                        )
-                        continue
-                    self._flush(idx, out)
-                    if finishes is None:
-                        finishes = []
-                    finishes.append(FinishEvent(index=idx, reason=str(reason)))
+        finishes = self._choices(choices, key, out) if choices else None
         # Cold: chunk-level fields. Citations come before the finish event so that
         # whoever reacts to ``finish`` (enrichers) sees them in the answer.
         if "citations" in obj or "search_results" in obj:
             self._citations(obj, out)
-        if finishes is not None:
-            self._keep_fields(obj)
-            for f in finishes:
-                self._finished.add(f.index)
-                if f.index == 0:
-                    self._builder.finish_reason = f.reason
-                    self._builder.complete = True
-                    check_tool_arguments(self, out)
-            out.extend(finishes)
-            for f in finishes:
-                if f.reason == "error":
-                    finish_error(self, obj, f.index, out)
+        if finishes:
+            self._finish(obj, finishes, out)
         usage = obj.get("usage")
         if not usage and type(xg := obj.get("x_groq")) is dict:
             usage = xg.get("usage")  # Groq: usage only under x_groq
         if usage:
-            self._usage(usage, out, final=finishes is not None or not choices)
+            final = bool(finishes) or not choices or type(choices) is not list
+            self._usage(usage, out, final=final)
         err = obj.get("error")
         if not err and obj.get("object") == "error":
             err = obj  # vLLM's older top-level error object
@@ -366,6 +234,60 @@ class ChunkInterpreter:
             if obj.get("object") == "error":
                 self.cut = True
                 self._builder.complete = False
+
+    def _choices(self, choices: Any, key: str, out: list[Event]) -> list[FinishEvent]:
+        """Tokens (and other deltas) of each choice; the finish events, for the caller."""
+        finishes: list[FinishEvent] = []
+        if type(choices) is not list:
+            self._fault(out, "bad_chunk", f"choices is not an array: {choices!r:.120}")
+            return finishes
+        for ch in choices:
+            if type(ch) is not dict:
+                self._fault(out, "bad_chunk", f"choice is not an object: {ch!r:.120}")
+                continue
+            delta = ch.get(key)
+            if delta:
+                if type(delta) is not dict:
+                    self._fault(out, "bad_chunk", f"{key} is not an object: {delta!r:.120}")
+                    delta = {}
+                content = delta.get("content")
+                plain = type(content) is str
+                if (content and plain) or (delta and (not plain or len(delta) > 1)):
+                    idx = self._index(ch, out)
+                    if idx is None:
+                        continue
+                    if content and plain:
+                        self._token(idx, content, out)
+                    if not plain or len(delta) > 1:
+                        interpret_delta(self, idx, delta, out)
+            reason = ch.get("finish_reason")
+            if reason:
+                idx = self._index(ch, out)
+                if idx is None:
+                    continue
+                self._flush(idx, out)
+                finishes.append(FinishEvent(index=idx, reason=str(reason)))
+        return finishes
+
+    def _index(self, ch: dict[str, Any], out: list[Event]) -> int | None:
+        idx = ch.get("index", 0)
+        if type(idx) is not int:
+            self._fault(out, "bad_chunk", f"choice index is not an integer: {idx!r:.40}")
+            return None
+        return idx
+
+    def _finish(self, obj: dict[str, Any], finishes: list[FinishEvent], out: list[Event]) -> None:
+        self._keep_fields(obj)
+        for f in finishes:
+            self._finished.add(f.index)
+            if f.index == 0:
+                self._builder.finish_reason = f.reason
+                self._builder.complete = True
+                check_tool_arguments(self, out)
+        out.extend(finishes)
+        for f in finishes:
+            if f.reason == "error":
+                finish_error(self, obj, f.index, out)
 
     def _token(self, idx: int, content: str, out: list[Event]) -> None:
         # Meta comes before the first token or not at all: stop looking for it.
@@ -391,10 +313,17 @@ class ChunkInterpreter:
     # -- cold paths ----------------------------------------------------------------
 
     def _add_refs(self, idx: int, refs: list[tuple[int, int]], out: list[Event]) -> None:
+        keep = self._refs.append
         for number, offset in refs:
-            ev = CitationRefEvent(idx, number, number - 1, offset)
+            # Built field by field, as tokens are (fastpath.py guards the fields).
+            ev = _new(CitationRefEvent)
+            ev.type = "citation_ref"
+            ev.index = idx
+            ev.number = number
+            ev.document_index = number - 1
+            ev.offset = offset
             out.append(ev)
-            self._refs.append(ev)
+            keep(ev)
 
     def _flush(self, idx: int, out: list[Event]) -> None:
         det = self._detectors.get(idx)

@@ -63,7 +63,9 @@ def _from_search_result(item: Any, position: int) -> Citation:
     for name, v in (("title", title), ("url", url), ("date", date), ("snippet", snippet)):
         if v is not None and not isinstance(v, str):
             raise ValueError(f"search_results[{position}].{name}: expected a string, got {v!r}")
-    year = date[:4] if date and date[:4].isdigit() else None
+    head = date[:4] if date else ""
+    # ASCII only: str.isdigit() also accepts "²⁰²⁴" and Arabic-Indic digits.
+    year = head if len(head) == 4 and head.isascii() and head.isdigit() else None
     return Citation(
         cited_text=snippet,
         document_title=title,

@@ -44,6 +44,9 @@ _MARKER = re.compile(r"\[(" + _NUMBERS + r")\](?!\()")
 _SPACED_MARKER = re.compile(r"[ \t]*\[(" + _NUMBERS + r")\](?!\()")
 # A complete marker that ends the text: it still awaits its next character.
 _TAIL_MARKER = re.compile(r"\[(" + _NUMBERS + r")\]\Z")
+# The usual complete tail marker of a token, "[1]" … "[199]", and its number: one dict
+# lookup instead of a scan and int() (core/fastpath.py; others go the detector's way).
+TAIL_MARKERS: dict[str, int] = {f"[{i}]": i for i in range(1, 200)}
 _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 _MAX_DIGITS = 4
 _PARTIAL = -1
@@ -155,7 +158,7 @@ def _scan(s: str, p: int, nums: list[int]) -> int:
 class FootnoteDetector:
     """Footnote markers of one choice's text, detected incrementally."""
 
-    __slots__ = ("_held_refs", "_render", "_strip", "held", "held_start", "keep", "offset")
+    __slots__ = ("_render", "_strip", "held", "held_refs", "held_start", "keep", "offset")
 
     def __init__(self, mode: MarkerMode = "keep") -> None:
         self.keep = mode == "keep"
@@ -175,18 +178,19 @@ class FootnoteDetector:
         self.held = ""
         """Raw text held back because it may be (the start of) a marker."""
         self.held_start = 0
-        self._held_refs: list[tuple[int, int]] | None = None
-        """Keep mode: the refs of a held *complete* marker that only awaits its next char."""
+        self.held_refs: list[tuple[int, int]] | None = None
+        """Keep mode: the refs of a held *complete* marker that only awaits its next char
+        (``core/fastpath.py`` confirms and sets it inline for the plain ``… [n]`` case)."""
 
     def feed(self, text: str) -> tuple[str, list[tuple[int, int]] | None]:
         """Consume one delta. Returns ``(display text, [(number, offset), ...] or None)``."""
         if not self.held and "[" not in text and (self.keep or text[-1:] not in _SPACE):
             self.offset += len(text)
             return text, None
-        if self._held_refs is not None and text[:1] != "(":
+        if self.held_refs is not None and text[:1] != "(":
             # The held "[n]" is confirmed by a next char that is not "(": no re-scan.
-            refs: list[tuple[int, int]] | None = self._held_refs
-            self._held_refs = None
+            refs: list[tuple[int, int]] | None = self.held_refs
+            self.held_refs = None
             self.held = ""
             if "[" in text:
                 more = self._process(text, self.offset, final=False)[1]
@@ -194,7 +198,7 @@ class FootnoteDetector:
                     refs = [*(refs or ()), *more]
             self.offset += len(text)
             return text, refs
-        self._held_refs = None
+        self.held_refs = None
         if self.keep and not self.held:
             # The usual shape, "… [3]": one complete marker ending the delta. It only
             # awaits its next character (not "("), so hold it with its refs known.
@@ -204,7 +208,7 @@ class FootnoteDetector:
                 offset = self.offset + p
                 self.held = text[p:]
                 self.held_start = offset
-                self._held_refs = [(int(n), offset) for n in m.group(1).split(",")]
+                self.held_refs = [(int(n), offset) for n in m.group(1).split(",")]
                 self.offset += len(text)
                 return text, None
         if self.held:
@@ -223,9 +227,23 @@ class FootnoteDetector:
             return "", None
         s, base = self.held, self.held_start
         self.held = ""
-        self._held_refs = None
+        self.held_refs = None
         display, refs = self._process(s, base, final=True)
         return ("" if self.keep else display), refs
+
+    def _hold(self, s: str, base: int, hold: int, emitted: int, final: bool) -> None:
+        """Hold back ``s[hold:]`` (-1: nothing), what may still become a marker."""
+        if not self.keep and not final:
+            # Spaces right before a (possible) marker are held too, so they can go with it.
+            if hold == -1:
+                hold = len(s)
+            while hold > emitted and s[hold - 1] in _SPACE:
+                hold -= 1
+        if hold == -1 or hold >= len(s):
+            self.held = ""
+        else:
+            self.held = s[hold:]
+            self.held_start = base + hold
 
     def _process(
         self, s: str, base: int, *, final: bool
@@ -244,7 +262,7 @@ class FootnoteDetector:
             if end == _PARTIAL or (end == len(s) and not final):
                 hold = p
                 if end != _PARTIAL and self.keep:
-                    self._held_refs = [(number, base + p) for number in nums]
+                    self.held_refs = [(number, base + p) for number in nums]
                 break
             if end < len(s) and s[end] == "(":
                 p = s.find("[", end)  # a markdown link, not a footnote
@@ -264,17 +282,7 @@ class FootnoteDetector:
                     out.append("".join(self._render(n) for n in nums))
                 emitted = end
             p = s.find("[", end)
-        if not self.keep and not final:
-            # Spaces right before a (possible) marker are held too, so they can go with it.
-            if hold == -1:
-                hold = len(s)
-            while hold > emitted and s[hold - 1] in _SPACE:
-                hold -= 1
-        if hold == -1 or hold >= len(s):
-            self.held = ""
-        else:
-            self.held = s[hold:]
-            self.held_start = base + hold
+        self._hold(s, base, hold, emitted, final)
         if self.keep:
             return "", refs  # display is exactly the raw delta; feed() passes it through
         out.append(s[emitted : len(s) - len(self.held)])

@@ -109,8 +109,7 @@ class QuotedSource:
     @property
     def number(self) -> int | None:
         """``quoted_as`` as an int when it is one (the ``[n]`` in the answer)."""
-        q = self.quoted_as.strip()
-        return int(q) if q.isdigit() else None
+        return v.digits_int(self.quoted_as, max_digits=9)  # upstream text: never raises
 
     @classmethod
     def from_dict(cls, d: Any, path: str = "source") -> QuotedSource:

@@ -157,63 +157,13 @@ class SSEDecoder:
     # -- internals -----------------------------------------------------------------
 
     def _feed(self, chunk: bytes, full: bool) -> list[RawEvent]:
-        if not chunk:
-            return []  # an empty read changes nothing (not even a pending CR)
-        if not self._bom_done:
-            buffered = bytes(self._tail) + chunk
-            if len(buffered) < 3 and _BOM.startswith(buffered):
-                # Not yet known whether this is a BOM: wait for more bytes.
-                self._tail[:] = buffered
-                return []
-            self._bom_done = True
-            self._tail.clear()
-            chunk = buffered[3:] if buffered.startswith(_BOM) else buffered
-        if self._skip_lf:
-            self._skip_lf = False
-            if chunk[:1] == b"\n":
-                chunk = chunk[1:]
-        if not chunk:
+        normalised = self._normalise(chunk)
+        if not normalised:
             return []
-        if b"\r" in chunk:
-            # CRLF and lone CR are line ends too: normalise them to LF once, here.
-            if chunk[-1:] == b"\r":
-                self._skip_lf = True  # its LF, if any, starts the next read
-            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        if self._discarding:
-            chunk = self._discard(chunk)
-            if not chunk:
-                return []
+        region, tail_overflow = self._region(normalised)
+        if region is None:
+            return self._finish([OVERFLOW], full) if tail_overflow else []
         limit = self.max_event_size
-        tail = self._tail
-        if tail:
-            # Only the new bytes (and the one before them) can hold a new block end.
-            scan_from = len(tail) - 1
-            tail += chunk
-            end = tail.rfind(b"\n\n", scan_from)
-            if end == -1:
-                if _block_size(tail) > limit:
-                    self._overflow_tail()
-                    return self._finish([OVERFLOW], full)
-                return []
-            region = bytes(tail[:end])
-            del tail[: end + 2]
-            if tail[:1] == b"\n":
-                tail[:] = tail.lstrip(b"\n")  # blank lines: not bytes of the next block
-        else:
-            end = chunk.rfind(b"\n\n")
-            if end == -1:
-                # At a block boundary: leading LFs are blank lines, not block bytes.
-                tail += chunk.lstrip(b"\n") if chunk[:1] == b"\n" else chunk
-                if _block_size(tail) > limit:
-                    self._overflow_tail()
-                    return self._finish([OVERFLOW], full)
-                return []
-            region = chunk[:end]
-            if end + 2 < len(chunk):
-                tail += chunk[end + 2 :].lstrip(b"\n")
-        tail_overflow = _block_size(tail) > limit
-        if tail_overflow:
-            self._overflow_tail()  # reported after this read's complete events
         if not full and region.startswith(b"data: "):
             # Fastest path: every block of this read is exactly one "data: " line
             # (no lone LF, every block starts "data: "). Then one C-level split
@@ -221,7 +171,7 @@ class SSEDecoder:
             payloads = region[6:].split(b"\n\ndata: ")
             # Each separator holds exactly two LFs: if those are all the LFs there
             # are, every block was one "data: " line and nothing else.
-            if region.count(b"\n") == 2 * (len(payloads) - 1) and (
+            if region.count(10) == 2 * (len(payloads) - 1) and (
                 len(region) <= limit or max(map(len, payloads)) + 6 <= limit
             ):
                 if tail_overflow:
@@ -237,7 +187,7 @@ class SSEDecoder:
                 out.append(OVERFLOW)  # this event is dropped whole, the others kept
                 continue
             # Fast path: a block that is exactly one "data: ..." line.
-            if block.startswith(b"data: ") and b"\n" not in block:
+            if block.startswith(b"data: ") and 10 not in block:
                 if full:
                     out.append((b"", block[6:], self.last_event_id, self.retry))
                 else:
@@ -249,6 +199,67 @@ class SSEDecoder:
         if tail_overflow:
             out.append(OVERFLOW)
         return self._finish(out, full)
+
+    def _normalise(self, chunk: bytes) -> bytes:
+        """The read with the BOM, a CR's LF from the previous read, CRLF/CR line ends
+        and the rest of a block being discarded taken care of (b"": nothing to do)."""
+        if not chunk:
+            return b""  # an empty read changes nothing (not even a pending CR)
+        if not self._bom_done:
+            buffered = bytes(self._tail) + chunk
+            if len(buffered) < 3 and _BOM.startswith(buffered):
+                # Not yet known whether this is a BOM: wait for more bytes.
+                self._tail[:] = buffered
+                return b""
+            self._bom_done = True
+            self._tail.clear()
+            chunk = buffered[3:] if buffered.startswith(_BOM) else buffered
+        if self._skip_lf:
+            self._skip_lf = False
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+        if not chunk:
+            return b""
+        if 13 in chunk:
+            # CRLF and lone CR are line ends too: normalise them to LF once, here.
+            if chunk[-1:] == b"\r":
+                self._skip_lf = True  # its LF, if any, starts the next read
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if self._discarding:
+            chunk = self._discard(chunk)
+        return chunk
+
+    def _region(self, chunk: bytes) -> tuple[bytes | None, bool]:
+        """The complete blocks this read ends (None: none yet), the rest kept as the
+        tail; and whether the tail grew past the limit (then it was dropped)."""
+        limit = self.max_event_size
+        tail = self._tail
+        if tail:
+            # Only the new bytes (and the one before them) can hold a new block end.
+            scan_from = len(tail) - 1
+            tail += chunk
+            end = tail.rfind(b"\n\n", scan_from)
+            if end == -1:
+                region = None
+            else:
+                region = bytes(tail[:end])
+                del tail[: end + 2]
+                if tail[:1] == b"\n":
+                    tail[:] = tail.lstrip(b"\n")  # blank lines: not bytes of the next block
+        else:
+            end = chunk.rfind(b"\n\n")
+            if end == -1:
+                # At a block boundary: leading LFs are blank lines, not block bytes.
+                tail += chunk.lstrip(b"\n") if chunk[:1] == b"\n" else chunk
+                region = None
+            else:
+                region = chunk[:end]
+                if end + 2 < len(chunk):
+                    tail += chunk[end + 2 :].lstrip(b"\n")
+        overflow = _block_size(tail) > limit
+        if overflow:
+            self._overflow_tail()  # reported after this read's complete events
+        return region, overflow
 
     def _overflow_tail(self) -> None:
         """The unterminated block grew past the limit: drop it, and drop what follows

@@ -6,6 +6,7 @@
 - :class:`SessionHolder`: uses the caller's ``aiohttp.ClientSession`` when given,
   a client-owned one while the client is used as ``async with``, else one per call
   (so a client used casually never leaks a connection).
+- :class:`PooledClient`: the ``async with`` / ``aclose()`` lifecycle of such a client.
 - :class:`Secret`: a string that never shows in a repr, a log line or an error.
 
 An attempt function signals "try again" by raising a :class:`StreamciteError` with
@@ -19,7 +20,7 @@ import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import aiohttp
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
@@ -32,6 +33,7 @@ from streamcite.transports.base import is_redirect, redirect_message
 
 __all__ = [
     "HttpResponse",
+    "PooledClient",
     "RetryPolicy",
     "Secret",
     "SessionHolder",
@@ -121,6 +123,48 @@ async def with_retries(
     started = loop.time()
     deadline_at = started + policy.deadline
     attempts = 0
+    retrying = _retrying(policy, loop.time, deadline_at, what, log)
+    try:
+        async for state in retrying:
+            with state:
+                attempts += 1
+                budget = min(policy.request_timeout, deadline_at - loop.time())
+                return await _attempt_once(attempt, budget, what)
+    except StreamciteError as e:
+        if e.retryable:
+            elapsed = loop.time() - started
+            e.message = f"{e.message} (gave up after {attempts} attempt(s) in {elapsed:.2f} s)"
+            e.args = (e.message,)
+        raise
+    raise AssertionError("unreachable: tenacity either returns or raises")  # pragma: no cover
+
+
+async def _attempt_once(attempt: Callable[[float], Awaitable[T]], budget: float, what: str) -> T:
+    """One attempt cut at ``budget`` seconds; a timeout or a lost connection is retryable."""
+    try:
+        async with asyncio.timeout(budget):
+            return await attempt(budget)
+    except TimeoutError:
+        raise UpstreamError(
+            f"{what}: no answer within {budget:.2f} s",
+            code="timeout",
+            retryable=True,
+        ) from None
+    except aiohttp.ClientError as e:
+        # Connection refused/reset, server disconnected: the server may
+        # come back within the deadline. The message names the class only:
+        # aiohttp's text can contain the URL, never a secret, but keep it short.
+        raise UpstreamError(
+            f"{what}: connection failed ({type(e).__name__})",
+            code="connect",
+            retryable=True,
+        ) from e
+
+
+def _retrying(
+    policy: RetryPolicy, now: Callable[[], float], deadline_at: float, what: str, log: Any
+) -> AsyncRetrying:
+    """Tenacity's loop for ``policy``: retryable StreamciteErrors only, within the deadline."""
     log = log if log is not None else get_logger("streamcite.enrich")
 
     def wait(state: RetryCallState) -> float:
@@ -133,7 +177,7 @@ async def with_retries(
             return True
         # Stop now rather than sleep into (or past) the deadline: the next attempt
         # would have no time left to succeed.
-        return loop.time() + state.upcoming_sleep >= deadline_at - 0.001
+        return now() + state.upcoming_sleep >= deadline_at - 0.001
 
     def before_sleep(state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
@@ -146,7 +190,7 @@ async def with_retries(
             status=getattr(exc, "status", None),
         )
 
-    retrying = AsyncRetrying(
+    return AsyncRetrying(
         retry=retry_if_exception(lambda e: isinstance(e, StreamciteError) and e.retryable),
         wait=wait,
         stop=stop,
@@ -154,36 +198,6 @@ async def with_retries(
         sleep=asyncio.sleep,
         reraise=True,
     )
-    try:
-        async for state in retrying:
-            with state:
-                attempts += 1
-                budget = min(policy.request_timeout, deadline_at - loop.time())
-                try:
-                    async with asyncio.timeout(budget):
-                        return await attempt(budget)
-                except TimeoutError:
-                    raise UpstreamError(
-                        f"{what}: no answer within {budget:.2f} s",
-                        code="timeout",
-                        retryable=True,
-                    ) from None
-                except aiohttp.ClientError as e:
-                    # Connection refused/reset, server disconnected: the server may
-                    # come back within the deadline. The message names the class only:
-                    # aiohttp's text can contain the URL, never a secret, but keep it short.
-                    raise UpstreamError(
-                        f"{what}: connection failed ({type(e).__name__})",
-                        code="connect",
-                        retryable=True,
-                    ) from e
-    except StreamciteError as e:
-        if e.retryable:
-            elapsed = loop.time() - started
-            e.message = f"{e.message} (gave up after {attempts} attempt(s) in {elapsed:.2f} s)"
-            e.args = (e.message,)
-        raise
-    raise AssertionError("unreachable: tenacity either returns or raises")  # pragma: no cover
 
 
 @dataclass(slots=True)
@@ -281,3 +295,21 @@ class SessionHolder:
             return
         async with aiohttp.ClientSession() as per_call:
             yield per_call
+
+
+class PooledClient:
+    """Base of a client with a :class:`SessionHolder`: ``async with client:`` keeps one
+    connection pool for the block; ``aclose()`` closes it (never the caller's session)."""
+
+    _sessions: SessionHolder
+
+    async def __aenter__(self) -> Self:
+        await self._sessions.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection pool this client opened (never the caller's session)."""
+        await self._sessions.aclose()

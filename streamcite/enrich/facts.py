@@ -1,20 +1,34 @@
 """Grounding facts built from what the stream produced: citations, Wikit sources, text.
 
-Google accepts at most 200 facts of at most 10,000 characters each. Long facts are
-split into overlapping windows that keep their attributes (Google's advice); the
-cap on the count is applied by the caller's policy (cited facts first).
+Google accepts at most 200 facts of at most 10,000 characters each. The one policy
+to fit them, :func:`prepare_facts`: long facts are split into overlapping windows
+that keep their attributes (Google's advice); past the count limit, the facts the
+answer's ``[n]`` footnotes point at are kept first (:func:`answer_footnotes`), then
+the others in order; every step taken is reported as a warning.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
+from streamcite.core._validate import digits_int
 from streamcite.core.grounding import GroundingFact
-from streamcite.core.models import Citation
+from streamcite.core.markers import footnote_numbers
+from streamcite.core.models import Citation, CitedAnswer
 from streamcite.core.sources import QuotedSource
 
-__all__ = ["MAX_FACTS", "MAX_FACT_CHARS", "build_facts", "fact_from", "split_fact"]
+__all__ = [
+    "MAX_FACTS",
+    "MAX_FACT_CHARS",
+    "PreparedFacts",
+    "answer_footnotes",
+    "build_facts",
+    "fact_from",
+    "prepare_facts",
+    "split_fact",
+]
 
 MAX_FACTS = 200
 MAX_FACT_CHARS = 10_000
@@ -93,3 +107,90 @@ def build_facts(items: Iterable[Any], max_chars: int = MAX_FACT_CHARS) -> list[G
         if fact is not None:
             out.extend(split_fact(fact, max_chars))
     return out
+
+
+# -- the policy: split, then cap with the cited facts first ---------------------
+
+
+@dataclass(slots=True)
+class PreparedFacts:
+    """The facts to send, and what had to be done to fit Google's limits."""
+
+    facts: list[GroundingFact]
+    warnings: list[str]
+    split: int = 0
+    """Facts longer than the limit that were split into windows."""
+    dropped: int = 0
+    """Facts (windows) left out to stay within ``MAX_FACTS``."""
+
+
+def answer_footnotes(answer: CitedAnswer | str) -> set[int]:
+    """The footnote numbers choice 0 writes: its ``citation_refs``, else markers in the text."""
+    if isinstance(answer, CitedAnswer):
+        numbers = {r.number for r in answer.citation_refs if r.index == 0}
+        if numbers:
+            return numbers
+    text = answer.text if isinstance(answer, CitedAnswer) else answer
+    return set(footnote_numbers(text))
+
+
+def _is_cited(item: Any, fact: GroundingFact, numbers: set[int]) -> bool:
+    if not numbers:
+        return False
+    if isinstance(item, Citation):
+        return item.document_index is not None and item.document_index + 1 in numbers
+    if isinstance(item, QuotedSource):
+        return item.number in numbers
+    # A prebuilt fact from a citation / source carries its label in its attributes.
+    label = fact.attributes.get("quoted_as")
+    if label is not None:
+        return digits_int(label) in numbers
+    index = fact.attributes.get("document_index")
+    n = None if index is None else digits_int(index)
+    return n is not None and n + 1 in numbers
+
+
+def prepare_facts(
+    items: Iterable[Any],
+    cited_numbers: Iterable[int] = (),
+    *,
+    max_facts: int = MAX_FACTS,
+    max_chars: int = MAX_FACT_CHARS,
+) -> PreparedFacts:
+    """Facts from strings, GroundingFacts, Citations or QuotedSources, fitted to the limits.
+
+    Each item's list position becomes ``origin_index`` (unless a GroundingFact already
+    has one). Long facts are split into windows of at most ``max_chars`` characters.
+    Past ``max_facts``, the facts whose footnote the answer writes (``cited_numbers``)
+    are kept first, then the others in order; kept facts keep their original order.
+    """
+    numbers = set(cited_numbers)
+    windows: list[tuple[GroundingFact, bool]] = []
+    split = 0
+    for pos, item in enumerate(items):
+        fact = fact_from(item, pos)
+        if fact is None:
+            continue
+        parts = split_fact(fact, max_chars)
+        if len(parts) > 1:
+            split += 1
+        cited = _is_cited(item, fact, numbers)
+        windows.extend((p, cited) for p in parts)
+    warnings: list[str] = []
+    if split:
+        warnings.append(
+            f"{split} fact(s) longer than {max_chars} characters were split into "
+            "overlapping windows that keep their attributes"
+        )
+    dropped = 0
+    if len(windows) > max_facts:
+        order = sorted(range(len(windows)), key=lambda i: (not windows[i][1], i))
+        keep = sorted(order[:max_facts])
+        dropped = len(windows) - max_facts
+        kept_cited = sum(1 for i in keep if windows[i][1])
+        warnings.append(
+            f"{len(windows)} facts exceed Google's limit of {max_facts}: kept the "
+            f"{kept_cited} cited by the answer's footnotes first, dropped {dropped} others"
+        )
+        windows = [windows[i] for i in keep]
+    return PreparedFacts([f for f, _ in windows], warnings, split, dropped)

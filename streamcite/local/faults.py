@@ -2,7 +2,7 @@
 
 A fault spec is a semicolon-separated list of ``key=value`` pairs, e.g.
 ``first_token_delay=0.5;drop_after=3``. It can come from the server's default
-(``BackendConfig.faults``, ``serve-local --faults``), from the request's ``fault=``
+(``BackendConfig.faults``, ``serve-local --fault``), from the request's ``fault=``
 query parameter, or from its ``X-Streamcite-Fault`` header; for each key the header
 wins over the query parameter, which wins over the server default.
 

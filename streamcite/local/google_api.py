@@ -1,10 +1,11 @@
-"""The Google-shaped routes of the embedded backend: every API version, JSON errors.
+"""The Google API of the embedded backend: the grounding ``:check``, JSON errors.
 
 Google's client libraries call ``groundingConfigs.check`` on ``v1``, ``v1alpha`` and
 ``v1beta`` (langchain-google-community's grounding parser uses ``v1alpha``); all three
 are served by one handler. Under any ``/v1…/projects/`` path, every error — an unknown
 path, a wrong method, a body too large, an unexpected fault — is Google's JSON error
 ``{"error": {"code", "message", "status"}}``, never aiohttp's plain-text page.
+The check itself is the offline checker's (:mod:`streamcite.local.checker`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ from collections.abc import Awaitable, Callable
 import orjson
 from aiohttp import web
 
+from streamcite.local.faults import FaultSpecError
+from streamcite.local.replies import json_response, retry_headers
+from streamcite.local.request_guards import fault_status, faults_of, read_body
+from streamcite.local.state import STATE
 from streamcite.logs import get_logger
 
 __all__ = [
@@ -24,6 +29,7 @@ __all__ = [
     "add_google_routes",
     "google_error",
     "google_error_middleware",
+    "grounding_check",
 ]
 
 GOOGLE_VERSIONS = ("v1", "v1alpha", "v1beta")
@@ -101,3 +107,37 @@ async def google_error_middleware(request: web.Request, handler: Handler) -> web
     except Exception as exc:  # an unexpected fault: still Google's shape, logged
         _log.warning("google_check_failed", error=type(exc).__name__)
         return google_error(500, "Internal error encountered.")
+
+
+async def grounding_check(request: web.Request) -> web.Response:
+    """``POST …/groundingConfigs/{g}:check``: the offline checker's answer."""
+    try:
+        spec = faults_of(request)
+    except FaultSpecError as exc:
+        return google_error(fault_status(exc), f"fault spec: {exc}")
+    if spec.status is not None:
+        return google_error(spec.status, f"injected fault: HTTP {spec.status}", retry_headers(spec))
+    raw = await read_body(request, request.app[STATE].config.max_check_body_bytes)
+    if raw is None:
+        return google_error(413, "Request payload size exceeds the limit.")
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return google_error(400, "Invalid JSON payload received.")
+    if not isinstance(body, dict):
+        return google_error(400, "Invalid JSON payload received: expected an object.")
+    try:
+        # Imported here: the checker is a separate module the server must not need to start.
+        from streamcite.local import checker
+    except ImportError:
+        return google_error(501, "the offline grounding checker is not installed")
+    try:
+        # The async variant moves large checks off the event loop, where streams are served.
+        acheck = getattr(checker, "acheck_google_request", None)
+        if acheck is not None:
+            result = await acheck(body)
+        else:
+            result = checker.check_google_request(body)
+    except checker.InvalidGroundingRequest as exc:
+        return google_error(400, str(exc))
+    return json_response(result)

@@ -26,10 +26,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from streamcite.core.markers import strip_markers as core_strip_markers
-from streamcite.local.lexical import fold
+from streamcite.core.markers import strip_markers
+from streamcite.local.grounding.words import fold
 
-__all__ = ["Sentence", "needs_grounding", "split_sentences", "strip_markers"]
+__all__ = ["Sentence", "needs_grounding", "split_sentences", "without_markers"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -84,9 +84,13 @@ _LIST_OPENING_RE = re.compile(r"[:：]\s+(\d{1,3}[.)])$")
 _OPENERS = "\"'“‘«‹([¿¡*_>"
 
 
-def strip_markers(text: str) -> str:
-    """The text without footnote markers ``[n]`` (for scoring, never for offsets)."""
-    return core_strip_markers(text)[0]
+def without_markers(text: str) -> str:
+    """The text without footnote markers ``[n]`` (for scoring, never for offsets).
+
+    :func:`streamcite.core.markers.strip_markers` with its offset map dropped."""
+    if "[" not in text:  # most sentences: no marker, and no offset map to build
+        return text
+    return strip_markers(text)[0]
 
 
 @dataclass(slots=True)
@@ -274,7 +278,7 @@ def needs_grounding(sentence: str) -> bool:
     "N'hésitez pas…", "Fammi sapere…", "אל תהסס…") need no check. Sentences made
     only of function words are decided by the checker, which knows the stopwords.
     """
-    text = strip_markers(sentence).strip().strip("*_`> ")
+    text = without_markers(sentence).strip().strip("*_`> ")
     if not _HAS_WORD_RE.search(text):
         return False
     if _QUESTION_END_RE.search(text):

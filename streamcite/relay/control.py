@@ -15,11 +15,11 @@ from streamcite.relay.clients import Client, ClientGone, TooSlow
 from streamcite.relay.config import RelayConfig
 from streamcite.relay.delivery import bad_seq
 from streamcite.relay.guard import Identity, StreamBinder
-from streamcite.relay.log import StreamLog, StreamStatus
 from streamcite.relay.metrics import RelayMetrics
 from streamcite.relay.producer import Producer
 from streamcite.relay.protocol import AskMessage, ResumeMessage, accepted_frame, relay_error_frame
 from streamcite.relay.quotas import QUOTA_CODE, StreamQuotas
+from streamcite.relay.streamlog import StreamLog, StreamStatus
 
 __all__ = ["RESUME_ERRORS", "StreamControl", "log_failed_message"]
 

@@ -19,11 +19,11 @@ from streamcite.core.events import DoneEvent, ErrorEvent
 from streamcite.relay.bounds import StreamBounds
 from streamcite.relay.clients import Client, ClientGone, OnSent, TooSlow
 from streamcite.relay.config import RelayConfig
-from streamcite.relay.log import StreamLog, StreamStatus
 from streamcite.relay.metrics import RelayMetrics
 from streamcite.relay.producer import Producer
 from streamcite.relay.protocol import CloseCode, envelope, is_done_payload, relay_error_frame
 from streamcite.relay.replay import rebuild_answer
+from streamcite.relay.streamlog import StreamLog, StreamStatus
 
 __all__ = ["REMOTE_POLL", "Delivery", "bad_seq"]
 

@@ -1,4 +1,4 @@
-"""In-memory :class:`~streamcite.relay.log.StreamLog` for a single relay process.
+"""In-memory :class:`~streamcite.relay.streamlog.StreamLog` for a single relay process.
 
 Each stream keeps its payloads back to back in one ``bytearray`` with an ``array`` of end
 offsets (8 bytes per entry): the bytes the limits count are the bytes held, whatever the
@@ -20,11 +20,11 @@ import inspect
 import math
 import time
 from array import array
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
 from streamcite.logs import get_logger
-from streamcite.relay.log import LogEntry, StreamLog, StreamStatus
+from streamcite.relay.streamlog import LogEntry, StreamLog, StreamStatus
 
 __all__ = ["MemoryStreamLog"]
 
@@ -264,6 +264,13 @@ class MemoryStreamLog:
 
     def on_cancel(self, callback: Callable[[str], Awaitable[None] | None]) -> None:
         self._cancel_handlers.append(callback)
+
+    async def note_readers(self, stream_ids: Collection[str], *, ttl: float) -> None:
+        """Nothing to do: one process is one instance, and it knows its own readers."""
+
+    async def readers_elsewhere(self, stream_id: str) -> bool:
+        """Always False: a memory log has no other instance."""
+        return False
 
     async def aclose(self) -> None:
         """Drop every stream and wake every blocked reader. Idempotent."""

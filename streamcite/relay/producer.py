@@ -1,6 +1,6 @@
 """The producer: one task per stream runs the upstream request and logs every event.
 
-It never waits for a client: events go to the :class:`~streamcite.relay.log.StreamLog`
+It never waits for a client: events go to the :class:`~streamcite.relay.streamlog.StreamLog`
 and the pumps (:mod:`streamcite.relay.delivery`) read them from there, so a slow client
 cannot slow the upstream read or another stream. Every stream ends with ``done`` —
 also when it is cancelled, abandoned (nobody listened within ``resume_grace``), cut
@@ -27,11 +27,12 @@ from streamcite.pipeline import ChatStream, stream_chat
 from streamcite.relay.bounds import StreamBounds
 from streamcite.relay.config import RelayConfig
 from streamcite.relay.guard import Identity, StreamBinder
-from streamcite.relay.log import StreamLog
 from streamcite.relay.metrics import RelayMetrics
 from streamcite.relay.protocol import AskMessage
 from streamcite.relay.quotas import StreamQuotas
+from streamcite.relay.readers import ReaderHeartbeat
 from streamcite.relay.replay import rebuild_answer
+from streamcite.relay.streamlog import StreamLog
 
 __all__ = ["OnEvent", "ProducedStream", "Producer", "SyncAppendLog"]
 
@@ -66,6 +67,8 @@ class ProducedStream:
     cancel_reason: str | None = None
     grace: asyncio.TimerHandle | None = None
     """The ``resume_grace`` timer, armed while nobody listens."""
+    grace_check: asyncio.Task[None] | None = None
+    """Grace over: asking the log whether another instance reads the stream."""
     started: float = field(default_factory=time.perf_counter)
     quota_key: str | None = None
     """The client whose quota this stream counts against (released when it ends)."""
@@ -96,8 +99,11 @@ class Producer:
         binder: StreamBinder,
         session: Callable[[], aiohttp.ClientSession | None],
         logger: LibraryLogger,
+        readers: ReaderHeartbeat,
     ) -> None:
         self.config = config
+        self.readers = readers
+        """Pumps of streams owned by other instances (noted in the log for their owners)."""
         self.log = log
         self.metrics = metrics
         self.quotas = quotas
@@ -158,19 +164,24 @@ class Producer:
     # -- subscribers and the grace period ----------------------------------------------
 
     def attach(self, sid: str) -> None:
-        """A pump started delivering ``sid`` (a stream of another instance: no-op)."""
+        """A pump started delivering ``sid`` (a stream of another instance: its owner
+        learns of the reader through the log's heartbeat)."""
         stream = self.streams.get(sid)
-        if stream is not None:
-            stream.subscribers += 1
-            if stream.grace is not None:
-                stream.grace.cancel()
-                stream.grace = None
+        if stream is None:
+            self.readers.attach(sid)
+            return
+        stream.subscribers += 1
+        if stream.grace is not None:
+            stream.grace.cancel()
+            stream.grace = None
 
     def detach(self, sid: str) -> None:
         stream = self.streams.get(sid)
-        if stream is not None:
-            stream.subscribers -= 1
-            self.maybe_abandon(stream)
+        if stream is None:
+            self.readers.detach(sid)
+            return
+        stream.subscribers -= 1
+        self.maybe_abandon(stream)
 
     def maybe_abandon(self, stream: ProducedStream) -> None:
         """Nobody listens: cancel the stream after ``resume_grace`` unless someone attaches."""
@@ -186,7 +197,25 @@ class Producer:
 
     def _grace_over(self, stream: ProducedStream) -> None:
         stream.grace = None
-        if stream.subscribers <= 0:
+        if stream.subscribers <= 0 and stream.grace_check is None:
+            stream.grace_check = asyncio.create_task(
+                self._abandon_unless_read_elsewhere(stream), name="relay-grace-check"
+            )
+
+    async def _abandon_unless_read_elsewhere(self, stream: ProducedStream) -> None:
+        """Nobody here listened for a grace period: cancel the stream unless a client reads
+        it on another instance; then ask again one heartbeat later (its note lapses
+        ``3 × interval`` after that client left)."""
+        try:
+            elsewhere = await self.readers.readers_elsewhere(stream.stream_id)
+        finally:
+            stream.grace_check = None
+        if stream.subscribers > 0 or stream.task is None or stream.task.done():
+            return
+        if elsewhere:
+            loop = asyncio.get_running_loop()
+            stream.grace = loop.call_later(self.readers.interval, self._grace_over, stream)
+        else:
             self.cancel(stream, "abandoned")
 
     # -- one stream's run ----------------------------------------------------------------
@@ -322,6 +351,9 @@ class Producer:
         if stream.grace is not None:
             stream.grace.cancel()
             stream.grace = None
+        if stream.grace_check is not None:
+            stream.grace_check.cancel()
+            stream.grace_check = None
         outcome = stream.cancel_reason or ("error" if run.failure else "ok")
         done = run.done
         if done is not None:

@@ -17,9 +17,9 @@ from aiohttp import web
 
 from streamcite.relay.config import TOKEN_COOKIE, RelayConfig
 from streamcite.relay.guard import Guard, Identity
-from streamcite.relay.log import StreamLog
 from streamcite.relay.metrics import RelayMetrics
 from streamcite.relay.protocol import relay_error_frame
+from streamcite.relay.streamlog import StreamLog
 
 __all__ = ["SECURITY_HEADERS", "Access", "LogWithStats", "PlainEndpoints", "security_headers"]
 

@@ -3,7 +3,7 @@ starts and shuts them down; :class:`RelayServer` listens on a port.
 
 WebSocket and SSE between browsers and a citation-aware upstream. One *producer* task
 per stream (:mod:`~streamcite.relay.producer`) runs the pipeline and appends every event
-to the :class:`~streamcite.relay.log.StreamLog`; one *pump* per (client, stream)
+to the :class:`~streamcite.relay.streamlog.StreamLog`; one *pump* per (client, stream)
 (:mod:`~streamcite.relay.delivery`) reads the log after the last ``seq`` it delivered
 and writes frames to its client. The module map is in ``docs/relay.md``.
 
@@ -29,14 +29,15 @@ from streamcite.relay.config import STATIC_DIR, TOKEN_COOKIE, RelayConfig
 from streamcite.relay.control import StreamControl
 from streamcite.relay.delivery import Delivery
 from streamcite.relay.guard import Guard
-from streamcite.relay.log import StreamLog
 from streamcite.relay.memlog import MemoryStreamLog
 from streamcite.relay.metrics import RelayMetrics
 from streamcite.relay.producer import OnEvent, Producer
 from streamcite.relay.protocol import CloseCode
 from streamcite.relay.quotas import StreamQuotas
+from streamcite.relay.readers import ReaderHeartbeat, heartbeat_interval
 from streamcite.relay.routes import Access, PlainEndpoints, security_headers
 from streamcite.relay.sse import SseEndpoint
+from streamcite.relay.streamlog import StreamLog
 from streamcite.relay.websocket import WsEndpoint
 
 __all__ = ["STATIC_DIR", "Relay", "RelayConfig", "RelayMetrics", "RelayServer"]
@@ -84,6 +85,9 @@ class Relay:
             cookie=TOKEN_COOKIE,
         )
         self.quotas = StreamQuotas(config.max_streams_per_client)
+        self.readers = ReaderHeartbeat(
+            self.log, heartbeat_interval(config.resume_grace), self.logger
+        )
         self.producer = Producer(
             config,
             self.log,
@@ -92,6 +96,7 @@ class Relay:
             binder=self.guard.binder,
             session=lambda: self._session,
             logger=self.logger,
+            readers=self.readers,
         )
         self.delivery = Delivery(config, self.log, self.metrics, self.producer)
         self.control = StreamControl(
@@ -209,6 +214,7 @@ class Relay:
             )
             self._session = aiohttp.ClientSession(connector=connector)
         self._arm_watchdog()
+        self.readers.start()
         self.logger.info("relay.start", upstream=urlsplit(self.config.base_url).netloc)
 
     def _arm_watchdog(self) -> None:
@@ -231,6 +237,7 @@ class Relay:
 
     async def _on_cleanup(self, app: web.Application) -> None:
         await self.shutdown(grace=0.0)
+        await self.readers.stop()
         if self._watchdog is not None:
             self._watchdog.cancel()
             self._watchdog = None

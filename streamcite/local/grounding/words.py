@@ -1,41 +1,19 @@
-"""Multilingual lexical analysis for the offline grounding checker.
+"""Word lists and per-word rules of the offline grounding checker.
 
 English, French, Italian and Hebrew (other Latin-script languages get the generic
-rules): folding (case, accents, Hebrew points and final letters), tokenisation that
-knows elisions (``l'autorità``, ``n'est``), contractions (``didn't``) and Hebrew
-acronyms (``צה"ל``), stopwords, a light stemmer per language (suffixes; Hebrew
-proclitics and plural endings), canonical numbers (``1,500`` = ``1.500`` = 1500,
-``eleven`` = 11) and months, and negation cues.
-
-Everything is pure Python with per-process memo tables, so analysing the same
-vocabulary twice costs a dict lookup per token. No model weights.
+rules): folding (case, accents, Hebrew points and final letters), stopwords, negation
+cues, number words, months, elisions, language detection and a light stemmer per
+language (suffixes; Hebrew proclitics and plural endings). Tokenising and the memo
+tables that use them are in :mod:`streamcite.local.grounding.tokens`. No model weights.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
-from functools import lru_cache
-from itertools import compress
+from collections import Counter
 
-__all__ = [
-    "LANGUAGES",
-    "SENTENCE_BREAK",
-    "TOKEN_RE",
-    "TextFeatures",
-    "TokenTable",
-    "analyze",
-    "char_ngrams",
-    "detect_language",
-    "ends_sentence",
-    "fold",
-    "is_stopword",
-    "raw_tokens",
-    "stem",
-    "token_table",
-    "word_ngrams",
-]
+__all__ = ["LANGUAGES", "detect_language", "fold", "is_stopword", "stem"]
 
 LANGUAGES = ("en", "fr", "it", "he")
 """Languages with their own stopwords, stemmer, number words and negation cues."""
@@ -168,6 +146,39 @@ _NUMBER_WORDS: dict[str, dict[str, int]] = {
 }  # fmt: skip
 
 
+# Ordinals ("sixth" = "6th"): keys ``#oN``, checked like numbers ("the sixth penalty"
+# is not "the first penalty"). Italian "prima"/"secondo" and French "second" are left
+# out: they are also "before", "according to" and a unit of time.
+_ORDINAL_WORDS: dict[str, dict[str, int]] = {
+    "en": {
+        w: i + 1
+        for i, w in enumerate(
+            str.split(
+                "first second third fourth fifth sixth seventh eighth ninth tenth eleventh "
+                "twelfth thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth "
+                "nineteenth twentieth"
+            )
+        )
+    },
+    "fr": {
+        fold(w): i + 1
+        for i, w in enumerate(
+            str.split(
+                "premier deuxième troisième quatrième cinquième sixième septième huitième "
+                "neuvième dixième onzième douzième"
+            )
+        )
+    },
+    "it": {
+        w: i + 3
+        for i, w in enumerate(str.split("terzo quarto quinto sesto settimo ottavo nono decimo"))
+    },
+}
+_ORDINAL_WORDS["en"]["twelth"] = 12
+_ORDINAL_WORDS["fr"]["premiere"] = 1
+_ORDINAL_SUFFIX_RE = re.compile(r"(\d+)(?:st|nd|rd|th|er|re|e|eme|o|a|ª|º)")
+
+
 def _months(spec: str) -> dict[str, int]:
     """``"january jan|february feb|..."`` -> {folded name: month number}."""
     return {fold(name): i + 1 for i, names in enumerate(spec.split("|")) for name in names.split()}
@@ -217,15 +228,15 @@ def detect_language(text: str) -> str:
     """``he``, ``en``, ``fr``, ``it`` or ``und`` from script and stopword cues."""
     sample = text[:4000]
     hebrew = len(_HEBREW_RE.findall(sample))
-    letters = sum(1 for c in sample if c.isalpha())
-    if letters and hebrew / letters > 0.3:
+    # Letters are counted only when there is Hebrew to weigh (a pass per character).
+    if hebrew and hebrew / max(1, sum(1 for c in sample if c.isalpha())) > 0.3:
         return "he"
-    words = _LATIN_WORD_RE.findall(sample.lower())
+    words = Counter(_LATIN_WORD_RE.findall(sample.lower()))
     if not words:
         return "und"
     best, best_hits = "und", 0
     for lang, cues in _LANG_CUES.items():
-        hits = sum(1 for w in words if w in cues)
+        hits = sum(words[w] for w in cues)
         if hits > best_hits:
             best, best_hits = lang, hits
     return best
@@ -334,248 +345,3 @@ def stem(word: str, lang: str) -> str:
     if _HEBREW_RE.match(word):
         return _stem_he(word)
     return _STEMMERS.get(lang, _stem_und)(word)
-
-
-# ------------------------------------------------------------------------ tokenising
-
-# A number (with thousands/decimal separators) not glued to letters, or a word
-# with internal apostrophes / Hebrew gershayim (folded to ' and ").
-TOKEN_RE = re.compile(r"\d+(?:[.,]\d+)*(?![^\W_])|[^\W_]+(?:['\"][^\W_]+)*")
-_NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
-_THOUSANDS_RE = re.compile(r"^\d{1,3}(?:([.,])\d{3})(?:\1\d{3})*$")
-
-
-def _canonical_number(raw: str) -> str:
-    if _THOUSANDS_RE.match(raw):
-        return "#" + raw.replace(".", "").replace(",", "")
-    if "." in raw and "," in raw:
-        # Both separators: the last one is the decimal mark (1,500.5 or 1.500,5).
-        decimal = "." if raw.rfind(".") > raw.rfind(",") else ","
-        thousands = "," if decimal == "." else "."
-        raw = raw.replace(thousands, "")
-    value = raw.replace(",", ".")
-    if value.count(".") > 1:
-        return "#" + value
-    if "." in value:
-        whole, frac = value.split(".")
-        frac = frac.rstrip("0")
-        return f"#{int(whole)}.{frac}" if frac else f"#{int(whole)}"
-    return f"#{int(value)}"
-
-
-# Fast tokenising of long texts: lower-case, a few Unicode punctuation marks made
-# ASCII, UTF-8 bytes, ASCII punctuation but . , ' " ! ? turned into spaces by one
-# bytes.translate, then bytes.split(). Every step is a single C call; each distinct
-# token is then analysed once per process (memo keyed by its bytes). A token that
-# ends with . ! or ? (possibly before a closing quote) ends a rough sentence.
-_PREFOLD = (
-    ("’", "'"), ("‘", "'"), ("ʼ", "'"), ("׳", "'"), ("“", '"'), ("”", '"'), ("״", '"'),
-    ("«", " "), ("»", " "), ("‹", " "), ("›", " "), ("—", " "), ("–", " "), ("‑", " "),
-    ("‐", " "), ("־", " "), ("…", ". "), ("¿", " "), ("¡", " "), ("„", " "), ("׃", ". "),
-    ("。", ". "), ("！", "! "), ("？", "? "), ("؟", "? "),
-)  # fmt: skip
-_BYTE_PUNCT_SRC = b"()[]{};:<>/\\|*#@&+=~^`$%-_\t\r"
-_BYTE_PUNCT = bytes.maketrans(_BYTE_PUNCT_SRC, b" " * len(_BYTE_PUNCT_SRC))
-
-SENTENCE_BREAK = b"\x00"
-"""A token :func:`raw_tokens` puts where a line ends (a rough sentence break too)."""
-
-
-def raw_tokens(text: str) -> list[bytes]:
-    """Raw tokens of ``text``: lower-cased UTF-8 bytes, edge punctuation still on, line
-    breaks as :data:`SENTENCE_BREAK` tokens. No Python work per character or token."""
-    text = text.lower()
-    if not text.isascii():
-        for src, dst in _PREFOLD:
-            if src in text:
-                text = text.replace(src, dst)
-    if "\n" in text:
-        text = text.replace("\n", " \x00 ")
-    if ";" in text:  # a clause break: a negation after ";" is not about what precedes
-        text = text.replace(";", " \x00 ")
-    return text.encode("utf-8", "replace").translate(_BYTE_PUNCT).split()
-
-
-def ends_sentence(token: bytes) -> bool:
-    """Whether a raw token closes a rough sentence (``cameron.``, ``why?"``, line break)."""
-    return token == SENTENCE_BREAK or token.rstrip(b"\"')]").endswith((b".", b"!", b"?"))
-
-
-class TokenTable:
-    """Memo of token analyses for one language: raw token -> content key, negation cues.
-
-    A key is a light stem, or starts with ``#`` for a number (``#1500``), a month
-    (``#m12``) or a word with digits; ``""`` for a function word. Once the
-    vocabulary is known, the keys of a token list cost one dict lookup per token.
-    """
-
-    __slots__ = ("enders", "key", "lang", "negations")
-
-    MAX_ENTRIES = 300_000
-
-    def __init__(self, lang: str) -> None:
-        self.lang = lang
-        self.key: dict[bytes, str] = {SENTENCE_BREAK: ""}
-        self.negations: set[bytes] = set()
-        """Raw tokens that are negation cues (``not``, ``didn't``, ``n'est``, ``ולא``)."""
-        self.enders: set[bytes] = {SENTENCE_BREAK}
-        """Raw tokens that end a rough sentence (``cameron.``, ``why?"``)."""
-
-    def keys(self, tokens: list[bytes]) -> list[str]:
-        """The key of each raw token, in order (``""`` for function words)."""
-        out: list[str | None] = list(map(self.key.get, tokens))
-        if None in out:
-            for i, k in enumerate(out):
-                if k is None:
-                    out[i] = self.learn(tokens[i])
-        return out  # type: ignore[return-value]
-
-    def content_keys(self, tokens: list[bytes]) -> list[str]:
-        """The non-empty keys of ``tokens``, in order."""
-        return [k for k in self.keys(tokens) if k]
-
-    def learn(self, token: bytes) -> str:
-        if len(self.key) >= self.MAX_ENTRIES:
-            self.key.clear()  # negation cues are few and stay
-            self.key[SENTENCE_BREAK] = ""
-            self.enders = {SENTENCE_BREAK}
-        keys: list[str] = []
-        negation = False
-        for sub in TOKEN_RE.findall(fold(token.decode("utf-8", "replace"))):
-            key, neg = _analyse(sub, self.lang)
-            negation = negation or neg
-            if key:
-                keys.append(key)
-        # "example.com" or "a.m." make one key, the same on both sides of a check.
-        out = ".".join(keys)
-        self.key[token] = out
-        if negation:
-            self.negations.add(token)
-        if ends_sentence(token):
-            self.enders.add(token)
-        return out
-
-    def sentence_ends(self, tokens: list[bytes]) -> list[int]:
-        """Positions of the tokens that end a rough sentence (tokens seen by :meth:`keys`)."""
-        return list(compress(range(len(tokens)), map(self.enders.__contains__, tokens)))
-
-    def negated(self, tokens: list[bytes]) -> bool:
-        return not self.negations.isdisjoint(tokens)
-
-
-_TABLES: dict[str, TokenTable] = {}
-
-
-def token_table(lang: str) -> TokenTable:
-    """The process-wide :class:`TokenTable` of ``lang`` (``und`` for unknown languages)."""
-    lang = _lang_key(lang)
-    table = _TABLES.get(lang)
-    if table is None:
-        table = _TABLES[lang] = TokenTable(lang)
-    return table
-
-
-def _analyse(word: str, lang: str) -> tuple[str, bool]:
-    """(key, is a negation cue) of one folded token."""
-    if _NUMBER_RE.fullmatch(word):
-        return _canonical_number(word), False
-    negation = False
-    if "'" in word or '"' in word:
-        if _HEBREW_RE.match(word):
-            word = word.replace('"', "").replace("'", "")
-        else:
-            head, _, tail = word.partition("'")
-            if tail == "t" and head.endswith("n"):  # didn't, can't, isn't
-                return "", True
-            if tail in _EN_CONTRACTION_TAILS and lang in ("en", "und"):
-                word = head
-            elif head in _ELISIONS.get(lang, _ELISIONS_ANY):
-                if head == "n":
-                    negation = True
-                word = tail.replace("'", "")
-            else:
-                word = word.replace("'", "").replace('"', "")
-    if not word:
-        return "", negation
-    negs = _NEG.get(lang, _NEG_ANY)
-    bare = word
-    if lang == "he" or _HEBREW_RE.match(word):
-        # Negations and function words often carry a proclitic (ולא, שאין).
-        if word in negs or (len(word) > 2 and word[0] in _HE_PROCLITICS and word[1:] in negs):
-            return "", True
-        bare = _stem_he(word)
-    elif word in negs:
-        return "", True
-    if word in _STOP.get(lang, _STOP_ANY):
-        return "", negation
-    number_words = _NUMBER_WORDS.get(lang, {})
-    n = number_words.get(word)
-    if n is None and bare != word:
-        n = number_words.get(bare)
-    if n is not None:
-        return f"#{n}", negation
-    months = _MONTHS.get(lang, {})
-    m = months.get(word) or (months.get(bare) if bare != word else None)
-    if m is not None:
-        return f"#m{m}", negation
-    if len(word) == 1:
-        return "", negation
-    key = stem(word, lang)
-    if any(c.isdigit() for c in word):
-        key = "#" + key
-    return key, negation
-
-
-@dataclass(slots=True)
-class TextFeatures:
-    """What the checker compares: content keys, numbers, negation, salient terms."""
-
-    stems: list[str] = field(default_factory=list)
-    """Content keys in order (numbers as ``#n``, months as ``#mN``)."""
-    numbers: set[str] = field(default_factory=set)
-    negated: bool = False
-    salient: set[str] = field(default_factory=set)
-    """Keys written capitalised mid-sentence (names) and numbers."""
-
-
-def analyze(text: str, lang: str, *, salience: bool = False) -> TextFeatures:
-    """Features of ``text`` in ``lang`` (see :data:`LANGUAGES`; anything else is generic).
-
-    With ``salience``, words written with a capital inside the sentence (names) are
-    marked salient; that needs the original casing, so it costs a second pass.
-    """
-    table = token_table(lang)
-    tokens = raw_tokens(text)
-    keys = table.content_keys(tokens)
-    numbers = {k for k in keys if k[0] == "#"}
-    out = TextFeatures(keys, numbers, table.negated(tokens), set(numbers))
-    if salience:
-        out.salient.update(_capitalised_keys(text, table))
-    return out
-
-
-_CASED_WORD_RE = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
-
-
-def _capitalised_keys(text: str, table: TokenTable) -> set[str]:
-    words = [w for w in _CASED_WORD_RE.findall(text)[1:] if len(w) > 1 and w[0].isupper()]
-    if not words:
-        return set()
-    return set(table.content_keys(raw_tokens(" ".join(words))))
-
-
-def char_ngrams(text: str, n: int = 4) -> set[str]:
-    """Character n-grams of each word padded with spaces (words shorter than n whole)."""
-    grams: set[str] = set()
-    for word in text.split():
-        grams.update(word_ngrams(word, n))
-    return grams
-
-
-@lru_cache(maxsize=65_536)
-def word_ngrams(word: str, n: int = 4) -> tuple[str, ...]:
-    """Character n-grams of `` word `` (padded with spaces); memoised, words recur."""
-    padded = f" {word} "
-    if len(padded) <= n:
-        return (padded,)
-    return tuple(dict.fromkeys(padded[i : i + n] for i in range(len(padded) - n + 1)))

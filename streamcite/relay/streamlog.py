@@ -1,9 +1,10 @@
-"""The relay's per-stream event log: what makes ``resume`` exactly-once.
+"""The relay's per-stream event log (the *stream log*; logging is ``streamcite.logs``): what
+makes ``resume`` exactly-once.
 
 Every pipeline event of a stream is appended as its wire JSON and gets the next
 sequence number (1, 2, 3, ... per stream). A client that reconnects reads every
 entry after the last ``seq`` it saw, then follows the live rest. The in-memory log
-(``streamcite.relay.memlog``) serves one relay process; ``streamcite.relay.redislog``
+(``streamcite.relay.memlog``) serves one relay process; ``streamcite.relay.redis``
 keeps the same contract in Redis Streams so any relay instance can serve any client.
 
 Ownership: the instance running the upstream request *owns* the stream. A cancel
@@ -14,7 +15,7 @@ readers can end the stream with an ``owner_lost`` error instead of hanging.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -67,6 +68,16 @@ class StreamLog(Protocol):
 
     def on_cancel(self, callback: Callable[[str], Awaitable[None] | None]) -> None:
         """Register the owner-side handler called with a stream id to cancel."""
+        ...
+
+    async def note_readers(self, stream_ids: Collection[str], *, ttl: float) -> None:
+        """This instance has clients reading these streams: a heartbeat, valid ``ttl``
+        seconds, that keeps their owners (on any instance) from abandoning them."""
+        ...
+
+    async def readers_elsewhere(self, stream_id: str) -> bool:
+        """Whether an instance other than this one noted a reader of the stream within its
+        ttl (a single-process log has no elsewhere: always False)."""
         ...
 
     async def aclose(self) -> None: ...

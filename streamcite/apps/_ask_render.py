@@ -1,0 +1,171 @@
+"""The two outputs of ``streamcite ask``: live in the terminal (rich) or JSON Lines.
+
+Both end cleanly after Ctrl-C (:meth:`Renderer.cancelled`): the terminal says
+``cancelled``; JSON Lines gets the promised ``error`` (``cancelled``) and ``done``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TextIO
+
+import orjson
+
+from streamcite.apps._answer_summary import print_claims, source_links, sources_table
+from streamcite.apps._provider_render import ProviderRender
+from streamcite.apps._terminal import console_text, terminal_safe
+from streamcite.apps._usage import base_url_hint
+from streamcite.core.events import (
+    CitationRefEvent,
+    DoneEvent,
+    ErrorEvent,
+    Event,
+    GroundingEvent,
+    MetaEvent,
+    ReasoningEvent,
+    RefusalEvent,
+    SourcesEvent,
+    TokenEvent,
+    ToolCallEvent,
+)
+from streamcite.core.models import CitedAnswer
+
+__all__ = ["JsonRenderer", "RenderSettings", "Renderer", "RichRenderer"]
+
+
+@dataclass(slots=True, frozen=True)
+class RenderSettings:
+    """What the terminal rendering shows, from the command line."""
+
+    question: str
+    base_url: str | None
+    """The provider asked (None: the local backend)."""
+    local_root: str | None
+    """The local backend's root URL when it answers."""
+    fault: str | None
+    marker_mode: str
+    show_reasoning: bool = True
+
+
+class Renderer:
+    """What the ask command calls: once at the start, per event, at the end or on Ctrl-C."""
+
+    def start(self) -> None: ...
+
+    def event(self, event: Event) -> None: ...
+
+    def finish(self, answer: CitedAnswer) -> None: ...
+
+    def cancelled(self, answer: CitedAnswer) -> None: ...
+
+
+class JsonRenderer(Renderer):
+    """One JSON object per event, flushed as it happens."""
+
+    def __init__(self, out: TextIO):
+        self._out = out.buffer if hasattr(out, "buffer") else None
+        self._text = out
+
+    def event(self, event: Event) -> None:
+        line = orjson.dumps(event, option=orjson.OPT_APPEND_NEWLINE)
+        if self._out is not None:
+            self._out.write(line)
+            self._out.flush()
+        else:
+            self._text.write(line.decode())
+            self._text.flush()
+
+    def cancelled(self, answer: CitedAnswer) -> None:
+        """The promised ending after Ctrl-C: a ``cancelled`` error, then ``done``."""
+        error = next((e for e in answer.errors if e.code == "cancelled"), None)
+        if error is None:
+            error = ErrorEvent(code="cancelled", message="cancelled by the user", stage="cancelled")
+            answer.errors.append(error)
+        self.event(error)
+        self.event(DoneEvent(answer=answer))
+
+
+class RichRenderer(Renderer):
+    """Tokens as they arrive, then the sources table and the claims coloured by support."""
+
+    def __init__(self, settings: RenderSettings):
+        from rich.console import Console
+
+        self.opts = settings
+        self.local_root = settings.local_root
+        self.console = Console(highlight=False, soft_wrap=True)
+        self.err = Console(stderr=True, highlight=False)
+        self._streaming = False
+        self._provider = ProviderRender(self.console, show_reasoning=settings.show_reasoning)
+
+    def start(self) -> None:
+        c = self.console
+        c.print(f"[bold]?[/bold] {console_text(self.opts.question)}")
+        where = (
+            f"local backend {self.local_root}" if self.local_root else (self.opts.base_url or "")
+        )
+        c.print(f"[dim]{console_text(where)}[/dim]")
+        if self.opts.fault and "hallucinate" in self.opts.fault:
+            c.print(
+                "[dim]fault hallucinate=1: the backend changes one number of its answer on purpose, "
+                "to show the grounding check catching it[/dim]"
+            )
+        c.print()
+
+    def event(self, event: Event) -> None:
+        if isinstance(event, ReasoningEvent | ToolCallEvent | RefusalEvent):
+            self._streaming = self._provider.event(event) or self._streaming
+        elif isinstance(event, TokenEvent):
+            if event.index == 0 and event.display:
+                self._provider.end_reasoning()
+                self.console.print(terminal_safe(event.display), end="", markup=False)
+                self.console.file.flush()
+                self._streaming = True
+        elif isinstance(event, ErrorEvent):
+            if self._streaming:
+                self.console.print()
+                self._streaming = False
+            self.console.print(
+                f"[red]✗ {event.stage} error[/red] [bold]{console_text(event.code)}[/bold]: {console_text(event.message)}"
+            )
+            hint = base_url_hint(self.opts.base_url, event.status) if self.opts.base_url else None
+            if hint:
+                self.console.print(f"[yellow]{console_text(hint)}[/yellow]")
+        elif isinstance(
+            event, MetaEvent | CitationRefEvent | DoneEvent | SourcesEvent | GroundingEvent
+        ):
+            return
+
+    def cancelled(self, answer: CitedAnswer) -> None:
+        if self._streaming:
+            self.console.print()
+            self._streaming = False
+        self.console.print("[yellow]cancelled[/yellow]")
+
+    def finish(self, answer: CitedAnswer) -> None:
+        c = self.console
+        if self._streaming:
+            c.print()
+        if answer.timings.ttft_ms is not None:
+            parts = [f"first token {answer.timings.ttft_ms:.0f} ms"]
+            if answer.timings.stream_ms is not None:
+                parts.append(f"stream {answer.timings.stream_ms:.0f} ms")
+            if answer.timings.sources_ms is not None:
+                parts.append(f"sources {answer.timings.sources_ms:.0f} ms")
+            if answer.timings.grounding_ms is not None:
+                parts.append(f"grounding {answer.timings.grounding_ms:.0f} ms")
+            c.print(f"[dim]{' · '.join(parts)}[/dim]")
+        c.print()
+        self._provider.finish(answer)
+        if answer.citations or answer.sources:
+            c.print(sources_table(answer))
+            for line in source_links(answer):
+                c.print(line, overflow="fold")
+        elif answer.complete and not answer.refusal and not answer.tool_calls:
+            c.print("[yellow]No sources: the answer cites nothing.[/yellow]")
+        if answer.dangling_refs:
+            refs = ", ".join(f"[{n}]" for n in answer.dangling_refs)
+            c.print(f"[yellow]Footnotes without a citation: {refs}[/yellow]")
+        if answer.grounding is not None:
+            c.print()
+            print_claims(c, answer, self.opts.marker_mode)

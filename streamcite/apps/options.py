@@ -1,0 +1,337 @@
+"""The command-line options several commands share, declared once.
+
+One name for one thing in every command (``--wikit-api-key-env``, ``--system-prompt``,
+``--fault``, ``--allow-client-faults``, ``-v``…). A name a command used before is kept as
+a *hidden alias*: it still works, ``--help`` shows only the current name. The same
+holds for environment variables read by default (:data:`LEGACY_ENV`).
+
+Each factory returns a decorator; defaults and help that differ by command (a server
+*requires* the Wikit key, a client *sends* it) are arguments, the names are not.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+__all__ = [
+    "GOOGLE_TOKEN_ENV",
+    "LEGACY_ENV",
+    "AliasedOption",
+    "api_key_env_option",
+    "apply",
+    "base_url_option",
+    "corpus_options",
+    "env_secret",
+    "env_value",
+    "fault_option",
+    "google_options",
+    "grounding_facts_option",
+    "grounding_option",
+    "host_port_options",
+    "log_level",
+    "marker_mode_option",
+    "model_option",
+    "option",
+    "origin_options",
+    "system_prompt_option",
+    "verbose_option",
+    "wikit_options",
+]
+
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+GOOGLE_TOKEN_ENV = "GOOGLE_OAUTH_ACCESS_TOKEN"
+"""Default variable of ``--google-token-env`` (the name Terraform's Google provider uses)."""
+
+LEGACY_ENV: dict[str, tuple[str, ...]] = {GOOGLE_TOKEN_ENV: ("GOOGLE_ACCESS_TOKEN",)}
+"""Variable -> older names read when it is unset (the docs once said GOOGLE_ACCESS_TOKEN)."""
+
+
+class AliasedOption(click.Option):
+    """A click option whose ``hidden_aliases`` work but are left out of ``--help``."""
+
+    def __init__(
+        self, param_decls: Sequence[str], *, hidden_aliases: Sequence[str] = (), **attrs: Any
+    ) -> None:
+        super().__init__(param_decls, **attrs)
+        self.hidden_aliases = frozenset(hidden_aliases)
+        unknown = self.hidden_aliases - set(self.opts) - set(self.secondary_opts)
+        if unknown:
+            raise ValueError(f"hidden aliases not declared: {sorted(unknown)}")
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        opts, secondary = self.opts, self.secondary_opts
+        self.opts = [o for o in opts if o not in self.hidden_aliases]
+        self.secondary_opts = [o for o in secondary if o not in self.hidden_aliases]
+        try:
+            return super().get_help_record(ctx)
+        finally:
+            self.opts, self.secondary_opts = opts, secondary
+
+
+def option(*param_decls: str, hidden_aliases: Sequence[str] = (), **attrs: Any) -> Decorator:
+    """``click.option`` with ``hidden_aliases`` (old spellings that still work)."""
+    if not hidden_aliases:
+        return click.option(*param_decls, **attrs)
+    return click.option(*param_decls, cls=AliasedOption, hidden_aliases=hidden_aliases, **attrs)
+
+
+def apply(*decorators: Decorator) -> Decorator:
+    """One decorator applying ``decorators`` so ``--help`` lists them in this order."""
+
+    def wrap(f: Callable[..., Any]) -> Callable[..., Any]:
+        for decorator in reversed(decorators):
+            f = decorator(f)
+        return f
+
+    return wrap
+
+
+def env_value(name: str | None) -> str | None:
+    """The non-empty value of environment variable ``name`` (or of its older names)."""
+    if not name:
+        return None
+    for candidate in (name, *LEGACY_ENV.get(name, ())):
+        value = os.environ.get(candidate)
+        if value:
+            return value
+    return None
+
+
+def env_secret(name: str | None, what: str) -> str | None:
+    """Like :func:`env_value`, but a named variable that is unset is a usage error."""
+    if not name:
+        return None
+    value = env_value(name)
+    if value is None:
+        raise click.UsageError(f"{what}: environment variable {name} is not set or empty")
+    return value
+
+
+def log_level(verbose: int, explicit: str | None = None) -> str:
+    """The log level ``-v`` asks for (``WARNING``, ``INFO``, ``DEBUG``), unless ``explicit``."""
+    return explicit or ("WARNING", "INFO", "DEBUG")[min(verbose, 2)]
+
+
+# --------------------------------------------------------------------------- upstream
+
+
+def base_url_option(help: str = "OpenAI-compatible API root (…/v1).") -> Decorator:
+    return option("--base-url", default=None, metavar="URL", help=help)
+
+
+def api_key_env_option(
+    default: str | None = None,
+    help: str = "Environment variable holding the provider's API key.",
+) -> Decorator:
+    return option(
+        "--api-key-env",
+        default=default,
+        show_default=default is not None,
+        metavar="NAME",
+        help=help,
+    )
+
+
+def model_option(help: str = "Model name.") -> Decorator:
+    return option("--model", default=None, metavar="NAME", help=help)
+
+
+def system_prompt_option() -> Decorator:
+    return option(
+        "--system-prompt",
+        "--system",
+        "system_prompt",
+        hidden_aliases=("--system",),
+        default=None,
+        metavar="TEXT",
+        help="System message sent before the question.",
+    )
+
+
+def marker_mode_option(default: str, help: str) -> Decorator:
+    return option(
+        "--marker-mode",
+        type=click.Choice(["keep", "strip", "superscript"]),
+        default=default,
+        show_default=True,
+        help=help,
+    )
+
+
+def fault_option(help: str) -> Decorator:
+    """``--fault SPEC`` (``--faults``: its old spelling in ``serve-local``)."""
+    return option(
+        "--fault",
+        "--faults",
+        "fault",
+        hidden_aliases=("--faults",),
+        default=None,
+        metavar="SPEC",
+        help=help,
+    )
+
+
+def allow_client_faults_option(help: str) -> Decorator:
+    """``--allow-client-faults`` (``--allow-faults``: its old spelling in ``relay``)."""
+    return option(
+        "--allow-client-faults",
+        "--allow-faults",
+        "allow_client_faults",
+        hidden_aliases=("--allow-faults",),
+        is_flag=True,
+        help=help,
+    )
+
+
+def verbose_option(help: str = "-v: info logs, -vv: debug logs (stderr).") -> Decorator:
+    return option("-v", "--verbose", count=True, help=help)
+
+
+# --------------------------------------------------------------------------- local backend
+
+
+def corpus_options(help: str) -> Decorator:
+    """``--corpus DIR`` and ``--strict``."""
+    return apply(
+        option(
+            "--corpus",
+            type=click.Path(exists=True, file_okay=False, path_type=Path),
+            default=None,
+            help=help,
+        ),
+        option(
+            "--strict",
+            is_flag=True,
+            help="Fail on a corpus file that is not UTF-8 (default: skip it).",
+        ),
+    )
+
+
+# --------------------------------------------------------------------------- servers
+
+
+def host_port_options(default_port: int) -> Decorator:
+    """``--host`` and ``--port`` of a server."""
+    return apply(
+        option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on."),
+        option(
+            "--port",
+            default=default_port,
+            show_default=True,
+            type=click.IntRange(0, 65535),
+            help="0 picks a free port.",
+        ),
+    )
+
+
+def origin_options() -> Decorator:
+    """``--allowed-host`` and ``--allowed-origin`` of a server (DNS rebinding, CORS)."""
+    return apply(
+        option(
+            "--allowed-host",
+            "allowed_hosts",
+            multiple=True,
+            metavar="NAME[:PORT]",
+            help="Host header served (repeatable; name[:port], [v6]:port, .domain for "
+            "subdomains, '*' for any). Default: the address reached and localhost, "
+            "127.0.0.1, ::1, with the port. Others: HTTP 403 (DNS rebinding).",
+        ),
+        option(
+            "--allowed-origin",
+            "allowed_origins",
+            multiple=True,
+            metavar="ORIGIN",
+            help="Browser Origin served (repeatable; '*' for any). Default: the http(s) "
+            "origins of the allowed hosts.",
+        ),
+    )
+
+
+# --------------------------------------------------------------------------- enrichers
+
+
+def wikit_options(
+    *,
+    app: bool = True,
+    base_url: bool = True,
+    key_default: str | None = None,
+    org_help: str = "Wikit organization id (X-Wikit-Organization-Id).",
+    key_help: str = "Environment variable holding the Wikit API key.",
+    app_help: str = "Wikit Semantics app id: fetch the answer's quoted sources.",
+    base_url_help: str = "Wikit API root (default: the local backend when local, else Wikit's).",
+) -> Decorator:
+    """``--wikit-app``, ``--wikit-org``, ``--wikit-base-url``, ``--wikit-api-key-env``
+    (``--wikit-key-env``: its old spelling in ``bench``)."""
+    decorators = []
+    if app:
+        decorators.append(option("--wikit-app", default=None, metavar="ID", help=app_help))
+    decorators.append(option("--wikit-org", default=None, metavar="ID", help=org_help))
+    if base_url:
+        decorators.append(
+            option("--wikit-base-url", default=None, metavar="URL", help=base_url_help)
+        )
+    decorators.append(
+        option(
+            "--wikit-api-key-env",
+            "--wikit-key-env",
+            "wikit_api_key_env",
+            hidden_aliases=("--wikit-key-env",),
+            default=key_default,
+            show_default=key_default is not None,
+            metavar="NAME",
+            help=key_help,
+        )
+    )
+    return apply(*decorators)
+
+
+def grounding_option(default: str, help: str = "Grounding check after each answer.") -> Decorator:
+    return option(
+        "--grounding",
+        type=click.Choice(["local", "google", "none"]),
+        default=default,
+        show_default=True,
+        help=help,
+    )
+
+
+def grounding_facts_option() -> Decorator:
+    return option(
+        "--grounding-facts",
+        type=click.Choice(["citations", "sources", "both"]),
+        default="citations",
+        show_default=True,
+        help="Facts of the grounding check: the answer's citations, the Wikit sources, or both.",
+    )
+
+
+def google_options(*, token_default: str | None = GOOGLE_TOKEN_ENV) -> Decorator:
+    """``--google-config``, ``--google-endpoint`` and ``--google-token-env``."""
+    return apply(
+        option(
+            "--google-config",
+            default=None,
+            metavar="NAME",
+            help="projects/P/locations/global/groundingConfigs/C (for --grounding google).",
+        ),
+        option(
+            "--google-endpoint",
+            default=None,
+            metavar="URL",
+            help="Discovery Engine root (default: the local backend when local, else Google's).",
+        ),
+        option(
+            "--google-token-env",
+            default=token_default,
+            show_default=token_default is not None,
+            metavar="NAME",
+            help="Environment variable holding an OAuth access token (else Application "
+            "Default Credentials).",
+        ),
+    )

@@ -1,0 +1,44 @@
+"""Provider error payloads (``{"error": {...}}``, a bare string) → typed error events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamcite.core.deltas import http_status
+from streamcite.core.events import ErrorEvent
+
+__all__ = ["error_from_payload"]
+
+_RETRYABLE_CODES = frozenset(
+    {
+        "rate_limit_exceeded",
+        "rate_limit_error",
+        "overloaded",
+        "overloaded_error",
+        "server_error",
+        "api_error",
+        "timeout",
+        "service_unavailable",
+        "upstream_overloaded",
+        "internal_error",
+    }
+)
+
+
+def error_from_payload(err: Any, stage: str) -> ErrorEvent:
+    """An OpenAI/Anthropic-style ``{"error": ...}`` object (or a bare string) → ErrorEvent."""
+    if isinstance(err, dict):
+        code = err.get("code") or err.get("type") or "upstream_error"
+        message = err.get("message") or ""
+        status = err.get("status") if isinstance(err.get("status"), int) else None
+        if status is None:
+            status = http_status(err.get("code"))
+    else:
+        code, message, status = "upstream_error", str(err), None
+    code = str(code)
+    retryable = code in _RETRYABLE_CODES or (
+        status is not None and (status == 429 or status >= 500)
+    )
+    return ErrorEvent(
+        code=code, message=str(message), retryable=retryable, stage=stage, status=status
+    )

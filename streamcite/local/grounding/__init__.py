@@ -1,0 +1,37 @@
+"""The offline grounding checker's engine: lexical evidence plus rules, no model weights.
+
+Modules: :mod:`~.words` (word lists, stemmers, language), :mod:`~.tokens` (tokens and
+content keys), :mod:`~.facts` and :mod:`~.claims` (what is compared), :mod:`~.bm25`
+(candidate facts), :mod:`~.comparators` and :mod:`~.rules` (what overlap cannot see),
+:mod:`~.scoring` (one claim against one fact) and :mod:`~.engine` (a whole answer).
+
+The names below are imported lazily: :mod:`streamcite.local.sentences` uses
+:mod:`~.words`, and the engine uses the sentence splitter.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from streamcite.local.grounding.config import DEFAULT_CONFIG, EngineConfig
+    from streamcite.local.grounding.engine import ClaimVerdict, evaluate
+    from streamcite.local.grounding.scoring import calibrate
+
+__all__ = ["DEFAULT_CONFIG", "ClaimVerdict", "EngineConfig", "calibrate", "evaluate"]
+
+_HOME = {
+    "DEFAULT_CONFIG": "config",
+    "EngineConfig": "config",
+    "ClaimVerdict": "engine",
+    "evaluate": "engine",
+    "calibrate": "scoring",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)

@@ -1,0 +1,90 @@
+"""A claim as the checker reads it: its content keys, weights, names and comparisons."""
+
+from __future__ import annotations
+
+import re
+
+from streamcite.local.grounding.comparators import Comparison
+from streamcite.local.grounding.config import EngineConfig
+from streamcite.local.grounding.tokens import TextFeatures, TokenTable, raw_tokens, word_ngrams
+from streamcite.local.grounding.words import fold
+
+__all__ = ["Claim", "question_keys", "structured_claim"]
+
+
+class Claim:
+    __slots__ = (
+        "comparisons",
+        "done",
+        "features",
+        "grams",
+        "keyset",
+        "n_grams",
+        "names",
+        "numbers",
+        "total",
+        "unique",
+        "unknown_name",
+        "weights",
+    )
+
+    def __init__(
+        self, features: TextFeatures, cfg: EngineConfig, question: frozenset[str] = frozenset()
+    ) -> None:
+        self.features = features
+        # The question of a "question: answer" claim frames the topic: its names and
+        # numbers need not be in the fact ("Who won best actor in 1969: X").
+        self.names = {k for k in features.salient if k[0] != "#"} - question
+        self.numbers = features.numbers - question
+        self.comparisons: list[Comparison] = []
+        self.done: list[bytes] = []
+        """The claim's raw tokens when it states something done (status check)."""
+        self.unknown_name = False
+        """A name of the claim is in no fact at all (set by :func:`evaluate`)."""
+        self.unique = list(dict.fromkeys(features.stems))
+        self.keyset = set(self.unique)
+        self.weights = {
+            k: (cfg.salient_weight if k in features.salient else 1.0) for k in self.unique
+        }
+        for k in question:
+            # A question's words restate the topic in words the fact need not use.
+            if k in self.weights:
+                self.weights[k] *= cfg.question_weight
+        self.total = sum(self.weights.values())
+        # Character 4-grams per word: a word matched as such contains all of its own,
+        # so only the grams of unmatched words are searched in the window.
+        self.grams = {k: word_ngrams(k) for k in self.unique} if cfg.ngram_weight else {}
+        self.n_grams = sum(len(g) for g in self.grams.values())
+
+
+_SECTION_NUMBER_RE = re.compile(r"^\s*\d+(?:\.\d+)*[.)]?\s+")
+_TABLE_RULE_RE = re.compile(r"^[\s|:\-+]*$")
+
+
+def structured_claim(text: str) -> bool:
+    """A heading or table row is checked when it states a number ("| Meals | 25 € |",
+    "Budget 2024"); a section number ("2. Remote work") and a table rule do not count."""
+    if _TABLE_RULE_RE.match(text):
+        return False
+    return any(c.isdigit() for c in _SECTION_NUMBER_RE.sub("", text.lstrip("#| ")))
+
+
+# "Who directed Titanic: James Cameron." — a question and its answer in one claim (the
+# shape of FAQ-style answers). Interrogatives folded, per language.
+_INTERROGATIVES = (
+    "who|whom|whose|what|when|where|which|how|why|"
+    "qui|que|quoi|quand|ou|quel|quelle|quels|quelles|comment|pourquoi|combien|"
+    "chi|cosa|quando|dove|quale|quali|come|perche|quanto|quanta|quanti|quante|"
+    "מי|מה|מתי|איפה|היכנ|איזה|איזו|כמה|למה|מדוע|איכ"
+)
+_QUESTION_RE = re.compile(rf"^\W*(?:{fold(_INTERROGATIVES)})\b[^:]{{3,200}}:\s+\S")
+
+
+def question_keys(text: str, table: TokenTable) -> frozenset[str]:
+    """Keys of a "question: answer" claim's question that its answer does not repeat."""
+    folded = fold(text)
+    if ":" not in folded or not _QUESTION_RE.match(folded):
+        return frozenset()
+    question, _, answer = text.partition(":")
+    asked = set(table.content_keys(raw_tokens(question)))
+    return frozenset(asked - set(table.content_keys(raw_tokens(answer))))

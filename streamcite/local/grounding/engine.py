@@ -1,0 +1,153 @@
+"""The scoring engine of the offline grounding checker (pure, synchronous, no I/O).
+
+For each claim (one sentence of the answer) and each candidate fact:
+
+1. **Candidates.** With more than a handful of facts, BM25 over the facts' content
+   stems picks the few facts worth a close look (numpy; ≤ 200 facts).
+2. **Best window.** Each fact is cut into sentences; the claim is aligned with the
+   window of one sentence, or two adjacent ones (discounted, unless the second
+   opens with a pronoun: "… film. It was directed by …"), that covers most of it.
+3. **Recall.** Weighted recall of the claim's content stems (stopwords dropped,
+   light per-language stemming) in that window; names and numbers weigh more. It
+   is blended with the character 4-gram containment of the claim's words in the
+   window, which credits inflected and derived forms (``directed``/``director``).
+4. **Comparisons.** "more than / under / before N" is compared with the fact's
+   closest number or date (:mod:`~streamcite.local.grounding.comparators`).
+5. **Vetoes.** A number or date of the claim missing from the window, a failed
+   comparison, a negation on one side only, a name found in no fact, a changed event
+   status cut the score hard: "founded in 1975" is not supported by "founded in
+   1998", whatever the overlap.
+6. **Calibration.** A logistic maps recall to a raw score, and a monotone map sends
+   the raw cut chosen on the dev splits to 0.6, Google's default citation threshold.
+
+A claim's score is its best fact's score; the facts cited for it are those whose
+score reaches the citation threshold (decided by the caller).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from streamcite.local.grounding.bm25 import BM25
+from streamcite.local.grounding.claims import Claim, question_keys, structured_claim
+from streamcite.local.grounding.comparators import comparisons
+from streamcite.local.grounding.config import DEFAULT_CONFIG, EngineConfig
+from streamcite.local.grounding.facts import Fact
+from streamcite.local.grounding.rules import status_conflict
+from streamcite.local.grounding.scoring import calibrate, score_pair
+from streamcite.local.grounding.tokens import (
+    TextFeatures,
+    TokenTable,
+    analyze,
+    raw_tokens,
+    token_table,
+)
+from streamcite.local.grounding.words import detect_language
+from streamcite.local.sentences import needs_grounding, split_sentences, without_markers
+
+__all__ = ["ClaimVerdict", "EngineConfig", "calibrate", "evaluate"]
+
+
+@dataclass(slots=True)
+class ClaimVerdict:
+    """The engine's verdict on one sentence of the answer."""
+
+    start: int
+    end: int
+    text: str
+    required: bool
+    score: float | None = None
+    """Support score in [0, 1] (best fact, calibrated); None when no check was required."""
+    raw_score: float | None = None
+    """``score`` before :func:`calibrate`."""
+    fact_scores: list[tuple[int, float]] = field(default_factory=list)
+    """(fact index, support score) of the facts that support it at all, best first."""
+
+
+def _language(answer: str, facts: Sequence[str]) -> str:
+    # The answer AND its facts: a short Italian claim ("sono cinque settimane") has
+    # too few cues of its own and would be read with French numbers.
+    sample = answer[:2000]
+    if facts:
+        sample += " " + " ".join(f[:1000] for f in facts[:4])
+    return detect_language(sample)
+
+
+def _claims(answer: str, lang: str, cfg: EngineConfig) -> tuple[list[ClaimVerdict], list[Claim]]:
+    """Every sentence's verdict, and the claims of those that need a check (same order)."""
+    table = token_table(lang)
+    verdicts: list[ClaimVerdict] = []
+    claims: list[Claim] = []
+    for sent in split_sentences(answer):
+        verdict = ClaimVerdict(sent.start, sent.end, sent.text, required=False)
+        verdicts.append(verdict)
+        if (sent.heading and not structured_claim(sent.text)) or not needs_grounding(sent.text):
+            continue
+        text = without_markers(sent.text)
+        feats = analyze(text, lang, salience=True)
+        if not feats.stems:
+            continue  # only function words: nothing to check
+        verdict.required = True
+        verdict.score = verdict.raw_score = 0.0
+        claims.append(_claim(text, feats, table, cfg))
+    return verdicts, claims
+
+
+def _claim(text: str, feats: TextFeatures, table: TokenTable, cfg: EngineConfig) -> Claim:
+    claim = Claim(feats, cfg, question_keys(text, table))
+    if feats.numbers:
+        claim.comparisons = comparisons(text, table)
+    tokens = raw_tokens(text)
+    if status_conflict(tokens, [b"will"]):
+        claim.done = tokens
+    return claim
+
+
+def _mark_unknown_names(claims: list[Claim], facts: list[Fact]) -> None:
+    names = {k for c in claims for k in c.names}
+    if names:
+        known = set().union(*(f.counts.keys() & names for f in facts))
+        for c in claims:
+            c.unknown_name = not c.names <= known
+
+
+def _shortlists(claims: list[Claim], facts: list[Fact], cfg: EngineConfig) -> list[list[int]]:
+    """The candidate facts of each claim (all of them below ``bm25_min_facts``)."""
+    if len(facts) < cfg.bm25_min_facts:
+        return [list(range(len(facts)))] * len(claims)
+    bm25 = BM25(facts, {k for c in claims for k in c.unique})
+    k = cfg.candidates if len(facts) <= cfg.scale_facts else cfg.candidates_at_scale
+    return bm25.top_many([c.unique for c in claims], k)
+
+
+def evaluate(
+    answer: str,
+    facts: Sequence[str],
+    *,
+    lang: str | None = None,
+    config: EngineConfig = DEFAULT_CONFIG,
+) -> list[ClaimVerdict]:
+    """Split ``answer`` into claims and score each against ``facts`` (texts).
+
+    ``lang`` (``en``, ``fr``, ``it``, ``he``) is detected from the answer and its facts
+    when None. Footnote markers ``[n]`` in the answer are ignored for scoring; offsets
+    are on the raw answer.
+    """
+    lang = lang or _language(answer, facts)
+    verdicts, claims = _claims(answer, lang, config)
+    if not claims or not facts:
+        return verdicts
+    table = token_table(lang)
+    built = [Fact(f, table) for f in facts]
+    _mark_unknown_names(claims, built)
+    checked = (v for v in verdicts if v.required)
+    for verdict, claim, candidates in zip(
+        checked, claims, _shortlists(claims, built, config), strict=True
+    ):
+        scored = [(j, score_pair(claim, built[j], config)) for j in candidates]
+        scored = sorted(((j, x) for j, x in scored if x > 0.0), key=lambda p: (-p[1], p[0]))
+        verdict.raw_score = scored[0][1] if scored else 0.0
+        verdict.fact_scores = [(j, calibrate(x, config)) for j, x in scored]
+        verdict.score = calibrate(verdict.raw_score, config)
+    return verdicts

@@ -1,0 +1,148 @@
+"""Support of one claim by one fact: the best window, the blended recall, the vetoes."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from streamcite.local.grounding.claims import Claim
+from streamcite.local.grounding.comparators import _scales, fact_dates, fact_numbers, holds
+from streamcite.local.grounding.config import DEFAULT_CONFIG, EngineConfig
+from streamcite.local.grounding.facts import Fact
+from streamcite.local.grounding.rules import status_conflict, swapped_number
+
+__all__ = ["calibrate", "score_pair"]
+
+
+def calibrate(raw: float, cfg: EngineConfig = DEFAULT_CONFIG) -> float:
+    """Monotone piecewise-linear map of a raw score so that 0.6 is the right decision cut.
+
+    ``cfg.cut`` goes to 0.6, 0 to 0 and 1 to 1; a single claim ranks as before.
+    """
+    if raw <= cfg.cut:
+        return 0.6 * raw / cfg.cut
+    return 0.6 + 0.4 * (raw - cfg.cut) / (1.0 - cfg.cut)
+
+
+def _sigmoid(recall: float, cfg: EngineConfig) -> float:
+    return 1.0 / (1.0 + math.exp(-cfg.steepness * (recall - cfg.midpoint)))
+
+
+@dataclass(slots=True)
+class _Alignment:
+    """The fact's window that covers most of the claim."""
+
+    got: float
+    """Weight of the claim's keys found in the window (discounted for two sentences)."""
+    window: tuple[int, ...]
+    anchor: int
+    credit: dict[str, set[int]]
+    """Claim key -> the fact sentences that hold it."""
+
+
+def _align(claim: Claim, fact: Fact, present: set[str], cfg: EngineConfig) -> _Alignment | None:
+    weights = claim.weights
+    credit: dict[str, set[int]] = {}
+    per_sentence: dict[int, float] = {}
+    for i, common in enumerate(map(present.intersection, fact.sets())):
+        if not common:
+            continue
+        for k in common:
+            credit.setdefault(k, set()).add(i)
+        per_sentence[i] = sum(weights[k] for k in common)
+    if not per_sentence:
+        return None
+    # Single sentences score per_sentence directly; pairs are tried around the best.
+    ranked = sorted(per_sentence, key=per_sentence.__getitem__, reverse=True)
+    best = _Alignment(per_sentence[ranked[0]], (ranked[0],), ranked[0], credit)
+    if cfg.max_window < 2:
+        return best
+    for a in ranked[: cfg.anchors]:
+        for b in (a - 1, a + 1):
+            # The union of two sentences scores at most the sum of both: skip a pair
+            # that cannot beat the best even then (most pairs, at a 0.8 discount).
+            other = per_sentence.get(b)
+            if other is None or per_sentence[a] + other <= best.got:
+                continue
+            discount = 1.0 if fact.continues(max(a, b)) else cfg.window_discount
+            if (per_sentence[a] + other) * discount <= best.got:
+                continue
+            got = discount * sum(weights[k] for k, at in credit.items() if a in at or b in at)
+            if got > best.got:
+                best.got, best.window, best.anchor = got, (min(a, b), max(a, b)), a
+    return best
+
+
+def _ngram_share(claim: Claim, fact: Fact, al: _Alignment) -> float:
+    """Share of the claim's character 4-grams found in the window."""
+    contained = 0
+    text: str | None = None
+    first, last = al.window[0], al.window[-1]
+    for k, grams in claim.grams.items():
+        where = al.credit.get(k)
+        if where is not None and (first in where or last in where):
+            contained += len(grams)  # the word itself is there: all its grams are
+            continue
+        if text is None:
+            text = "".join(fact.gram_text(i) for i in al.window)
+        contained += sum(map(text.__contains__, grams))
+    return contained / claim.n_grams
+
+
+def _comparisons(claim: Claim, fact: Fact, window: tuple[int, ...]) -> tuple[set[str], bool]:
+    """(claim keys vouched for by comparisons that hold, whether one fails)."""
+    keys = fact.window_keys(window)
+    numbers = fact_numbers(keys, _scales(fact.table))
+    dates = fact_dates(keys)
+    vouched: set[str] = set()
+    failed = False
+    for cmp in claim.comparisons:
+        verdict = holds(cmp, numbers, dates)
+        if verdict:
+            vouched |= cmp.keys
+        elif verdict is not None:
+            failed = True
+    return vouched, failed
+
+
+def _number_veto(claim: Claim, fact: Fact, window: tuple[int, ...], vouched: set[str]) -> bool:
+    """A number of the claim missing from the window, or bound to the wrong word."""
+    numbers = claim.numbers
+    if not numbers:
+        return False
+    if numbers - vouched - fact.numbers(window):
+        return True
+    return swapped_number(claim.features.stems, fact.window_keys(window))
+
+
+def score_pair(claim: Claim, fact: Fact, cfg: EngineConfig) -> float:
+    """Support of one claim by one fact, in [0, 1] (before :func:`calibrate`)."""
+    present = claim.keyset & fact.counts.keys()
+    if not present:
+        return 0.0
+    al = _align(claim, fact, present, cfg)
+    if al is None:
+        return 0.0
+    vouched: set[str] = set()
+    failed = False
+    if claim.comparisons:
+        vouched, failed = _comparisons(claim, fact, al.window)
+    # Keys a holding comparison stands for count as found ("more than 20" against 23).
+    got = al.got + sum(claim.weights[k] for k in vouched - present if k in claim.weights)
+    recall = min(got / claim.total, 1.0) if claim.total else 0.0
+    if claim.n_grams:
+        share = _ngram_share(claim, fact, al)
+        recall = (1.0 - cfg.ngram_weight) * recall + cfg.ngram_weight * share
+    score = _sigmoid(recall, cfg)
+    if failed or _number_veto(claim, fact, al.window, vouched):
+        score *= cfg.number_veto
+    if claim.features.negated != fact.negated(al.anchor):
+        score *= cfg.negation_veto
+    if claim.unknown_name:
+        score *= cfg.name_veto
+    if claim.done:
+        spans = fact.sentences()
+        a, b = spans[al.window[0]][0], spans[al.window[-1]][1]
+        if status_conflict(claim.done, fact.tokens[a:b]):
+            score *= cfg.negation_veto
+    return score

@@ -1,0 +1,212 @@
+"""Opening the upstream request: send, status handling, retries before any byte.
+
+A request that fails before the answer's first byte is reported as one
+``ErrorEvent`` (carried by :class:`OpenFailed`): a connect failure, a timeout, a
+redirect (never followed: it would carry the key to another host), or an HTTP
+error status with the provider's own message. Retryable ones (429, 5xx, connect
+errors) are retried with jittered backoff, honouring Retry-After, within the
+stream's total budget; nothing is retried once a byte of the answer was read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
+
+from streamcite.core.events import ErrorEvent
+from streamcite.core.retry_after import parse_retry_after
+from streamcite.pipeline.timeouts import Budget
+from streamcite.transports.base import (
+    Transport,
+    TransportError,
+    UpstreamResponse,
+    is_redirect,
+    redirect_message,
+)
+
+__all__ = ["OpenFailed", "http_error", "make_transport", "open_upstream"]
+
+_MAX_RETRY_WAIT = 30.0
+_MAX_ERROR_BODY = 64 * 1024
+
+_STATUS_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    408: "request_timeout",
+    409: "conflict",
+    413: "payload_too_large",
+    422: "unprocessable",
+    429: "rate_limited",
+}
+
+
+class OpenFailed(Exception):
+    """The request failed before any token; carries the error event to report."""
+
+    def __init__(self, event: ErrorEvent) -> None:
+        super().__init__(event.message)
+        self.event = event
+
+
+def make_transport(kind: str | Transport, session: Any) -> Transport:
+    """``"aiohttp"`` / ``"httpx"`` → a transport (imported on use), or the one given."""
+    if not isinstance(kind, str):
+        return kind
+    if kind == "aiohttp":
+        from streamcite.transports.aiohttp import AiohttpTransport
+
+        return AiohttpTransport(session)
+    if kind == "httpx":
+        from streamcite.transports.httpx import HttpxTransport
+
+        return HttpxTransport(session)
+    raise ValueError(f"unknown transport {kind!r}: 'httpx' or 'aiohttp'")
+
+
+def http_error(status: int, body: bytes, headers: Mapping[str, str]) -> ErrorEvent:
+    """An HTTP error response → ErrorEvent with the provider's own message."""
+    message = ""
+    provider_code: str | None = None
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        message = body[:500].decode("utf-8", "replace").strip()
+    else:
+        err = obj.get("error", obj) if isinstance(obj, dict) else obj
+        if isinstance(err, dict):
+            message = str(err.get("message") or err.get("detail") or "")
+            code = err.get("code") or err.get("type")
+            provider_code = str(code) if code else None
+        elif isinstance(err, str):
+            message = err
+    code = _STATUS_CODES.get(status) or (
+        "upstream_unavailable" if status >= 500 else f"http_{status}"
+    )
+    if provider_code and provider_code != code:
+        message = f"{message} ({provider_code})" if message else provider_code
+    return ErrorEvent(
+        code=code,
+        message=f"HTTP {status}: {message}" if message else f"HTTP {status}",
+        retryable=status in (408, 409, 429) or status >= 500,
+        stage="http",
+        status=status,
+        retry_after=parse_retry_after(headers.get("retry-after") or headers.get("Retry-After")),
+    )
+
+
+async def open_upstream(
+    transport: Transport,
+    url: str,
+    headers: Mapping[str, str],
+    body: bytes,
+    budget: Budget,
+    *,
+    retries: int,
+    log: Any,
+) -> UpstreamResponse:
+    """The response of a successful request (2xx), or :class:`OpenFailed`."""
+
+    async def attempt() -> UpstreamResponse:
+        return await _open_once(transport, url, headers, body, budget)
+
+    if retries <= 0:
+        return await attempt()  # no retry policy to build on the TTFT path
+    resp: UpstreamResponse = await _retrying(retries, budget, log)(attempt)
+    return resp
+
+
+async def _open_once(
+    transport: Transport, url: str, headers: Mapping[str, str], body: bytes, budget: Budget
+) -> UpstreamResponse:
+    timeouts = budget.timeouts
+    connect = budget.bounded(timeouts.connect)
+    try:
+        # The connect timeout covers the socket; this one covers a server that
+        # accepts the request and never sends its response headers.
+        async with asyncio.timeout(budget.bounded(timeouts.first_token)):
+            resp = await transport.open(url, headers, body, connect)
+    except TimeoutError as exc:
+        raise OpenFailed(budget.timeout_error(waiting_first=True)) from exc
+    except TransportError as exc:
+        raise OpenFailed(
+            ErrorEvent(code=exc.code, message=exc.message, retryable=exc.retryable, stage=exc.stage)
+        ) from exc
+    except Exception as exc:  # a client library error we do not know: still typed
+        raise OpenFailed(
+            ErrorEvent(
+                code="connect_failed",
+                message=f"{type(exc).__name__}: {exc}",
+                retryable=False,
+                stage="connect",
+            )
+        ) from exc
+    await _refuse_status(resp, url, budget)
+    return resp
+
+
+async def _refuse_status(resp: UpstreamResponse, url: str, budget: Budget) -> None:
+    """Close ``resp`` and raise :class:`OpenFailed` unless its status is a success."""
+    if is_redirect(resp.status):
+        location = resp.headers.get("Location")
+        await resp.aclose()
+        raise OpenFailed(
+            ErrorEvent(
+                code="redirected",
+                message=redirect_message(resp.status, location, url),
+                retryable=False,
+                stage="http",
+                status=resp.status,
+            )
+        )
+    if resp.status >= 400:
+        try:
+            async with asyncio.timeout(budget.bounded(budget.timeouts.idle)):
+                err_body = await resp.read(_MAX_ERROR_BODY)
+        except TimeoutError:
+            err_body = b""
+        finally:
+            await resp.aclose()
+        raise OpenFailed(http_error(resp.status, err_body, resp.headers))
+
+
+def _retry_after_of(state: RetryCallState) -> float | None:
+    exc = state.outcome.exception() if state.outcome else None
+    return exc.event.retry_after if isinstance(exc, OpenFailed) else None
+
+
+def _retrying(retries: int, budget: Budget, log: Any) -> AsyncRetrying:
+    def wait(state: RetryCallState) -> float:
+        ra = _retry_after_of(state)
+        backoff = random.uniform(0, min(_MAX_RETRY_WAIT, 0.25 * 2**state.attempt_number))
+        delay = min(ra, _MAX_RETRY_WAIT) if ra is not None else backoff
+        remaining = budget.remaining()
+        return delay if remaining is None else max(0.0, min(delay, remaining - 0.01))
+
+    def stop(state: RetryCallState) -> bool:
+        if state.attempt_number >= retries + 1:
+            return True
+        # A Retry-After beyond the time left cannot be honoured: report the
+        # rate limit (with retry_after) now instead of sleeping into a timeout.
+        ra = _retry_after_of(state)
+        remaining = budget.remaining()
+        return ra is not None and remaining is not None and ra > remaining
+
+    def log_retry(state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, OpenFailed):
+            log.info("stream.retry", attempt=state.attempt_number, code=exc.event.code)
+
+    return AsyncRetrying(
+        stop=stop,
+        wait=wait,
+        retry=retry_if_exception(lambda e: isinstance(e, OpenFailed) and e.event.retryable),
+        before_sleep=log_retry,
+        reraise=True,
+    )
