@@ -22,8 +22,8 @@ from aiohttp import WSMsgType, web
 
 from streamcite.logs import get_logger
 from streamcite.relay.guard import Identity
-from streamcite.relay.log import LogEntry
 from streamcite.relay.protocol import envelope, heartbeat_frame
+from streamcite.relay.streamlog import LogEntry
 from streamcite.relay.writer import SendGate
 
 __all__ = [
