@@ -236,6 +236,7 @@ def _percentile(sorted_values: list[float], q: float) -> float:
 async def _relay_run(
     n: int, mode: str, args: argparse.Namespace, base_url: str, backend_port: int, backend_pid: int
 ) -> dict[str, Any]:
+    from streamcite.relay.routes import LogWithStats
     from streamcite.relay.server import RelayConfig, RelayServer
 
     # The disconnect phase slows the backend down (fault header) so that every stream is
@@ -332,9 +333,8 @@ async def _relay_run(
             )
             result["socket_p50_ms"] = round(_percentile(own, 0.50), 3)
             result["socket_p99_ms"] = round(_percentile(own, 0.99), 3)
-            stats_fn = getattr(relay.log, "stats", None)
-            if callable(stats_fn):
-                stats = stats_fn()
+            if isinstance(relay.log, LogWithStats):
+                stats = relay.log.stats()
                 result["log_kib_per_stream"] = round(
                     stats["bytes"] / max(1, stats["streams"]) / 1024, 1
                 )
