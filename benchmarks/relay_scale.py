@@ -165,16 +165,19 @@ def floor_main(conn: Connection, upstream: str) -> None:
     body = b'{"model":"bench","stream":true,"messages":[{"role":"user","content":"q"}]}'
 
     async def forward(session: aiohttp.ClientSession, ws: web.WebSocketResponse) -> None:
-        async with session.post(
-            upstream, data=body, headers={"Content-Type": "application/json"}
-        ) as resp:
-            rest = b""
-            async for data in resp.content.iter_any():
-                rest += data
-                *events, rest = rest.split(b"\n\n")
-                for event in events:
-                    await ws.send_frame(event, WSMsgType.TEXT)
-        await ws.send_frame(b'{"end":1}', WSMsgType.TEXT)
+        try:
+            async with session.post(
+                upstream, data=body, headers={"Content-Type": "application/json"}
+            ) as resp:
+                rest = b""
+                async for data in resp.content.iter_any():
+                    rest += data
+                    *events, rest = rest.split(b"\n\n")
+                    for event in events:
+                        await ws.send_frame(event, WSMsgType.TEXT)
+            await ws.send_frame(b'{"end":1}', WSMsgType.TEXT)
+        except ConnectionResetError:
+            return  # the client left at the end of the measured window: nothing to forward to
 
     async def handle(request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(compress=False, heartbeat=None)
