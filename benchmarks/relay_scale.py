@@ -176,8 +176,10 @@ def floor_main(conn: Connection, upstream: str) -> None:
                     for event in events:
                         await ws.send_frame(event, WSMsgType.TEXT)
             await ws.send_frame(b'{"end":1}', WSMsgType.TEXT)
-        except ConnectionResetError:
-            return  # the client left at the end of the measured window: nothing to forward to
+        except (ConnectionResetError, aiohttp.ClientError, RuntimeError):
+            # The window ended: the client left, or the backend stopped mid-body (aiohttp's
+            # reader raises RuntimeError("Connection closed.")). Nothing left to forward.
+            return
 
     async def handle(request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(compress=False, heartbeat=None)
