@@ -504,3 +504,23 @@ def normalise(events: Iterable[Any]) -> list[dict[str, Any]]:
             d["answer"].pop("timings", None)
         out.append(d)
     return out
+
+
+def general_path_events(stream: bytes) -> list[Any]:
+    """Reference for the fast path: every payload through ``ChunkInterpreter.feed`` (the
+    general path), then ``close``."""
+    from streamcite.core.answer import AnswerBuilder
+    from streamcite.core.chunks import ChunkInterpreter
+    from streamcite.core.sse import SSEDecoder
+
+    interp = ChunkInterpreter(AnswerBuilder())
+    dec = SSEDecoder()
+    out: list[Any] = []
+    for item in dec.feed_raw(stream):
+        if isinstance(item, bytes):
+            interp.feed(item, b"", out)
+        else:
+            interp.feed(item[1], item[0], out)
+    dec.close()
+    out.extend(interp.close(truncated_block=dec.truncated))
+    return out

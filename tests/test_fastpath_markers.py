@@ -10,15 +10,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 try:
+    from _streams import general_path_events as _general
     from _streams import normalise
 except ImportError:  # tests/ imported as a package
+    from tests._streams import general_path_events as _general
     from tests._streams import normalise
 
 from streamcite import ChatStreamParser
-from streamcite.core.answer import AnswerBuilder
-from streamcite.core.chunks import ChunkInterpreter
 from streamcite.core.events import Event, TokenEvent
-from streamcite.core.sse import SSEDecoder
 
 _MARKERY = [
     " [1]",
@@ -53,20 +52,6 @@ _ENVELOPE = {"id": "c", "object": "chat.completion.chunk", "model": "m"}
 def _frame(text: str) -> bytes:
     choice = {"index": 0, "delta": {"content": text}, "finish_reason": None}
     return b"data: " + orjson.dumps({**_ENVELOPE, "choices": [choice]}) + b"\n\n"
-
-
-def _general(stream: bytes) -> list[Event]:
-    interp = ChunkInterpreter(AnswerBuilder())
-    dec = SSEDecoder()
-    out: list[Event] = []
-    for item in dec.feed_raw(stream):
-        if isinstance(item, bytes):
-            interp.feed(item, b"", out)
-        else:
-            interp.feed(item[1], item[0], out)
-    dec.close()
-    out.extend(interp.close(truncated_block=dec.truncated))
-    return out
 
 
 def _fast(stream: bytes, cuts: list[int]) -> tuple[list[Event], ChatStreamParser]:

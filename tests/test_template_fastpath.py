@@ -10,15 +10,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 try:
+    from _streams import general_path_events as _general
     from _streams import normalise
 except ImportError:  # tests/ imported as a package
+    from tests._streams import general_path_events as _general
     from tests._streams import normalise
 
 from streamcite import ChatStreamParser
-from streamcite.core.answer import AnswerBuilder
-from streamcite.core.chunks import ChunkInterpreter
 from streamcite.core.events import Event
-from streamcite.core.sse import SSEDecoder
 
 _TRICKY = [
     '","finish_reason":null}]}',
@@ -52,21 +51,6 @@ def _payload(text: str, cid: str, how: int, extra: dict[str, Any]) -> bytes:
     if how == 1:
         return json.dumps(obj).encode()  # \uXXXX escapes, surrogate pairs for emoji
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
-
-
-def _general(stream: bytes) -> list[Event]:
-    """Reference: every payload through ChunkInterpreter.feed (the general path)."""
-    interp = ChunkInterpreter(AnswerBuilder())
-    dec = SSEDecoder()
-    out: list[Event] = []
-    for item in dec.feed_raw(stream):
-        if isinstance(item, bytes):
-            interp.feed(item, b"", out)
-        else:
-            interp.feed(item[1], item[0], out)
-    dec.close()
-    out.extend(interp.close(truncated_block=dec.truncated))
-    return out
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
