@@ -72,8 +72,13 @@ class EnrichmentStage:
         )
         # Enrichers that wait for others start last: independent requests go out first.
         ordered = sorted(self.enrichers, key=lambda e: len(getattr(e, "needs", ()) or ()))
+        # One start for all: each duration counts from the moment enrichment began (not
+        # from its task's first step), so one that waits for another includes the wait.
+        started = time.perf_counter()
         self._tasks = [
-            asyncio.create_task(self._enrich(e, ctx, builder), name=f"{self._name}:{e.kind}")
+            asyncio.create_task(
+                self._enrich(e, ctx, builder, started), name=f"{self._name}:{e.kind}"
+            )
             for e in ordered
         ]
 
@@ -108,10 +113,9 @@ class EnrichmentStage:
         return None if fut is None else await asyncio.shield(fut)
 
     async def _enrich(
-        self, enricher: Enricher, ctx: EnrichContext, builder: AnswerBuilder
+        self, enricher: Enricher, ctx: EnrichContext, builder: AnswerBuilder, started: float
     ) -> Event | None:
         kind = enricher.kind
-        started = time.perf_counter()
         result: Event | None
         try:
             async with asyncio.timeout(enricher.timeout):
