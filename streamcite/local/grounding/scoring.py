@@ -11,7 +11,7 @@ from streamcite.local.grounding.config import DEFAULT_CONFIG, EngineConfig
 from streamcite.local.grounding.facts import Fact
 from streamcite.local.grounding.rules import status_conflict, swapped_number
 
-__all__ = ["calibrate", "score_pair"]
+__all__ = ["calibrate", "score_pair", "score_with_coverage"]
 
 
 def calibrate(raw: float, cfg: EngineConfig = DEFAULT_CONFIG) -> float:
@@ -38,23 +38,34 @@ class _Alignment:
     anchor: int
     credit: dict[str, set[int]]
     """Claim key -> the fact sentences that hold it."""
+    covered: float = 0.0
+    """Most rarity weight of the claim's keys found in one sentence (answer aggregate)."""
 
 
-def _align(claim: Claim, fact: Fact, present: set[str], cfg: EngineConfig) -> _Alignment | None:
+def _align(
+    claim: Claim,
+    fact: Fact,
+    present: set[str],
+    cfg: EngineConfig,
+    rare: dict[str, float] | None = None,
+) -> _Alignment | None:
     weights = claim.weights
     credit: dict[str, set[int]] = {}
     per_sentence: dict[int, float] = {}
+    covered = 0.0
     for i, common in enumerate(map(present.intersection, fact.sets())):
         if not common:
             continue
         for k in common:
             credit.setdefault(k, set()).add(i)
         per_sentence[i] = sum(weights[k] for k in common)
+        if rare is not None:
+            covered = max(covered, sum(rare[k] for k in common))
     if not per_sentence:
         return None
     # Single sentences score per_sentence directly; pairs are tried around the best.
     ranked = sorted(per_sentence, key=per_sentence.__getitem__, reverse=True)
-    best = _Alignment(per_sentence[ranked[0]], (ranked[0],), ranked[0], credit)
+    best = _Alignment(per_sentence[ranked[0]], (ranked[0],), ranked[0], credit, covered)
     if cfg.max_window < 2:
         return best
     for a in ranked[: cfg.anchors]:
@@ -117,12 +128,24 @@ def _number_veto(claim: Claim, fact: Fact, window: tuple[int, ...], vouched: set
 
 def score_pair(claim: Claim, fact: Fact, cfg: EngineConfig) -> float:
     """Support of one claim by one fact, in [0, 1] (before :func:`calibrate`)."""
+    return score_with_coverage(claim, fact, cfg)[0]
+
+
+def score_with_coverage(
+    claim: Claim, fact: Fact, cfg: EngineConfig, rare: dict[str, float] | None = None
+) -> tuple[float, float]:
+    """:func:`score_pair`, and the most of ``rare`` (rarity weight of each claim key,
+    :func:`~.answer.rarity_weights`) found in one sentence of the fact (0 without it)."""
     present = claim.keyset & fact.counts.keys()
     if not present:
-        return 0.0
-    al = _align(claim, fact, present, cfg)
+        return 0.0, 0.0
+    al = _align(claim, fact, present, cfg, rare)
     if al is None:
-        return 0.0
+        return 0.0, 0.0
+    return _score(claim, fact, cfg, present, al), al.covered
+
+
+def _score(claim: Claim, fact: Fact, cfg: EngineConfig, present: set[str], al: _Alignment) -> float:
     vouched: set[str] = set()
     failed = False
     if claim.comparisons:
