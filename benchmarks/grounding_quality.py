@@ -293,10 +293,14 @@ def main(argv: list[str] | None = None) -> int:
         report["sets"].append(evaluate_set("HaluEval summarization", items, True, args.dev_only))
     if "vitaminc" in only:
         items = sets.vitaminc(install, args.vitaminc, args.seed)
-        report["sets"].append(evaluate_set("VitaminC (True vs False+Neither)", items, False, args.dev_only))
+        report["sets"].append(
+            evaluate_set("VitaminC (True vs False+Neither)", items, False, args.dev_only)
+        )
     if "conflicts" in only:
         items = sets.conflicts(install, args.conflicts, args.seed)
-        report["sets"].append(evaluate_set("Context conflicts (bigbench)", items, True, args.dev_only))
+        report["sets"].append(
+            evaluate_set("Context conflicts (bigbench)", items, True, args.dev_only)
+        )
     if "multi" in only and not args.dev_only:
         report["sets"].append(multilingual_report(sets.multilingual()))
     if not args.skip_speed:

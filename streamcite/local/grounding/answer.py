@@ -21,11 +21,18 @@ summarization, the only multi-claim set (``docs/grounding.md``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["AnswerConfig", "DEFAULT_ANSWER_CONFIG", "answer_support", "calibrate_answer", "rarity"]
+__all__ = [
+    "DEFAULT_ANSWER_CONFIG",
+    "AnswerConfig",
+    "answer_support",
+    "calibrate_answer",
+    "rarity",
+    "rarity_weights",
+]
 
 
 @dataclass(slots=True, frozen=True)
@@ -35,7 +42,7 @@ class AnswerConfig:
     coverage_weight: float = 0.8
     """Share of a claim's rarity-weighted coverage in its contribution (rest: raw score)."""
     min_rarity: float = 0.25
-    """Weight of a key of 4 characters or fewer ("say", "set", "#5")."""
+    """Weight of a key of 3 characters or fewer ("say", "set", "#5"; "held" weighs 1)."""
     rarity_offset: int = 3
     """A longer key weighs ``len(key) - rarity_offset``."""
     cut: float = 0.465
@@ -50,23 +57,11 @@ def rarity(key: str, cfg: AnswerConfig = DEFAULT_ANSWER_CONFIG) -> float:
     return max(cfg.min_rarity, float(len(key) - cfg.rarity_offset))
 
 
-def rarity_weights(keys: Iterable[str], cfg: AnswerConfig = DEFAULT_ANSWER_CONFIG) -> dict[str, float]:
+def rarity_weights(
+    keys: Iterable[str], cfg: AnswerConfig = DEFAULT_ANSWER_CONFIG
+) -> dict[str, float]:
     """Rarity weight of each key (``keys`` deduplicated)."""
     return {k: rarity(k, cfg) for k in keys}
-
-
-def sentence_coverage(
-    weights: Mapping[str, float], total: float, sentences: Iterable[set[str]]
-) -> float:
-    """Best share of ``weights`` (summing to ``total``) found in one of ``sentences``."""
-    if total <= 0.0:
-        return 0.0
-    best = 0.0
-    for common in sentences:
-        got = sum(weights[k] for k in common)
-        if got > best:
-            best = got
-    return min(best / total, 1.0)
 
 
 def calibrate_answer(aggregate: float, cfg: AnswerConfig = DEFAULT_ANSWER_CONFIG) -> float:

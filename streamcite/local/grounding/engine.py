@@ -29,13 +29,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from streamcite.local.grounding.answer import rarity_weights
 from streamcite.local.grounding.bm25 import BM25
 from streamcite.local.grounding.claims import Claim, question_keys, structured_claim
 from streamcite.local.grounding.comparators import comparisons
 from streamcite.local.grounding.config import DEFAULT_CONFIG, EngineConfig
 from streamcite.local.grounding.facts import Fact
 from streamcite.local.grounding.rules import status_conflict
-from streamcite.local.grounding.answer import rarity_weights
 from streamcite.local.grounding.scoring import calibrate, score_with_coverage
 from streamcite.local.grounding.tokens import (
     TextFeatures,

@@ -1,0 +1,101 @@
+"""The answer-level support score of an answer of several claims (grounding/answer.py)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from streamcite import LocalGrounding
+from streamcite.local.grounding.answer import (
+    DEFAULT_ANSWER_CONFIG,
+    answer_support,
+    calibrate_answer,
+    rarity,
+)
+from streamcite.local.grounding.engine import evaluate
+
+FACTS = [
+    "The city council approved the new transport budget on Monday after a long debate. "
+    "The mayor said the budget would fund two tram lines and repair the northern bridge. "
+    "Work on the bridge starts in spring."
+]
+
+
+def _support(answer: str) -> float:
+    result = LocalGrounding().check_sync(answer, FACTS)
+    assert result.support_score is not None
+    return result.support_score
+
+
+def test_one_claim_answer_scores_its_claim_exactly() -> None:
+    # The claim sets (VitaminC, conflicts, multilingual) calibrate claim scores: an
+    # answer of one claim must keep its claim's score.
+    result = LocalGrounding().check_sync(
+        "The mayor said the budget would fund two tram lines.", FACTS, claim_level_scores=True
+    )
+    assert len(result.claims) == 1
+    assert result.support_score == result.claims[0].score
+
+
+def test_claims_weigh_by_their_content() -> None:
+    # A long supported claim and a short filler-like unsupported one: most of the
+    # answer's content is supported. A plain mean of the two claims' scores is < 0.5.
+    answer = (
+        "The city council approved the new transport budget on Monday after a long debate, "
+        "and the mayor said it would fund two tram lines. It rained."
+    )
+    verdicts = [v for v in evaluate(answer, FACTS) if v.required]
+    assert len(verdicts) == 2
+    plain_mean = sum(v.score or 0.0 for v in verdicts) / 2
+    assert plain_mean < 0.6
+    assert _support(answer) >= 0.6
+
+
+def test_fabricated_answer_is_unsupported() -> None:
+    answer = (
+        "The festival attracted spectacular crowds of enthusiastic visitors. "
+        "Organisers celebrated a remarkable international success."
+    )
+    assert _support(answer) < 0.2
+
+
+def test_summary_of_the_facts_is_supported() -> None:
+    answer = (
+        "City council approved transport budget on Monday. "
+        "Mayor says budget funds two tram lines and bridge repair."
+    )
+    assert _support(answer) >= 0.9
+
+
+def test_missing_rare_words_cost_more_than_missing_common_ones() -> None:
+    # Two claims that each miss one word of the facts: a short common one ("big") or a
+    # long rare one ("magnificent", a detail the facts do not give). Equal at the claim
+    # level (one key each); the answer's coverage weighs the rare one more.
+    answer = (
+        "The mayor said the budget would fund two big tram lines. "
+        "The mayor said the budget would fund two magnificent tram lines."
+    )
+    common, rare = (v for v in evaluate(answer, FACTS) if v.required)
+    assert 0.0 < rare.coverage < common.coverage < 1.0
+    assert common.weight == rare.weight
+
+
+def test_rarity_grows_with_key_length() -> None:
+    assert rarity("say") == rarity("#5") == DEFAULT_ANSWER_CONFIG.min_rarity < rarity("held")
+    assert rarity("spectacular") > rarity("budget") > rarity("held")
+
+
+@given(st.floats(0.0, 1.0), st.floats(0.0, 1.0))
+def test_answer_calibration_is_monotone_and_maps_the_cut_to_the_threshold(
+    a: float, b: float
+) -> None:
+    assert calibrate_answer(DEFAULT_ANSWER_CONFIG.cut) == pytest.approx(0.6)
+    assert calibrate_answer(0.0) == 0.0
+    assert calibrate_answer(1.0) == pytest.approx(1.0)
+    if a <= b:
+        assert calibrate_answer(a) <= calibrate_answer(b)
+
+
+def test_nothing_to_check_is_none() -> None:
+    assert answer_support([]) is None
