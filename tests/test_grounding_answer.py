@@ -12,6 +12,7 @@ from streamcite.local.grounding.answer import (
     answer_support,
     calibrate_answer,
     rarity,
+    rarity_weights,
 )
 from streamcite.local.grounding.engine import evaluate
 
@@ -99,3 +100,16 @@ def test_answer_calibration_is_monotone_and_maps_the_cut_to_the_threshold(
 
 def test_nothing_to_check_is_none() -> None:
     assert answer_support([]) is None
+
+
+def test_a_word_in_no_fact_costs_more_than_one_found_elsewhere() -> None:
+    # "wooden" is missing from the claim's best sentence either way; when no fact uses
+    # it at all, it is a detail the sources do not give and weighs more.
+    answer = "The mayor said the budget would fund two wooden tram lines. Work starts in spring."
+    elsewhere = [*FACTS, "The old station still has its wooden benches."]
+    nowhere = next(v for v in evaluate(answer, FACTS) if v.required)
+    found = next(v for v in evaluate(answer, elsewhere) if v.required)
+    assert 0.0 < nowhere.coverage < found.coverage < 1.0
+    weights = rarity_weights(["wooden", "tram"], absent={"wooden"})
+    assert weights["wooden"] == rarity("wooden") * DEFAULT_ANSWER_CONFIG.absent_weight
+    assert weights["tram"] == rarity("tram")

@@ -9,7 +9,9 @@ An answer of several claims (a summary) is scored on its content as a whole:
   its content keys, weighted by rarity, found in a single sentence of a candidate fact;
 - rarity is read from a key's length (Zipf's law of abbreviation: frequent words are
   short): a missing "say" or "held" is paraphrase, a missing "commemorat" or
-  "wizardri" is a detail the sources do not give;
+  "wizardri" is a detail the sources do not give; a key found in **no** fact weighs
+  more again (``absent_weight``): the answer-wide novelty against all the facts, not
+  only the claim's candidates;
 - claims weigh by their number of content keys, so the score is the share of the
   answer's content that is supported, not the share of its sentences;
 - a monotone piecewise-linear map sends the aggregate's cut to 0.6, so that Google's
@@ -21,7 +23,7 @@ summarization, the only multi-claim set (``docs/grounding.md``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -45,7 +47,10 @@ class AnswerConfig:
     """Weight of a key of 3 characters or fewer ("say", "set", "#5"; "held" weighs 1)."""
     rarity_offset: int = 3
     """A longer key weighs ``len(key) - rarity_offset``."""
-    cut: float = 0.465
+    absent_weight: float = 8.0
+    """Factor on the rarity of a key found in no fact at all: a word of the answer that
+    no source uses anywhere is the mark of a detail the sources do not give."""
+    cut: float = 0.325
     """Aggregate mapped to 0.6, Google's default ``citationThreshold``."""
 
 
@@ -58,10 +63,17 @@ def rarity(key: str, cfg: AnswerConfig = DEFAULT_ANSWER_CONFIG) -> float:
 
 
 def rarity_weights(
-    keys: Iterable[str], cfg: AnswerConfig = DEFAULT_ANSWER_CONFIG
+    keys: Iterable[str],
+    absent: Container[str] = frozenset(),
+    cfg: AnswerConfig = DEFAULT_ANSWER_CONFIG,
 ) -> dict[str, float]:
-    """Rarity weight of each key (``keys`` deduplicated)."""
-    return {k: rarity(k, cfg) for k in keys}
+    """Rarity weight of each key; ``absent`` keys (found in no fact) weigh
+    ``cfg.absent_weight`` times more."""
+    out = {k: rarity(k, cfg) for k in keys}
+    for k in out:
+        if k in absent:
+            out[k] *= cfg.absent_weight
+    return out
 
 
 def calibrate_answer(aggregate: float, cfg: AnswerConfig = DEFAULT_ANSWER_CONFIG) -> float:

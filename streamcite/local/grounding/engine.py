@@ -118,6 +118,12 @@ def _mark_unknown_names(claims: list[Claim], facts: list[Fact]) -> None:
             c.unknown_name = not c.names <= known
 
 
+def _absent_keys(claims: list[Claim], facts: list[Fact]) -> set[str]:
+    """The claims' keys found in no fact (for the answer's coverage)."""
+    keys = {k for c in claims for k in c.unique}
+    return keys.difference(*(f.counts.keys() & keys for f in facts))
+
+
 def _shortlists(claims: list[Claim], facts: list[Fact], cfg: EngineConfig) -> list[list[int]]:
     """The candidate facts of each claim (all of them below ``bm25_min_facts``)."""
     if len(facts) < cfg.bm25_min_facts:
@@ -149,10 +155,11 @@ def evaluate(
     _mark_unknown_names(claims, built)
     checked = (v for v in verdicts if v.required)
     several = len(claims) > 1  # the answer's score then reads each claim's coverage
+    absent = _absent_keys(claims, built) if several else set()
     for verdict, claim, candidates in zip(
         checked, claims, _shortlists(claims, built, config), strict=True
     ):
-        rare = rarity_weights(claim.unique) if several else None
+        rare = rarity_weights(claim.unique, absent) if several else None
         pairs = [(j, *score_with_coverage(claim, built[j], config, rare)) for j in candidates]
         if rare:
             verdict.weight = float(len(claim.unique))
