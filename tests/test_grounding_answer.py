@@ -113,3 +113,14 @@ def test_a_word_in_no_fact_costs_more_than_one_found_elsewhere() -> None:
     weights = rarity_weights(["wooden", "tram"], absent={"wooden"})
     assert weights["wooden"] == rarity("wooden") * DEFAULT_ANSWER_CONFIG.absent_weight
     assert weights["tram"] == rarity("tram")
+
+
+def test_a_contradicted_claim_covers_nothing() -> None:
+    # A failed comparison ("more than 40" against 35) or a changed status ("has already
+    # opened" against "will open") contradicts the facts: the claim's words are all
+    # there, but it covers nothing of the answer's content.
+    facts = ["The new library will open in May. It has 35 reading rooms on four floors."]
+    answer = "The new library has already opened. It has more than 40 reading rooms on four floors."
+    status, comparison = (v for v in evaluate(answer, facts) if v.required)
+    assert status.coverage < 0.2 and comparison.coverage < 0.2
+    assert LocalGrounding().check_sync(answer, facts).support_score < 0.3

@@ -142,10 +142,20 @@ def score_with_coverage(
     al = _align(claim, fact, present, cfg, rare)
     if al is None:
         return 0.0, 0.0
-    return _score(claim, fact, cfg, present, al), al.covered
+    score, covers = _score(claim, fact, cfg, present, al)
+    return score, al.covered * covers
 
 
-def _score(claim: Claim, fact: Fact, cfg: EngineConfig, present: set[str], al: _Alignment) -> float:
+def _score(
+    claim: Claim, fact: Fact, cfg: EngineConfig, present: set[str], al: _Alignment
+) -> tuple[float, float]:
+    """(the score, the factor on the answer-level coverage).
+
+    Only explicit contradictions (a failed comparison, a changed status) cut the
+    coverage too: a number or a negation missing from the window, or a name in no fact,
+    is too often a summary's abstraction (HaluEval dev binned AUC 0.839 -> 0.812 with the
+    number veto on the coverage, -> 0.831 with the negation veto).
+    """
     vouched: set[str] = set()
     failed = False
     if claim.comparisons:
@@ -157,7 +167,11 @@ def _score(claim: Claim, fact: Fact, cfg: EngineConfig, present: set[str], al: _
         share = _ngram_share(claim, fact, al)
         recall = (1.0 - cfg.ngram_weight) * recall + cfg.ngram_weight * share
     score = _sigmoid(recall, cfg)
-    if failed or _number_veto(claim, fact, al.window, vouched):
+    covers = 1.0
+    if failed:
+        score *= cfg.number_veto
+        covers = cfg.number_veto
+    elif _number_veto(claim, fact, al.window, vouched):
         score *= cfg.number_veto
     if claim.features.negated != fact.negated(al.anchor):
         score *= cfg.negation_veto
@@ -168,4 +182,5 @@ def _score(claim: Claim, fact: Fact, cfg: EngineConfig, present: set[str], al: _
         a, b = spans[al.window[0]][0], spans[al.window[-1]][1]
         if status_conflict(claim.done, fact.tokens[a:b]):
             score *= cfg.negation_veto
-    return score
+            covers *= cfg.negation_veto
+    return score, covers
