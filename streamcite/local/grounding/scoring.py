@@ -58,9 +58,11 @@ def _align(
             continue
         for k in common:
             credit.setdefault(k, set()).add(i)
-        per_sentence[i] = sum(weights[k] for k in common)
+        per_sentence[i] = sum(map(weights.__getitem__, common))
         if rare is not None:
-            covered = max(covered, sum(rare[k] for k in common))
+            got = sum(map(rare.__getitem__, common))
+            if got > covered:
+                covered = got
     if not per_sentence:
         return None
     # Single sentences score per_sentence directly; pairs are tried around the best.
