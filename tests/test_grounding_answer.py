@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -26,7 +28,7 @@ FACTS = [
 def _support(answer: str) -> float:
     result = LocalGrounding().check_sync(answer, FACTS)
     assert result.support_score is not None
-    return result.support_score
+    return float(result.support_score)
 
 
 def test_one_claim_answer_scores_its_claim_exactly() -> None:
@@ -124,3 +126,30 @@ def test_a_contradicted_claim_covers_nothing() -> None:
     status, comparison = (v for v in evaluate(answer, facts) if v.required)
     assert status.coverage < 0.2 and comparison.coverage < 0.2
     assert LocalGrounding().check_sync(answer, facts).support_score < 0.3
+
+
+@dataclass
+class _Verdict:
+    required: bool
+    score: float | None
+    raw_score: float | None
+    coverage: float
+    weight: float
+
+
+_unit = st.floats(0.0, 1.0)
+_claims = st.lists(st.tuples(_unit, _unit, st.integers(1, 40)), min_size=2, max_size=8)
+
+
+@given(_claims, st.integers(0, 7), _unit)
+def test_answer_score_is_bounded_and_monotone_in_each_claims_support(
+    claims: list[tuple[float, float, int]], which: int, more: float
+) -> None:
+    verdicts = [_Verdict(True, raw, raw, cov, float(n)) for raw, cov, n in claims]
+    score = answer_support(verdicts)
+    assert score is not None and 0.0 <= score <= 1.0 + 1e-9
+    i = which % len(verdicts)
+    verdicts[i].coverage = max(verdicts[i].coverage, more)
+    verdicts[i].raw_score = max(verdicts[i].raw_score or 0.0, more)
+    better = answer_support(verdicts)
+    assert better is not None and better >= score - 1e-12
