@@ -4,6 +4,8 @@ already opened" against "will open") and a number bound to the wrong word ("Phys
 
 from __future__ import annotations
 
+from streamcite.local.grounding.words import fold, stem
+
 __all__ = ["status_conflict", "swapped_number"]
 
 # Changed event status: a claim that something is done ("has already opened") against
@@ -85,10 +87,22 @@ def _near(keys: list[str], i: int, reach: int = 2) -> list[str]:
     return keys[max(0, i - reach) : i] + keys[i + 1 : i + 1 + reach]
 
 
+# Words that classify the number after them ("in the year 1911", "בשנת 1911"): not
+# what a number is bound to, and in the way of the word that is ("Physics in the year").
+_YEAR_WORDS = frozenset(
+    stem(fold(w), lang)
+    for lang, words in (("en", "year"), ("fr", "année an"), ("it", "anno"), ("he", "שנת שנה"))
+    for w in words.split()
+)
+
+
 def _number_runs(keys: list[str]) -> list[str]:
-    """Keys with each run of numbers ("December 19, 1997") joined as one ``#…`` key."""
+    """Keys with each run of numbers ("December 19, 1997") joined as one ``#…`` key,
+    year words dropped."""
     out: list[str] = []
     for k in keys:
+        if k in _YEAR_WORDS:
+            continue
         if k[:1] == "#" and out and out[-1][:1] == "#":
             out[-1] += " " + k
         else:
@@ -103,6 +117,7 @@ def swapped_number(claim_keys: list[str], fact_keys: list[str]) -> bool:
     True when the word next to the claim's number ``N`` is, in the fact, next to other
     numbers that the claim does not have, and never next to ``N``.
     """
+    claim_keys = [k for k in claim_keys if k not in _YEAR_WORDS]
     claim_set = set(claim_keys)
     runs = _number_runs(fact_keys)
     for i, k in enumerate(claim_keys):
