@@ -313,7 +313,7 @@ class ChunkInterpreter:
     # -- cold paths ----------------------------------------------------------------
 
     def _add_refs(self, idx: int, refs: list[tuple[int, int]], out: list[Event]) -> None:
-        keep = self._refs.append
+        keep = self._refs.add
         for number, offset in refs:
             # Built field by field, as tokens are (fastpath.py guards the fields).
             ev = _new(CitationRefEvent)
@@ -323,7 +323,7 @@ class ChunkInterpreter:
             ev.document_index = number - 1
             ev.offset = offset
             out.append(ev)
-            keep(ev)
+            keep(idx, number, number - 1, offset)
 
     def _flush(self, idx: int, out: list[Event]) -> None:
         det = self._detectors.get(idx)

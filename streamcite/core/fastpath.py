@@ -55,15 +55,17 @@ def feed_keep_mode(ip: ChunkInterpreter, raw: list[RawEvent], out: list[Event]) 
             return  # [DONE]: nothing after it in this read counts
 
 
-def _template_run(  # the per-chunk loop, inlined: every call costs
+def _template_run(  # noqa: C901, RUF100  (the per-chunk loop, inlined: every call costs)
     ip: ChunkInterpreter, items: Iterator[RawEvent], out: list[Event]
 ) -> RawEvent | None:
     """Emit the tokens of ``items`` while they fit the proven template; the first
     item that does not (None when all did)."""
     det = ip._detectors[0]
-    offset, held, hrefs = det.offset, det.held, det.held_refs
+    offset, held, hnum, hat, hrefs = _load(det)
     append = out.append
-    keep_ref = ip._refs.append
+    store = ip._refs
+    keep_number = store.numbers.append  # the usual ref, as RefStore.add keeps it
+    keep_offset = store.offsets.append
     ref_type = CitationRefEvent
     text_append = ip._raw0.append
     token = TokenEvent
@@ -103,43 +105,88 @@ def _template_run(  # the per-chunk loop, inlined: every call costs
         ev.display = content
         append(ev)
         text_append(content)
-        if not held and "[" not in content:
-            offset += len(content)
-            continue
-        # Keep mode's two usual marker steps, inlined, on locals (else the detector):
-        if held and hrefs is not None and content[0] != "(" and "[" not in content:
-            # The held "[n]" is confirmed by a next character that is not "(".
-            refs, hrefs, held = hrefs, None, ""
-            offset += len(content)
-        elif not held and (number := tails.get(content[(p := content.find("[")) :])) is not None:
-            # "… [3]": one complete marker ends the token; it awaits its next char.
-            held, hrefs = content[p:], [(number, offset + p)]
-            offset += len(content)
-            continue
-        else:
-            _sync(det, offset, held, hrefs)
-            found = det.feed(content)[1]
-            offset, held, hrefs = det.offset, det.held, det.held_refs
-            if not found:
+        # Keep mode's usual marker steps, inlined on locals (anything else: the detector).
+        # hnum/hat: a complete "[n]" held at offset hat, awaiting its next character.
+        if held:
+            if not hnum or content[0] == "(":
+                offset, held, hnum, hat, hrefs = _detect(
+                    ip, det, content, offset, held, hnum, hat, hrefs, out
+                )
                 continue
-            refs = found
-        for number, at in refs:
+            # The held "[n]" is confirmed by a next character that is not "(".
             ref = new(ref_type)  # as chunks.py's _add_refs, inlined
             ref.type = "citation_ref"
             ref.index = 0
-            ref.number = number
-            ref.document_index = number - 1
-            ref.offset = at
+            ref.number = hnum
+            ref.document_index = hnum - 1
+            ref.offset = hat
             append(ref)
-            keep_ref(ref)
-    _sync(det, offset, held, hrefs)
+            keep_number(hnum)  # choice 0, numbers 1-199 (TAIL_MARKERS)
+            keep_offset(hat)
+            held, hnum = "", 0
+            if "[" not in content:
+                offset += len(content)
+                continue
+        elif "[" not in content:
+            offset += len(content)
+            continue
+        # "… [3]": one complete marker ends the token and is its only "[": hold it.
+        p = content.find("[")
+        if (number := tails.get(tail := content[p:])) is not None:
+            held, hnum, hat = tail, number, offset + p
+            offset += len(content)
+            continue
+        offset, held, hnum, hat, hrefs = _detect(
+            ip, det, content, offset, held, hnum, hat, hrefs, out
+        )
+    _sync(det, offset, held, hnum, hat, hrefs)
     return stop
 
 
+_State = tuple[int, str, int, int, "list[tuple[int, int]] | None"]
+"""The loop's detector state: offset, held text, held number and offset, held refs."""
+
+
+def _load(det: FootnoteDetector) -> _State:
+    """The detector's state as the loop keeps it (a held single "[n]" as hnum/hat)."""
+    hrefs = det.held_refs
+    if hrefs is not None and len(hrefs) == 1:
+        hnum, hat = hrefs[0]
+        return det.offset, det.held, hnum, hat, None
+    return det.offset, det.held, 0, 0, hrefs
+
+
 def _sync(
-    det: FootnoteDetector, offset: int, held: str, hrefs: list[tuple[int, int]] | None
+    det: FootnoteDetector,
+    offset: int,
+    held: str,
+    hnum: int,
+    hat: int,
+    hrefs: list[tuple[int, int]] | None,
 ) -> None:
     """Hand the loop's local detector state back to the detector."""
-    det.offset, det.held, det.held_refs = offset, held, hrefs
-    if hrefs is not None:
-        det.held_start = hrefs[0][1]  # a held complete marker starts at its ref's offset
+    det.offset, det.held = offset, held
+    if hnum:
+        det.held_refs = [(hnum, hat)]
+        det.held_start = hat  # a held complete marker starts at its ref's offset
+    else:
+        det.held_refs = hrefs
+
+
+def _detect(
+    ip: ChunkInterpreter,
+    det: FootnoteDetector,
+    content: str,
+    offset: int,
+    held: str,
+    hnum: int,
+    hat: int,
+    hrefs: list[tuple[int, int]] | None,
+    out: list[Event],
+) -> _State:
+    """A token the loop does not take itself: through the detector, its refs emitted."""
+    _sync(det, offset, held, hnum, hat, hrefs)
+    found = det.feed(content)[1]
+    if found:
+        ip._add_refs(0, found, out)
+    return _load(det)
