@@ -144,13 +144,17 @@ class CitationRefs(Sequence[CitationRef], LazyList):
         return list(self)
 
     def first_seen(self, start: int = 0) -> Iterator[tuple[int, int]]:
-        """``(number, document_index)`` of choice 0's refs from ``start``, in order,
-        without making objects (the snapshot's dangling/uncited passes)."""
+        """The distinct ``(number, document_index)`` of choice 0's refs from ``start``,
+        in first-seen order, without making objects (the snapshot's dangling pass)."""
         s = self._store
         if not s.wide:
             for number in dict.fromkeys(s.numbers[start : self._n]):  # distinct, in C
                 yield number, number - 1
             return
+        yield from dict.fromkeys(self._pairs0(start))
+
+    def _pairs0(self, start: int) -> Iterator[tuple[int, int]]:
+        s = self._store
         for k in range(start, self._n):
             number = s.numbers[k]
             if number:
