@@ -7,7 +7,7 @@ The chunk interpreter appends to the public lists directly on the hot path (one
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any
 
 from streamcite.core.events import (
@@ -239,7 +239,7 @@ class AnswerBuilder:
             grounding=self.grounding,
             usage=self.usage,
             errors=list(self.errors),
-            timings=replace(self.timings),
+            timings=_copy_timings(self.timings),
             complete=self.complete,
             reasoning_text="".join(self.reasoning_parts),
             tool_calls=[replace(self.tool_calls[k]) for k in sorted(self.tool_calls)],
@@ -270,6 +270,17 @@ class AnswerBuilder:
             if d not in known and number not in dangling:
                 dangling.append(number)
         return referenced, dangling
+
+
+def _copy_timings(t: Timings) -> Timings:
+    """A copy of ``t`` (``dataclasses.replace`` costs four times as much)."""
+    return Timings(t.ttft_ms, t.stream_ms, t.citations_ms, t.sources_ms, t.grounding_ms, t.total_ms)
+
+
+if [f.name for f in fields(Timings)] != [
+    "ttft_ms", "stream_ms", "citations_ms", "sources_ms", "grounding_ms", "total_ms",
+]:  # fmt: skip
+    raise ImportError("answer.py copies Timings field by field: update _copy_timings")
 
 
 def _specialise_compaction() -> None:

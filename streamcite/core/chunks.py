@@ -139,19 +139,28 @@ class ChunkInterpreter:
         Once choice 0 has a token in keep mode, the per-chunk loop of
         :mod:`streamcite.core.fastpath` runs: content-only chunks in the proven
         envelope are taken there, everything else comes back to :meth:`_chunk`.
+        It takes over within the read that brings that first token (a 4 KiB read
+        holds some thirty chunks: the general path for them all was most of a short
+        stream's fixed cost).
         """
-        if not self.done and self._mode_keep and 0 in self._detectors:
+        if self.done:
+            return
+        if self._mode_keep and 0 in self._detectors:
             feed_keep_mode(self, raw, out)
             return
-        for item in raw:
-            if self.done:
-                return  # nothing after [DONE] counts, not even errors
+        for k, item in enumerate(raw):
             if isinstance(item, bytes):
                 self.feed(item, b"", out)
             elif item is OVERFLOW:
                 self._overflow(out)
             else:
                 self.feed(item[1], item[0], out)
+            if self.done:
+                return  # nothing after [DONE] counts, not even errors
+            if self._mode_keep and 0 in self._detectors:
+                if k + 1 < len(raw):
+                    feed_keep_mode(self, raw[k + 1 :], out)
+                return
 
     def _chunk(self, item: RawEvent, out: list[Event]) -> None:
         """One raw event the template did not take. A content-only chunk of choice 0
