@@ -27,7 +27,7 @@ from streamcite.core.events import (
     event_to_json,
 )
 from streamcite.core.models import Citation, CitationRef, CitedAnswer
-from streamcite.core.refs import CitationRefs, RefStore
+from streamcite.core.refs import MAX_PENDING, CitationRefs, RefStore
 from streamcite.core.sse import SSEDecoder
 
 _ints = st.one_of(
@@ -291,3 +291,21 @@ def test_a_footnote_dense_answer_costs_a_few_bytes_per_character_beyond_its_text
     # Measured about 0.9 (10.7 before the refs were stored compactly); the bound is 3.
     assert per_char <= 3.0, f"{per_char:.2f} bytes per character beyond the text"
     assert len(answer.citation_refs) == 6_667
+
+
+def test_pending_refs_stay_bounded_without_a_parser_compacting() -> None:
+    """Refs wait in two plain lists until a compaction, a view or MAX_PENDING of them:
+    a ChunkInterpreter fed directly (no ChatStreamParser compacting) stays bounded."""
+    store = RefStore()
+    for k in range(3 * MAX_PENDING):
+        store.add(0, k % 9 + 1, k % 9, k)
+        assert len(store.pending_numbers) <= MAX_PENDING
+    ip = ChunkInterpreter(AnswerBuilder())
+    dec = SSEDecoder()
+    stream = _stream(["a", "b", *([" x [1]", " y"] * (2 * MAX_PENDING))])
+    for at in range(0, len(stream), 4096):
+        ip.feed_raw(dec.feed_raw(stream[at : at + 4096]), [])
+        assert len(ip.builder.refs.pending_numbers) <= MAX_PENDING + 64  # + one read's
+    ip.close()
+    assert len(ip.builder.snapshot().citation_refs) == 2 * MAX_PENDING
+    assert store.view() == [CitationRef(0, k % 9 + 1, k % 9, k) for k in range(3 * MAX_PENDING)]

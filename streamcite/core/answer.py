@@ -196,6 +196,7 @@ class AnswerBuilder:
         holds instead of copying it), so memory stays at the text's own size and
         each character is copied about once: flat at any length. The part lists are
         emptied in place, because the chunk interpreter holds references to them."""
+        self.refs.flush()
         parts = self.text_parts
         if parts:
             text, self._text = self._text, ""

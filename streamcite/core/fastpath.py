@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from streamcite.core.events import CitationRefEvent, Event, TokenEvent
 from streamcite.core.markers import TAIL_MARKERS, FootnoteDetector
+from streamcite.core.refs import MAX_PENDING
 from streamcite.core.template import has_control, string_body
 
 if TYPE_CHECKING:
@@ -49,10 +50,12 @@ def feed_keep_mode(ip: ChunkInterpreter, raw: list[RawEvent], out: list[Event]) 
     while True:
         item = _template_run(ip, items, out) if tpl.proven and tpl.on else next(items, None)
         if item is None:
-            return
+            break
         ip._chunk(item, out)
         if ip.done:
-            return  # [DONE]: nothing after it in this read counts
+            break  # [DONE]: nothing after it in this read counts
+    if len(ip._refs.pending_numbers) > MAX_PENDING:
+        ip._refs.flush()  # bounded even without a parser compacting the builder
 
 
 def _template_run(  # noqa: C901, RUF100  (the per-chunk loop, inlined: every call costs)
@@ -64,8 +67,8 @@ def _template_run(  # noqa: C901, RUF100  (the per-chunk loop, inlined: every ca
     offset, held, hnum, hat, hrefs = _load(det)
     append = out.append
     store = ip._refs
-    keep_number = store.numbers.append  # the usual ref, as RefStore.add keeps it
-    keep_offset = store.offsets.append
+    keep_number = store.pending_numbers.append  # the usual ref, as RefStore.add keeps it
+    keep_offset = store.pending_offsets.append
     ref_type = CitationRefEvent
     text_append = ip._raw0.append
     token = TokenEvent

@@ -18,15 +18,18 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import fields
+from struct import pack as _pack
 from typing import Any, overload
 
 from streamcite.core.models import CitationRef, LazyList
 
-__all__ = ["CitationRefs", "RefStore"]
+__all__ = ["MAX_PENDING", "CitationRefs", "RefStore"]
 
 _new = object.__new__
 _MAX_NUMBER = 0xFFFF  # numbers are stored as unsigned 16-bit ("H"); markers go to 9999
 _MIN_OFFSET, _MAX_OFFSET = -(2**63), 2**63 - 1  # offsets as signed 64-bit ("q")
+MAX_PENDING = 1024
+"""Refs kept in the pending lists (40 bytes each) before they move into the arrays."""
 _Wide = tuple[Any, Any, Any, Any]
 """A ref that does not fit the arrays, as ``(index, number, document_index, offset)``."""
 
@@ -46,19 +49,27 @@ class RefStore:
     """Choice refs in arrival order: ``numbers[k]``/``offsets[k]`` for the usual ref
     (choice 0, ``document_index == number - 1``, numbers 1–65535, 64-bit offset);
     any other (another choice, odd values folded from a decoded event) has number 0
-    in the array and its fields in ``wide[k]``."""
+    in the array and its fields in ``wide[k]``.
 
-    __slots__ = ("numbers", "offsets", "wide")
+    New refs go to two plain lists first (a list append costs a fifth of an array's,
+    whose every item goes through ``PyArg_Parse``) and are moved into the arrays in
+    one ``struct.pack`` by :meth:`flush`: at each compaction of the text, at
+    :meth:`view`, and beyond :data:`MAX_PENDING` refs."""
+
+    __slots__ = ("numbers", "offsets", "pending_numbers", "pending_offsets", "wide")
 
     def __init__(self) -> None:
         self.numbers = array("H")
-        """Footnote numbers (0: see ``wide``). The hot loop appends to it directly."""
+        """Footnote numbers (0: see ``wide``)."""
         self.offsets = array("q")
-        """Character offsets of each marker's ``[`` (appended with ``numbers``)."""
+        """Character offsets of each marker's ``[`` (one per number)."""
+        self.pending_numbers: list[int] = []
+        """Refs not in the arrays yet (the hot loop appends here, values in range)."""
+        self.pending_offsets: list[int] = []
         self.wide: dict[int, _Wide] = {}
 
     def __len__(self) -> int:
-        return len(self.numbers)
+        return len(self.numbers) + len(self.pending_numbers)
 
     def add(self, index: Any, number: Any, document_index: Any, offset: Any) -> None:
         """Keep one ref (any values: what does not fit the arrays is kept whole)."""
@@ -72,19 +83,33 @@ class RefStore:
             and type(document_index) is int
             and _MIN_OFFSET <= offset <= _MAX_OFFSET
         ):
-            self.numbers.append(number)
-            self.offsets.append(offset)
-            return
-        self.wide[len(self.numbers)] = (index, number, document_index, offset)
-        self.numbers.append(0)
-        self.offsets.append(0)
+            self.pending_numbers.append(number)
+            self.pending_offsets.append(offset)
+        else:
+            self.wide[len(self)] = (index, number, document_index, offset)
+            self.pending_numbers.append(0)
+            self.pending_offsets.append(0)
+        if len(self.pending_numbers) > MAX_PENDING:
+            self.flush()
 
     def add_event(self, ev: Any) -> None:
         """Keep a ``CitationRefEvent``'s ref (events folded through ``AnswerBuilder.add``)."""
         self.add(ev.index, ev.number, ev.document_index, ev.offset)
 
+    def flush(self) -> None:
+        """Move the pending refs into the arrays (the lists are emptied in place: the
+        hot loop holds their ``append``)."""
+        nums = self.pending_numbers
+        if nums:
+            n = len(nums)
+            self.numbers.frombytes(_pack(f"{n}H", *nums))
+            self.offsets.frombytes(_pack(f"{n}q", *self.pending_offsets))
+            nums.clear()
+            self.pending_offsets.clear()
+
     def view(self) -> CitationRefs:
         """The refs kept so far, as an immutable sequence sharing these arrays."""
+        self.flush()
         return CitationRefs(self, len(self.numbers))
 
 
