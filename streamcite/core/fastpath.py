@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 __all__ = ["feed_keep_mode"]
 
+_TAIL_NUMBERS = {marker[1:]: number for marker, number in TAIL_MARKERS.items()}
+"""``"3]"`` → 3: what follows the last ``[`` of a token that ends in ``[1]``…``[199]``."""
+
 _new = object.__new__
 # Byte membership is tested with ints (0x22 for '"', 0x5C for a backslash): with a
 # bytes operand, ``b'"' in s`` first tries int() of it, raising and catching a
@@ -73,7 +76,8 @@ def _template_run(  # noqa: C901, RUF100  (the per-chunk loop, inlined: every ca
     text_append = ip._raw0.append
     token = TokenEvent
     new = _new
-    tails = TAIL_MARKERS
+    tails = _TAIL_NUMBERS
+    length = len
     tpl = ip._tpl
     pre, suf, plen, slen = tpl.prefix, tpl.suffix, tpl.plen, tpl.slen
     ends = plen + slen
@@ -81,7 +85,7 @@ def _template_run(  # noqa: C901, RUF100  (the per-chunk loop, inlined: every ca
     content: str | None
     for item in items:
         # A tuple item (an SSE event with fields) is 4 long: never ``>= ends``.
-        if not ((m := len(item)) >= ends and item[:plen] == pre and item[m - slen :] == suf):
+        if not ((m := length(item)) >= ends and item[:plen] == pre and item[m - slen :] == suf):
             stop = item
             break
         sl: bytes = item[plen : m - slen]  # type: ignore[assignment]
@@ -128,16 +132,17 @@ def _template_run(  # noqa: C901, RUF100  (the per-chunk loop, inlined: every ca
             keep_offset(hat)
             held, hnum = "", 0
             if "[" not in content:
-                offset += len(content)
+                offset += length(content)
                 continue
         elif "[" not in content:
-            offset += len(content)
+            offset += length(content)
             continue
-        # "… [3]": one complete marker ends the token and is its only "[": hold it.
-        p = content.find("[")
-        if (number := tails.get(tail := content[p:])) is not None:
-            held, hnum, hat = tail, number, offset + p
-            offset += len(content)
+        # "… [3]": one complete marker ends the token and is its only "[": hold it
+        # (``held`` is then "3]"; _sync gives the detector the marker's own text).
+        head, _, rest = content.rpartition("[")
+        if (number := tails.get(rest)) is not None and "[" not in head:
+            held, hnum, hat = rest, number, offset + length(head)
+            offset += length(content)
             continue
         offset, held, hnum, hat, hrefs = _detect(
             ip, det, content, offset, held, hnum, hat, hrefs, out
@@ -170,6 +175,7 @@ def _sync(
     """Hand the loop's local detector state back to the detector."""
     det.offset, det.held = offset, held
     if hnum:
+        det.held = f"[{hnum}]"  # what a held single complete marker is, written out
         det.held_refs = [(hnum, hat)]
         det.held_start = hat  # a held complete marker starts at its ref's offset
     else:
