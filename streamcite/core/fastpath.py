@@ -64,25 +64,16 @@ def feed_keep_mode(ip: ChunkInterpreter, raw: list[RawEvent], out: list[Event]) 
 def _template_run(  # noqa: C901, RUF100  (the per-chunk loop, inlined: every call costs)
     ip: ChunkInterpreter, items: Iterator[RawEvent], out: list[Event]
 ) -> RawEvent | None:
-    """Emit the tokens of ``items`` while they fit the proven template; the first
-    item that does not (None when all did)."""
+    """Emit the tokens of ``items`` that fit the template; the first that does not."""
     det = ip._detectors[0]
     offset, held, hnum, hat, hrefs = _load(det)
-    append = out.append
-    store = ip._refs
-    keep_number = store.pending_numbers.append  # the usual ref, as RefStore.add keeps it
-    keep_offset = store.pending_offsets.append
-    ref_type = CitationRefEvent
-    text_append = ip._raw0.append
-    token = TokenEvent
-    new = _new
-    tails = _TAIL_NUMBERS
-    length = len
+    append, text_append = out.append, ip._raw0.append
+    keep_number, keep_offset = ip._refs.pending_numbers.append, ip._refs.pending_offsets.append
+    token, ref_type, new, tails, length = TokenEvent, CitationRefEvent, _new, _TAIL_NUMBERS, len
     tpl = ip._tpl
     pre, suf, plen, slen = tpl.prefix, tpl.suffix, tpl.plen, tpl.slen
     ends = plen + slen
     stop: RawEvent | None = None
-    content: str | None
     for item in items:
         # A tuple item (an SSE event with fields) is 4 long: never ``>= ends``.
         if not ((m := length(item)) >= ends and item[:plen] == pre and item[m - slen :] == suf):
@@ -105,7 +96,7 @@ def _template_run(  # noqa: C901, RUF100  (the per-chunk loop, inlined: every ca
                 break
         if not content:
             continue
-        ev = new(token)
+        ev = new(token)  # field by field: a tuple assignment costs more
         ev.type = "token"
         ev.index = 0
         ev.text = content
@@ -128,7 +119,7 @@ def _template_run(  # noqa: C901, RUF100  (the per-chunk loop, inlined: every ca
             ref.document_index = hnum - 1
             ref.offset = hat
             append(ref)
-            keep_number(hnum)  # choice 0, numbers 1-199 (TAIL_MARKERS)
+            keep_number(hnum)  # as RefStore.add keeps it (choice 0, numbers 1-199)
             keep_offset(hat)
             held, hnum = "", 0
             if "[" not in content:
