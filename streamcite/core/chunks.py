@@ -167,9 +167,11 @@ class ChunkInterpreter:
         (the common shape: one choice, a string ``delta.content``, no finish reason,
         no chunk-level citations, usage or error) is parsed and its shape checked
         inline (and shown to the template); anything else goes the general way."""
-        if not isinstance(item, bytes):
+        if not isinstance(item, bytes) or item == b"[DONE]":
             if item is OVERFLOW:
                 self._overflow(out)
+            elif isinstance(item, bytes):
+                self.feed(item, b"", out)  # [DONE] (not a JSONDecodeError, whose __init__ costs)
             else:
                 self.feed(item[1], item[0], out)
             return
