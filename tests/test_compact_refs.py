@@ -17,6 +17,11 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+try:
+    from _streams import general_path_events, normalise
+except ImportError:  # tests/ imported as a package
+    from tests._streams import general_path_events, normalise
+
 from streamcite import ChatStreamParser
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.chunks import ChunkInterpreter
@@ -224,7 +229,25 @@ def test_snapshots_taken_mid_stream_keep_their_refs() -> None:
 
 # -- the fast path keeps the same refs as the general path -------------------------------
 
-_MARKERY = [" [1]", "[2]", " see [12]", "[1, 2]", "[3](x)", "(", "[", "[4", "a [5] b [6]", " x"]
+_MARKERY = [
+    " [1]",
+    "[2]",
+    " see [12]",
+    "[1, 2]",
+    "[3](x)",
+    "(",
+    "[",
+    "[4",
+    "a [5] b [6]",
+    " x",
+    " Rome [1].",  # a marker inside a token, confirmed by its next character
+    "[2], ",
+    "[199]x",
+    "[200].",
+    "[7](",
+    "[0].",
+    "[01].",
+]
 
 
 def _general_answer(stream: bytes) -> CitedAnswer:
@@ -247,9 +270,11 @@ def test_fast_path_refs_equal_the_general_paths(words: list[str], cuts: list[int
     stream = _stream(["a", "b", "c", *words])
     bounds = sorted({c % (len(stream) + 1) for c in cuts})
     p = ChatStreamParser()
+    events = []
     for lo, hi in zip([0, *bounds], [*bounds, len(stream)], strict=True):
-        p.feed(stream[lo:hi])
-    p.close()
+        events += p.feed(stream[lo:hi])
+    events += p.close()
+    assert normalise(events) == normalise(general_path_events(stream))
     fast, general = p.builder.snapshot(), _general_answer(stream)
     assert fast.citation_refs == general.citation_refs
     assert fast.dangling_refs == general.dangling_refs

@@ -184,7 +184,21 @@ def _detect(
     hrefs: list[tuple[int, int]] | None,
     out: list[Event],
 ) -> _State:
-    """A token the loop does not take itself: through the detector, its refs emitted."""
+    """A token the loop does not take itself: through the detector, its refs emitted.
+
+    One shape is taken here without the detector's scan: nothing held, and the
+    token's only ``[`` starts a complete ``[1]``…``[199]`` followed by a character
+    that is not ``(`` ("… Rome [1]." as Perplexity sends it): a ref at once."""
+    if not held and content.count("[") == 1:
+        p = content.find("[")
+        q = content.find("]", p)
+        if (
+            p < q < len(content) - 1
+            and content[q + 1] != "("
+            and (number := _TAIL_NUMBERS.get(content[p + 1 : q + 1])) is not None
+        ):
+            ip._add_refs(0, [(number, offset + p)], out)
+            return offset + len(content), "", 0, 0, None
     _sync(det, offset, held, hnum, hat, hrefs)
     found = det.feed(content)[1]
     if found:
