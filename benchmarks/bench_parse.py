@@ -12,8 +12,10 @@ One process, interleaved rounds, the stream fed from memory in 4 KiB pieces:
 
 Prints the best (minimum) µs/chunk of the rounds — on a shared machine the
 minimum is the run least disturbed by other processes — and the median beside
-it, the ratio of the minima to the floor and the speed-up over the openai SDK,
-then the peak memory (tracemalloc) per implementation.
+it, the ratio of the minima to the floor, the speed-up over the openai SDK and
+``round ×``: the median over rounds of each run's ratio to that round's floor run
+(steadier when the machine's speed drifts), then the peak memory (tracemalloc)
+per implementation.
 
 Run: ``.venv/bin/python benchmarks/bench_parse.py [--rounds 7] [--sizes 2000 20000]``
 (``--impls a d e`` runs only those implementations; ``--no-memory`` skips the
@@ -237,11 +239,12 @@ async def peak_memory(fn: Callable[[list[bytes]], Awaitable[int]], parts: list[b
     return peak
 
 
-async def bytes_per_char(parts: list[bytes]) -> tuple[int, float, float]:
-    """Peak traced memory of ChatStreamParser beyond the answer text's own size,
-    per answer character (the input bytes are allocated before tracing); and the
-    same beyond the text and the answer's ``citation_refs`` (the objects a caller
-    gets, one per marker: with dense footnotes they are most of the rest)."""
+async def bytes_per_char(parts: list[bytes]) -> tuple[int, float, int]:
+    """Peak traced memory of ChatStreamParser, to its final answer, beyond the answer
+    text's own size, per answer character (the input bytes are allocated before
+    tracing); and the answer's number of citation refs (stored compactly: their
+    ``CitationRef`` objects are made when ``citation_refs`` is first read, here after
+    tracing)."""
     import sys
 
     from streamcite import ChatStreamParser
@@ -256,12 +259,8 @@ async def bytes_per_char(parts: list[bytes]) -> tuple[int, float, float]:
     text = answer.text
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    refs = answer.citation_refs
-    refs_size = sys.getsizeof(refs) + sum(
-        sys.getsizeof(r) + (sys.getsizeof(r.offset) if r.offset > 256 else 0) for r in refs
-    )
     beyond = peak - sys.getsizeof(text)
-    return len(text), beyond / len(text), (beyond - refs_size) / len(text)
+    return len(text), beyond / len(text), len(answer.citation_refs)
 
 
 async def main() -> None:
@@ -316,6 +315,13 @@ async def main() -> None:
                 samples[k].append(await timed(fn, parts, n))
         best = {k: min(v) / n * 1e6 for k, v in samples.items()}
         med = {k: statistics.median(v) / n * 1e6 for k, v in samples.items()}
+        floor_s = samples["(a) floor: split + orjson"]
+        # The median of each round's ratio to the floor run just before it: on a shared
+        # machine a slow spell hits both runs of a round, a spike only one round.
+        round_ratio = {
+            k: statistics.median(t / f for t, f in zip(v, floor_s, strict=True))
+            for k, v in samples.items()
+        }
         floor_us = best["(a) floor: split + orjson"]
         openai_us = best.get("(c) openai SDK AsyncStream")
         kind = "a footnote every 9 tokens" if footnotes else "no footnotes"
@@ -329,21 +335,24 @@ async def main() -> None:
         )
         print(
             f"{'implementation':32} {'µs/chunk':>9} {'× floor':>8} {'openai ÷ this':>14}"
-            f" {'median µs':>10}"
+            f" {'median µs':>10} {'round ×':>8}"
         )
         for k, us in best.items():
             speed = f"{openai_us / us:13.1f}×" if openai_us else f"{'-':>14}"
-            print(f"{k:32} {us:9.2f} {us / floor_us:7.2f}× {speed} {med[k]:10.2f}")
+            print(
+                f"{k:32} {us:9.2f} {us / floor_us:7.2f}× {speed} {med[k]:10.2f}"
+                f" {round_ratio[k]:7.2f}×"
+            )
         if args.no_memory:
             continue
         print(f"{'peak memory (tracemalloc)':32}")
         for k, fn in impls.items():
             peak = await peak_memory(fn, parts)
             print(f"  {k:30} {peak / 1024:9.0f} KiB")
-        chars, per_char, per_char_no_refs = await bytes_per_char(parts)
+        chars, per_char, refs = await bytes_per_char(parts)
         print(
-            f"  ChatStreamParser beyond the text: {per_char:.2f} bytes/char ({chars:,} chars); "
-            f"beyond the text and the answer's citation_refs: {per_char_no_refs:.2f}"
+            f"  ChatStreamParser beyond the text: {per_char:.2f} bytes/char "
+            f"({chars:,} chars, {refs:,} citation refs)"
         )
 
 

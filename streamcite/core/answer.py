@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import fields, replace
-from operator import attrgetter
 from typing import Any
 
 from streamcite.core.events import (
@@ -29,16 +28,23 @@ from streamcite.core.events import (
 from streamcite.core.grounding import GroundingResult
 from streamcite.core.models import (
     Citation,
-    CitationRef,
     CitationSpan,
     CitedAnswer,
     Timings,
     ToolCall,
     Usage,
+    set_lazy_citation_refs,
 )
+from streamcite.core.refs import CitationRefs, RefStore
 from streamcite.core.sources import QuotedSource
 
-__all__ = ["MAX_ERRORS", "AnswerBuilder"]
+__all__ = ["COMPACT_EVERY", "MAX_ERRORS", "AnswerBuilder"]
+
+COMPACT_EVERY = 128
+"""A parser compacts its builder's text when more token texts than this are pending:
+each pending one is a str object of ~50 bytes for a few characters, and a compaction
+holds them, their join and the text's growth at once (the fixed part of the memory a
+stream costs beyond its text; 512 made it 55 KiB, 4.9 bytes/char, on a 2k-chunk answer)."""
 
 MAX_ERRORS = 1000
 """At most this many errors are kept on an answer; the rest are counted (``errors_dropped``)."""
@@ -49,6 +55,8 @@ class AnswerBuilder:
 
     __slots__ = (
         "_display",
+        "_refs_seen",
+        "_refs_upto",
         "_text",
         "chunk_fields",
         "citation_spans",
@@ -83,8 +91,12 @@ class AnswerBuilder:
         """Display texts of choice 0 since the last :meth:`compact` (unused when
         ``display_is_text``: keep mode)."""
         self.display_is_text = False
-        self.refs: list[CitationRefEvent] = []
-        """The citation_ref events (turned into CitationRef in :meth:`snapshot`)."""
+        self.refs = RefStore()
+        """Every choice's citation refs, compactly (the answer's ``citation_refs``)."""
+        self._refs_seen: dict[tuple[int, int], None] = {}
+        """Choice 0's distinct ``(number, document_index)`` in first-seen order, of the
+        refs before ``_refs_upto`` (the snapshot updates it with the new refs only)."""
+        self._refs_upto = 0
         self.citations: list[Citation] = []
         self.sources: list[QuotedSource] = []
         self.grounding: GroundingResult | None = None
@@ -184,6 +196,7 @@ class AnswerBuilder:
         holds instead of copying it), so memory stays at the text's own size and
         each character is copied about once: flat at any length. The part lists are
         emptied in place, because the chunk interpreter holds references to them."""
+        self.refs.flush()
         parts = self.text_parts
         if parts:
             text, self._text = self._text, ""
@@ -207,27 +220,27 @@ class AnswerBuilder:
         next compaction copies it once; cheap enough to call per UI frame)."""
         known = {c.document_index for c in self.citations}
         known.update(n - 1 for s in self.sources if (n := s.number) is not None)
-        referenced, dangling = _refs_of_choice0(self.refs, known)
+        refs = self.refs.view()
+        referenced, dangling = self._refs_of_choice0(refs, known)
         uncited = sorted(
             {c.document_index for c in self.citations if c.document_index is not None} - referenced
         )
         self.compact()
         text = self._text
-        return CitedAnswer(
+        answer = CitedAnswer(
             text=text,
             display_text=text if self.display_is_text else self._display,
             finish_reason=self.finish_reason,
             id=self.id,
             model=self.model,
             citations=list(self.citations),
-            citation_refs=_citation_refs(self.refs),
             dangling_refs=dangling,
             uncited_documents=uncited,
             sources=list(self.sources),
             grounding=self.grounding,
             usage=self.usage,
             errors=list(self.errors),
-            timings=replace(self.timings),
+            timings=_copy_timings(self.timings),
             complete=self.complete,
             reasoning_text="".join(self.reasoning_parts),
             tool_calls=[replace(self.tool_calls[k]) for k in sorted(self.tool_calls)],
@@ -237,52 +250,57 @@ class AnswerBuilder:
             errors_dropped=self.errors_dropped,
             enrichment_skipped=self.enrichment_skipped,
         )
+        set_lazy_citation_refs(answer, refs)  # a list of CitationRef on first read
+        return answer
+
+    def _refs_of_choice0(
+        self, refs: CitationRefs, known: set[int | None]
+    ) -> tuple[set[int], list[int]]:
+        """The document indexes choice 0's refs reference, and the footnote numbers (in
+        first-seen order) that reference no known document. Only the refs that are new
+        since the last snapshot are looked at, and without making objects."""
+        seen = self._refs_seen
+        if len(refs) > self._refs_upto:
+            for pair in refs.first_seen(self._refs_upto):
+                if pair not in seen:
+                    seen[pair] = None
+            self._refs_upto = len(refs)
+        referenced = {d for _, d in seen}
+        dangling: list[int] = []
+        for number, d in seen:
+            if d not in known and number not in dangling:
+                dangling.append(number)
+        return referenced, dangling
 
 
-_INDEX = attrgetter("index")
-_DOCUMENT_INDEX = attrgetter("document_index")
+def _copy_timings(t: Timings) -> Timings:
+    """A copy of ``t`` (``dataclasses.replace`` costs four times as much)."""
+    return Timings(t.ttft_ms, t.stream_ms, t.citations_ms, t.sources_ms, t.grounding_ms, t.total_ms)
 
 
-def _refs_of_choice0(
-    refs: list[CitationRefEvent], known: set[int | None]
-) -> tuple[set[int], list[int]]:
-    """The document indexes choice 0's refs reference, and the footnote numbers (in
-    first-seen order) that reference no known document. The per-ref passes run in C
-    (``map``); the exact loop only when some reference is unknown."""
-    refs0 = refs if set(map(_INDEX, refs)) <= {0} else [r for r in refs if r.index == 0]
-    referenced = set(map(_DOCUMENT_INDEX, refs0))
-    dangling: list[int] = []
-    if not referenced <= known:
-        for r in refs0:
-            if r.document_index not in known and r.number not in dangling:
-                dangling.append(r.number)
-    return referenced, dangling
+if [f.name for f in fields(Timings)] != [
+    "ttft_ms", "stream_ms", "citations_ms", "sources_ms", "grounding_ms", "total_ms",
+]:  # fmt: skip
+    raise ImportError("answer.py copies Timings field by field: update _copy_timings")
 
 
-def _citation_refs(refs: list[CitationRefEvent]) -> list[CitationRef]:
-    """The answer's CitationRefs, built field by field (no __init__ call per ref: an
-    answer with a marker every few tokens has tens of thousands of them)."""
-    out: list[CitationRef] = []
-    keep = out.append
-    new = object.__new__
-    for r in refs:
-        c = new(CitationRef)
-        c.index, c.number, c.document_index, c.offset = (
-            r.index,
-            r.number,
-            r.document_index,
-            r.offset,
-        )
-        keep(c)
-    return out
+def _specialise_compaction() -> None:
+    """Run :meth:`AnswerBuilder.compact` a few times at import.
 
+    CPython (3.11+) grows a string in place for ``text += more`` only once that
+    instruction is specialised, after a function has run about eight times; until then
+    each compaction copies the whole text, so a process's first streams would briefly
+    hold their text twice."""
+    b = AnswerBuilder()
+    for _ in range(16):
+        b.text_parts.append("x")
+        b.display_parts.append("x")
+        b.compact()
 
-if [f.name for f in fields(CitationRef)] != ["index", "number", "document_index", "offset"]:
-    raise ImportError("answer.py builds CitationRef by hand: update _citation_refs")
 
 _FOLD: dict[type, Callable[[AnswerBuilder, Any], None]] = {
     TokenEvent: AnswerBuilder._token,
-    CitationRefEvent: lambda b, ev: b.refs.append(ev),
+    CitationRefEvent: lambda b, ev: b.refs.add_event(ev),
     CitationsEvent: AnswerBuilder._citations,
     FinishEvent: AnswerBuilder._finish,
     UsageEvent: AnswerBuilder._usage,
@@ -295,3 +313,6 @@ _FOLD: dict[type, Callable[[AnswerBuilder, Any], None]] = {
     GroundingEvent: AnswerBuilder._grounding,
 }
 """How :meth:`AnswerBuilder.add` folds each event type (by exact type, as before)."""
+
+
+_specialise_compaction()

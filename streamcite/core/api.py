@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from streamcite.core.answer import AnswerBuilder
+from streamcite.core.answer import COMPACT_EVERY, AnswerBuilder
 from streamcite.core.chunks import ChunkInterpreter
 from streamcite.core.events import DoneEvent, ErrorEvent, Event
 from streamcite.core.markers import MarkerMode
@@ -55,7 +55,7 @@ class ChatStreamParser:
         raw = self._decoder.feed_raw(data)
         if raw:
             self._interpreter.feed_raw(raw, out)
-            if self.builder.uncompacted > 512:
+            if self.builder.uncompacted > COMPACT_EVERY:
                 self.builder.compact()
         return out
 

@@ -139,28 +139,39 @@ class ChunkInterpreter:
         Once choice 0 has a token in keep mode, the per-chunk loop of
         :mod:`streamcite.core.fastpath` runs: content-only chunks in the proven
         envelope are taken there, everything else comes back to :meth:`_chunk`.
+        It takes over within the read that brings that first token (a 4 KiB read
+        holds some thirty chunks: the general path for them all was most of a short
+        stream's fixed cost).
         """
-        if not self.done and self._mode_keep and 0 in self._detectors:
+        if self.done:
+            return
+        if self._mode_keep and 0 in self._detectors:
             feed_keep_mode(self, raw, out)
             return
-        for item in raw:
-            if self.done:
-                return  # nothing after [DONE] counts, not even errors
+        for k, item in enumerate(raw):
             if isinstance(item, bytes):
                 self.feed(item, b"", out)
             elif item is OVERFLOW:
                 self._overflow(out)
             else:
                 self.feed(item[1], item[0], out)
+            if self.done:
+                return  # nothing after [DONE] counts, not even errors
+            if self._mode_keep and 0 in self._detectors:
+                if k + 1 < len(raw):
+                    feed_keep_mode(self, raw[k + 1 :], out)
+                return
 
     def _chunk(self, item: RawEvent, out: list[Event]) -> None:
         """One raw event the template did not take. A content-only chunk of choice 0
         (the common shape: one choice, a string ``delta.content``, no finish reason,
         no chunk-level citations, usage or error) is parsed and its shape checked
         inline (and shown to the template); anything else goes the general way."""
-        if not isinstance(item, bytes):
+        if not isinstance(item, bytes) or item == b"[DONE]":
             if item is OVERFLOW:
                 self._overflow(out)
+            elif isinstance(item, bytes):
+                self.feed(item, b"", out)  # [DONE] (not a JSONDecodeError, whose __init__ costs)
             else:
                 self.feed(item[1], item[0], out)
             return
@@ -313,7 +324,7 @@ class ChunkInterpreter:
     # -- cold paths ----------------------------------------------------------------
 
     def _add_refs(self, idx: int, refs: list[tuple[int, int]], out: list[Event]) -> None:
-        keep = self._refs.append
+        keep = self._refs.add
         for number, offset in refs:
             # Built field by field, as tokens are (fastpath.py guards the fields).
             ev = _new(CitationRefEvent)
@@ -323,7 +334,7 @@ class ChunkInterpreter:
             ev.document_index = number - 1
             ev.offset = offset
             out.append(ev)
-            keep(ev)
+            keep(idx, number, number - 1, offset)
 
     def _flush(self, idx: int, out: list[Event]) -> None:
         det = self._detectors.get(idx)

@@ -7,6 +7,7 @@ by item, so one bad item is reported without losing the good ones.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import fields
 from typing import Any
 
 from streamcite.core.models import Citation
@@ -22,6 +23,10 @@ _STR_FIELDS = (
     "document_reference",
     "source_url",
 )
+if [f.name for f in fields(Citation)] != [*_STR_FIELDS[:3], "document_index", *_STR_FIELDS[3:]]:
+    raise ImportError("citations.py builds Citation positionally: update parse_citation")
+_STR_OR_NONE = {str: True, type(None): True}
+"""The exact types a string field of the usual item has (numbers take the slow way)."""
 # Providers send years and reference numbers as numbers too; they are strings in the schema.
 _NUMERIC_OK = frozenset({"document_year", "document_reference"})
 
@@ -30,6 +35,22 @@ def parse_citation(item: Any, position: int) -> Citation:
     """One Magisterium citation object → :class:`Citation`. Raises ``ValueError``."""
     if not isinstance(item, dict):
         raise ValueError(f"citations[{position}]: expected an object, got {type(item).__name__}")
+    get = item.get
+    idx = get("document_index")
+    if type(idx) is int and idx >= 0:
+        # The usual item: every field a string or absent (one pass, positional init).
+        strs = (
+            get("cited_text"),
+            get("cited_text_heading"),
+            get("document_title"),
+            get("document_author"),
+            get("document_year"),
+            get("document_reference"),
+            get("source_url"),
+        )
+        if None not in map(_STR_OR_NONE.get, map(type, strs)):
+            t, h, title, author, year, ref, url = strs
+            return Citation(t, h, title, idx, author, year, ref, url)
     values: dict[str, Any] = {}
     for name in _STR_FIELDS:
         v = item.get(name)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from streamcite.core.events import CitationRefEvent, Event, TokenEvent
 from streamcite.core.markers import TAIL_MARKERS, FootnoteDetector
+from streamcite.core.refs import MAX_PENDING
 from streamcite.core.template import has_control, string_body
 
 if TYPE_CHECKING:
@@ -24,6 +25,9 @@ if TYPE_CHECKING:
     from streamcite.core.sse import RawEvent
 
 __all__ = ["feed_keep_mode"]
+
+_TAIL_NUMBERS = {marker[1:]: number for marker, number in TAIL_MARKERS.items()}
+"""``"3]"`` → 3: what follows the last ``[`` of a token that ends in ``[1]``…``[199]``."""
 
 _new = object.__new__
 # Byte membership is tested with ints (0x22 for '"', 0x5C for a backslash): with a
@@ -49,34 +53,30 @@ def feed_keep_mode(ip: ChunkInterpreter, raw: list[RawEvent], out: list[Event]) 
     while True:
         item = _template_run(ip, items, out) if tpl.proven and tpl.on else next(items, None)
         if item is None:
-            return
+            break
         ip._chunk(item, out)
         if ip.done:
-            return  # [DONE]: nothing after it in this read counts
+            break  # [DONE]: nothing after it in this read counts
+    if len(ip._refs.pending_numbers) > MAX_PENDING:
+        ip._refs.flush()  # bounded even without a parser compacting the builder
 
 
-def _template_run(  # the per-chunk loop, inlined: every call costs
+def _template_run(  # noqa: C901, RUF100  (the per-chunk loop, inlined: every call costs)
     ip: ChunkInterpreter, items: Iterator[RawEvent], out: list[Event]
 ) -> RawEvent | None:
-    """Emit the tokens of ``items`` while they fit the proven template; the first
-    item that does not (None when all did)."""
+    """Emit the tokens of ``items`` that fit the template; the first that does not."""
     det = ip._detectors[0]
-    offset, held, hrefs = det.offset, det.held, det.held_refs
-    append = out.append
-    keep_ref = ip._refs.append
-    ref_type = CitationRefEvent
-    text_append = ip._raw0.append
-    token = TokenEvent
-    new = _new
-    tails = TAIL_MARKERS
+    offset, held, hnum, hat, hrefs = _load(det)
+    append, text_append = out.append, ip._raw0.append
+    keep_number, keep_offset = ip._refs.pending_numbers.append, ip._refs.pending_offsets.append
+    token, ref_type, new, tails, length = TokenEvent, CitationRefEvent, _new, _TAIL_NUMBERS, len
     tpl = ip._tpl
     pre, suf, plen, slen = tpl.prefix, tpl.suffix, tpl.plen, tpl.slen
     ends = plen + slen
     stop: RawEvent | None = None
-    content: str | None
     for item in items:
         # A tuple item (an SSE event with fields) is 4 long: never ``>= ends``.
-        if not ((m := len(item)) >= ends and item[:plen] == pre and item[m - slen :] == suf):
+        if not ((m := length(item)) >= ends and item[:plen] == pre and item[m - slen :] == suf):
             stop = item
             break
         sl: bytes = item[plen : m - slen]  # type: ignore[assignment]
@@ -96,50 +96,111 @@ def _template_run(  # the per-chunk loop, inlined: every call costs
                 break
         if not content:
             continue
-        ev = new(token)
+        ev = new(token)  # field by field: a tuple assignment costs more
         ev.type = "token"
         ev.index = 0
         ev.text = content
         ev.display = content
         append(ev)
         text_append(content)
-        if not held and "[" not in content:
-            offset += len(content)
-            continue
-        # Keep mode's two usual marker steps, inlined, on locals (else the detector):
-        if held and hrefs is not None and content[0] != "(" and "[" not in content:
-            # The held "[n]" is confirmed by a next character that is not "(".
-            refs, hrefs, held = hrefs, None, ""
-            offset += len(content)
-        elif not held and (number := tails.get(content[(p := content.find("[")) :])) is not None:
-            # "… [3]": one complete marker ends the token; it awaits its next char.
-            held, hrefs = content[p:], [(number, offset + p)]
-            offset += len(content)
-            continue
-        else:
-            _sync(det, offset, held, hrefs)
-            found = det.feed(content)[1]
-            offset, held, hrefs = det.offset, det.held, det.held_refs
-            if not found:
+        # Keep mode's usual marker steps, inlined on locals (anything else: the detector).
+        # hnum/hat: a complete "[n]" held at offset hat, awaiting its next character.
+        if held:
+            if not hnum or content[0] == "(":
+                offset, held, hnum, hat, hrefs = _detect(
+                    ip, det, content, offset, held, hnum, hat, hrefs, out
+                )
                 continue
-            refs = found
-        for number, at in refs:
+            # The held "[n]" is confirmed by a next character that is not "(".
             ref = new(ref_type)  # as chunks.py's _add_refs, inlined
             ref.type = "citation_ref"
             ref.index = 0
-            ref.number = number
-            ref.document_index = number - 1
-            ref.offset = at
+            ref.number = hnum
+            ref.document_index = hnum - 1
+            ref.offset = hat
             append(ref)
-            keep_ref(ref)
-    _sync(det, offset, held, hrefs)
+            keep_number(hnum)  # as RefStore.add keeps it (choice 0, numbers 1-199)
+            keep_offset(hat)
+            held, hnum = "", 0
+            if "[" not in content:
+                offset += length(content)
+                continue
+        elif "[" not in content:
+            offset += length(content)
+            continue
+        # "… [3]": one complete marker ends the token and is its only "[": hold it
+        # (``held`` is then "3]"; _sync gives the detector the marker's own text).
+        head, _, rest = content.rpartition("[")
+        if (number := tails.get(rest)) is not None and "[" not in head:
+            held, hnum, hat = rest, number, offset + length(head)
+            offset += length(content)
+            continue
+        offset, held, hnum, hat, hrefs = _detect(
+            ip, det, content, offset, held, hnum, hat, hrefs, out
+        )
+    _sync(det, offset, held, hnum, hat, hrefs)
     return stop
 
 
+_State = tuple[int, str, int, int, "list[tuple[int, int]] | None"]
+"""The loop's detector state: offset, held text, held number and offset, held refs."""
+
+
+def _load(det: FootnoteDetector) -> _State:
+    """The detector's state as the loop keeps it (a held single "[n]" as hnum/hat)."""
+    hrefs = det.held_refs
+    if hrefs is not None and len(hrefs) == 1:
+        hnum, hat = hrefs[0]
+        return det.offset, det.held, hnum, hat, None
+    return det.offset, det.held, 0, 0, hrefs
+
+
 def _sync(
-    det: FootnoteDetector, offset: int, held: str, hrefs: list[tuple[int, int]] | None
+    det: FootnoteDetector,
+    offset: int,
+    held: str,
+    hnum: int,
+    hat: int,
+    hrefs: list[tuple[int, int]] | None,
 ) -> None:
     """Hand the loop's local detector state back to the detector."""
-    det.offset, det.held, det.held_refs = offset, held, hrefs
-    if hrefs is not None:
-        det.held_start = hrefs[0][1]  # a held complete marker starts at its ref's offset
+    det.offset, det.held = offset, held
+    if hnum:
+        det.held = f"[{hnum}]"  # what a held single complete marker is, written out
+        det.held_refs = [(hnum, hat)]
+        det.held_start = hat  # a held complete marker starts at its ref's offset
+    else:
+        det.held_refs = hrefs
+
+
+def _detect(
+    ip: ChunkInterpreter,
+    det: FootnoteDetector,
+    content: str,
+    offset: int,
+    held: str,
+    hnum: int,
+    hat: int,
+    hrefs: list[tuple[int, int]] | None,
+    out: list[Event],
+) -> _State:
+    """A token the loop does not take itself: through the detector, its refs emitted.
+
+    One shape is taken here without the detector's scan: nothing held, and the
+    token's only ``[`` starts a complete ``[1]``…``[199]`` followed by a character
+    that is not ``(`` ("… Rome [1]." as Perplexity sends it): a ref at once."""
+    if not held and content.count("[") == 1:
+        p = content.find("[")
+        q = content.find("]", p)
+        if (
+            p < q < len(content) - 1
+            and content[q + 1] != "("
+            and (number := _TAIL_NUMBERS.get(content[p + 1 : q + 1])) is not None
+        ):
+            ip._add_refs(0, [(number, offset + p)], out)
+            return offset + len(content), "", 0, 0, None
+    _sync(det, offset, held, hnum, hat, hrefs)
+    found = det.feed(content)[1]
+    if found:
+        ip._add_refs(0, found, out)
+    return _load(det)

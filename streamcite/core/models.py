@@ -8,7 +8,7 @@ Parsing of provider JSON into these models is a cold path and validates strictly
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -20,9 +20,11 @@ __all__ = [
     "CitationRef",
     "CitationSpan",
     "CitedAnswer",
+    "LazyList",
     "Timings",
     "ToolCall",
     "Usage",
+    "set_lazy_citation_refs",
 ]
 
 
@@ -179,3 +181,46 @@ class CitedAnswer:
             if c.document_index == number - 1:
                 return c
         return None
+
+
+class LazyList:
+    """A compact stored form of a list field, made into the list on first read
+    (``streamcite.core.refs.CitationRefs`` for :attr:`CitedAnswer.citation_refs`)."""
+
+    __slots__ = ()
+
+    def tolist(self) -> list[Any]:
+        """The list this stands for, made of new objects."""
+        raise NotImplementedError
+
+
+# CitedAnswer.citation_refs is a plain list to every reader (orjson, ==, repr, pickle,
+# dataclasses.replace, mutation), but an answer builder stores it compactly: a
+# snapshot of an answer with a marker every few tokens would otherwise make tens of
+# thousands of CitationRef objects (about 100 bytes each) that few callers read. The
+# slot is read through this property, which makes the list on first read and keeps it.
+_REFS_SLOT: Any = CitedAnswer.__dict__["citation_refs"]  # the slot's member descriptor
+
+
+def _get_citation_refs(answer: CitedAnswer) -> list[CitationRef]:
+    value = _REFS_SLOT.__get__(answer, CitedAnswer)
+    if type(value) is not list and isinstance(value, LazyList):
+        value = value.tolist()
+        _REFS_SLOT.__set__(answer, value)
+    return cast(list[CitationRef], value)
+
+
+def _set_citation_refs(answer: CitedAnswer, value: list[CitationRef]) -> None:
+    _REFS_SLOT.__set__(answer, value)
+
+
+setattr(  # noqa: B010  (mypy must keep seeing the declared field, not the property)
+    CitedAnswer,
+    "citation_refs",
+    property(_get_citation_refs, _set_citation_refs, doc="The inline footnote markers seen."),
+)
+
+
+def set_lazy_citation_refs(answer: CitedAnswer, refs: LazyList) -> None:
+    """Store ``refs`` as ``answer.citation_refs``, made into a list on first read."""
+    _REFS_SLOT.__set__(answer, refs)
