@@ -33,7 +33,7 @@ from streamcite.local.grounding.bm25 import BM25
 from streamcite.local.grounding.claims import Claim, question_keys, structured_claim
 from streamcite.local.grounding.comparators import comparisons
 from streamcite.local.grounding.config import DEFAULT_CONFIG, EngineConfig
-from streamcite.local.grounding.facts import Fact
+from streamcite.local.grounding.facts import Facts
 from streamcite.local.grounding.rules import status_conflict
 from streamcite.local.grounding.scoring import calibrate, score_pair
 from streamcite.local.grounding.tokens import (
@@ -104,15 +104,15 @@ def _claim(text: str, feats: TextFeatures, table: TokenTable, cfg: EngineConfig)
     return claim
 
 
-def _mark_unknown_names(claims: list[Claim], facts: list[Fact]) -> None:
+def _mark_unknown_names(claims: list[Claim], facts: Facts) -> None:
     names = {k for c in claims for k in c.names}
     if names:
-        known = set().union(*(f.counts.keys() & names for f in facts))
+        known = facts.known(names)
         for c in claims:
             c.unknown_name = not c.names <= known
 
 
-def _shortlists(claims: list[Claim], facts: list[Fact], cfg: EngineConfig) -> list[list[int]]:
+def _shortlists(claims: list[Claim], facts: Facts, cfg: EngineConfig) -> list[list[int]]:
     """The candidate facts of each claim (all of them below ``bm25_min_facts``)."""
     if len(facts) < cfg.bm25_min_facts:
         return [list(range(len(facts)))] * len(claims)
@@ -138,12 +138,13 @@ def evaluate(
     verdicts, claims = _claims(answer, lang, config)
     if not claims or not facts:
         return verdicts
-    table = token_table(lang)
-    built = [Fact(f, table) for f in facts]
-    _mark_unknown_names(claims, built)
+    # One table from start to end: the facts' key ids are this table's.
+    corpus = Facts(facts, token_table(lang))
+    _mark_unknown_names(claims, corpus)
+    built = corpus.facts
     checked = (v for v in verdicts if v.required)
     for verdict, claim, candidates in zip(
-        checked, claims, _shortlists(claims, built, config), strict=True
+        checked, claims, _shortlists(claims, corpus, config), strict=True
     ):
         scored = [(j, score_pair(claim, built[j], config)) for j in candidates]
         scored = sorted(((j, x) for j, x in scored if x > 0.0), key=lambda p: (-p[1], p[0]))

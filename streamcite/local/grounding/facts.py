@@ -1,13 +1,24 @@
-"""A fact as the checker reads it: raw tokens, content keys, rough sentences."""
+"""A fact as the checker reads it: raw tokens, token codes, content keys, rough sentences;
+and all the facts of a check as one array of token codes."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Sequence
 
-from streamcite.local.grounding.tokens import TokenTable, raw_tokens
+import numpy as np
+from numpy.typing import NDArray
 
-__all__ = ["Fact"]
+from streamcite.local.grounding.tokens import (
+    CODE_ENDS,
+    CODE_NEGATION,
+    CODE_SHIFT,
+    TokenTable,
+    raw_tokens,
+)
+
+__all__ = ["Fact", "Facts"]
 
 
 # A sentence that opens with a pronoun continues the previous one ("Titanic is a
@@ -24,42 +35,73 @@ _PRONOUNS = frozenset(
 
 
 class Fact:
-    """One fact as raw tokens and content keys, cut lazily into rough sentences.
+    """One fact as raw tokens and packed token codes (:meth:`TokenTable.codes`), cut lazily
+    into rough sentences.
 
-    Only the fact-level key counts (for BM25) are computed up front, in C-level
-    passes; the sentences' key sets and negation flags are built when the fact is a
+    Only the codes are computed up front (one C-level pass; :class:`Facts` reads the
+    BM25 counts and lengths of all facts from them with numpy). The content keys, their
+    counts, the sentences' key sets and negation flags are built when the fact is a
     candidate for some claim.
     """
 
     __slots__ = (
+        "_arr",
+        "_counts",
         "_grams",
+        "_keys",
         "_negs",
         "_sentences",
         "_sets",
-        "counts",
-        "keys",
-        "length",
         "table",
         "tokens",
     )
 
     def __init__(self, text: str, table: TokenTable) -> None:
+        self._setup(raw_tokens(text), None, table)
+
+    def _setup(self, tokens: list[bytes], arr: NDArray[np.int32] | None, table: TokenTable) -> None:
         self.table = table
-        self.tokens = raw_tokens(text)
-        self.keys = table.keys(self.tokens)
-        self.counts: Counter[str] = Counter(self.keys)
-        self.length = len(self.keys) - self.counts.pop("", 0)
+        self.tokens = tokens
+        self._arr = np.frombuffer(table.codes(tokens), dtype="<i4") if arr is None else arr
+        self._keys: list[str] | None = None
+        self._counts: Counter[str] | None = None
         self._sentences: list[tuple[int, int]] | None = None
         self._sets: list[set[str]] | None = None
-        self._negs: dict[int, bool] | None = None
+        self._negs: list[int] | None = None
         self._grams: dict[int, str] = {}
+
+    @classmethod
+    def _of(cls, tokens: list[bytes], arr: NDArray[np.int32], table: TokenTable) -> Fact:
+        fact = cls.__new__(cls)
+        fact._setup(tokens, arr, table)
+        return fact
+
+    @property
+    def keys(self) -> list[str]:
+        """The key of each raw token, in order (``""`` for function words)."""
+        if self._keys is None:
+            self._keys = list(map(self.table.names.__getitem__, (self._arr >> CODE_SHIFT).tolist()))
+        return self._keys
+
+    @property
+    def counts(self) -> Counter[str]:
+        """How often each content key occurs (no ``""``)."""
+        if self._counts is None:
+            self._counts = Counter(self.keys)
+            self._counts.pop("", None)
+        return self._counts
+
+    @property
+    def length(self) -> int:
+        """Number of content keys."""
+        return int(np.count_nonzero(self._arr >> CODE_SHIFT))
 
     def sentences(self) -> list[tuple[int, int]]:
         """Token ranges of the rough sentences."""
         if self._sentences is None:
             out: list[tuple[int, int]] = []
             start = 0
-            for end in self.table.sentence_ends(self.tokens):
+            for end in np.flatnonzero(self._arr & CODE_ENDS).tolist():
                 out.append((start, end + 1))
                 start = end + 1
             if len(self.tokens) > start:
@@ -87,12 +129,12 @@ class Fact:
     def negated(self, i: int) -> bool:
         """Whether rough sentence ``i`` holds a negation cue."""
         if self._negs is None:
-            self._negs = {}
-        neg = self._negs.get(i)
-        if neg is None:
-            a, b = self.sentences()[i]
-            neg = self._negs[i] = self.table.negated(self.tokens[a:b])
-        return neg
+            self._negs = np.flatnonzero(self._arr & CODE_NEGATION).tolist()
+        if not self._negs:
+            return False
+        a, b = self.sentences()[i]
+        at = bisect_left(self._negs, a)
+        return at < len(self._negs) and self._negs[at] < b
 
     def gram_text(self, i: int) -> str:
         """Keys of sentence ``i`` space-separated and padded: n-gram containment by substring."""
@@ -113,3 +155,42 @@ class Fact:
         for i in window:
             out.update(k for k in sets[i] if k[0] == "#")
         return out
+
+
+class Facts:
+    """All the facts of a check, their token codes in one array (BM25 and names read it).
+
+    ``ids[t]`` is the key id of token ``t`` of all facts in order, ``owner[t]`` its
+    fact, ``lengths[j]`` the number of content keys of fact ``j``.
+    """
+
+    __slots__ = ("_present", "facts", "ids", "lengths", "owner", "table")
+
+    def __init__(self, texts: Sequence[str], table: TokenTable) -> None:
+        self.table = table
+        tokens = [raw_tokens(t) for t in texts]
+        codes = np.frombuffer(b"".join(map(table.codes, tokens)), dtype="<i4")
+        sizes = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+        bounds = [0, *np.cumsum(sizes).tolist()]
+        self.facts = [
+            Fact._of(toks, codes[a:b], table)
+            for toks, a, b in zip(tokens, bounds, bounds[1:], strict=False)
+        ]
+        self.ids = codes >> CODE_SHIFT
+        self.owner = np.repeat(np.arange(len(tokens), dtype=np.int64), sizes)
+        content = self.ids != 0
+        self.lengths = np.bincount(self.owner[content], minlength=len(tokens))
+        self._present: NDArray[np.bool_] | None = None
+
+    def __len__(self) -> int:
+        return len(self.facts)
+
+    def known(self, keys: set[str]) -> set[str]:
+        """The keys that occur in some fact."""
+        if self._present is None:
+            self._present = np.zeros(len(self.table.names), dtype=np.bool_)
+            self._present[self.ids] = True
+        present, ids = self._present, self.table.ids
+        return {
+            k for k in keys if (i := ids.get(k)) is not None and i < len(present) and present[i]
+        }
