@@ -34,16 +34,15 @@ class BM25:
         hit = rows_of_tokens >= 0
         pair = rows_of_tokens[hit] * n + facts.owner[hit]
         counts = np.bincount(pair, minlength=len(self.vocab) * n).reshape(len(self.vocab), n)
-        row, col = np.nonzero(counts)
-        tf = counts[row, col].astype(np.float32)
-        df = np.bincount(row, minlength=len(self.vocab)).astype(np.float32)
+        tf = counts.astype(np.float32)
+        df = np.count_nonzero(counts, axis=1).astype(np.float32)
         idf = np.log1p((n - df + 0.5) / (df + 0.5)).astype(np.float32)
         lengths = facts.lengths.astype(np.float32)
         avg = float(lengths.mean()) if n else 0.0
         norm = k1 * (1.0 - b + b * lengths / (avg or 1.0))
-        self.matrix = np.zeros((len(self.vocab), n), dtype=np.float32)
-        if len(row):
-            self.matrix[row, col] = idf[row] * tf * (k1 + 1.0) / (tf + norm[col])
+        # Dense: a zero count scores 0 (idf > 0, norm > 0); the float32 operations on each
+        # (term, fact) are those of the sparse formula, so the scores are the same bits.
+        self.matrix = idf[:, None] * tf * (k1 + 1.0) / (tf + norm[None, :])
 
     def top_many(self, claims: Sequence[Sequence[str]], k: int) -> list[list[int]]:
         """For each claim (its terms), the ``k`` best facts with a positive score, best first.

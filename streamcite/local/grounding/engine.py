@@ -39,7 +39,7 @@ from streamcite.local.grounding.scoring import calibrate, score_pair
 from streamcite.local.grounding.tokens import (
     TextFeatures,
     TokenTable,
-    analyze,
+    features,
     raw_tokens,
     token_table,
 )
@@ -85,20 +85,22 @@ def _claims(answer: str, lang: str, cfg: EngineConfig) -> tuple[list[ClaimVerdic
         if (sent.heading and not structured_claim(sent.text)) or not needs_grounding(sent.text):
             continue
         text = without_markers(sent.text)
-        feats = analyze(text, lang, salience=True)
+        tokens = raw_tokens(text)
+        feats = features(text, tokens, table, salience=True)
         if not feats.stems:
             continue  # only function words: nothing to check
         verdict.required = True
         verdict.score = verdict.raw_score = 0.0
-        claims.append(_claim(text, feats, table, cfg))
+        claims.append(_claim(text, tokens, feats, table, cfg))
     return verdicts, claims
 
 
-def _claim(text: str, feats: TextFeatures, table: TokenTable, cfg: EngineConfig) -> Claim:
+def _claim(
+    text: str, tokens: list[bytes], feats: TextFeatures, table: TokenTable, cfg: EngineConfig
+) -> Claim:
     claim = Claim(feats, cfg, question_keys(text, table))
     if feats.numbers:
         claim.comparisons = comparisons(text, table)
-    tokens = raw_tokens(text)
     if status_conflict(tokens, [b"will"]):
         claim.done = tokens
     return claim

@@ -13,7 +13,9 @@ from numpy.typing import NDArray
 from streamcite.local.grounding.tokens import (
     CODE_ENDS,
     CODE_NEGATION,
+    CODE_PRONOUN,
     CODE_SHIFT,
+    PRONOUNS,
     TokenTable,
     raw_tokens,
 )
@@ -21,27 +23,18 @@ from streamcite.local.grounding.tokens import (
 __all__ = ["Fact", "Facts"]
 
 
-# A sentence that opens with a pronoun continues the previous one ("Titanic is a
-# film. It was directed by ..."): such a pair is aligned with a claim undiscounted.
-_PRONOUNS = frozenset(
-    w.encode()
-    for w in str.split(
-        "it he she they this these its his her their "
-        "il elle ils elles ce cette celui celle "
-        "esso essa lui lei essi esse questo questa "
-        "הוא היא הם הן זה זו זאת"
-    )
-)
+_PRONOUNS = PRONOUNS  # the old name
 
 
 class Fact:
-    """One fact as raw tokens and packed token codes (:meth:`TokenTable.codes`), cut lazily
-    into rough sentences.
+    """One fact as packed token codes (:meth:`TokenTable.codes`), cut lazily into rough
+    sentences.
 
     Only the codes are computed up front (one C-level pass; :class:`Facts` reads the
-    BM25 counts and lengths of all facts from them with numpy). The content keys, their
-    counts, the sentences' key sets and negation flags are built when the fact is a
-    candidate for some claim.
+    BM25 counts and lengths of all facts from them with numpy, and the raw tokens are
+    dropped). The content keys, their counts, the sentences' key sets and negation flags
+    are built when the fact is a candidate for some claim; the raw tokens again only
+    when a rule reads them.
     """
 
     __slots__ = (
@@ -52,17 +45,19 @@ class Fact:
         "_negs",
         "_sentences",
         "_sets",
+        "_tokens",
         "table",
-        "tokens",
+        "text",
     )
 
     def __init__(self, text: str, table: TokenTable) -> None:
-        self._setup(raw_tokens(text), None, table)
+        self._setup(text, np.frombuffer(table.codes(raw_tokens(text)), dtype="<i4"), table)
 
-    def _setup(self, tokens: list[bytes], arr: NDArray[np.int32] | None, table: TokenTable) -> None:
+    def _setup(self, text: str, arr: NDArray[np.int32], table: TokenTable) -> None:
+        self.text = text
         self.table = table
-        self.tokens = tokens
-        self._arr = np.frombuffer(table.codes(tokens), dtype="<i4") if arr is None else arr
+        self._arr = arr
+        self._tokens: list[bytes] | None = None
         self._keys: list[str] | None = None
         self._counts: Counter[str] | None = None
         self._sentences: list[tuple[int, int]] | None = None
@@ -71,16 +66,23 @@ class Fact:
         self._grams: dict[int, str] = {}
 
     @classmethod
-    def _of(cls, tokens: list[bytes], arr: NDArray[np.int32], table: TokenTable) -> Fact:
+    def _of(cls, text: str, arr: NDArray[np.int32], table: TokenTable) -> Fact:
         fact = cls.__new__(cls)
-        fact._setup(tokens, arr, table)
+        fact._setup(text, arr, table)
         return fact
+
+    @property
+    def tokens(self) -> list[bytes]:
+        """The raw tokens (:func:`raw_tokens`; positions as in the codes)."""
+        if self._tokens is None:
+            self._tokens = raw_tokens(self.text)
+        return self._tokens
 
     @property
     def keys(self) -> list[str]:
         """The key of each raw token, in order (``""`` for function words)."""
         if self._keys is None:
-            self._keys = list(map(self.table.names.__getitem__, (self._arr >> CODE_SHIFT).tolist()))
+            self._keys = self.table.names_array()[self._arr >> CODE_SHIFT].tolist()
         return self._keys
 
     @property
@@ -104,8 +106,8 @@ class Fact:
             for end in np.flatnonzero(self._arr & CODE_ENDS).tolist():
                 out.append((start, end + 1))
                 start = end + 1
-            if len(self.tokens) > start:
-                out.append((start, len(self.tokens)))
+            if len(self._arr) > start:
+                out.append((start, len(self._arr)))
             self._sentences = out
         return self._sentences
 
@@ -124,7 +126,7 @@ class Fact:
     def continues(self, i: int) -> bool:
         """Whether rough sentence ``i`` opens with a pronoun (refers to the one before)."""
         a, b = self.sentences()[i]
-        return b > a and self.tokens[a] in _PRONOUNS
+        return b > a and bool(self._arr[a] & CODE_PRONOUN)
 
     def negated(self, i: int) -> bool:
         """Whether rough sentence ``i`` holds a negation cue."""
@@ -147,7 +149,7 @@ class Fact:
         """Content keys of the window's sentences, in order."""
         spans = self.sentences()
         a, b = spans[window[0]][0], spans[window[-1]][1]
-        return [k for k in self.keys[a:b] if k]
+        return list(filter(None, self.keys[a:b]))
 
     def numbers(self, window: Sequence[int]) -> set[str]:
         sets = self.sets()
@@ -168,18 +170,19 @@ class Facts:
 
     def __init__(self, texts: Sequence[str], table: TokenTable) -> None:
         self.table = table
-        tokens = [raw_tokens(t) for t in texts]
-        codes = np.frombuffer(b"".join(map(table.codes, tokens)), dtype="<i4")
-        sizes = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+        # The raw tokens of each fact live only until their codes are read.
+        packed = [table.codes(raw_tokens(t)) for t in texts]
+        codes = np.frombuffer(b"".join(packed), dtype="<i4")
+        sizes = np.fromiter(map(len, packed), dtype=np.int64, count=len(packed)) // 4
         bounds = [0, *np.cumsum(sizes).tolist()]
         self.facts = [
-            Fact._of(toks, codes[a:b], table)
-            for toks, a, b in zip(tokens, bounds, bounds[1:], strict=False)
+            Fact._of(text, codes[a:b], table)
+            for text, a, b in zip(texts, bounds, bounds[1:], strict=False)
         ]
         self.ids = codes >> CODE_SHIFT
-        self.owner = np.repeat(np.arange(len(tokens), dtype=np.int64), sizes)
+        self.owner = np.repeat(np.arange(len(packed), dtype=np.int64), sizes)
         content = self.ids != 0
-        self.lengths = np.bincount(self.owner[content], minlength=len(tokens))
+        self.lengths = np.bincount(self.owner[content], minlength=len(packed))
         self._present: NDArray[np.bool_] | None = None
 
     def __len__(self) -> int:

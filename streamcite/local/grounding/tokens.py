@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import compress
 
+import numpy as np
+from numpy.typing import NDArray
+
 from streamcite.local.grounding.words import (
     _ELISIONS,
     _ELISIONS_ANY,
@@ -38,7 +41,9 @@ from streamcite.local.grounding.words import (
 __all__ = [
     "CODE_ENDS",
     "CODE_NEGATION",
+    "CODE_PRONOUN",
     "CODE_SHIFT",
+    "PRONOUNS",
     "SENTENCE_BREAK",
     "TOKEN_RE",
     "TextFeatures",
@@ -46,6 +51,7 @@ __all__ = [
     "analyze",
     "char_ngrams",
     "ends_sentence",
+    "features",
     "raw_tokens",
     "token_table",
     "word_ngrams",
@@ -123,8 +129,8 @@ class TokenTable:
     vocabulary is known, the keys of a token list cost one dict lookup per token.
 
     Each key also has an integer id (:attr:`names` ``[id]`` is the key, id 0 is ``""``),
-    and each raw token a packed 4-byte *code*: ``id << 2 | negation << 1 | ends
-    sentence``. :meth:`codes` turns a token list into one ``bytes`` of codes in one C
+    and each raw token a packed 4-byte *code*: ``id << 3 | pronoun << 2 | negation << 1
+    | ends sentence``. :meth:`codes` turns a token list into one ``bytes`` of codes in one C
     pass (a join of memoised 4-byte strings), which numpy reads without copying: the
     facts' BM25 counts, lengths and sentence ends come from array operations.
 
@@ -132,14 +138,25 @@ class TokenTable:
     (:func:`token_table`), so ids stay valid for whoever holds the old one.
     """
 
-    __slots__ = ("_lock", "code", "enders", "ids", "key", "lang", "names", "negations")
+    __slots__ = (
+        "_lock",
+        "_names_array",
+        "_names_filled",
+        "code",
+        "enders",
+        "ids",
+        "key",
+        "lang",
+        "names",
+        "negations",
+    )
 
     MAX_ENTRIES = 300_000
 
     def __init__(self, lang: str) -> None:
         self.lang = lang
         self.key: dict[bytes, str] = {SENTENCE_BREAK: ""}
-        self.code: dict[bytes, bytes] = {SENTENCE_BREAK: _pack(0, False, True)}
+        self.code: dict[bytes, bytes] = {SENTENCE_BREAK: _pack(0, False, True, False)}
         """Raw token -> its packed 4-byte code (little-endian int32)."""
         self.names: list[str] = [""]
         """Key id -> key."""
@@ -150,6 +167,23 @@ class TokenTable:
         self.enders: set[bytes] = {SENTENCE_BREAK}
         """Raw tokens that end a rough sentence (``cameron.``, ``why?"``)."""
         self._lock = threading.Lock()
+        self._names_array: NDArray[np.object_] = np.empty(0, dtype=object)
+        self._names_filled = 0
+
+    def names_array(self) -> NDArray[np.object_]:
+        """:attr:`names` as a numpy object array (``array[ids]`` gives the keys of many ids
+        in one C call). It has spare room, filled as the vocabulary grows (amortised O(1)
+        a key); an array handed out stays valid for the ids known when it was."""
+        with self._lock:
+            array, filled, n = self._names_array, self._names_filled, len(self.names)
+            if filled < n:
+                if len(array) < n:
+                    grown = np.empty(max(n, 2 * len(array), 1024), dtype=object)
+                    grown[:filled] = array[:filled]
+                    self._names_array = array = grown
+                array[filled:n] = self.names[filled:n]
+                self._names_filled = n
+        return array
 
     @property
     def full(self) -> bool:
@@ -199,7 +233,7 @@ class TokenTable:
                 self.negations.add(token)
             if ends:
                 self.enders.add(token)
-            self.code[token] = _pack(key_id, negation, ends)
+            self.code[token] = _pack(key_id, negation, ends, token in PRONOUNS)
             self.key[token] = out
         return out
 
@@ -211,16 +245,31 @@ class TokenTable:
         return not self.negations.isdisjoint(tokens)
 
 
-def _pack(key_id: int, negation: bool, ends: bool) -> bytes:
-    return (key_id << 2 | negation << 1 | ends).to_bytes(4, "little")
+def _pack(key_id: int, negation: bool, ends: bool, pronoun: bool) -> bytes:
+    return (key_id << CODE_SHIFT | pronoun << 2 | negation << 1 | ends).to_bytes(4, "little")
 
 
 CODE_ENDS = 1
 """Bit of a token code: the token ends a rough sentence."""
 CODE_NEGATION = 2
 """Bit of a token code: the token is a negation cue."""
-CODE_SHIFT = 2
+CODE_PRONOUN = 4
+"""Bit of a token code: the token is one of :data:`PRONOUNS`."""
+CODE_SHIFT = 3
 """A token code shifted right by this is its key id."""
+
+# A sentence that opens with a pronoun continues the previous one ("Titanic is a
+# film. It was directed by ..."): such a pair is aligned with a claim undiscounted.
+PRONOUNS = frozenset(
+    w.encode()
+    for w in str.split(
+        "it he she they this these its his her their "
+        "il elle ils elles ce cette celui celle "
+        "esso essa lui lei essi esse questo questa "
+        "הוא היא הם הן זה זו זאת"
+    )
+)
+"""Raw tokens that, opening a sentence, refer to the one before."""
 
 _TABLES: dict[str, TokenTable] = {}
 
@@ -320,8 +369,13 @@ def analyze(text: str, lang: str, *, salience: bool = False) -> TextFeatures:
     With ``salience``, words written with a capital inside the sentence (names) are
     marked salient; that needs the original casing, so it costs a second pass.
     """
-    table = token_table(lang)
-    tokens = raw_tokens(text)
+    return features(text, raw_tokens(text), token_table(lang), salience=salience)
+
+
+def features(
+    text: str, tokens: list[bytes], table: TokenTable, *, salience: bool = False
+) -> TextFeatures:
+    """:func:`analyze` of ``text`` whose :func:`raw_tokens` are ``tokens`` (already at hand)."""
     keys = table.content_keys(tokens)
     numbers = {k for k in keys if k[0] == "#"}
     out = TextFeatures(keys, numbers, table.negated(tokens), set(numbers))
