@@ -250,7 +250,7 @@ def _offsets_in_units(text: str, offsets: list[int]) -> dict[int, tuple[int, int
     them, for many offsets at once: the text between consecutive offsets is encoded once
     (a claim list's offsets are increasing; a map's per-character tables cost more)."""
     if text.isascii():
-        return {p: (p, p) for p in offsets}
+        return {p: (at, at) for p in offsets for at in (max(0, min(p, len(text))),)}
     astral = _ASTRAL.search(text) is not None
     out: dict[int, tuple[int, int]] = {}
     prev = byte = unit = 0

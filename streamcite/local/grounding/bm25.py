@@ -53,8 +53,9 @@ class BM25:
         ids: list[int] = []
         starts: list[int] = []
         has_terms: list[bool] = []
+        vocab = self.vocab
         for terms in claims:
-            mine = [self.vocab[t] for t in terms if t in self.vocab]
+            mine = [vocab[t] for t in terms if t in vocab]
             has_terms.append(bool(mine))
             starts.append(len(ids))
             ids.extend(mine or [0])  # placeholder row keeps reduceat's segments aligned

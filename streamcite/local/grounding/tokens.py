@@ -211,7 +211,7 @@ class TokenTable:
 
     def content_keys(self, tokens: list[bytes]) -> list[str]:
         """The non-empty keys of ``tokens``, in order."""
-        return [k for k in self.keys(tokens) if k]
+        return list(filter(None, self.keys(tokens)))
 
     def learn(self, token: bytes) -> str:
         keys: list[str] = []
