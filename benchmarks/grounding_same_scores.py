@@ -40,6 +40,7 @@ def _use_root(root: str) -> None:
 def _cases(rows: int, n: int, seed: int) -> list[tuple[str, str, list[str]]]:
     import grounding_quality as gq
     import grounding_sets as sets
+    import grounding_speed
 
     out: list[tuple[str, str, list[str]]] = []
     for it in sets.multilingual():
@@ -51,15 +52,9 @@ def _cases(rows: int, n: int, seed: int) -> list[tuple[str, str, list[str]]]:
         out.append(("vitaminc", it.claim, it.facts))
     for it in sets.conflicts(False, n, seed):
         out.append(("conflicts", it.claim, it.facts))
-    data = gq.load_rows(path, 2000, seed)
-    sentences = [
-        s.strip() + "."
-        for r in data
-        for s in (r["right_summary"] + " " + r["hallucinated_summary"]).split(". ")
-        if len(s.split()) > 3
-    ]
-    out.append(("speed_small", gq._answer_of_tokens(sentences, 120), gq._facts(data, 20, 300)))
-    out.append(("speed_limits", gq._answer_of_tokens(sentences, 4096), gq._facts(data, 200, 300)))
+    speed_cases = grounding_speed.cases(gq.load_rows(path, 2000, seed))
+    out.append(("speed_small", *speed_cases["small"]))
+    out.append(("speed_limits", *speed_cases["limits"]))
     out.extend(_mixes([c for c in out if c[0] != "speed_limits"], seed))
     return out
 

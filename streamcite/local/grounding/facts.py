@@ -6,6 +6,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Sequence
+from itertools import compress, repeat
+from operator import and_, countOf, rshift
 
 import numpy as np
 from numpy.typing import NDArray
@@ -24,21 +26,24 @@ __all__ = ["Fact", "Facts"]
 
 
 _PRONOUNS = PRONOUNS  # the old name
+_SHIFT = repeat(CODE_SHIFT)
+_NUMPY_TOKENS = 200
+"""Above this many tokens, a fact's keys are read with numpy (its fixed cost then pays)."""
 
 
 class Fact:
     """One fact as packed token codes (:meth:`TokenTable.codes`), cut lazily into rough
     sentences.
 
-    Only the codes are computed up front (one C-level pass; :class:`Facts` reads the
-    BM25 counts and lengths of all facts from them with numpy, and the raw tokens are
-    dropped). The content keys, their counts, the sentences' key sets and negation flags
-    are built when the fact is a candidate for some claim; the raw tokens again only
-    when a rule reads them.
+    Only the codes are computed up front (one C-level pass; the raw tokens are dropped,
+    and :class:`Facts` reads the BM25 counts and lengths of all facts from the codes with
+    numpy). The content keys, their counts, the sentences, their key sets and negation
+    flags are built when the fact is a candidate for some claim (C-level passes over the
+    codes); the raw tokens again only when a rule reads them.
     """
 
     __slots__ = (
-        "_arr",
+        "_codes",
         "_counts",
         "_grams",
         "_keys",
@@ -46,17 +51,20 @@ class Fact:
         "_sentences",
         "_sets",
         "_tokens",
+        "packed",
         "table",
         "text",
     )
 
     def __init__(self, text: str, table: TokenTable) -> None:
-        self._setup(text, np.frombuffer(table.codes(raw_tokens(text)), dtype="<i4"), table)
+        self._setup(text, table.codes(raw_tokens(text)), table)
 
-    def _setup(self, text: str, arr: NDArray[np.int32], table: TokenTable) -> None:
+    def _setup(self, text: str, packed: bytes, table: TokenTable) -> None:
         self.text = text
         self.table = table
-        self._arr = arr
+        self.packed = packed
+        """The token codes, 4 bytes each in native order (:meth:`TokenTable.codes`)."""
+        self._codes: list[int] | None = None
         self._tokens: list[bytes] | None = None
         self._keys: list[str] | None = None
         self._counts: Counter[str] | None = None
@@ -66,9 +74,9 @@ class Fact:
         self._grams: dict[int, str] = {}
 
     @classmethod
-    def _of(cls, text: str, arr: NDArray[np.int32], table: TokenTable) -> Fact:
+    def _of(cls, text: str, packed: bytes, table: TokenTable) -> Fact:
         fact = cls.__new__(cls)
-        fact._setup(text, arr, table)
+        fact._setup(text, packed, table)
         return fact
 
     @property
@@ -79,10 +87,26 @@ class Fact:
         return self._tokens
 
     @property
+    def codes(self) -> list[int]:
+        """The code of each token (key id, pronoun, negation and sentence-end bits)."""
+        if self._codes is None:
+            self._codes = memoryview(self.packed).cast("i").tolist()
+        return self._codes
+
+    def _positions(self, bit: int) -> list[int]:
+        codes = self.codes
+        return list(compress(range(len(codes)), map(and_, codes, repeat(bit))))
+
+    @property
     def keys(self) -> list[str]:
         """The key of each raw token, in order (``""`` for function words)."""
         if self._keys is None:
-            self._keys = self.table.names_array()[self._arr >> CODE_SHIFT].tolist()
+            if len(self.packed) > 4 * _NUMPY_TOKENS:  # one numpy take beats two maps
+                ids = np.frombuffer(self.packed, dtype=np.int32) >> CODE_SHIFT
+                self._keys = self.table.names_array()[ids].tolist()
+            else:
+                names = self.table.names
+                self._keys = list(map(names.__getitem__, map(rshift, self.codes, _SHIFT)))
         return self._keys
 
     @property
@@ -96,18 +120,19 @@ class Fact:
     @property
     def length(self) -> int:
         """Number of content keys."""
-        return int(np.count_nonzero(self._arr >> CODE_SHIFT))
+        return len(self.codes) - countOf(map(rshift, self.codes, _SHIFT), 0)
 
     def sentences(self) -> list[tuple[int, int]]:
         """Token ranges of the rough sentences."""
         if self._sentences is None:
             out: list[tuple[int, int]] = []
             start = 0
-            for end in np.flatnonzero(self._arr & CODE_ENDS).tolist():
+            for end in self._positions(CODE_ENDS):
                 out.append((start, end + 1))
                 start = end + 1
-            if len(self._arr) > start:
-                out.append((start, len(self._arr)))
+            n = len(self.packed) // 4
+            if n > start:
+                out.append((start, n))
             self._sentences = out
         return self._sentences
 
@@ -126,12 +151,12 @@ class Fact:
     def continues(self, i: int) -> bool:
         """Whether rough sentence ``i`` opens with a pronoun (refers to the one before)."""
         a, b = self.sentences()[i]
-        return b > a and bool(self._arr[a] & CODE_PRONOUN)
+        return b > a and bool(self.codes[a] & CODE_PRONOUN)
 
     def negated(self, i: int) -> bool:
         """Whether rough sentence ``i`` holds a negation cue."""
         if self._negs is None:
-            self._negs = np.flatnonzero(self._arr & CODE_NEGATION).tolist()
+            self._negs = self._positions(CODE_NEGATION)
         if not self._negs:
             return False
         a, b = self.sentences()[i]
@@ -160,40 +185,59 @@ class Fact:
 
 
 class Facts:
-    """All the facts of a check, their token codes in one array (BM25 and names read it).
+    """All the facts of a check; their token codes as one array, for BM25 and names.
 
     ``ids[t]`` is the key id of token ``t`` of all facts in order, ``owner[t]`` its
-    fact, ``lengths[j]`` the number of content keys of fact ``j``.
+    fact, ``lengths[j]`` the number of content keys of fact ``j`` (numpy arrays, built
+    on first use: a check of a handful of facts needs none of them).
     """
 
-    __slots__ = ("_present", "facts", "ids", "lengths", "owner", "table")
+    __slots__ = ("_arrays", "_present", "facts", "table")
+
+    FEW = 8
+    """Up to this many facts, :meth:`known` reads their key counts (each fact is then a
+    candidate of some claim, whose counts are needed anyway), not an array."""
 
     def __init__(self, texts: Sequence[str], table: TokenTable) -> None:
         self.table = table
         # The raw tokens of each fact live only until their codes are read.
-        packed = [table.codes(raw_tokens(t)) for t in texts]
-        codes = np.frombuffer(b"".join(packed), dtype="<i4")
-        sizes = np.fromiter(map(len, packed), dtype=np.int64, count=len(packed)) // 4
-        bounds = [0, *np.cumsum(sizes).tolist()]
-        self.facts = [
-            Fact._of(text, codes[a:b], table)
-            for text, a, b in zip(texts, bounds, bounds[1:], strict=False)
-        ]
-        self.ids = codes >> CODE_SHIFT
-        self.owner = np.repeat(np.arange(len(packed), dtype=np.int64), sizes)
-        content = self.ids != 0
-        self.lengths = np.bincount(self.owner[content], minlength=len(packed))
+        self.facts = [Fact._of(t, table.codes(raw_tokens(t)), table) for t in texts]
+        self._arrays: tuple[NDArray[np.int32], NDArray[np.int64], NDArray[np.int64]] | None
+        self._arrays = None
         self._present: NDArray[np.bool_] | None = None
 
     def __len__(self) -> int:
         return len(self.facts)
 
+    def _built(self) -> tuple[NDArray[np.int32], NDArray[np.int64], NDArray[np.int64]]:
+        if self._arrays is None:
+            packed = [f.packed for f in self.facts]
+            ids = np.frombuffer(b"".join(packed), dtype=np.int32) >> CODE_SHIFT
+            sizes = np.fromiter(map(len, packed), dtype=np.int64, count=len(packed)) // 4
+            owner = np.repeat(np.arange(len(packed), dtype=np.int64), sizes)
+            lengths = np.bincount(owner[ids != 0], minlength=len(packed))
+            self._arrays = (ids, owner, lengths)
+        return self._arrays
+
+    @property
+    def ids(self) -> NDArray[np.int32]:
+        return self._built()[0]
+
+    @property
+    def owner(self) -> NDArray[np.int64]:
+        return self._built()[1]
+
+    @property
+    def lengths(self) -> NDArray[np.int64]:
+        return self._built()[2]
+
     def known(self, keys: set[str]) -> set[str]:
         """The keys that occur in some fact."""
+        if len(self.facts) <= self.FEW:
+            return set().union(*(f.counts.keys() & keys for f in self.facts))
+        ids = self.table.ids
         if self._present is None:
             self._present = np.zeros(len(self.table.names), dtype=np.bool_)
             self._present[self.ids] = True
-        present, ids = self._present, self.table.ids
-        return {
-            k for k in keys if (i := ids.get(k)) is not None and i < len(present) and present[i]
-        }
+        found = self._present
+        return {k for k in keys if (i := ids.get(k)) is not None and i < len(found) and found[i]}

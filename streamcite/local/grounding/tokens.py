@@ -10,6 +10,7 @@ lookup per token.
 from __future__ import annotations
 
 import re
+import sys
 import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -157,7 +158,7 @@ class TokenTable:
         self.lang = lang
         self.key: dict[bytes, str] = {SENTENCE_BREAK: ""}
         self.code: dict[bytes, bytes] = {SENTENCE_BREAK: _pack(0, False, True, False)}
-        """Raw token -> its packed 4-byte code (little-endian int32)."""
+        """Raw token -> its packed 4-byte code (a native int32)."""
         self.names: list[str] = [""]
         """Key id -> key."""
         self.ids: dict[str, int] = {"": 0}
@@ -246,7 +247,8 @@ class TokenTable:
 
 
 def _pack(key_id: int, negation: bool, ends: bool, pronoun: bool) -> bytes:
-    return (key_id << CODE_SHIFT | pronoun << 2 | negation << 1 | ends).to_bytes(4, "little")
+    code = key_id << CODE_SHIFT | pronoun << 2 | negation << 1 | ends
+    return code.to_bytes(4, sys.byteorder)  # native: numpy's int32 and memoryview's "i"
 
 
 CODE_ENDS = 1
