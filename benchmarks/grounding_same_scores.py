@@ -76,6 +76,13 @@ def _mixes(cases: list[tuple[str, str, list[str]]], seed: int) -> list[tuple[str
     return out
 
 
+def _verdict_row(v: Any) -> list[Any]:
+    return [
+        *(v.start, v.end, v.text, v.required, v.score, v.raw_score, v.fact_scores),
+        *(getattr(v, "coverage", None), getattr(v, "weight", None)),  # answer aggregate
+    ]
+
+
 def _claim_row(c: Any) -> list[Any]:
     return [
         *(c.start, c.end, c.start_byte, c.end_byte, c.start_utf16, c.end_utf16),
@@ -101,10 +108,7 @@ def dump(root: str, out_path: str, rows: int, n: int, seed: int) -> None:
         records.append(
             {
                 "set": name,
-                "verdicts": [
-                    [v.start, v.end, v.text, v.required, v.score, v.raw_score, v.fact_scores]
-                    for v in verdicts
-                ],
+                "verdicts": [_verdict_row(v) for v in verdicts],
                 "claims": [_claim_row(c) for c in result.claims],
                 "support": result.support_score,
                 "chunks": [c.fact_index for c in result.cited_chunks],

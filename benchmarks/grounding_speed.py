@@ -9,7 +9,8 @@ so every call reads its facts as unseen documents), and the wall median.
 
 :func:`breakdown` times the stages of one check at the limits (best of N each): the
 language, the claims, the facts' token codes, the names veto, BM25, the candidates'
-sentence sets, the alignment of each claim with its candidates, and the result.
+sentence sets, the alignment of each claim with its candidates (with the answer's
+coverage), and the whole check.
 """
 
 from __future__ import annotations
@@ -19,15 +20,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from streamcite.core.grounding import GroundingFact
 from streamcite.enrich.limits import count_answer_tokens
-from streamcite.local import checker
 from streamcite.local.checker import LocalGrounding
-from streamcite.local.grounding import engine
-from streamcite.local.grounding.config import DEFAULT_CONFIG
-from streamcite.local.grounding.facts import Facts
-from streamcite.local.grounding.scoring import score_pair
-from streamcite.local.grounding.tokens import token_table
 
 __all__ = ["answer_of_tokens", "breakdown", "cases", "facts_of", "speed"]
 
@@ -103,6 +97,17 @@ def speed(rows: list[dict[str, str]], repeat: int = 10) -> dict[str, Any]:
 
 
 def _stages(answer: str, facts: list[str]) -> dict[str, float]:
+    # The engine's internals, imported here: the dump of grounding_same_scores.py imports
+    # this module with other versions of the engine.
+    from streamcite.core.grounding import GroundingFact
+    from streamcite.local import checker
+    from streamcite.local.grounding import engine
+    from streamcite.local.grounding.answer import rarity_weights
+    from streamcite.local.grounding.config import DEFAULT_CONFIG
+    from streamcite.local.grounding.facts import Facts
+    from streamcite.local.grounding.scoring import score_with_coverage
+    from streamcite.local.grounding.tokens import token_table
+
     cfg = DEFAULT_CONFIG
     clock = time.process_time
     t: dict[str, float] = {}
@@ -127,9 +132,11 @@ def _stages(answer: str, facts: list[str]) -> dict[str, float]:
             corpus.facts[j].sets()
     t["candidates' sentence sets"] = clock() - t0
     t0 = clock()
+    absent = engine._absent_keys(claims, corpus) if len(claims) > 1 else set()
     for claim, candidates in zip(claims, shortlists, strict=True):
+        rare = rarity_weights(claim.unique, absent) if len(claims) > 1 else None
         for j in candidates:
-            score_pair(claim, corpus.facts[j], cfg)
+            score_with_coverage(claim, corpus.facts[j], cfg, rare)
     t["alignment"] = clock() - t0
     grounding_facts = [GroundingFact(f) for f in facts]
     t0 = clock()

@@ -87,7 +87,10 @@ async def test_titanic_first_claim_supported_second_not() -> None:
     assert first.score >= 0.6 > second.score
     assert result.cited_chunks[0].source == "0" and result.cited_chunks[0].fact_index == 0
     assert result.cited_facts == [WIKI]
-    assert result.support_score == pytest.approx((first.score + second.score) / 2, abs=1e-3)
+    # An answer of several claims scores the share of its content that is supported
+    # (grounding/answer.py), between its claims' scores.
+    assert result.support_score is not None
+    assert second.score < result.support_score < first.score
     assert_offsets_consistent(BRAD_PITT, result)
 
 

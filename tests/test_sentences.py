@@ -34,6 +34,10 @@ def test_google_titanic_answer_offsets() -> None:
             ["Dr. Smith met M. Dupont at 5 p.m. yesterday.", "He agreed."],
         ),
         (
+            "The U.S. Army has 10 divisions. It moved to the U.K. Later it left.",
+            ["The U.S. Army has 10 divisions.", "It moved to the U.K. Later it left."],
+        ),
+        (
             "J. R. R. Tolkien wrote it. Mrs. Dalloway is a novel.",
             ["J. R. R. Tolkien wrote it.", "Mrs. Dalloway is a novel."],
         ),

@@ -41,6 +41,7 @@ from streamcite.enrich.limits import (
     validate_facts_count,
     validate_user_labels,
 )
+from streamcite.local.grounding.answer import answer_support
 from streamcite.local.grounding_engine import ClaimVerdict, evaluate
 from streamcite.logs import get_logger
 
@@ -235,9 +236,9 @@ def _prepare_facts(facts: Iterable[FactLike]) -> tuple[list[GroundingFact], list
 
 
 def _support_score(answer: str, verdicts: list[ClaimVerdict]) -> float:
-    scores = [v.score or 0.0 for v in verdicts if v.required]
-    if scores:
-        return round(sum(scores) / len(scores), 4)
+    score = answer_support(verdicts)
+    if score is not None:
+        return round(score, 4)
     # Nothing needed a check: nothing is unsupported (an empty answer supports nothing).
     return 1.0 if answer.strip() else 0.0
 

@@ -10,7 +10,8 @@ script-aware, not language lists alone):
 - a period does not end a sentence after a title (``Dr.``, ``M.``, ``Mme.``,
   ``Sig.``, ``Mons.``), an initial (``J. R. R.``), an abbreviation that is never
   final (``e.g.``, ``p. es.``, ``p. ex.``, ``cf.``) or a reference abbreviation
-  followed by a number (``p. 12``, ``art. 3``, ``n. 5``, ``Jan. 5``); ``etc.`` ends
+  followed by a number (``p. 12``, ``art. 3``, ``n. 5``, ``Jan. 5``), a dotted
+  acronym (``U.S.``, ``U.K.``) unless the text ends there; ``etc.`` ends
   one only when a capital follows;
 - line structure counts: a blank line, a list item (``-``, ``*``, ``•``, ``1.``,
   ``a)``), a heading (``#``) or a table row always starts a new claim, and the
@@ -79,6 +80,7 @@ _LIST_MARKER_RE = re.compile(
     r"[ \t]*(?:[-*+•‣◦▪]|\d{1,3}[.)]|[a-z][.)]|[A-Z]\)|[ivx]{1,5}[.)]|[IVX]{2,5}[.)])[ \t]+"
 )
 _HEADING_RE = re.compile(r"[ \t]*#{1,6}[ \t]+")
+_DOTTED_ACRONYM_RE = re.compile(r"(?:[A-Z]\.)+[A-Z]")
 _INLINE_NUMBER_RE = re.compile(r"\d{1,3}[.)]")
 _LIST_OPENING_RE = re.compile(r"[:：]\s+(\d{1,3}[.)])$")
 _OPENERS = "\"'“‘«‹([¿¡*_>"
@@ -174,8 +176,10 @@ def _is_boundary(text: str, seg_start: int, seg_end: int, m: re.Match[str]) -> b
         return False
     if low in _BEFORE_NUMBER and nxt.isdigit():
         return False
-    # A single capital letter is an initial (J. R. R. Tolkien, M. Dupont).
-    return not (len(prev) == 1 and prev.isupper())
+    # A single capital letter is an initial (J. R. R. Tolkien, M. Dupont); a dotted
+    # acronym (U.S., U.K., E.U.) mostly comes before a capitalised noun ("the U.S. Army"):
+    # gluing two claims checks both, splitting one leaves a claim "The U.S." of no words.
+    return not ((len(prev) == 1 and prev.isupper()) or _DOTTED_ACRONYM_RE.fullmatch(prev))
 
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int]:

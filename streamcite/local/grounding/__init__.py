@@ -3,7 +3,8 @@
 Modules: :mod:`~.words` (word lists, stemmers, language), :mod:`~.tokens` (tokens and
 content keys), :mod:`~.facts` and :mod:`~.claims` (what is compared), :mod:`~.bm25`
 (candidate facts), :mod:`~.comparators` and :mod:`~.rules` (what overlap cannot see),
-:mod:`~.scoring` (one claim against one fact) and :mod:`~.engine` (a whole answer).
+:mod:`~.scoring` (one claim against one fact), :mod:`~.engine` (a whole answer) and
+:mod:`~.answer` (the answer's support score from its claims').
 
 The names below are imported lazily: :mod:`streamcite.local.sentences` uses
 :mod:`~.words`, and the engine uses the sentence splitter.

@@ -29,13 +29,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from streamcite.local.grounding.answer import rarity_weights
 from streamcite.local.grounding.bm25 import BM25
 from streamcite.local.grounding.claims import Claim, question_keys, structured_claim
 from streamcite.local.grounding.comparators import comparisons
 from streamcite.local.grounding.config import DEFAULT_CONFIG, EngineConfig
 from streamcite.local.grounding.facts import Facts
 from streamcite.local.grounding.rules import status_conflict
-from streamcite.local.grounding.scoring import calibrate, score_pair
+from streamcite.local.grounding.scoring import calibrate, score_with_coverage
 from streamcite.local.grounding.tokens import (
     TextFeatures,
     TokenTable,
@@ -63,6 +64,11 @@ class ClaimVerdict:
     """``score`` before :func:`calibrate`."""
     fact_scores: list[tuple[int, float]] = field(default_factory=list)
     """(fact index, support score) of the facts that support it at all, best first."""
+    coverage: float = 0.0
+    """Best rarity-weighted share of its keys in one fact sentence (answers of several
+    claims only; :mod:`~streamcite.local.grounding.answer`)."""
+    weight: float = 0.0
+    """Its number of distinct content keys (its weight in the answer's score)."""
 
 
 def _language(answer: str, facts: Sequence[str]) -> str:
@@ -114,6 +120,12 @@ def _mark_unknown_names(claims: list[Claim], facts: Facts) -> None:
             c.unknown_name = not c.names <= known
 
 
+def _absent_keys(claims: list[Claim], facts: Facts) -> set[str]:
+    """The claims' keys found in no fact (for the answer's coverage)."""
+    keys = {k for c in claims for k in c.unique}
+    return keys - facts.known(keys)
+
+
 def _shortlists(claims: list[Claim], facts: Facts, cfg: EngineConfig) -> list[list[int]]:
     """The candidate facts of each claim (all of them below ``bm25_min_facts``)."""
     if len(facts) < cfg.bm25_min_facts:
@@ -145,11 +157,17 @@ def evaluate(
     _mark_unknown_names(claims, corpus)
     built = corpus.facts
     checked = (v for v in verdicts if v.required)
+    several = len(claims) > 1  # the answer's score then reads each claim's coverage
+    absent = _absent_keys(claims, corpus) if several else set()
     for verdict, claim, candidates in zip(
         checked, claims, _shortlists(claims, corpus, config), strict=True
     ):
-        scored = [(j, score_pair(claim, built[j], config)) for j in candidates]
-        scored = sorted(((j, x) for j, x in scored if x > 0.0), key=lambda p: (-p[1], p[0]))
+        rare = rarity_weights(claim.unique, absent) if several else None
+        pairs = [(j, *score_with_coverage(claim, built[j], config, rare)) for j in candidates]
+        if rare:
+            verdict.weight = float(len(claim.unique))
+            verdict.coverage = max((c for _, _, c in pairs), default=0.0) / sum(rare.values())
+        scored = sorted(((j, x) for j, x, _ in pairs if x > 0.0), key=lambda p: (-p[1], p[0]))
         verdict.raw_score = scored[0][1] if scored else 0.0
         verdict.fact_scores = [(j, calibrate(x, config)) for j, x in scored]
         verdict.score = calibrate(verdict.raw_score, config)

@@ -11,7 +11,7 @@ from streamcite.local.grounding.config import DEFAULT_CONFIG, EngineConfig
 from streamcite.local.grounding.facts import Fact
 from streamcite.local.grounding.rules import status_conflict, swapped_number
 
-__all__ = ["calibrate", "score_pair"]
+__all__ = ["calibrate", "score_pair", "score_with_coverage"]
 
 
 def calibrate(raw: float, cfg: EngineConfig = DEFAULT_CONFIG) -> float:
@@ -38,23 +38,36 @@ class _Alignment:
     anchor: int
     credit: dict[str, set[int]]
     """Claim key -> the fact sentences that hold it."""
+    covered: float = 0.0
+    """Most rarity weight of the claim's keys found in one sentence (answer aggregate)."""
 
 
-def _align(claim: Claim, fact: Fact, present: set[str], cfg: EngineConfig) -> _Alignment | None:
+def _align(
+    claim: Claim,
+    fact: Fact,
+    present: set[str],
+    cfg: EngineConfig,
+    rare: dict[str, float] | None = None,
+) -> _Alignment | None:
     weights = claim.weights
     credit: dict[str, set[int]] = {}
     per_sentence: dict[int, float] = {}
+    covered = 0.0
     for i, common in enumerate(map(present.intersection, fact.sets())):
         if not common:
             continue
         for k in common:
             credit.setdefault(k, set()).add(i)
-        per_sentence[i] = sum(weights[k] for k in common)
+        per_sentence[i] = sum(map(weights.__getitem__, common))
+        if rare is not None:
+            got = sum(map(rare.__getitem__, common))
+            if got > covered:
+                covered = got
     if not per_sentence:
         return None
     # Single sentences score per_sentence directly; pairs are tried around the best.
     ranked = sorted(per_sentence, key=per_sentence.__getitem__, reverse=True)
-    best = _Alignment(per_sentence[ranked[0]], (ranked[0],), ranked[0], credit)
+    best = _Alignment(per_sentence[ranked[0]], (ranked[0],), ranked[0], credit, covered)
     if cfg.max_window < 2:
         return best
     for a in ranked[: cfg.anchors]:
@@ -117,12 +130,34 @@ def _number_veto(claim: Claim, fact: Fact, window: tuple[int, ...], vouched: set
 
 def score_pair(claim: Claim, fact: Fact, cfg: EngineConfig) -> float:
     """Support of one claim by one fact, in [0, 1] (before :func:`calibrate`)."""
+    return score_with_coverage(claim, fact, cfg)[0]
+
+
+def score_with_coverage(
+    claim: Claim, fact: Fact, cfg: EngineConfig, rare: dict[str, float] | None = None
+) -> tuple[float, float]:
+    """:func:`score_pair`, and the most of ``rare`` (rarity weight of each claim key,
+    :func:`~.answer.rarity_weights`) found in one sentence of the fact (0 without it)."""
     present = claim.keyset & fact.counts.keys()
     if not present:
-        return 0.0
-    al = _align(claim, fact, present, cfg)
+        return 0.0, 0.0
+    al = _align(claim, fact, present, cfg, rare)
     if al is None:
-        return 0.0
+        return 0.0, 0.0
+    score, covers = _score(claim, fact, cfg, present, al)
+    return score, al.covered * covers
+
+
+def _score(
+    claim: Claim, fact: Fact, cfg: EngineConfig, present: set[str], al: _Alignment
+) -> tuple[float, float]:
+    """(the score, the factor on the answer-level coverage).
+
+    Only explicit contradictions (a failed comparison, a changed status) cut the
+    coverage too: a number or a negation missing from the window, or a name in no fact,
+    is too often a summary's abstraction (HaluEval dev binned AUC 0.839 -> 0.812 with the
+    number veto on the coverage, -> 0.831 with the negation veto).
+    """
     vouched: set[str] = set()
     failed = False
     if claim.comparisons:
@@ -134,7 +169,11 @@ def score_pair(claim: Claim, fact: Fact, cfg: EngineConfig) -> float:
         share = _ngram_share(claim, fact, al)
         recall = (1.0 - cfg.ngram_weight) * recall + cfg.ngram_weight * share
     score = _sigmoid(recall, cfg)
-    if failed or _number_veto(claim, fact, al.window, vouched):
+    covers = 1.0
+    if failed:
+        score *= cfg.number_veto
+        covers = cfg.number_veto
+    elif _number_veto(claim, fact, al.window, vouched):
         score *= cfg.number_veto
     if claim.features.negated != fact.negated(al.anchor):
         score *= cfg.negation_veto
@@ -145,4 +184,5 @@ def score_pair(claim: Claim, fact: Fact, cfg: EngineConfig) -> float:
         a, b = spans[al.window[0]][0], spans[al.window[-1]][1]
         if status_conflict(claim.done, fact.tokens[a:b]):
             score *= cfg.negation_veto
-    return score
+            covers *= cfg.negation_veto
+    return score, covers
