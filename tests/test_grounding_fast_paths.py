@@ -59,15 +59,9 @@ class _Reference:
         self.continues = [b > a and self.tokens[a] in PRONOUNS for a, b in spans]
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(texts, min_size=1, max_size=6), st.sampled_from(["en", "fr", "it", "he"]))
-def test_facts_read_from_codes_match_the_plain_reading(items: list[str], lang: str) -> None:
-    table = TokenTable(lang)
-    corpus = Facts(items, table)
-    refs = [_Reference(t, table) for t in items]
+def _same_as_reference(corpus: Facts, refs: list[_Reference]) -> None:
     assert corpus.lengths.tolist() == [r.length for r in refs]
     for fact, ref in zip(corpus.facts, refs, strict=True):
-        assert fact.tokens == ref.tokens
         assert fact.keys == ref.keys
         assert list(fact.counts.items()) == list(ref.counts.items())  # same order too
         assert fact.length == ref.length
@@ -79,13 +73,21 @@ def test_facts_read_from_codes_match_the_plain_reading(items: list[str], lang: s
             a, b = span
             assert fact.window_keys([i]) == [k for k in ref.keys[a:b] if k]
             assert fact.numbers([i]) == {k for k in ref.sets[i] if k[0] == "#"}
+        assert fact.tokens == ref.tokens  # last: a packed fact reads them again
     names = {k for r in refs for k in r.keys if k} | {"zzz-unknown", "#123456789"}
-    expected = {k for k in names if any(k in r.counts for r in refs)}
-    assert corpus.known(names) == expected
+    assert corpus.known(names) == {k for k in names if any(k in r.counts for r in refs)}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(texts, min_size=1, max_size=6), st.sampled_from(["en", "fr", "it", "he"]))
+def test_facts_read_plain_or_from_codes_match_the_reference(items: list[str], lang: str) -> None:
+    table = TokenTable(lang)
+    refs = [_Reference(t, table) for t in items]
+    _same_as_reference(Facts(items, table), refs)  # a few facts: the plain reading
     few = Facts.FEW
-    Facts.FEW = -1  # the numpy path of larger checks
+    Facts.FEW = -1  # the packed codes and numpy of larger checks
     try:
-        assert Facts(items, table).known(names) == expected
+        _same_as_reference(Facts(items, table), refs)
     finally:
         Facts.FEW = few
 

@@ -24,13 +24,14 @@ class BM25:
     def __init__(self, facts: Facts, terms: set[str], k1: float = 1.2, b: float = 0.75):
         self.vocab = {t: i for i, t in enumerate(terms)}
         n = len(facts)
+        token_ids = facts.ids  # first: reading the codes may learn tokens (new key ids)
         ids = facts.table.ids
         row_of = np.full(len(facts.table.names), -1, dtype=np.int64)
         for t, i in self.vocab.items():
             key_id = ids.get(t)
             if key_id is not None and key_id < len(row_of):
                 row_of[key_id] = i
-        rows_of_tokens = row_of[facts.ids]
+        rows_of_tokens = row_of[token_ids]
         hit = rows_of_tokens >= 0
         pair = rows_of_tokens[hit] * n + facts.owner[hit]
         counts = np.bincount(pair, minlength=len(self.vocab) * n).reshape(len(self.vocab), n)

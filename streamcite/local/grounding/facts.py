@@ -32,14 +32,16 @@ _NUMPY_TOKENS = 200
 
 
 class Fact:
-    """One fact as packed token codes (:meth:`TokenTable.codes`), cut lazily into rough
-    sentences.
+    """One fact, cut lazily into rough sentences: read the plain way (its raw tokens and
+    their keys) in a check of a few facts, or as packed token codes
+    (:meth:`TokenTable.codes`) in a larger one.
 
-    Only the codes are computed up front (one C-level pass; the raw tokens are dropped,
-    and :class:`Facts` reads the BM25 counts and lengths of all facts from the codes with
-    numpy). The content keys, their counts, the sentences, their key sets and negation
-    flags are built when the fact is a candidate for some claim (C-level passes over the
-    codes); the raw tokens again only when a rule reads them.
+    Packed, only the codes are computed up front (one C-level pass; the raw tokens are
+    dropped, and :class:`Facts` reads the BM25 counts and lengths of all facts from the
+    codes with numpy). The content keys, their counts, the sentences, their key sets and
+    negation flags are built when the fact is a candidate for some claim (C-level passes
+    over the codes); the raw tokens again only when a rule reads them. Both readings
+    give the same answers (``tests/test_grounding_fast_paths.py``).
     """
 
     __slots__ = (
@@ -48,24 +50,28 @@ class Fact:
         "_grams",
         "_keys",
         "_negs",
+        "_packed",
+        "_plain",
         "_sentences",
         "_sets",
         "_tokens",
-        "packed",
         "table",
         "text",
     )
 
     def __init__(self, text: str, table: TokenTable) -> None:
-        self._setup(text, table.codes(raw_tokens(text)), table)
+        self._setup(text, table, None, raw_tokens(text))
 
-    def _setup(self, text: str, packed: bytes, table: TokenTable) -> None:
+    def _setup(
+        self, text: str, table: TokenTable, packed: bytes | None, tokens: list[bytes] | None
+    ) -> None:
         self.text = text
         self.table = table
-        self.packed = packed
-        """The token codes, 4 bytes each in native order (:meth:`TokenTable.codes`)."""
+        self._packed = packed
+        self._tokens = tokens
+        self._plain = packed is None
+        """Read from its raw tokens (a check of a few facts), not from its codes."""
         self._codes: list[int] | None = None
-        self._tokens: list[bytes] | None = None
         self._keys: list[str] | None = None
         self._counts: Counter[str] | None = None
         self._sentences: list[tuple[int, int]] | None = None
@@ -74,9 +80,11 @@ class Fact:
         self._grams: dict[int, str] = {}
 
     @classmethod
-    def _of(cls, text: str, packed: bytes, table: TokenTable) -> Fact:
+    def _of(
+        cls, text: str, table: TokenTable, packed: bytes | None, tokens: list[bytes] | None
+    ) -> Fact:
         fact = cls.__new__(cls)
-        fact._setup(text, packed, table)
+        fact._setup(text, table, packed, tokens)
         return fact
 
     @property
@@ -87,6 +95,13 @@ class Fact:
         return self._tokens
 
     @property
+    def packed(self) -> bytes:
+        """The token codes, 4 bytes each in native order (:meth:`TokenTable.codes`)."""
+        if self._packed is None:
+            self._packed = self.table.codes(self.tokens)
+        return self._packed
+
+    @property
     def codes(self) -> list[int]:
         """The code of each token (key id, pronoun, negation and sentence-end bits)."""
         if self._codes is None:
@@ -94,6 +109,10 @@ class Fact:
         return self._codes
 
     def _positions(self, bit: int) -> list[int]:
+        if self._plain:
+            self.keys  # noqa: B018  # learns every token: the table's sets are complete
+            tokens = self.tokens  # (only sentence ends are asked of a plain fact)
+            return list(compress(range(len(tokens)), map(self.table.enders.__contains__, tokens)))
         codes = self.codes
         return list(compress(range(len(codes)), map(and_, codes, repeat(bit))))
 
@@ -101,7 +120,9 @@ class Fact:
     def keys(self) -> list[str]:
         """The key of each raw token, in order (``""`` for function words)."""
         if self._keys is None:
-            if len(self.packed) > 4 * _NUMPY_TOKENS:  # one numpy take beats two maps
+            if self._plain:
+                self._keys = self.table.keys(self.tokens)
+            elif len(self.packed) > 4 * _NUMPY_TOKENS:  # one numpy take beats two maps
                 ids = np.frombuffer(self.packed, dtype=np.int32) >> CODE_SHIFT
                 self._keys = self.table.names_array()[ids].tolist()
             else:
@@ -120,7 +141,7 @@ class Fact:
     @property
     def length(self) -> int:
         """Number of content keys."""
-        return len(self.codes) - countOf(map(rshift, self.codes, _SHIFT), 0)
+        return len(self.keys) - countOf(self.keys, "")
 
     def sentences(self) -> list[tuple[int, int]]:
         """Token ranges of the rough sentences."""
@@ -130,7 +151,7 @@ class Fact:
             for end in self._positions(CODE_ENDS):
                 out.append((start, end + 1))
                 start = end + 1
-            n = len(self.packed) // 4
+            n = len(self.tokens) if self._plain else len(self.packed) // 4
             if n > start:
                 out.append((start, n))
             self._sentences = out
@@ -151,10 +172,15 @@ class Fact:
     def continues(self, i: int) -> bool:
         """Whether rough sentence ``i`` opens with a pronoun (refers to the one before)."""
         a, b = self.sentences()[i]
+        if self._plain:
+            return b > a and self.tokens[a] in PRONOUNS
         return b > a and bool(self.codes[a] & CODE_PRONOUN)
 
     def negated(self, i: int) -> bool:
         """Whether rough sentence ``i`` holds a negation cue."""
+        if self._plain:  # one set test of the sentence's tokens (most facts: few asked)
+            a, b = self.sentences()[i]
+            return self.table.negated(self.tokens[a:b])
         if self._negs is None:
             self._negs = self._positions(CODE_NEGATION)
         if not self._negs:
@@ -195,13 +221,16 @@ class Facts:
     __slots__ = ("_arrays", "_present", "facts", "table")
 
     FEW = 8
-    """Up to this many facts, :meth:`known` reads their key counts (each fact is then a
-    candidate of some claim, whose counts are needed anyway), not an array."""
+    """Up to this many facts, each is read the plain way and :meth:`known` reads their key
+    counts (each fact is then a candidate of some claim: its keys and counts are needed
+    anyway); the packed codes pay for themselves beyond."""
 
     def __init__(self, texts: Sequence[str], table: TokenTable) -> None:
         self.table = table
-        # The raw tokens of each fact live only until their codes are read.
-        self.facts = [Fact._of(t, table.codes(raw_tokens(t)), table) for t in texts]
+        if len(texts) <= self.FEW:  # each fact is a candidate: read the plain way
+            self.facts = [Fact._of(t, table, None, raw_tokens(t)) for t in texts]
+        else:  # the raw tokens of each fact live only until their codes are read
+            self.facts = [Fact._of(t, table, table.codes(raw_tokens(t)), None) for t in texts]
         self._arrays: tuple[NDArray[np.int32], NDArray[np.int64], NDArray[np.int64]] | None
         self._arrays = None
         self._present: NDArray[np.bool_] | None = None
@@ -237,7 +266,8 @@ class Facts:
             return set().union(*(f.counts.keys() & keys for f in self.facts))
         ids = self.table.ids
         if self._present is None:
+            token_ids = self.ids  # first: reading the codes may learn tokens (new key ids)
             self._present = np.zeros(len(self.table.names), dtype=np.bool_)
-            self._present[self.ids] = True
+            self._present[token_ids] = True
         found = self._present
         return {k for k in keys if (i := ids.get(k)) is not None and i < len(found) and found[i]}
