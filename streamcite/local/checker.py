@@ -22,6 +22,7 @@ lexical and rule-based (see :mod:`streamcite.local.grounding_engine`).
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -29,7 +30,6 @@ from typing import Any
 from streamcite.core.events import GroundingEvent, SourcesEvent
 from streamcite.core.grounding import CitedChunk, GroundingClaim, GroundingFact, GroundingResult
 from streamcite.core.models import Citation, CitedAnswer
-from streamcite.core.offsets import OffsetMap
 from streamcite.core.sources import QuotedSource
 from streamcite.enrich.base import EnrichContext
 from streamcite.enrich.facts import MAX_FACT_CHARS, MAX_FACTS, build_facts
@@ -243,6 +243,28 @@ def _support_score(answer: str, verdicts: list[ClaimVerdict]) -> float:
     return 1.0 if answer.strip() else 0.0
 
 
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")  # characters that are 2 UTF-16 units
+
+
+def _offsets_in_units(text: str, offsets: list[int]) -> dict[int, tuple[int, int]]:
+    """Character offset -> (UTF-8 byte offset, UTF-16 offset), as :class:`~streamcite.core.offsets.OffsetMap` gives
+    them, for many offsets at once: the text between consecutive offsets is encoded once
+    (a claim list's offsets are increasing; a map's per-character tables cost more)."""
+    if text.isascii():
+        return {p: (at, at) for p in offsets for at in (max(0, min(p, len(text))),)}
+    astral = _ASTRAL.search(text) is not None
+    out: dict[int, tuple[int, int]] = {}
+    prev = byte = unit = 0
+    for p in sorted(set(offsets)):
+        at = max(0, min(p, len(text)))
+        piece = text[prev:at]
+        byte += len(piece.encode("utf-8", "surrogatepass"))
+        unit += len(piece.encode("utf-16-le", "surrogatepass")) // 2 if astral else len(piece)
+        out[p] = (byte, unit)
+        prev = at
+    return out
+
+
 def _check(
     answer: str,
     facts: list[GroundingFact],
@@ -261,18 +283,20 @@ def _check(
         cited_facts.update(chosen)
     order = sorted(cited_facts)
     chunk_of = {fi: i for i, fi in enumerate(order)}
-    offsets = OffsetMap(answer)
+    units = _offsets_in_units(answer, [p for v in verdicts for p in (v.start, v.end)])
     claims: list[GroundingClaim] = []
     for pos, v in enumerate(verdicts):
+        start_byte, start_utf16 = units[v.start]
+        end_byte, end_utf16 = units[v.end]
         claims.append(
             GroundingClaim(
                 claim_text=v.text,
                 start=v.start,
                 end=v.end,
-                start_byte=offsets.char_to_byte(v.start),
-                end_byte=offsets.char_to_byte(v.end),
-                start_utf16=offsets.char_to_utf16(v.start),
-                end_utf16=offsets.char_to_utf16(v.end),
+                start_byte=start_byte,
+                end_byte=end_byte,
+                start_utf16=start_utf16,
+                end_utf16=end_utf16,
                 citation_indices=[chunk_of[fi] for fi in cited.get(pos, [])],
                 grounding_check_required=v.required,
                 score=round(v.score or 0.0, 4) if claim_level_scores and v.required else None,

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from streamcite.local.grounding.facts import Fact
+from streamcite.local.grounding.facts import Facts
 
 __all__ = ["BM25"]
 
@@ -14,35 +14,36 @@ __all__ = ["BM25"]
 class BM25:
     """Okapi BM25 of the facts for the claims' terms, as a dense (terms × facts) matrix.
 
-    Only terms that occur in some claim get a row, so building it costs one set
-    intersection per fact, not a pass over the facts' whole vocabulary.
+    Only terms that occur in some claim get a row. The term counts of all facts come
+    from one pass over the facts' token ids (:class:`Facts`): a lookup table maps key
+    ids to rows, and one ``bincount`` counts (row, fact) pairs.
     """
 
     __slots__ = ("matrix", "vocab")
 
-    def __init__(self, facts: Sequence[Fact], terms: set[str], k1: float = 1.2, b: float = 0.75):
+    def __init__(self, facts: Facts, terms: set[str], k1: float = 1.2, b: float = 0.75):
         self.vocab = {t: i for i, t in enumerate(terms)}
         n = len(facts)
-        rows: list[int] = []
-        cols: list[int] = []
-        tfs: list[int] = []
-        vocab = self.vocab.__getitem__
-        for j, f in enumerate(facts):
-            shared = f.counts.keys() & terms
-            rows.extend(map(vocab, shared))
-            tfs.extend(map(f.counts.__getitem__, shared))
-            cols.extend([j] * len(shared))
-        row = np.asarray(rows, dtype=np.int64)
-        col = np.asarray(cols, dtype=np.int64)
-        tf = np.asarray(tfs, dtype=np.float32)
-        df = np.bincount(row, minlength=len(self.vocab)).astype(np.float32)
+        token_ids = facts.ids  # first: reading the codes may learn tokens (new key ids)
+        ids = facts.table.ids
+        row_of = np.full(len(facts.table.names), -1, dtype=np.int64)
+        for t, i in self.vocab.items():
+            key_id = ids.get(t)
+            if key_id is not None and key_id < len(row_of):
+                row_of[key_id] = i
+        rows_of_tokens = row_of[token_ids]
+        hit = rows_of_tokens >= 0
+        pair = rows_of_tokens[hit] * n + facts.owner[hit]
+        counts = np.bincount(pair, minlength=len(self.vocab) * n).reshape(len(self.vocab), n)
+        tf = counts.astype(np.float32)
+        df = np.count_nonzero(counts, axis=1).astype(np.float32)
         idf = np.log1p((n - df + 0.5) / (df + 0.5)).astype(np.float32)
-        lengths = np.asarray([f.length for f in facts], dtype=np.float32)
+        lengths = facts.lengths.astype(np.float32)
         avg = float(lengths.mean()) if n else 0.0
         norm = k1 * (1.0 - b + b * lengths / (avg or 1.0))
-        self.matrix = np.zeros((len(self.vocab), n), dtype=np.float32)
-        if len(row):
-            self.matrix[row, col] = idf[row] * tf * (k1 + 1.0) / (tf + norm[col])
+        # Dense: a zero count scores 0 (idf > 0, norm > 0); the float32 operations on each
+        # (term, fact) are those of the sparse formula, so the scores are the same bits.
+        self.matrix = idf[:, None] * tf * (k1 + 1.0) / (tf + norm[None, :])
 
     def top_many(self, claims: Sequence[Sequence[str]], k: int) -> list[list[int]]:
         """For each claim (its terms), the ``k`` best facts with a positive score, best first.
@@ -53,8 +54,9 @@ class BM25:
         ids: list[int] = []
         starts: list[int] = []
         has_terms: list[bool] = []
+        vocab = self.vocab
         for terms in claims:
-            mine = [self.vocab[t] for t in terms if t in self.vocab]
+            mine = [vocab[t] for t in terms if t in vocab]
             has_terms.append(bool(mine))
             starts.append(len(ids))
             ids.extend(mine or [0])  # placeholder row keeps reduceat's segments aligned

@@ -41,20 +41,21 @@ class Claim:
         """The claim's raw tokens when it states something done (status check)."""
         self.unknown_name = False
         """A name of the claim is in no fact at all (set by :func:`evaluate`)."""
-        self.unique = list(dict.fromkeys(features.stems))
-        self.keyset = set(self.unique)
-        self.weights = {
-            k: (cfg.salient_weight if k in features.salient else 1.0) for k in self.unique
-        }
+        self.unique = unique = list(dict.fromkeys(features.stems))
+        self.keyset = set(unique)
+        salient, heavy = features.salient, cfg.salient_weight
+        self.weights = weights = {k: (heavy if k in salient else 1.0) for k in unique}
         for k in question:
             # A question's words restate the topic in words the fact need not use.
-            if k in self.weights:
-                self.weights[k] *= cfg.question_weight
-        self.total = sum(self.weights.values())
+            if k in weights:
+                weights[k] *= cfg.question_weight
+        self.total = sum(weights.values())
         # Character 4-grams per word: a word matched as such contains all of its own,
         # so only the grams of unmatched words are searched in the window.
-        self.grams = {k: word_ngrams(k) for k in self.unique} if cfg.ngram_weight else {}
-        self.n_grams = sum(len(g) for g in self.grams.values())
+        self.grams = (
+            dict(zip(unique, map(word_ngrams, unique), strict=True)) if cfg.ngram_weight else {}
+        )
+        self.n_grams = sum(map(len, self.grams.values()))
 
 
 _SECTION_NUMBER_RE = re.compile(r"^\s*\d+(?:\.\d+)*[.)]?\s+")

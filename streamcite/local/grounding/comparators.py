@@ -86,9 +86,16 @@ def number_value(key: str) -> float | None:
         return float(m.group(1)) * _GLUED[m.group(2)] if m else None
 
 
-@lru_cache(maxsize=8)
 def _scales(table: TokenTable) -> dict[str, float]:
     """Keys of the scale words in ``table``'s language -> factor (``#1000`` is thousand)."""
+    return _scales_of(table.lang)
+
+
+@lru_cache(maxsize=8)
+def _scales_of(lang: str) -> dict[str, float]:
+    # Cached by language, not by table: a full token table is replaced by a new one,
+    # and a cache keyed by tables would keep the old ones alive.
+    table = TokenTable(lang)
     out = {"#1000": 1e3}
     for word, factor in _SCALE_WORDS.items():
         keys = table.content_keys(raw_tokens(word))

@@ -34,13 +34,13 @@ from streamcite.local.grounding.bm25 import BM25
 from streamcite.local.grounding.claims import Claim, question_keys, structured_claim
 from streamcite.local.grounding.comparators import comparisons
 from streamcite.local.grounding.config import DEFAULT_CONFIG, EngineConfig
-from streamcite.local.grounding.facts import Fact
+from streamcite.local.grounding.facts import Facts
 from streamcite.local.grounding.rules import status_conflict
 from streamcite.local.grounding.scoring import calibrate, score_with_coverage
 from streamcite.local.grounding.tokens import (
     TextFeatures,
     TokenTable,
-    analyze,
+    features,
     raw_tokens,
     token_table,
 )
@@ -91,40 +91,42 @@ def _claims(answer: str, lang: str, cfg: EngineConfig) -> tuple[list[ClaimVerdic
         if (sent.heading and not structured_claim(sent.text)) or not needs_grounding(sent.text):
             continue
         text = without_markers(sent.text)
-        feats = analyze(text, lang, salience=True)
+        tokens = raw_tokens(text)
+        feats = features(text, tokens, table, salience=True)
         if not feats.stems:
             continue  # only function words: nothing to check
         verdict.required = True
         verdict.score = verdict.raw_score = 0.0
-        claims.append(_claim(text, feats, table, cfg))
+        claims.append(_claim(text, tokens, feats, table, cfg))
     return verdicts, claims
 
 
-def _claim(text: str, feats: TextFeatures, table: TokenTable, cfg: EngineConfig) -> Claim:
+def _claim(
+    text: str, tokens: list[bytes], feats: TextFeatures, table: TokenTable, cfg: EngineConfig
+) -> Claim:
     claim = Claim(feats, cfg, question_keys(text, table))
     if feats.numbers:
         claim.comparisons = comparisons(text, table)
-    tokens = raw_tokens(text)
     if status_conflict(tokens, [b"will"]):
         claim.done = tokens
     return claim
 
 
-def _mark_unknown_names(claims: list[Claim], facts: list[Fact]) -> None:
+def _mark_unknown_names(claims: list[Claim], facts: Facts) -> None:
     names = {k for c in claims for k in c.names}
     if names:
-        known = set().union(*(f.counts.keys() & names for f in facts))
+        known = facts.known(names)
         for c in claims:
             c.unknown_name = not c.names <= known
 
 
-def _absent_keys(claims: list[Claim], facts: list[Fact]) -> set[str]:
+def _absent_keys(claims: list[Claim], facts: Facts) -> set[str]:
     """The claims' keys found in no fact (for the answer's coverage)."""
     keys = {k for c in claims for k in c.unique}
-    return keys.difference(*(f.counts.keys() & keys for f in facts))
+    return keys - facts.known(keys)
 
 
-def _shortlists(claims: list[Claim], facts: list[Fact], cfg: EngineConfig) -> list[list[int]]:
+def _shortlists(claims: list[Claim], facts: Facts, cfg: EngineConfig) -> list[list[int]]:
     """The candidate facts of each claim (all of them below ``bm25_min_facts``)."""
     if len(facts) < cfg.bm25_min_facts:
         return [list(range(len(facts)))] * len(claims)
@@ -150,14 +152,15 @@ def evaluate(
     verdicts, claims = _claims(answer, lang, config)
     if not claims or not facts:
         return verdicts
-    table = token_table(lang)
-    built = [Fact(f, table) for f in facts]
-    _mark_unknown_names(claims, built)
+    # One table from start to end: the facts' key ids are this table's.
+    corpus = Facts(facts, token_table(lang))
+    _mark_unknown_names(claims, corpus)
+    built = corpus.facts
     checked = (v for v in verdicts if v.required)
     several = len(claims) > 1  # the answer's score then reads each claim's coverage
-    absent = _absent_keys(claims, built) if several else set()
+    absent = _absent_keys(claims, corpus) if several else set()
     for verdict, claim, candidates in zip(
-        checked, claims, _shortlists(claims, built, config), strict=True
+        checked, claims, _shortlists(claims, corpus, config), strict=True
     ):
         rare = rarity_weights(claim.unique, absent) if several else None
         pairs = [(j, *score_with_coverage(claim, built[j], config, rare)) for j in candidates]

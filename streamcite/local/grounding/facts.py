@@ -1,69 +1,159 @@
-"""A fact as the checker reads it: raw tokens, content keys, rough sentences."""
+"""A fact as the checker reads it: raw tokens, token codes, content keys, rough sentences;
+and all the facts of a check as one array of token codes."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Sequence
+from itertools import compress, repeat
+from operator import and_, countOf, rshift
 
-from streamcite.local.grounding.tokens import TokenTable, raw_tokens
+import numpy as np
+from numpy.typing import NDArray
 
-__all__ = ["Fact"]
-
-
-# A sentence that opens with a pronoun continues the previous one ("Titanic is a
-# film. It was directed by ..."): such a pair is aligned with a claim undiscounted.
-_PRONOUNS = frozenset(
-    w.encode()
-    for w in str.split(
-        "it he she they this these its his her their "
-        "il elle ils elles ce cette celui celle "
-        "esso essa lui lei essi esse questo questa "
-        "הוא היא הם הן זה זו זאת"
-    )
+from streamcite.local.grounding.tokens import (
+    CODE_ENDS,
+    CODE_NEGATION,
+    CODE_PRONOUN,
+    CODE_SHIFT,
+    PRONOUNS,
+    TokenTable,
+    raw_tokens,
 )
+
+__all__ = ["Fact", "Facts"]
+
+
+_PRONOUNS = PRONOUNS  # the old name
+_SHIFT = repeat(CODE_SHIFT)
+_NUMPY_TOKENS = 200
+"""Above this many tokens, a fact's keys are read with numpy (its fixed cost then pays)."""
 
 
 class Fact:
-    """One fact as raw tokens and content keys, cut lazily into rough sentences.
+    """One fact, cut lazily into rough sentences: read the plain way (its raw tokens and
+    their keys) in a check of a few facts, or as packed token codes
+    (:meth:`TokenTable.codes`) in a larger one.
 
-    Only the fact-level key counts (for BM25) are computed up front, in C-level
-    passes; the sentences' key sets and negation flags are built when the fact is a
-    candidate for some claim.
+    Packed, only the codes are computed up front (one C-level pass; the raw tokens are
+    dropped, and :class:`Facts` reads the BM25 counts and lengths of all facts from the
+    codes with numpy). The content keys, their counts, the sentences, their key sets and
+    negation flags are built when the fact is a candidate for some claim (C-level passes
+    over the codes); the raw tokens again only when a rule reads them. Both readings
+    give the same answers (``tests/test_grounding_fast_paths.py``).
     """
 
     __slots__ = (
+        "_codes",
+        "_counts",
         "_grams",
+        "_keys",
         "_negs",
+        "_packed",
+        "_plain",
         "_sentences",
         "_sets",
-        "counts",
-        "keys",
-        "length",
+        "_tokens",
         "table",
-        "tokens",
+        "text",
     )
 
     def __init__(self, text: str, table: TokenTable) -> None:
+        self._setup(text, table, None, raw_tokens(text))
+
+    def _setup(
+        self, text: str, table: TokenTable, packed: bytes | None, tokens: list[bytes] | None
+    ) -> None:
+        self.text = text
         self.table = table
-        self.tokens = raw_tokens(text)
-        self.keys = table.keys(self.tokens)
-        self.counts: Counter[str] = Counter(self.keys)
-        self.length = len(self.keys) - self.counts.pop("", 0)
+        self._packed = packed
+        self._tokens = tokens
+        self._plain = packed is None
+        """Read from its raw tokens (a check of a few facts), not from its codes."""
+        self._codes: list[int] | None = None
+        self._keys: list[str] | None = None
+        self._counts: Counter[str] | None = None
         self._sentences: list[tuple[int, int]] | None = None
         self._sets: list[set[str]] | None = None
-        self._negs: dict[int, bool] | None = None
+        self._negs: list[int] | None = None
         self._grams: dict[int, str] = {}
+
+    @classmethod
+    def _of(
+        cls, text: str, table: TokenTable, packed: bytes | None, tokens: list[bytes] | None
+    ) -> Fact:
+        fact = cls.__new__(cls)
+        fact._setup(text, table, packed, tokens)
+        return fact
+
+    @property
+    def tokens(self) -> list[bytes]:
+        """The raw tokens (:func:`raw_tokens`; positions as in the codes)."""
+        if self._tokens is None:
+            self._tokens = raw_tokens(self.text)
+        return self._tokens
+
+    @property
+    def packed(self) -> bytes:
+        """The token codes, 4 bytes each in native order (:meth:`TokenTable.codes`)."""
+        if self._packed is None:
+            self._packed = self.table.codes(self.tokens)
+        return self._packed
+
+    @property
+    def codes(self) -> list[int]:
+        """The code of each token (key id, pronoun, negation and sentence-end bits)."""
+        if self._codes is None:
+            self._codes = memoryview(self.packed).cast("i").tolist()
+        return self._codes
+
+    def _positions(self, bit: int) -> list[int]:
+        if self._plain:
+            self.keys  # noqa: B018  # learns every token: the table's sets are complete
+            tokens = self.tokens  # (only sentence ends are asked of a plain fact)
+            return list(compress(range(len(tokens)), map(self.table.enders.__contains__, tokens)))
+        codes = self.codes
+        return list(compress(range(len(codes)), map(and_, codes, repeat(bit))))
+
+    @property
+    def keys(self) -> list[str]:
+        """The key of each raw token, in order (``""`` for function words)."""
+        if self._keys is None:
+            if self._plain:
+                self._keys = self.table.keys(self.tokens)
+            elif len(self.packed) > 4 * _NUMPY_TOKENS:  # one numpy take beats two maps
+                ids = np.frombuffer(self.packed, dtype=np.int32) >> CODE_SHIFT
+                self._keys = self.table.names_array()[ids].tolist()
+            else:
+                names = self.table.names
+                self._keys = list(map(names.__getitem__, map(rshift, self.codes, _SHIFT)))
+        return self._keys
+
+    @property
+    def counts(self) -> Counter[str]:
+        """How often each content key occurs (no ``""``)."""
+        if self._counts is None:
+            self._counts = Counter(self.keys)
+            self._counts.pop("", None)
+        return self._counts
+
+    @property
+    def length(self) -> int:
+        """Number of content keys."""
+        return len(self.keys) - countOf(self.keys, "")
 
     def sentences(self) -> list[tuple[int, int]]:
         """Token ranges of the rough sentences."""
         if self._sentences is None:
             out: list[tuple[int, int]] = []
             start = 0
-            for end in self.table.sentence_ends(self.tokens):
+            for end in self._positions(CODE_ENDS):
                 out.append((start, end + 1))
                 start = end + 1
-            if len(self.tokens) > start:
-                out.append((start, len(self.tokens)))
+            n = len(self.tokens) if self._plain else len(self.packed) // 4
+            if n > start:
+                out.append((start, n))
             self._sentences = out
         return self._sentences
 
@@ -82,17 +172,22 @@ class Fact:
     def continues(self, i: int) -> bool:
         """Whether rough sentence ``i`` opens with a pronoun (refers to the one before)."""
         a, b = self.sentences()[i]
-        return b > a and self.tokens[a] in _PRONOUNS
+        if self._plain:
+            return b > a and self.tokens[a] in PRONOUNS
+        return b > a and bool(self.codes[a] & CODE_PRONOUN)
 
     def negated(self, i: int) -> bool:
         """Whether rough sentence ``i`` holds a negation cue."""
-        if self._negs is None:
-            self._negs = {}
-        neg = self._negs.get(i)
-        if neg is None:
+        if self._plain:  # one set test of the sentence's tokens (most facts: few asked)
             a, b = self.sentences()[i]
-            neg = self._negs[i] = self.table.negated(self.tokens[a:b])
-        return neg
+            return self.table.negated(self.tokens[a:b])
+        if self._negs is None:
+            self._negs = self._positions(CODE_NEGATION)
+        if not self._negs:
+            return False
+        a, b = self.sentences()[i]
+        at = bisect_left(self._negs, a)
+        return at < len(self._negs) and self._negs[at] < b
 
     def gram_text(self, i: int) -> str:
         """Keys of sentence ``i`` space-separated and padded: n-gram containment by substring."""
@@ -105,7 +200,7 @@ class Fact:
         """Content keys of the window's sentences, in order."""
         spans = self.sentences()
         a, b = spans[window[0]][0], spans[window[-1]][1]
-        return [k for k in self.keys[a:b] if k]
+        return list(filter(None, self.keys[a:b]))
 
     def numbers(self, window: Sequence[int]) -> set[str]:
         sets = self.sets()
@@ -113,3 +208,66 @@ class Fact:
         for i in window:
             out.update(k for k in sets[i] if k[0] == "#")
         return out
+
+
+class Facts:
+    """All the facts of a check; their token codes as one array, for BM25 and names.
+
+    ``ids[t]`` is the key id of token ``t`` of all facts in order, ``owner[t]`` its
+    fact, ``lengths[j]`` the number of content keys of fact ``j`` (numpy arrays, built
+    on first use: a check of a handful of facts needs none of them).
+    """
+
+    __slots__ = ("_arrays", "_present", "facts", "table")
+
+    FEW = 8
+    """Up to this many facts, each is read the plain way and :meth:`known` reads their key
+    counts (each fact is then a candidate of some claim: its keys and counts are needed
+    anyway); the packed codes pay for themselves beyond."""
+
+    def __init__(self, texts: Sequence[str], table: TokenTable) -> None:
+        self.table = table
+        if len(texts) <= self.FEW:  # each fact is a candidate: read the plain way
+            self.facts = [Fact._of(t, table, None, raw_tokens(t)) for t in texts]
+        else:  # the raw tokens of each fact live only until their codes are read
+            self.facts = [Fact._of(t, table, table.codes(raw_tokens(t)), None) for t in texts]
+        self._arrays: tuple[NDArray[np.int32], NDArray[np.int64], NDArray[np.int64]] | None
+        self._arrays = None
+        self._present: NDArray[np.bool_] | None = None
+
+    def __len__(self) -> int:
+        return len(self.facts)
+
+    def _built(self) -> tuple[NDArray[np.int32], NDArray[np.int64], NDArray[np.int64]]:
+        if self._arrays is None:
+            packed = [f.packed for f in self.facts]
+            ids = np.frombuffer(b"".join(packed), dtype=np.int32) >> CODE_SHIFT
+            sizes = np.fromiter(map(len, packed), dtype=np.int64, count=len(packed)) // 4
+            owner = np.repeat(np.arange(len(packed), dtype=np.int64), sizes)
+            lengths = np.bincount(owner[ids != 0], minlength=len(packed))
+            self._arrays = (ids, owner, lengths)
+        return self._arrays
+
+    @property
+    def ids(self) -> NDArray[np.int32]:
+        return self._built()[0]
+
+    @property
+    def owner(self) -> NDArray[np.int64]:
+        return self._built()[1]
+
+    @property
+    def lengths(self) -> NDArray[np.int64]:
+        return self._built()[2]
+
+    def known(self, keys: set[str]) -> set[str]:
+        """The keys that occur in some fact."""
+        if len(self.facts) <= self.FEW:
+            return set().union(*(f.counts.keys() & keys for f in self.facts))
+        ids = self.table.ids
+        if self._present is None:
+            token_ids = self.ids  # first: reading the codes may learn tokens (new key ids)
+            self._present = np.zeros(len(self.table.names), dtype=np.bool_)
+            self._present[token_ids] = True
+        found = self._present
+        return {k for k in keys if (i := ids.get(k)) is not None and i < len(found) and found[i]}

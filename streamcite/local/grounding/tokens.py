@@ -10,9 +10,14 @@ lookup per token.
 from __future__ import annotations
 
 import re
+import sys
+import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import compress
+
+import numpy as np
+from numpy.typing import NDArray
 
 from streamcite.local.grounding.words import (
     _ELISIONS,
@@ -35,6 +40,11 @@ from streamcite.local.grounding.words import (
 )
 
 __all__ = [
+    "CODE_ENDS",
+    "CODE_NEGATION",
+    "CODE_PRONOUN",
+    "CODE_SHIFT",
+    "PRONOUNS",
     "SENTENCE_BREAK",
     "TOKEN_RE",
     "TextFeatures",
@@ -42,6 +52,7 @@ __all__ = [
     "analyze",
     "char_ngrams",
     "ends_sentence",
+    "features",
     "raw_tokens",
     "token_table",
     "word_ngrams",
@@ -117,19 +128,67 @@ class TokenTable:
     A key is a light stem, or starts with ``#`` for a number (``#1500``), a month
     (``#m12``) or a word with digits; ``""`` for a function word. Once the
     vocabulary is known, the keys of a token list cost one dict lookup per token.
+
+    Each key also has an integer id (:attr:`names` ``[id]`` is the key, id 0 is ``""``),
+    and each raw token a packed 4-byte *code*: ``id << 3 | pronoun << 2 | negation << 1
+    | ends sentence``. :meth:`codes` turns a token list into one ``bytes`` of codes in one C
+    pass (a join of memoised 4-byte strings), which numpy reads without copying: the
+    facts' BM25 counts, lengths and sentence ends come from array operations.
+
+    Ids are never reused nor dropped: a full table is replaced by a new one
+    (:func:`token_table`), so ids stay valid for whoever holds the old one.
     """
 
-    __slots__ = ("enders", "key", "lang", "negations")
+    __slots__ = (
+        "_lock",
+        "_names_array",
+        "_names_filled",
+        "code",
+        "enders",
+        "ids",
+        "key",
+        "lang",
+        "names",
+        "negations",
+    )
 
     MAX_ENTRIES = 300_000
 
     def __init__(self, lang: str) -> None:
         self.lang = lang
         self.key: dict[bytes, str] = {SENTENCE_BREAK: ""}
+        self.code: dict[bytes, bytes] = {SENTENCE_BREAK: _pack(0, False, True, False)}
+        """Raw token -> its packed 4-byte code (a native int32)."""
+        self.names: list[str] = [""]
+        """Key id -> key."""
+        self.ids: dict[str, int] = {"": 0}
+        """Key -> key id."""
         self.negations: set[bytes] = set()
         """Raw tokens that are negation cues (``not``, ``didn't``, ``n'est``, ``ולא``)."""
         self.enders: set[bytes] = {SENTENCE_BREAK}
         """Raw tokens that end a rough sentence (``cameron.``, ``why?"``)."""
+        self._lock = threading.Lock()
+        self._names_array: NDArray[np.object_] = np.empty(0, dtype=object)
+        self._names_filled = 0
+
+    def names_array(self) -> NDArray[np.object_]:
+        """:attr:`names` as a numpy object array (``array[ids]`` gives the keys of many ids
+        in one C call). It has spare room, filled as the vocabulary grows (amortised O(1)
+        a key); an array handed out stays valid for the ids known when it was."""
+        with self._lock:
+            array, filled, n = self._names_array, self._names_filled, len(self.names)
+            if filled < n:
+                if len(array) < n:
+                    grown = np.empty(max(n, 2 * len(array), 1024), dtype=object)
+                    grown[:filled] = array[:filled]
+                    self._names_array = array = grown
+                array[filled:n] = self.names[filled:n]
+                self._names_filled = n
+        return array
+
+    @property
+    def full(self) -> bool:
+        return len(self.key) >= self.MAX_ENTRIES
 
     def keys(self, tokens: list[bytes]) -> list[str]:
         """The key of each raw token, in order (``""`` for function words)."""
@@ -140,15 +199,22 @@ class TokenTable:
                     out[i] = self.learn(tokens[i])
         return out  # type: ignore[return-value]
 
+    def codes(self, tokens: list[bytes]) -> bytes:
+        """The packed code of each raw token, concatenated (4 bytes a token)."""
+        try:
+            return b"".join(map(self.code.__getitem__, tokens))
+        except KeyError:
+            code = self.code
+            for token in tokens:
+                if token not in code:
+                    self.learn(token)
+            return b"".join(map(code.__getitem__, tokens))
+
     def content_keys(self, tokens: list[bytes]) -> list[str]:
         """The non-empty keys of ``tokens``, in order."""
-        return [k for k in self.keys(tokens) if k]
+        return list(filter(None, self.keys(tokens)))
 
     def learn(self, token: bytes) -> str:
-        if len(self.key) >= self.MAX_ENTRIES:
-            self.key.clear()  # negation cues are few and stay
-            self.key[SENTENCE_BREAK] = ""
-            self.enders = {SENTENCE_BREAK}
         keys: list[str] = []
         negation = False
         for sub in TOKEN_RE.findall(fold(token.decode("utf-8", "replace"))):
@@ -158,11 +224,18 @@ class TokenTable:
                 keys.append(key)
         # "example.com" or "a.m." make one key, the same on both sides of a check.
         out = ".".join(keys)
-        self.key[token] = out
-        if negation:
-            self.negations.add(token)
-        if ends_sentence(token):
-            self.enders.add(token)
+        ends = ends_sentence(token)
+        with self._lock:  # ids are handed out once, also when threads learn at once
+            key_id = self.ids.get(out)
+            if key_id is None:
+                key_id = self.ids[out] = len(self.names)
+                self.names.append(out)
+            if negation:
+                self.negations.add(token)
+            if ends:
+                self.enders.add(token)
+            self.code[token] = _pack(key_id, negation, ends, token in PRONOUNS)
+            self.key[token] = out
         return out
 
     def sentence_ends(self, tokens: list[bytes]) -> list[int]:
@@ -173,14 +246,44 @@ class TokenTable:
         return not self.negations.isdisjoint(tokens)
 
 
+def _pack(key_id: int, negation: bool, ends: bool, pronoun: bool) -> bytes:
+    code = key_id << CODE_SHIFT | pronoun << 2 | negation << 1 | ends
+    return code.to_bytes(4, sys.byteorder)  # native: numpy's int32 and memoryview's "i"
+
+
+CODE_ENDS = 1
+"""Bit of a token code: the token ends a rough sentence."""
+CODE_NEGATION = 2
+"""Bit of a token code: the token is a negation cue."""
+CODE_PRONOUN = 4
+"""Bit of a token code: the token is one of :data:`PRONOUNS`."""
+CODE_SHIFT = 3
+"""A token code shifted right by this is its key id."""
+
+# A sentence that opens with a pronoun continues the previous one ("Titanic is a
+# film. It was directed by ..."): such a pair is aligned with a claim undiscounted.
+PRONOUNS = frozenset(
+    w.encode()
+    for w in str.split(
+        "it he she they this these its his her their "
+        "il elle ils elles ce cette celui celle "
+        "esso essa lui lei essi esse questo questa "
+        "הוא היא הם הן זה זו זאת"
+    )
+)
+"""Raw tokens that, opening a sentence, refer to the one before."""
+
 _TABLES: dict[str, TokenTable] = {}
 
 
 def token_table(lang: str) -> TokenTable:
-    """The process-wide :class:`TokenTable` of ``lang`` (``und`` for unknown languages)."""
+    """The process-wide :class:`TokenTable` of ``lang`` (``und`` for unknown languages).
+
+    A table holding :attr:`TokenTable.MAX_ENTRIES` tokens is replaced by an empty one
+    (memory stays bounded; a check holds one table from start to end)."""
     lang = _lang_key(lang)
     table = _TABLES.get(lang)
-    if table is None:
+    if table is None or table.full:
         table = _TABLES[lang] = TokenTable(lang)
     return table
 
@@ -268,8 +371,13 @@ def analyze(text: str, lang: str, *, salience: bool = False) -> TextFeatures:
     With ``salience``, words written with a capital inside the sentence (names) are
     marked salient; that needs the original casing, so it costs a second pass.
     """
-    table = token_table(lang)
-    tokens = raw_tokens(text)
+    return features(text, raw_tokens(text), token_table(lang), salience=salience)
+
+
+def features(
+    text: str, tokens: list[bytes], table: TokenTable, *, salience: bool = False
+) -> TextFeatures:
+    """:func:`analyze` of ``text`` whose :func:`raw_tokens` are ``tokens`` (already at hand)."""
     keys = table.content_keys(tokens)
     numbers = {k for k in keys if k[0] == "#"}
     out = TextFeatures(keys, numbers, table.negated(tokens), set(numbers))
