@@ -22,6 +22,7 @@ class Claim:
         "n_grams",
         "names",
         "numbers",
+        "roles",
         "total",
         "unique",
         "unknown_name",
@@ -39,6 +40,8 @@ class Claim:
         self.comparisons: list[Comparison] = []
         self.done: list[bytes] = []
         """The claim's raw tokens when it states something done (status check)."""
+        self.roles: list[tuple[str, str]] = []
+        """(name, role) pairs the claim states ("Globex was the buyer"; role check)."""
         self.unknown_name = False
         """A name of the claim is in no fact at all (set by :func:`evaluate`)."""
         self.unique = unique = list(dict.fromkeys(features.stems))

@@ -35,6 +35,7 @@ from streamcite.local.grounding.claims import Claim, question_keys, structured_c
 from streamcite.local.grounding.comparators import comparisons
 from streamcite.local.grounding.config import DEFAULT_CONFIG, EngineConfig
 from streamcite.local.grounding.facts import Facts
+from streamcite.local.grounding.roles import claim_roles
 from streamcite.local.grounding.rules import status_conflict
 from streamcite.local.grounding.scoring import calibrate, score_with_coverage
 from streamcite.local.grounding.tokens import (
@@ -109,6 +110,7 @@ def _claim(
         claim.comparisons = comparisons(text, table)
     if status_conflict(tokens, [b"will"]):
         claim.done = tokens
+    claim.roles = claim_roles(tokens, table.lang)
     return claim
 
 

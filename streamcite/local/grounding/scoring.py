@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from math import fsum  # exactly rounded: a sum over a set is the same in every process
 
 from streamcite.local.grounding.claims import Claim
 from streamcite.local.grounding.comparators import _scales, fact_dates, fact_numbers, holds
 from streamcite.local.grounding.config import DEFAULT_CONFIG, EngineConfig
 from streamcite.local.grounding.facts import Fact
+from streamcite.local.grounding.roles import role_conflict
 from streamcite.local.grounding.rules import status_conflict, swapped_number
 
 __all__ = ["calibrate", "score_pair", "score_with_coverage"]
@@ -58,9 +60,9 @@ def _align(
             continue
         for k in common:
             credit.setdefault(k, set()).add(i)
-        per_sentence[i] = sum(map(weights.__getitem__, common))
+        per_sentence[i] = fsum(map(weights.__getitem__, common))
         if rare is not None:
-            got = sum(map(rare.__getitem__, common))
+            got = fsum(map(rare.__getitem__, common))
             if got > covered:
                 covered = got
     if not per_sentence:
@@ -80,7 +82,7 @@ def _align(
             discount = 1.0 if fact.continues(max(a, b)) else cfg.window_discount
             if (per_sentence[a] + other) * discount <= best.got:
                 continue
-            got = discount * sum(weights[k] for k, at in credit.items() if a in at or b in at)
+            got = discount * fsum(weights[k] for k, at in credit.items() if a in at or b in at)
             if got > best.got:
                 best.got, best.window, best.anchor = got, (min(a, b), max(a, b)), a
     return best
@@ -163,7 +165,7 @@ def _score(
     if claim.comparisons:
         vouched, failed = _comparisons(claim, fact, al.window)
     # Keys a holding comparison stands for count as found ("more than 20" against 23).
-    got = al.got + sum(claim.weights[k] for k in vouched - present if k in claim.weights)
+    got = al.got + fsum(claim.weights[k] for k in vouched - present if k in claim.weights)
     recall = min(got / claim.total, 1.0) if claim.total else 0.0
     if claim.n_grams:
         share = _ngram_share(claim, fact, al)
@@ -185,4 +187,9 @@ def _score(
         if status_conflict(claim.done, fact.tokens[a:b]):
             score *= cfg.negation_veto
             covers *= cfg.negation_veto
+    # A role given to the wrong name: the fact's appositions may sit outside the window
+    # ("signed by Acme Corp, the buyer, …" before the sentence the claim aligns with).
+    if claim.roles and role_conflict(claim.roles, fact.tokens, fact.table.lang):
+        score *= cfg.negation_veto
+        covers *= cfg.negation_veto
     return score, covers

@@ -1,0 +1,87 @@
+"""Roles bound to the wrong name, and numbers bound to the wrong word across a year word
+(issue 14 §2: "swapped roles pass at 0.96")."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from streamcite.local.checker import LocalGrounding
+from streamcite.local.grounding.roles import claim_roles, fact_roles, role_conflict
+from streamcite.local.grounding.tokens import raw_tokens
+
+CONTRACT = {
+    "en": "The contract was signed by Acme Corp, the buyer, and Globex, the seller, on 12 March 2021.",
+    "fr": "Le contrat a été signé par Acme, l'acheteur, et Globex, le vendeur, le 12 mars 2021.",
+    "it": "Il contratto è stato firmato da Acme, l'acquirente, e Globex, il venditore, il 12 marzo 2021.",
+    "he": "החוזה נחתם על ידי אקמה, הקונה, וגלובקס, המוכר, ב-12 במרץ 2021.",
+}
+
+ROLE_CLAIMS = [
+    ("en", "Globex was the buyer in the contract.", True),
+    ("en", "The buyer was Globex.", True),
+    ("en", "Globex was the seller.", False),
+    ("en", "Acme Corp was the buyer.", False),
+    ("en", "Globex was a company.", False),
+    ("fr", "Globex était l'acheteur du contrat.", True),
+    ("fr", "Globex était le vendeur du contrat.", False),
+    ("it", "Globex era l'acquirente del contratto.", True),
+    ("it", "Acme era l'acquirente del contratto.", False),
+    ("he", "גלובקס הייתה הקונה בחוזה.", True),
+    ("he", "גלובקס הייתה המוכר בחוזה.", False),
+]
+
+
+@pytest.mark.parametrize(("lang", "claim", "conflict"), ROLE_CLAIMS)
+def test_role_conflict(lang: str, claim: str, conflict: bool) -> None:
+    pairs = claim_roles(raw_tokens(claim), lang)
+    assert role_conflict(pairs, raw_tokens(CONTRACT[lang]), lang) is conflict
+
+
+def test_a_list_without_articles_binds_no_role() -> None:
+    assert fact_roles(raw_tokens("We met Acme, Globex, and Initech, in Paris."), "en") == {}
+
+
+def test_a_role_the_fact_gives_nobody_vetoes_nothing() -> None:
+    pairs = claim_roles(raw_tokens("Initech was the buyer."), "en")
+    assert pairs == [("initech", "buyer")]
+    assert not role_conflict(pairs, raw_tokens(CONTRACT["en"]), "en")
+
+
+@pytest.mark.parametrize("lang", sorted(CONTRACT))
+def test_swapped_roles_are_not_supported_by_the_checker(lang: str) -> None:
+    swapped = next(c for la, c, conflict in ROLE_CLAIMS if la == lang and conflict)
+    right = next(c for la, c, conflict in ROLE_CLAIMS if la == lang and not conflict)
+    grounding = LocalGrounding()
+    assert grounding.check_sync(right, [CONTRACT[lang]]).support_score >= 0.6  # type: ignore[operator]
+    assert grounding.check_sync(swapped, [CONTRACT[lang]]).support_score < 0.6  # type: ignore[operator]
+
+
+NOBEL = {
+    "en": (
+        "Marie Curie won the Nobel Prize in Physics in the year 1903 and the Nobel Prize in "
+        "Chemistry in the year 1911.",
+        "Marie Curie won the Nobel Prize in Chemistry in the year 1911.",
+        "Marie Curie won the Nobel Prize in Physics in the year 1911.",
+    ),
+    "he": (
+        "מארי קירי זכתה בפרס נובל לפיזיקה בשנת 1903 ובפרס נובל לכימיה בשנת 1911.",
+        "מארי קירי זכתה בפרס נובל לכימיה בשנת 1911.",
+        "מארי קירי זכתה בפרס נובל לפיזיקה בשנת 1911.",
+    ),
+}
+
+
+@pytest.mark.parametrize("lang", sorted(NOBEL))
+def test_a_year_word_does_not_hide_a_number_bound_to_the_wrong_word(lang: str) -> None:
+    fact, right, swapped = NOBEL[lang]
+    grounding = LocalGrounding()
+    assert grounding.check_sync(right, [fact]).support_score >= 0.6  # type: ignore[operator]
+    assert grounding.check_sync(swapped, [fact]).support_score < 0.6  # type: ignore[operator]
+
+
+@given(st.text(max_size=200), st.text(max_size=200))
+def test_roles_never_raise(claim: str, fact: str) -> None:
+    for lang in ("en", "fr", "it", "he", "und"):
+        role_conflict(claim_roles(raw_tokens(claim), lang), raw_tokens(fact), lang)
