@@ -23,22 +23,14 @@ __all__ = ["RolePair", "claim_roles", "fact_roles", "role_conflict"]
 RolePair = tuple[str, str]
 """(name key, role key): stemmed, folded words."""
 
-_COPULAS = frozenset(
-    fold(w)
-    for w in str.split(
-        "is was are were est était étaient sont fut furent è era erano sono fu furono "
-        "היה הייתה היתה היו הוא היא הם הן"
-    )
+_COPULA_WORDS = str.split(
+    "is was are were est était étaient sont fut furent è era erano sono fu furono "
+    "היה הייתה היתה היו הוא היא הם הן"
 )
+_COPULAS = frozenset(map(fold, _COPULA_WORDS))
 # The raw (lower-cased, unfolded) copulas: most claims have none and no comma either,
 # and are passed over without folding a word.
-_RAW_COPULAS = frozenset(
-    w.encode()
-    for w in str.split(
-        "is was are were est était étaient sont fut furent è era erano sono fu furono "
-        "היה הייתה היתה היו הוא היא הם הן"
-    )
-)
+_RAW_COPULAS = frozenset(w.encode() for w in _COPULA_WORDS)
 _ARTICLES = frozenset(str.split("the a an le la les un une il lo gli i una uno"))
 _ELISIONS = ("l'", "l’", "un'", "un’")
 _HEBREW_ARTICLE = fold("ה")
