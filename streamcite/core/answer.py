@@ -7,9 +7,10 @@ The chunk interpreter appends to the public lists directly on the hot path (one
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import fields, replace
+from dataclasses import replace
 from typing import Any
 
+from streamcite.core._fields import expect_fields
 from streamcite.core.events import (
     CitationRefEvent,
     CitationsEvent,
@@ -278,10 +279,11 @@ def _copy_timings(t: Timings) -> Timings:
     return Timings(t.ttft_ms, t.stream_ms, t.citations_ms, t.sources_ms, t.grounding_ms, t.total_ms)
 
 
-if [f.name for f in fields(Timings)] != [
-    "ttft_ms", "stream_ms", "citations_ms", "sources_ms", "grounding_ms", "total_ms",
-]:  # fmt: skip
-    raise ImportError("answer.py copies Timings field by field: update _copy_timings")
+expect_fields(
+    Timings,
+    ["ttft_ms", "stream_ms", "citations_ms", "sources_ms", "grounding_ms", "total_ms"],
+    "answer.py (_copy_timings)",
+)
 
 
 def _specialise_compaction() -> None:

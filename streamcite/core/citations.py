@@ -7,9 +7,9 @@ by item, so one bad item is reported without losing the good ones.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import fields
 from typing import Any
 
+from streamcite.core._fields import expect_fields
 from streamcite.core.models import Citation
 
 __all__ = ["citations_from_chunk", "parse_citation"]
@@ -23,8 +23,11 @@ _STR_FIELDS = (
     "document_reference",
     "source_url",
 )
-if [f.name for f in fields(Citation)] != [*_STR_FIELDS[:3], "document_index", *_STR_FIELDS[3:]]:
-    raise ImportError("citations.py builds Citation positionally: update parse_citation")
+expect_fields(
+    Citation,
+    [*_STR_FIELDS[:3], "document_index", *_STR_FIELDS[3:]],
+    "citations.py (parse_citation)",
+)
 _STR_OR_NONE = {str: True, type(None): True}
 """The exact types a string field of the usual item has (numbers take the slow way)."""
 # Providers send years and reference numbers as numbers too; they are strings in the schema.

@@ -12,9 +12,9 @@ does every chunk of a stream whose envelope varies (the template is off).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import fields
 from typing import TYPE_CHECKING
 
+from streamcite.core._fields import expect_fields
 from streamcite.core.events import CitationRefEvent, Event, TokenEvent
 from streamcite.core.markers import TAIL_MARKERS, FootnoteDetector
 from streamcite.core.refs import MAX_PENDING
@@ -36,10 +36,12 @@ _new = object.__new__
 
 # Tokens (and, in chunks.py, citation refs) are built field by field, with no Python
 # __init__ call per event: this holds that code to the events' fields, at import.
-if [f.name for f in fields(TokenEvent)] != ["type", "index", "text", "display"] or [
-    f.name for f in fields(CitationRefEvent)
-] != ["type", "index", "number", "document_index", "offset"]:
-    raise ImportError("events are built by hand in fastpath.py and chunks.py: update them")
+expect_fields(TokenEvent, ["type", "index", "text", "display"], "fastpath.py")
+expect_fields(
+    CitationRefEvent,
+    ["type", "index", "number", "document_index", "offset"],
+    "fastpath.py and chunks.py",
+)
 
 
 def feed_keep_mode(ip: ChunkInterpreter, raw: list[RawEvent], out: list[Event]) -> None:

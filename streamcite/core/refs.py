@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator, Sequence
-from dataclasses import fields
 from struct import pack as _pack
 from typing import Any, overload
 
+from streamcite.core._fields import expect_fields
 from streamcite.core.models import CitationRef, LazyList
 
 __all__ = ["MAX_PENDING", "CitationRefs", "RefStore"]
@@ -34,8 +34,7 @@ _Wide = tuple[Any, Any, Any, Any]
 """A ref that does not fit the arrays, as ``(index, number, document_index, offset)``."""
 
 
-if [f.name for f in fields(CitationRef)] != ["index", "number", "document_index", "offset"]:
-    raise ImportError("refs.py builds CitationRef by hand: update _ref and CitationRefs")
+expect_fields(CitationRef, ["index", "number", "document_index", "offset"], "refs.py (_ref)")
 
 
 def _ref(index: Any, number: Any, document_index: Any, offset: Any) -> CitationRef:

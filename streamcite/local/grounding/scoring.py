@@ -13,7 +13,7 @@ from streamcite.local.grounding.facts import Fact
 from streamcite.local.grounding.roles import role_conflict
 from streamcite.local.grounding.rules import status_conflict, swapped_number
 
-__all__ = ["calibrate", "score_pair", "score_with_coverage"]
+__all__ = ["calibrate", "score_with_coverage"]
 
 
 def calibrate(raw: float, cfg: EngineConfig = DEFAULT_CONFIG) -> float:
@@ -130,16 +130,12 @@ def _number_veto(claim: Claim, fact: Fact, window: tuple[int, ...], vouched: set
     return swapped_number(claim.features.stems, fact.window_keys(window))
 
 
-def score_pair(claim: Claim, fact: Fact, cfg: EngineConfig) -> float:
-    """Support of one claim by one fact, in [0, 1] (before :func:`calibrate`)."""
-    return score_with_coverage(claim, fact, cfg)[0]
-
-
 def score_with_coverage(
     claim: Claim, fact: Fact, cfg: EngineConfig, rare: dict[str, float] | None = None
 ) -> tuple[float, float]:
-    """:func:`score_pair`, and the most of ``rare`` (rarity weight of each claim key,
-    :func:`~.answer.rarity_weights`) found in one sentence of the fact (0 without it)."""
+    """(support of one claim by one fact in [0, 1], before :func:`calibrate`; the most of
+    ``rare`` -- the rarity weight of each claim key, :func:`~.answer.rarity_weights` --
+    found in one sentence of the fact, 0 without it)."""
     present = claim.keyset & fact.counts.keys()
     if not present:
         return 0.0, 0.0
