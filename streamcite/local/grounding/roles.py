@@ -16,7 +16,8 @@ conjunction ``ו`` are prefixes).
 
 from __future__ import annotations
 
-from streamcite.local.grounding.words import fold, is_stopword, stem
+from streamcite.local.grounding.tokens import token_table
+from streamcite.local.grounding.words import fold
 
 __all__ = ["RolePair", "claim_roles", "fact_roles", "role_conflict"]
 
@@ -50,10 +51,10 @@ def _word(token: bytes) -> str:
 
 
 def _key(token: bytes, lang: str) -> str:
-    w = _word(token)
-    if not w or is_stopword(w, lang) or not w[0].isalpha():
-        return ""
-    return stem(w, lang)
+    """The token's content key, as the rest of the engine reads it ("" for a function
+    word or a number: neither is a name or a role)."""
+    key = token_table(lang).keys([token])[0]
+    return "" if key[:1] == "#" else key
 
 
 def _is_article(token: bytes) -> bool:
