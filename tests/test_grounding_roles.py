@@ -4,12 +4,19 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamcite.local.checker import LocalGrounding
-from streamcite.local.grounding.roles import claim_roles, fact_roles, role_conflict
-from streamcite.local.grounding.tokens import raw_tokens
+from streamcite.local.grounding import roles as roles_module
+from streamcite.local.grounding.facts import Facts
+from streamcite.local.grounding.roles import (
+    claim_roles,
+    conflicting_roles,
+    fact_roles,
+    role_conflict,
+)
+from streamcite.local.grounding.tokens import raw_tokens, token_table
 
 CONTRACT = {
     "en": "The contract was signed by Acme Corp, the buyer, and Globex, the seller, on 12 March 2021.",
@@ -85,3 +92,64 @@ def test_a_year_word_does_not_hide_a_number_bound_to_the_wrong_word(lang: str) -
 def test_roles_never_raise(claim: str, fact: str) -> None:
     for lang in ("en", "fr", "it", "he", "und"):
         role_conflict(claim_roles(raw_tokens(claim), lang), raw_tokens(fact), lang)
+
+
+# The fast paths of roles.py (memoised folded words, comma and copula positions found in
+# C-level passes, a fact's roles read once per check) against the plain per-token loops.
+_ROLE_WORDS = [
+    "Acme", "Acme,", "Globex", "Globex,", "the", "The", "buyer", "buyer,", "seller.", "was",
+    "Was", "est", "était", "l'acheteur,", "l’acheteur", "le", "vendeur", "è", "era", "il",
+    "venditore,", "(the", "main", "הייתה", "הקונה,", "וגלובקס,", "המוכר", "בחוזה", "1997,",
+    "Corp", "a", "and", "«Acme»,",
+]  # fmt: skip
+role_texts = st.lists(st.sampled_from(_ROLE_WORDS), max_size=30).map(" ".join) | st.text(
+    max_size=80
+)
+
+
+def _plain_fact_roles(tokens: list[bytes], lang: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for i in range(len(tokens) - 1):
+        if not tokens[i].endswith(b","):
+            continue
+        name = roles_module._key(tokens[i], lang)
+        if not name:
+            continue
+        role, end = roles_module._role_after(tokens, i + 1, lang)
+        if role and (end == len(tokens) or tokens[end - 1].endswith(roles_module._CLOSERS)):
+            out.setdefault(name, role)
+    return out
+
+
+def _plain_claim_roles(tokens: list[bytes], lang: str) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for i, tok in enumerate(tokens):
+        if i == 0 or roles_module._fold_word(tok) not in roles_module._COPULAS:
+            continue
+        name = roles_module._key(tokens[i - 1], lang)
+        role, _ = roles_module._role_after(tokens, i + 1, lang)
+        if name and role:
+            out.append((name, role))
+            continue
+        if i >= 2 and i + 1 < len(tokens):
+            role, end = roles_module._role_after(tokens, i - 2, lang)
+            name = roles_module._key(tokens[i + 1], lang)
+            if role and end == i and name:
+                out.append((name, role))
+    out.extend(_plain_fact_roles(tokens, lang).items())
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(role_texts, role_texts, st.sampled_from(["en", "fr", "it", "he", "und"]))
+def test_fast_role_reading_matches_the_plain_loops(claim: str, fact: str, lang: str) -> None:
+    tokens, fact_tokens = raw_tokens(claim), raw_tokens(fact)
+    assert roles_module._words(tokens) == [roles_module._fold_word(t) for t in tokens]
+    assert claim_roles(tokens, lang) == _plain_claim_roles(tokens, lang)
+    assert fact_roles(fact_tokens, lang) == _plain_fact_roles(fact_tokens, lang)
+    pairs = _plain_claim_roles(tokens, lang)
+    expected = role_conflict(pairs, fact_tokens, lang)
+    for packed in (False, True):  # a fact read plain (few facts) or from its codes
+        corpus = Facts([fact] * (Facts.FEW + 1 if packed else 1), token_table(lang))
+        assert corpus.facts[0].roles() == fact_roles(fact_tokens, lang)
+        assert conflicting_roles(pairs, corpus.facts[0].roles()) is expected

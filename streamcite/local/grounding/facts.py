@@ -12,6 +12,7 @@ from operator import and_, countOf, rshift
 import numpy as np
 from numpy.typing import NDArray
 
+from streamcite.local.grounding.roles import fact_roles
 from streamcite.local.grounding.tokens import (
     CODE_ENDS,
     CODE_NEGATION,
@@ -52,6 +53,7 @@ class Fact:
         "_negs",
         "_packed",
         "_plain",
+        "_roles",
         "_sentences",
         "_sets",
         "_tokens",
@@ -78,6 +80,7 @@ class Fact:
         self._sets: list[set[str]] | None = None
         self._negs: list[int] | None = None
         self._grams: dict[int, str] = {}
+        self._roles: dict[str, str] | None = None
 
     @classmethod
     def _of(
@@ -195,6 +198,13 @@ class Fact:
         if g is None:
             g = self._grams[i] = " " + " ".join(self.sets()[i]) + " "
         return g
+
+    def roles(self) -> dict[str, str]:
+        """Its names bound to roles (:func:`~.roles.fact_roles`), read once per check: a
+        fact is the candidate of many claims that state a role."""
+        if self._roles is None:
+            self._roles = fact_roles(self.tokens, self.table.lang)
+        return self._roles
 
     def window_keys(self, window: Sequence[int]) -> list[str]:
         """Content keys of the window's sentences, in order."""
