@@ -9,6 +9,7 @@ inputs.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 
@@ -20,11 +21,15 @@ from numpy.typing import NDArray
 
 from streamcite.core.offsets import OffsetMap
 from streamcite.local.checker import _offsets_in_units
+from streamcite.local.grounding import scoring
 from streamcite.local.grounding import tokens as tokens_module
+from streamcite.local.grounding.answer import rarity_weights
 from streamcite.local.grounding.bm25 import BM25
+from streamcite.local.grounding.claims import Claim
+from streamcite.local.grounding.config import DEFAULT_CONFIG, EngineConfig
 from streamcite.local.grounding.engine import evaluate
-from streamcite.local.grounding.facts import Facts
-from streamcite.local.grounding.tokens import PRONOUNS, TokenTable, raw_tokens
+from streamcite.local.grounding.facts import Fact, Facts
+from streamcite.local.grounding.tokens import PRONOUNS, TokenTable, features, raw_tokens
 
 _WORDS = [
     "Titanic", "it", "It", "was", "directed", "by", "James", "Cameron", "not", "didn't",
@@ -63,6 +68,7 @@ def _same_as_reference(corpus: Facts, refs: list[_Reference]) -> None:
     assert corpus.lengths.tolist() == [r.length for r in refs]
     for fact, ref in zip(corpus.facts, refs, strict=True):
         assert fact.keys == ref.keys
+        assert fact.keyset == set(ref.counts)
         assert list(fact.counts.items()) == list(ref.counts.items())  # same order too
         assert fact.length == ref.length
         assert fact.sentences() == ref.spans
@@ -170,3 +176,66 @@ def test_a_full_token_table_is_replaced_and_scores_do_not_change(
     assert after == before
     assert tokens_module.token_table("en") is not first  # full: replaced, never cleared
     assert first.names[first.ids["cameron"]] == "cameron"  # ids of the old one stay valid
+
+
+def _reference_align(
+    claim: Claim, fact: Fact, cfg: EngineConfig, rare: dict[str, float]
+) -> tuple[float, tuple[int, ...], int, float, float] | None:
+    """The alignment as written before (a key -> sentences credit map, a loop over every
+    sentence): (got, window, anchor, covered, n-gram share)."""
+    present = claim.keyset & set(fact.counts)
+    weights = claim.weights
+    credit: dict[str, set[int]] = {}
+    per_sentence: dict[int, float] = {}
+    covered = 0.0
+    for i, sentence in enumerate(fact.sets()):
+        common = present & sentence
+        if not common:
+            continue
+        for k in common:
+            credit.setdefault(k, set()).add(i)
+        per_sentence[i] = math.fsum(weights[k] for k in common)
+        covered = max(covered, math.fsum(rare[k] for k in common))
+    if not per_sentence:
+        return None
+    ranked = sorted(per_sentence, key=per_sentence.__getitem__, reverse=True)
+    got, window, anchor = per_sentence[ranked[0]], (ranked[0],), ranked[0]
+    for a in ranked[: cfg.anchors]:
+        for b in (a - 1, a + 1):
+            if b not in per_sentence:
+                continue
+            discount = 1.0 if fact.continues(max(a, b)) else cfg.window_discount
+            pair = discount * math.fsum(
+                weights[k] for k, at in credit.items() if a in at or b in at
+            )
+            if pair > got:
+                got, window, anchor = pair, (min(a, b), max(a, b)), a
+    text = "".join(" " + " ".join(fact.sets()[i]) + " " for i in window)
+    contained = 0
+    for k, grams in claim.grams.items():
+        where = credit.get(k, set())
+        if window[0] in where or window[-1] in where:
+            contained += len(grams)
+        else:
+            contained += sum(g in text for g in grams)
+    return got, window, anchor, covered, contained / claim.n_grams
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts, st.lists(texts, min_size=1, max_size=10))
+def test_alignment_matches_the_reference(claim_text: str, items: list[str]) -> None:
+    table = TokenTable("en")
+    feats = features(claim_text, raw_tokens(claim_text), table, salience=True)
+    if not feats.stems:
+        return
+    claim = Claim(feats, DEFAULT_CONFIG)
+    rare = rarity_weights(claim.unique)
+    for fact in Facts(items, table).facts:
+        present = claim.keyset & fact.keyset
+        al = scoring._align(claim, fact, present, DEFAULT_CONFIG, rare) if present else None
+        expected = _reference_align(claim, fact, DEFAULT_CONFIG, rare)
+        if al is None:
+            assert expected is None
+            continue
+        share = scoring._ngram_share(claim, fact, al)
+        assert (al.got, al.window, al.anchor, al.covered, share) == expected

@@ -3,11 +3,12 @@ and all the facts of a check as one array of token codes."""
 
 from __future__ import annotations
 
+import sys
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Sequence
 from itertools import compress, repeat
-from operator import and_, countOf, rshift
+from operator import countOf, rshift
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,6 +31,15 @@ _PRONOUNS = PRONOUNS  # the old name
 _SHIFT = repeat(CODE_SHIFT)
 _NUMPY_TOKENS = 200
 """Above this many tokens, a fact's keys are read with numpy (its fixed cost then pays)."""
+_FLAGS = 0 if sys.byteorder == "little" else 3
+"""Offset in a packed 4-byte code of its low byte, which holds the three flag bits:
+``packed[_FLAGS::4]`` is one byte a token (a C-level slice, no list of ints)."""
+_HAS_BIT = {
+    bit: bytes(1 if b & bit else 0 for b in range(256))
+    for bit in (CODE_ENDS, CODE_NEGATION, CODE_PRONOUN)
+}
+"""``translate`` tables: a flag byte -> 1 when it has the bit, else 0 (selectors of
+``compress``)."""
 
 
 class Fact:
@@ -50,6 +60,7 @@ class Fact:
         "_counts",
         "_grams",
         "_keys",
+        "_keyset",
         "_negs",
         "_packed",
         "_plain",
@@ -76,10 +87,11 @@ class Fact:
         self._codes: list[int] | None = None
         self._keys: list[str] | None = None
         self._counts: Counter[str] | None = None
+        self._keyset: set[str] | None = None
         self._sentences: list[tuple[int, int]] | None = None
         self._sets: list[set[str]] | None = None
         self._negs: list[int] | None = None
-        self._grams: dict[int, str] = {}
+        self._grams: dict[int, str] | None = None  # built when asked: most facts never are
         self._roles: dict[str, str] | None = None
 
     @classmethod
@@ -116,8 +128,9 @@ class Fact:
             self.keys  # noqa: B018  # learns every token: the table's sets are complete
             tokens = self.tokens  # (only sentence ends are asked of a plain fact)
             return list(compress(range(len(tokens)), map(self.table.enders.__contains__, tokens)))
-        codes = self.codes
-        return list(compress(range(len(codes)), map(and_, codes, repeat(bit))))
+        # One slice and one translate (C-level) instead of a Python int per token.
+        flags = self.packed[_FLAGS::4].translate(_HAS_BIT[bit])
+        return list(compress(range(len(flags)), flags))
 
     @property
     def keys(self) -> list[str]:
@@ -140,6 +153,15 @@ class Fact:
             self._counts = Counter(self.keys)
             self._counts.pop("", None)
         return self._counts
+
+    @property
+    def keyset(self) -> set[str]:
+        """Its distinct content keys (the keys of :attr:`counts`, without counting: what
+        the alignment asks of a candidate)."""
+        if self._keyset is None:
+            self._keyset = set(self.keys)
+            self._keyset.discard("")
+        return self._keyset
 
     @property
     def length(self) -> int:
@@ -177,7 +199,7 @@ class Fact:
         a, b = self.sentences()[i]
         if self._plain:
             return b > a and self.tokens[a] in PRONOUNS
-        return b > a and bool(self.codes[a] & CODE_PRONOUN)
+        return b > a and bool(self.packed[4 * a + _FLAGS] & CODE_PRONOUN)
 
     def negated(self, i: int) -> bool:
         """Whether rough sentence ``i`` holds a negation cue."""
@@ -194,6 +216,8 @@ class Fact:
 
     def gram_text(self, i: int) -> str:
         """Keys of sentence ``i`` space-separated and padded: n-gram containment by substring."""
+        if self._grams is None:
+            self._grams = {}
         g = self._grams.get(i)
         if g is None:
             g = self._grams[i] = " " + " ".join(self.sets()[i]) + " "
@@ -273,7 +297,7 @@ class Facts:
     def known(self, keys: set[str]) -> set[str]:
         """The keys that occur in some fact."""
         if len(self.facts) <= self.FEW:
-            return set().union(*(f.counts.keys() & keys for f in self.facts))
+            return set().union(*(f.keyset & keys for f in self.facts))
         ids = self.table.ids
         if self._present is None:
             token_ids = self.ids  # first: reading the codes may learn tokens (new key ids)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import compress
 from math import fsum  # exactly rounded: a sum over a set is the same in every process
 
 from streamcite.local.grounding.claims import Claim
@@ -38,10 +39,13 @@ class _Alignment:
     """Weight of the claim's keys found in the window (discounted for two sentences)."""
     window: tuple[int, ...]
     anchor: int
-    credit: dict[str, set[int]]
-    """Claim key -> the fact sentences that hold it."""
+    common: dict[int, set[str]]
+    """Fact sentence -> the claim's keys it holds (sentences holding none left out)."""
     covered: float = 0.0
     """Most rarity weight of the claim's keys found in one sentence (answer aggregate)."""
+
+
+_NONE: frozenset[str] = frozenset()
 
 
 def _align(
@@ -52,24 +56,20 @@ def _align(
     rare: dict[str, float] | None = None,
 ) -> _Alignment | None:
     weights = claim.weights
-    credit: dict[str, set[int]] = {}
-    per_sentence: dict[int, float] = {}
-    covered = 0.0
-    for i, common in enumerate(map(present.intersection, fact.sets())):
-        if not common:
-            continue
-        for k in common:
-            credit.setdefault(k, set()).add(i)
-        per_sentence[i] = fsum(map(weights.__getitem__, common))
-        if rare is not None:
-            got = fsum(map(rare.__getitem__, common))
-            if got > covered:
-                covered = got
-    if not per_sentence:
+    sets = fact.sets()
+    # The claim's keys in each sentence; compress keeps the non-empty ones (C-level).
+    # Weight sums are exactly rounded (fsum): the sets' order does not matter.
+    commons = list(map(present.intersection, sets))
+    common = {i: commons[i] for i in compress(range(len(sets)), commons)}
+    if not common:
         return None
+    per_sentence = {i: fsum(map(weights.__getitem__, keys)) for i, keys in common.items()}
+    covered = 0.0
+    if rare is not None:
+        covered = max(0.0, *(fsum(map(rare.__getitem__, keys)) for keys in common.values()))
     # Single sentences score per_sentence directly; pairs are tried around the best.
     ranked = sorted(per_sentence, key=per_sentence.__getitem__, reverse=True)
-    best = _Alignment(per_sentence[ranked[0]], (ranked[0],), ranked[0], credit, covered)
+    best = _Alignment(per_sentence[ranked[0]], (ranked[0],), ranked[0], common, covered)
     if cfg.max_window < 2:
         return best
     for a in ranked[: cfg.anchors]:
@@ -82,7 +82,7 @@ def _align(
             discount = 1.0 if fact.continues(max(a, b)) else cfg.window_discount
             if (per_sentence[a] + other) * discount <= best.got:
                 continue
-            got = discount * fsum(weights[k] for k, at in credit.items() if a in at or b in at)
+            got = discount * fsum(map(weights.__getitem__, common[a] | common[b]))
             if got > best.got:
                 best.got, best.window, best.anchor = got, (min(a, b), max(a, b)), a
     return best
@@ -93,9 +93,11 @@ def _ngram_share(claim: Claim, fact: Fact, al: _Alignment) -> float:
     contained = 0
     text: str | None = None
     first, last = al.window[0], al.window[-1]
+    inside = al.common.get(first, _NONE)
+    if last != first:
+        inside = inside | al.common.get(last, _NONE)
     for k, grams in claim.grams.items():
-        where = al.credit.get(k)
-        if where is not None and (first in where or last in where):
+        if k in inside:
             contained += len(grams)  # the word itself is there: all its grams are
             continue
         if text is None:
@@ -136,7 +138,7 @@ def score_with_coverage(
     """(support of one claim by one fact in [0, 1], before :func:`calibrate`; the most of
     ``rare`` -- the rarity weight of each claim key, :func:`~.answer.rarity_weights` --
     found in one sentence of the fact, 0 without it)."""
-    present = claim.keyset & fact.counts.keys()
+    present = claim.keyset & fact.keyset
     if not present:
         return 0.0, 0.0
     al = _align(claim, fact, present, cfg, rare)
