@@ -9,9 +9,11 @@ inputs.
 
 from __future__ import annotations
 
+import gc
 import math
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -21,7 +23,7 @@ from numpy.typing import NDArray
 
 from streamcite.core.offsets import OffsetMap
 from streamcite.local.checker import _offsets_in_units
-from streamcite.local.grounding import scoring
+from streamcite.local.grounding import engine, scoring
 from streamcite.local.grounding import tokens as tokens_module
 from streamcite.local.grounding.answer import rarity_weights
 from streamcite.local.grounding.bm25 import BM25
@@ -239,3 +241,27 @@ def test_alignment_matches_the_reference(claim_text: str, items: list[str]) -> N
             continue
         share = scoring._ngram_share(claim, fact, al)
         assert (al.got, al.window, al.anchor, al.covered, share) == expected
+
+
+def test_a_check_pauses_the_cycle_collector_and_always_resumes_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[bool] = []
+
+    def spy(answer: str, lang: str, cfg: EngineConfig) -> tuple[list[Any], list[Any]]:
+        seen.append(gc.isenabled())
+        raise RuntimeError("boom")
+
+    assert gc.isenabled()
+    monkeypatch.setattr(engine, "_claims", spy)
+    with pytest.raises(RuntimeError):
+        evaluate("Titanic was directed by James Cameron.", ["Titanic."], lang="en")
+    assert seen == [False]
+    assert gc.isenabled()  # resumed, also after an error
+    gc.disable()
+    try:  # paused by the application: left paused
+        with pytest.raises(RuntimeError):
+            evaluate("Titanic was directed by James Cameron.", ["Titanic."], lang="en")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
