@@ -8,6 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from streamcite.local import sentences as sentences_module
+from streamcite.local.grounding.words import fold
 from streamcite.local.sentences import Sentence, needs_grounding, split_sentences, without_markers
 
 
@@ -238,3 +240,38 @@ def test_factual_sentences_need_a_check(sentence: str) -> None:
 
 def test_without_markers() -> None:
     assert without_markers("Cameron [1]. Won [2, 3].[4]") == "Cameron. Won."
+
+
+def _plain_needs_grounding(sentence: str) -> bool:
+    """needs_grounding as written before its fast paths (every filler opening compared,
+    every word listed, the question regex always run)."""
+    text = without_markers(sentence).strip().strip("*_`> ")
+    if not sentences_module._HAS_WORD_RE.search(text):
+        return False
+    if sentences_module._QUESTION_END_RE.search(text):
+        return False
+    if text.rstrip("*_ ").endswith((":", "：")):
+        return False
+    folded = fold(text).lstrip("\"'«“([ ")
+    if folded.startswith(sentences_module._FILLER_START):
+        return False
+    words = sentences_module._WORD_RE.findall(folded)
+    return not all(w in sentences_module._PLEASANTRY_WORDS for w in words)
+
+
+_OPENINGS = [
+    "Sure", "sure!", "Thanks", "I hope this helps", "Hope that helps", "N'hésitez pas",
+    "Fammi sapere", "אל תהסס", "Great question", "Titanic", "The film", "«Thanks", "(sure",
+    "Sì", "Bien sûr", "ok", "Oui", "Let me know", "*Great", "> Sure", "1997", "", "[1]",
+]  # fmt: skip
+_TAILS = ["", ".", "!", "?", " ?", "?”", ":", " thank you.", " it was directed by Cameron.",
+          " you're welcome!", " ok ok", "？", "؟", " merci [2].", " if you need more."]  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.tuples(st.sampled_from(_OPENINGS), st.sampled_from(_TAILS)).map("".join)
+    | st.text(max_size=40)
+)
+def test_needs_grounding_fast_paths_match_the_plain_rules(sentence: str) -> None:
+    assert needs_grounding(sentence) is _plain_needs_grounding(sentence)
