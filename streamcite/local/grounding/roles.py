@@ -16,12 +16,20 @@ conjunction ``ו`` are prefixes).
 
 from __future__ import annotations
 
+from collections.abc import Container
 from itertools import compress, repeat
 
 from streamcite.local.grounding.tokens import token_table
 from streamcite.local.grounding.words import fold
 
-__all__ = ["RolePair", "claim_roles", "conflicting_roles", "fact_roles", "role_conflict"]
+__all__ = [
+    "RolePair",
+    "claim_roles",
+    "conflicting_roles",
+    "could_conflict",
+    "fact_roles",
+    "role_conflict",
+]
 
 RolePair = tuple[str, str]
 """(name key, role key): stemmed, folded words."""
@@ -164,6 +172,14 @@ def role_conflict(pairs: list[RolePair], fact_tokens: list[bytes], lang: str) ->
     if not pairs:
         return False
     return conflicting_roles(pairs, fact_roles(fact_tokens, lang))
+
+
+def could_conflict(pairs: list[RolePair], fact_keys: Container[str]) -> bool:
+    """False when :func:`conflicting_roles` is surely False for a fact of these content
+    keys: a conflict needs the pair's name bound in the fact and its role given there to
+    another name, so both are keys of the fact's tokens. Most candidates name neither,
+    and their tokens and roles need not be read at all."""
+    return any(name in fact_keys and role in fact_keys for name, role in pairs)
 
 
 def conflicting_roles(pairs: list[RolePair], roles: dict[str, str]) -> bool:

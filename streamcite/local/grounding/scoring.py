@@ -11,7 +11,7 @@ from streamcite.local.grounding.claims import Claim
 from streamcite.local.grounding.comparators import _scales, fact_dates, fact_numbers, holds
 from streamcite.local.grounding.config import DEFAULT_CONFIG, EngineConfig
 from streamcite.local.grounding.facts import Fact
-from streamcite.local.grounding.roles import conflicting_roles
+from streamcite.local.grounding.roles import conflicting_roles, could_conflict
 from streamcite.local.grounding.rules import status_conflict, swapped_number
 
 __all__ = ["calibrate", "score_with_coverage"]
@@ -187,7 +187,11 @@ def _score(
             covers *= cfg.negation_veto
     # A role given to the wrong name: the fact's appositions may sit outside the window
     # ("signed by Acme Corp, the buyer, …" before the sentence the claim aligns with).
-    if claim.roles and conflicting_roles(claim.roles, fact.roles()):
+    if (
+        claim.roles
+        and could_conflict(claim.roles, fact.keyset)
+        and conflicting_roles(claim.roles, fact.roles())
+    ):
         score *= cfg.negation_veto
         covers *= cfg.negation_veto
     return score, covers
