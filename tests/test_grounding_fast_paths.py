@@ -285,3 +285,11 @@ _MARKS = "".join(src for src, _ in tokens_module._PREFOLD)
 @example("ΑΣ’b and ΑΣ—b")
 def test_raw_tokens_lower_case_after_the_marks_as_before(text: str) -> None:
     assert raw_tokens(text) == _reference_raw_tokens(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=60) | texts)
+def test_the_ascii_word_regex_finds_the_unicode_regex_words(text: str) -> None:
+    if text.isascii():
+        expected = tokens_module._CASED_WORD_RE.findall(text)
+        assert tokens_module._CASED_ASCII_RE.findall(text) == expected

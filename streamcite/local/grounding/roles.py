@@ -49,6 +49,7 @@ _HEBREW_AND = fold("ו")
 _EDGE = "\"'“”‘’«»()[]*_"
 _CLOSERS = (b",", b".", b";", b":", b")")
 _MAX_ROLE_WORDS = 3
+_COMMA = repeat(b",")
 
 
 _STRIP = _EDGE + ",.;:!?"
@@ -87,7 +88,10 @@ def _words(tokens: list[bytes]) -> list[str]:
 def _key(token: bytes, lang: str) -> str:
     """The token's content key, as the rest of the engine reads it ("" for a function
     word or a number: neither is a name or a role)."""
-    key = token_table(lang).keys([token])[0]
+    table = token_table(lang)
+    key = table.key.get(token)  # memoised; else learnt, as TokenTable.keys does
+    if key is None:
+        key = table.learn(token)
     return "" if key[:1] == "#" else key
 
 
@@ -132,7 +136,7 @@ def fact_roles(tokens: list[bytes], lang: str) -> dict[str, str]:
     punctuation or the end, so that a list "Acme, the seller and Globex" does not count)."""
     out: dict[str, str] = {}
     # Only the tokens closed by a comma open an apposition: found in one C-level pass.
-    for i in compress(range(len(tokens) - 1), map(bytes.endswith, tokens, repeat(b","))):
+    for i in compress(range(len(tokens) - 1), map(bytes.endswith, tokens, _COMMA)):
         name = _key(tokens[i], lang)
         if not name:
             continue
@@ -145,7 +149,7 @@ def fact_roles(tokens: list[bytes], lang: str) -> dict[str, str]:
 def claim_roles(tokens: list[bytes], lang: str) -> list[RolePair]:
     """The (name, role) pairs a claim states: ``NAME was the ROLE``, ``the ROLE was NAME``
     or an apposition."""
-    if _RAW_COPULAS.isdisjoint(tokens) and not any(t.endswith(b",") for t in tokens):
+    if _RAW_COPULAS.isdisjoint(tokens) and not any(map(bytes.endswith, tokens, _COMMA)):
         return []
     out: list[RolePair] = []
     copulas = map(_COPULAS.__contains__, _words(tokens))
