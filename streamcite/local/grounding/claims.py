@@ -6,6 +6,7 @@ import re
 
 from streamcite.local.grounding.comparators import Comparison
 from streamcite.local.grounding.config import EngineConfig
+from streamcite.local.grounding.rules import number_neighbours
 from streamcite.local.grounding.tokens import TextFeatures, TokenTable, raw_tokens, word_ngrams
 from streamcite.local.grounding.words import fold
 
@@ -21,6 +22,7 @@ class Claim:
         "keyset",
         "n_grams",
         "names",
+        "neighbours",
         "numbers",
         "roles",
         "total",
@@ -37,6 +39,8 @@ class Claim:
         # numbers need not be in the fact ("Who won best actor in 1969: X").
         self.names = {k for k in features.salient if k[0] != "#"} - question
         self.numbers = features.numbers - question
+        self.neighbours = number_neighbours(features.stems) if self.numbers else set()
+        """Words next to its numbers (:func:`~.rules.number_neighbours`)."""
         self.comparisons: list[Comparison] = []
         self.done: list[bytes] = []
         """The claim's raw tokens when it states something done (status check)."""

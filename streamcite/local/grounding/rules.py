@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from streamcite.local.grounding.words import fold, stem
 
-__all__ = ["status_conflict", "swapped_number"]
+__all__ = ["number_neighbours", "status_conflict", "swapped_number"]
 
 # Changed event status: a claim that something is done ("has already opened") against
 # a fact that it is planned ("will open", "wants to"). Raw lower-case tokens.
@@ -108,6 +108,15 @@ def _number_runs(keys: list[str]) -> list[str]:
         else:
             out.append(k)
     return out
+
+
+def number_neighbours(claim_keys: list[str]) -> set[str]:
+    """The words next to the claim's numbers, as :func:`swapped_number` reads them: it can
+    be True only for a fact that holds one of them (a cheap test before it)."""
+    keys = [k for k in claim_keys if k not in _YEAR_WORDS]
+    return {
+        w for i, k in enumerate(keys) if k[:1] == "#" for w in _near(keys, i, 1) if w[:1] != "#"
+    }
 
 
 def swapped_number(claim_keys: list[str], fact_keys: list[str]) -> bool:

@@ -129,6 +129,10 @@ def _number_veto(claim: Claim, fact: Fact, window: tuple[int, ...], vouched: set
         return False
     if numbers - vouched - fact.numbers(window):
         return True
+    # swapped_number needs a word next to a claim number among the window's keys: most
+    # facts hold none of them, and their window need not be read again.
+    if claim.neighbours.isdisjoint(fact.keyset):
+        return False
     return swapped_number(claim.features.stems, fact.window_keys(window))
 
 
