@@ -26,24 +26,31 @@ class BM25:
         n = len(facts)
         token_ids = facts.ids  # first: reading the codes may learn tokens (new key ids)
         ids = facts.table.ids
-        row_of = np.full(len(facts.table.names), -1, dtype=np.int64)
+        row_of = np.full(len(facts.table.names), -1, dtype=np.int32)  # int32: fewer fresh pages
         for t, i in self.vocab.items():
             key_id = ids.get(t)
             if key_id is not None and key_id < len(row_of):
                 row_of[key_id] = i
         rows_of_tokens = row_of[token_ids]
         hit = rows_of_tokens >= 0
-        pair = rows_of_tokens[hit] * n + facts.owner[hit]
+        pair = rows_of_tokens[hit].astype(np.int64) * n + facts.owner[hit]
         counts = np.bincount(pair, minlength=len(self.vocab) * n).reshape(len(self.vocab), n)
         tf = counts.astype(np.float32)
         df = np.count_nonzero(counts, axis=1).astype(np.float32)
+        del counts  # its memory is reused below (fresh pages of large arrays cost page faults)
         idf = np.log1p((n - df + 0.5) / (df + 0.5)).astype(np.float32)
         lengths = facts.lengths.astype(np.float32)
         avg = float(lengths.mean()) if n else 0.0
         norm = k1 * (1.0 - b + b * lengths / (avg or 1.0))
         # Dense: a zero count scores 0 (idf > 0, norm > 0); the float32 operations on each
-        # (term, fact) are those of the sparse formula, so the scores are the same bits.
-        self.matrix = idf[:, None] * tf * (k1 + 1.0) / (tf + norm[None, :])
+        # (term, fact) are those of the sparse formula, so the scores are the same bits:
+        # idf * tf * (k1 + 1) / (tf + norm), in that order, computed in place in tf (one
+        # (terms x facts) temporary instead of four).
+        denominator = tf + norm[None, :]
+        np.multiply(tf, idf[:, None], out=tf)
+        np.multiply(tf, k1 + 1.0, out=tf)
+        np.divide(tf, denominator, out=tf)
+        self.matrix = tf
 
     def top_many(self, claims: Sequence[Sequence[str]], k: int) -> list[list[int]]:
         """For each claim (its terms), the ``k`` best facts with a positive score, best first.

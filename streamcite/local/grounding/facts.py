@@ -265,19 +265,21 @@ class Facts:
             self.facts = [Fact._of(t, table, None, raw_tokens(t)) for t in texts]
         else:  # the raw tokens of each fact live only until their codes are read
             self.facts = [Fact._of(t, table, table.codes(raw_tokens(t)), None) for t in texts]
-        self._arrays: tuple[NDArray[np.int32], NDArray[np.int64], NDArray[np.int64]] | None
+        self._arrays: tuple[NDArray[np.int32], NDArray[np.int32], NDArray[np.int64]] | None
         self._arrays = None
         self._present: NDArray[np.bool_] | None = None
 
     def __len__(self) -> int:
         return len(self.facts)
 
-    def _built(self) -> tuple[NDArray[np.int32], NDArray[np.int64], NDArray[np.int64]]:
+    def _built(self) -> tuple[NDArray[np.int32], NDArray[np.int32], NDArray[np.int64]]:
         if self._arrays is None:
             packed = [f.packed for f in self.facts]
             ids = np.frombuffer(b"".join(packed), dtype=np.int32) >> CODE_SHIFT
             sizes = np.fromiter(map(len, packed), dtype=np.int64, count=len(packed)) // 4
-            owner = np.repeat(np.arange(len(packed), dtype=np.int64), sizes)
+            # int32 (≤ 200 facts): half the fresh pages of int64 (large arrays are mmapped
+            # anew in each check, and their page faults are system time)
+            owner = np.repeat(np.arange(len(packed), dtype=np.int32), sizes)
             lengths = np.bincount(owner[ids != 0], minlength=len(packed))
             self._arrays = (ids, owner, lengths)
         return self._arrays
@@ -287,7 +289,7 @@ class Facts:
         return self._built()[0]
 
     @property
-    def owner(self) -> NDArray[np.int64]:
+    def owner(self) -> NDArray[np.int32]:
         return self._built()[1]
 
     @property
