@@ -79,10 +79,10 @@ def _word(token: bytes) -> str:
 
 def _words(tokens: list[bytes]) -> list[str]:
     """:func:`_word` of each token (one C-level pass once the tokens are known)."""
-    out: list[str | None] = list(map(_WORDS.get, tokens))
-    if None in out:
-        out = list(map(_word, tokens))
-    return out  # type: ignore[return-value]
+    try:
+        return list(map(_WORDS.__getitem__, tokens))
+    except KeyError:
+        return list(map(_word, tokens))
 
 
 def _key(token: bytes, lang: str) -> str:

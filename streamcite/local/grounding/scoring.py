@@ -167,7 +167,9 @@ def _score(
     if claim.comparisons:
         vouched, failed = _comparisons(claim, fact, al.window)
     # Keys a holding comparison stands for count as found ("more than 20" against 23).
-    got = al.got + fsum(claim.weights[k] for k in vouched - present if k in claim.weights)
+    got = al.got
+    if vouched:  # (an empty sum adds 0.0: skipped, the same value)
+        got += fsum(claim.weights[k] for k in vouched - present if k in claim.weights)
     recall = min(got / claim.total, 1.0) if claim.total else 0.0
     if claim.n_grams:
         share = _ngram_share(claim, fact, al)

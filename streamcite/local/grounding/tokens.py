@@ -203,12 +203,14 @@ class TokenTable:
 
     def keys(self, tokens: list[bytes]) -> list[str]:
         """The key of each raw token, in order (``""`` for function words)."""
-        out: list[str | None] = list(map(self.key.get, tokens))
-        if None in out:
+        try:  # known tokens: one C-level pass (no scan of the result for misses)
+            return list(map(self.key.__getitem__, tokens))
+        except KeyError:
+            out: list[str | None] = list(map(self.key.get, tokens))
             for i, k in enumerate(out):
                 if k is None:
                     out[i] = self.learn(tokens[i])
-        return out  # type: ignore[return-value]
+            return out  # type: ignore[return-value]
 
     def codes(self, tokens: list[bytes]) -> bytes:
         """The packed code of each raw token, concatenated (4 bytes a token)."""
