@@ -41,11 +41,9 @@ event may be named ``"\x00overflow"`` (the standard allows NUL in event types)."
 DEFAULT_MAX_EVENT_SIZE = 16 * 1024 * 1024
 
 _BOM = b"\xef\xbb\xbf"
-_MAX_RETRY = 2**63 - 1
-"""A larger ``retry`` counts as this (milliseconds: forever). A signed 64-bit integer,
-as browsers keep it, so every consumer can hold and serialise it (orjson refuses
-integers beyond 64 bits)."""
-_MAX_RETRY_DIGITS = len(str(_MAX_RETRY))
+_MAX_RETRY_DIGITS = 4000
+_MAX_RETRY = 10**_MAX_RETRY_DIGITS - 1
+"""A ``retry`` longer than this many digits counts as this (milliseconds: forever)."""
 
 
 def _block_size(tail: bytearray) -> int:
@@ -328,13 +326,10 @@ class SSEDecoder:
             if b"\x00" not in value:
                 self.last_event_id = value.decode("utf-8", "replace")
         elif field == b"retry" and value.isdigit():
-            # bytes.isdigit is ASCII-only, as the standard requires. A value beyond
-            # 64 bits saturates (Python's int() would even raise past 4,300 digits).
+            # bytes.isdigit is ASCII-only, as the standard requires. Python refuses
+            # int() of over 4,300 digits: such a value saturates instead of raising.
             digits = value.lstrip(b"0") or b"0"
-            if len(digits) > _MAX_RETRY_DIGITS:
-                self.retry = _MAX_RETRY
-            else:
-                self.retry = min(int(digits), _MAX_RETRY)
+            self.retry = int(digits) if len(digits) <= _MAX_RETRY_DIGITS else _MAX_RETRY
         # Any other field is ignored, as the standard requires.
 
     def _reset_block(self) -> None:
