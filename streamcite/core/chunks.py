@@ -14,7 +14,13 @@ import orjson
 
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.citations import citations_from_chunk
-from streamcite.core.deltas import check_tool_arguments, finish_error, interpret_delta
+from streamcite.core.deltas import (
+    ToolPlacer,
+    check_spans,
+    check_tool_arguments,
+    finish_error,
+    interpret_delta,
+)
 from streamcite.core.errors_payload import error_from_payload
 from streamcite.core.events import (
     CitationRefEvent,
@@ -59,10 +65,12 @@ class ChunkInterpreter:
         "_mode_keep",
         "_raw0",
         "_refs",
+        "_tools",
         "_tpl",
         "_usage_pending",
         "cut",
         "done",
+        "spans_checked",
     )
 
     def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
@@ -79,6 +87,10 @@ class ChunkInterpreter:
         self._last_citations: Any = None
         self._finished: set[int] = set()
         self._usage_pending: UsageEvent | None = None
+        self._tools: dict[int, ToolPlacer] = {}
+        """Per choice: which call a tool-call delta continues (``deltas.ToolPlacer``)."""
+        self.spans_checked = 0
+        """``url_citation`` spans already checked against the final text."""
         self.cut = False
         """A provider error cut the answer (``finish_reason: "error"``, an error object)."""
         self._tpl = ContentTemplate()
@@ -118,9 +130,7 @@ class ChunkInterpreter:
             # Other event types (pings, provider extensions) carry no chat chunk.
             return out
         if payload == b"[DONE]":
-            self.done = True
-            self._builder.complete = not self.cut
-            self._flush_usage(out)
+            self._done(out)
             return out
         try:
             obj = _loads(payload)
@@ -295,6 +305,7 @@ class ChunkInterpreter:
                 self._builder.finish_reason = f.reason
                 self._builder.complete = True
                 check_tool_arguments(self, out)
+                check_spans(self, out)
         out.extend(finishes)
         for f in finishes:
             if f.reason == "error":
@@ -407,6 +418,13 @@ class ChunkInterpreter:
         if self._usage_pending is not None:
             out.append(self._usage_pending)
             self._usage_pending = None
+
+    def _done(self, out: list[Event]) -> None:
+        """``[DONE]``: the answer is complete unless a provider error cut it."""
+        self.done = True
+        self._builder.complete = not self.cut
+        check_spans(self, out)
+        self._flush_usage(out)
 
     def _sse_error(self, payload: bytes, out: list[Event]) -> None:
         try:
