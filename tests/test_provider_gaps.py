@@ -21,8 +21,10 @@ from streamcite.core.events import (
     Event,
     ReasoningEvent,
     ToolCallEvent,
+    UsageEvent,
 )
 from streamcite.core.models import CitedAnswer
+from streamcite.enrich.gate import skip_reason
 
 DONE = b"data: [DONE]\n\n"
 
@@ -420,3 +422,201 @@ def test_annotations_valid_ones_become_citations_any_split(
     beyond = sum(1 for _, _, e in want if e > 4)
     assert _codes(whole).count("bad_annotation") == bad + beyond
     assert _wire(list(iter_events(_splits(data, cuts)))) == _wire(whole)
+
+
+# -- 4. named SSE events ------------------------------------------------------------------
+
+
+def _chunk_obj(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "a",
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+def test_done_under_a_named_event_ends_the_stream() -> None:
+    evs = _run(
+        _named(_chunk_obj({"content": "hi"})),
+        _named(b"[DONE]"),
+        _named(_chunk_obj({"content": " LEAK"})),
+    )
+    a = _answer(evs)
+    assert a.text == "hi" and _codes(evs) == [] and a.complete is True
+
+
+def test_done_under_a_named_event_after_the_fast_loop() -> None:
+    evs = _run(*WARM, _named(b"[DONE]", b"done"), _ch({"content": "LEAK"}))
+    assert _answer(evs).text == WARM_TEXT and _codes(evs) == []
+
+
+def test_invalid_chunk_under_a_named_event_is_invalid_json_naming_it() -> None:
+    evs = _run(_named(b'{"choices": [oops'), _ch({"content": "hi"}, "stop"), DONE)
+    errs = [e for e in evs if isinstance(e, ErrorEvent)]
+    assert [e.code for e in errs] == ["invalid_json"] and "'completion'" in errs[0].message
+    assert _answer(evs).text == "hi"
+
+
+def test_usage_only_chunk_under_a_named_event_is_usage() -> None:
+    usage = {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
+    evs = _run(
+        _named(_chunk_obj({"content": "hi"})),
+        _named({"id": "a", "object": "chat.completion.chunk", "usage": usage}),
+        _named(_chunk_obj({}, "stop")),
+        DONE,
+    )
+    assert [e.type for e in evs].count("usage") == 1
+    got = _answer(evs).usage
+    assert got is not None and got.total_tokens == 3
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [{"error": {"code": 502, "message": "x"}}, {"object": "error", "message": "boom", "code": 500}],
+)
+def test_error_under_a_named_event_is_an_error_and_cuts(payload: dict[str, Any]) -> None:
+    evs = _run(_named(_chunk_obj({"content": "hi"})), _named(payload), DONE)
+    a = _answer(evs)
+    assert [(e.code, e.status) for e in evs if isinstance(e, ErrorEvent)] in (
+        [("502", 502)],
+        [("500", 500)],
+    )
+    assert a.complete is False and a.text == "hi"
+
+
+def test_choices_of_the_wrong_type_under_a_named_event_is_bad_chunk() -> None:
+    evs = _run(_named({"choices": {"index": 0}}), _ch({"content": "hi"}, "stop"), DONE)
+    assert _codes(evs) == ["bad_chunk"]
+
+
+@pytest.mark.parametrize(
+    ("name", "payload"),
+    [
+        (b"ping", b"{}"),
+        (b"ping", b""),
+        (b"keepalive", b"keepalive"),
+        (b"ping", b'{"type": "ping"}'),
+        (b"metadata", b'{"object": ["list"], "trace": 1}'),
+        (b"completion", b"[1, 2]"),
+        (b"completion", b'"text"'),
+        (b"progress", b'{"step": 3, "of": 7}'),
+    ],
+)
+def test_payloads_that_are_not_chat_chunks_are_ignored(name: bytes, payload: bytes) -> None:
+    evs = _run(_ch({"content": "hi"}), _named(payload, name), _ch({}, "stop"), DONE)
+    assert _codes(evs) == [] and [e.type for e in evs] == ["meta", "token", "finish", "done"]
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    names=st.lists(
+        st.sampled_from([b"", b"message", b"completion", b"ping"]), min_size=3, max_size=10
+    ),
+    cuts=st.lists(st.integers(0, 10_000), max_size=8),
+)
+def test_named_events_any_split(names: list[bytes], cuts: list[int]) -> None:
+    parts = []
+    for i, name in enumerate(names):
+        obj = _chunk_obj({"content": f"t{i}"})
+        if name == b"ping":
+            parts.append(_named(b"{}", name))  # a ping carries nothing
+        else:
+            parts.append(_named(obj, name) if name else b"data: " + orjson.dumps(obj) + b"\n\n")
+    data = b"".join([*parts, _named(b"[DONE]", b"completion"), _ch({"content": "LEAK"})])
+    whole = _run(data)
+    want = "".join(f"t{i}" for i, n in enumerate(names) if n != b"ping")
+    assert _answer(whole).text == want
+    assert _wire(list(iter_events(_splits(data, cuts)))) == _wire(whole)
+
+
+# -- 5. x_groq.usage ----------------------------------------------------------------------
+
+U = {"prompt_tokens": 4, "completion_tokens": 5, "total_tokens": 9}
+
+
+def _usage_events(evs: list[Event]) -> list[tuple[Any, ...]]:
+    return [
+        (e.prompt_tokens, e.completion_tokens, e.total_tokens)
+        for e in evs
+        if isinstance(e, UsageEvent)
+    ]
+
+
+def test_xgroq_usage_on_a_content_chunk_after_the_fast_loop() -> None:
+    evs = _run(
+        *WARM, _ch({"content": "X"}, x_groq={"id": "req", "usage": U}), _ch({}, "stop"), DONE
+    )
+    a = _answer(evs)
+    assert a.usage is not None and a.usage.total_tokens == 9
+    assert _usage_events(evs) == [(4, 5, 9)] and a.text == WARM_TEXT + "X"
+
+
+@pytest.mark.parametrize("where", ["first", "middle", "finish", "trailing"])
+def test_xgroq_usage_captured_on_whichever_chunk_carries_it(where: str) -> None:
+    xg = {"id": "req", "usage": U}
+    first = _ch(
+        {"role": "assistant", "content": ""}, x_groq=xg if where == "first" else {"id": "req"}
+    )
+    mid = _ch({"content": "m"}, x_groq=xg) if where == "middle" else _ch({"content": "m"})
+    fin = _ch({}, "stop", x_groq=xg) if where == "finish" else _ch({}, "stop")
+    tail = [b"data: " + orjson.dumps({"id": "x", "choices": [], "x_groq": xg}) + b"\n\n"]
+    evs = _run(first, *WARM, mid, fin, *(tail if where == "trailing" else []), DONE)
+    assert _usage_events(evs) == [(4, 5, 9)]
+    assert _answer(evs).text == WARM_TEXT + "m" and _codes(evs) == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 12), cuts=st.lists(st.integers(0, 10_000), max_size=8))
+def test_xgroq_usage_on_every_chunk_gives_one_usage_event(n: int, cuts: list[int]) -> None:
+    chunks = [
+        _ch({"content": f"c{i}"}, x_groq={"usage": {**U, "completion_tokens": i}}) for i in range(n)
+    ]
+    data = b"".join([*WARM, *chunks, DONE])
+    whole = _run(data)
+    assert _usage_events(whole) == [(4, n - 1, 9)]
+    assert _wire(list(iter_events(_splits(data, cuts)))) == _wire(whole)
+
+
+def test_top_level_usage_on_every_chunk_after_the_fast_loop_gives_one_usage_event() -> None:
+    chunks = [_ch({"content": f"c{i}"}, usage={**U, "completion_tokens": i}) for i in range(5)]
+    evs = _run(*WARM, *chunks, _ch({}, "stop"), DONE)
+    assert _usage_events(evs) == [(4, 4, 9)]
+
+
+# -- 6. a provider error in a chunk cuts the answer ---------------------------------------
+
+ERR = b'data: {"error": {"code": 502, "message": "upstream"}}\n\n'
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [[DONE], [_ch({}, "stop"), DONE], [_ch({"content": " more"}), DONE]],
+    ids=["done", "finish-then-done", "more-content"],
+)
+def test_error_object_then_done_is_incomplete_and_not_enriched(tail: list[bytes]) -> None:
+    p = ChunkInterpreter()
+    out: list[Event] = []
+    for part in [_ch({"content": "hi"}), ERR, *tail]:
+        out += p.feed(part[len(b"data: ") : -2])
+    out += p.close()
+    assert p.builder.complete is False and "502" in _codes(out)
+    assert skip_reason(p.builder, enrich_incomplete=False) == "incomplete"
+    assert skip_reason(p.builder, enrich_incomplete=True) is None
+    a = _answer(_run(_ch({"content": "hi"}), ERR, *tail))
+    assert a.complete is False and a.text.startswith("hi")
+
+
+def test_error_in_the_finish_chunk_cuts_but_after_the_finish_does_not() -> None:
+    err = {"code": 500, "message": "x"}
+    a = _answer(_run(_ch({"content": "hi"}), _ch({}, "stop", error=err), DONE))
+    assert a.complete is False
+    # Choice 0 finished in an earlier chunk: nothing of the answer was lost.
+    a = _answer(_run(_ch({"content": "hi"}), _ch({}, "stop"), ERR, DONE))
+    assert a.complete is True and [e.code for e in a.errors] == ["502"]
+
+
+def test_error_frame_event_still_does_not_cut() -> None:
+    # `event: error` frames keep their documented meaning: reported, the stream goes on.
+    frame = b'event: error\ndata: {"error": {"message": "Overloaded"}}\n\n'
+    a = _answer(_run(_ch({"content": "a"}), frame, _ch({"content": "b"}, "stop"), DONE))
+    assert a.complete is True and a.text == "ab"
