@@ -189,6 +189,7 @@ def test_swapped_sides_in_french_italian_hebrew(claim: str, fact: str, supported
         # symmetric verbs and "with": the swap says the same
         ("Contoso merged with Northwind Traders.", "Northwind Traders merged with Contoso."),
         ("Portugal borders Spain.", "Spain borders Portugal to the west."),
+        ("Arsenal versus Chelsea ended in a draw.", "Chelsea versus Arsenal ended in a draw."),
         # the fact says it both ways, in two sentences
         (
             "Contoso acquired Northwind Traders.",

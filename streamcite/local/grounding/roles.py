@@ -206,7 +206,7 @@ _SYMMETRIC = str.split(
     "meet meets met marry marries married wed weds border borders bordered "
     "face faces faced play plays played tie ties tied draw draws drew "
     "merge merges merged resemble resembles resembled equal equals equalled equaled "
-    "match matches matched rival rivals rivalled "
+    "match matches matched rival rivals rivalled versus vs "
     "rencontre rencontré rencontrée épouse épousé affronte affronté borde fusionne "
     "joue joué égale "
     "incontra incontrato incontrata sposa sposato affronta affrontato confina gioca "
