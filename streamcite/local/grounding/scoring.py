@@ -10,7 +10,7 @@ from streamcite.local.grounding.claims import Claim
 from streamcite.local.grounding.comparators import _scales, fact_dates, fact_numbers, holds
 from streamcite.local.grounding.config import DEFAULT_CONFIG, EngineConfig
 from streamcite.local.grounding.facts import Fact
-from streamcite.local.grounding.roles import role_conflict
+from streamcite.local.grounding.roles import order_conflict, role_conflict
 from streamcite.local.grounding.rules import status_conflict, swapped_number
 
 __all__ = ["calibrate", "score_with_coverage"]
@@ -186,6 +186,10 @@ def _score(
     # A role given to the wrong name: the fact's appositions may sit outside the window
     # ("signed by Acme Corp, the buyer, …" before the sentence the claim aligns with).
     if claim.roles and role_conflict(claim.roles, fact.tokens, fact.table.lang):
+        score *= cfg.negation_veto
+        covers *= cfg.negation_veto
+    # Who did what to whom, by word order: "Globex bought Acme" against "Acme bought Globex".
+    if claim.order and order_conflict(claim.order, fact, al.window, present):
         score *= cfg.negation_veto
         covers *= cfg.negation_veto
     return score, covers
