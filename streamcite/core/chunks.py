@@ -47,6 +47,14 @@ _JSONDecodeError = orjson.JSONDecodeError
 _EXTRA_KEYS = ("reasoning_content", "reasoning", "refusal", "tool_calls", "annotations")
 
 
+def _choice_usage(choices: list[Any]) -> Any:
+    """A usage object inside a choice (Moonshot sends it in the finishing choice)."""
+    for ch in choices:
+        if type(ch) is dict and (usage := ch.get("usage")):
+            return usage
+    return None
+
+
 def _has_extra(delta: dict[str, Any]) -> bool:
     """A delta carrying something besides its content string (reasoning, tool calls...)."""
     return any(delta.get(k) for k in _EXTRA_KEYS)
@@ -198,6 +206,7 @@ class ChunkInterpreter:
             or "search_results" in obj
             or "error" in obj
             or "x_groq" in obj  # Groq's first and last chunks: usage may be under it
+            or "usage" in ch  # Moonshot puts it in the choice
             or obj.get("usage")
             or (len(delta) > 1 and (not content or _has_extra(delta)))
         ):
@@ -234,6 +243,8 @@ class ChunkInterpreter:
         usage = obj.get("usage")
         if not usage and type(xg := obj.get("x_groq")) is dict:
             usage = xg.get("usage")  # Groq: usage only under x_groq
+        if not usage and type(choices) is list:
+            usage = _choice_usage(choices)  # Moonshot: usage inside the finishing choice
         if usage:
             final = bool(finishes) or not choices or type(choices) is not list
             self._usage(usage, out, final=final)
