@@ -66,6 +66,14 @@ EXPECT: dict[str, dict[str, Any]] = {
         "usage": 2,
         "finish": "tool_calls",
     },
+    "moonshot_indexless_tool_calls.sse": {
+        "tools": [
+            ("weather_0", "weather", '{"location":"Kyōto"}'),
+            ("time_1", "time", '{"zone":"Asia/Tokyo"}'),
+        ],
+        "usage": 2,
+        "finish": "tool_calls",
+    },
     "xai_grok_reasoning_tool_call.sse": {
         "reasoning": "The user wants Oslo's weather.",
         "tools": [("call_80421377", "get_weather", '{"location":"Oslo"}')],
@@ -94,7 +102,11 @@ EXPECT: dict[str, dict[str, Any]] = {
 
 # Usage the core does not capture yet (choice-level ``choices[].usage``, Moonshot): the
 # expected counts above are what it must give; until then these cases fail, strictly.
-USAGE_GAPS = {"moonshot_reasoning_choice_usage.sse", "moonshot_tool_call_usage.sse"}
+USAGE_GAPS = {
+    "moonshot_reasoning_choice_usage.sse",
+    "moonshot_tool_call_usage.sse",
+    "moonshot_indexless_tool_calls.sse",
+}
 
 
 def _load(name: str) -> bytes:
