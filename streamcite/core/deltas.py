@@ -113,10 +113,13 @@ def _content_parts(it: ChunkInterpreter, idx: int, parts: list[Any], out: list[E
 class ToolPlacer:
     """Which call of one choice a tool-call delta belongs to (its ``tool_index``).
 
-    With ``index``, as sent. Without it (Gemini's OpenAI-compatible stream): an ``id``
-    seen before continues that call, a new ``id`` starts a call at the next free
-    index, and neither continues the most recent call (argument fragments), unless it
-    brings a ``name`` while that call has one already (a second call, not a fragment).
+    With ``index``, as sent. Without it (Gemini's OpenAI-compatible stream; Moonshot's
+    schema allows it): an ``id`` seen before continues that call, a new ``id`` starts a
+    call at the next free index. With neither, in a delta of several entries, the
+    entry's position in the array is its call (Moonshot sends the fragments of parallel
+    calls side by side, in the order the calls were started); a lone entry continues the
+    most recent call (argument fragments), unless it brings a ``name`` while that call
+    has one already (a second call, not a fragment).
     """
 
     __slots__ = ("by_id", "last", "named", "next")
@@ -127,10 +130,13 @@ class ToolPlacer:
         self.last = -1
         self.next = 0
 
-    def place(self, tidx: int | None, cid: str | None, name: str | None) -> int:
+    def place(self, tidx: int | None, cid: str | None, name: str | None, pos: int = -1) -> int:
+        """The call of one entry; ``pos``: its position in a delta of several (else -1)."""
         if tidx is None:
             if cid:
                 tidx = self.by_id.get(cid, self.next)
+            elif pos >= 0:
+                tidx = pos
             elif self.last < 0 or (name and self.last in self.named):
                 tidx = self.next
             else:
@@ -175,7 +181,8 @@ def _tool_calls(it: ChunkInterpreter, idx: int, calls: Any, out: list[Event]) ->
     placer = it._tools.get(idx)
     if placer is None:
         placer = it._tools[idx] = ToolPlacer()
-    for call in calls:
+    several = len(calls) > 1
+    for pos, call in enumerate(calls):
         entry = _tool_entry(call)
         if isinstance(entry, str):
             # Not folded into any call: a wrong type is never taken for a missing field.
@@ -183,7 +190,11 @@ def _tool_calls(it: ChunkInterpreter, idx: int, calls: Any, out: list[Event]) ->
             continue
         tidx, cid, kind, name, args = entry
         ev = ToolCallEvent(
-            idx, placer.place(tidx, cid, name), cid or None, name or None, args or ""
+            idx,
+            placer.place(tidx, cid, name, pos if several else -1),
+            cid or None,
+            name or None,
+            args or "",
         )
         out.append(ev)
         if idx == 0:
