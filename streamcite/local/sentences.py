@@ -95,7 +95,7 @@ _SUPERSCRIPTS = "⁰¹²³⁴⁵⁶⁷⁸⁹"
 # "[^1]"): after punctuation or a word of three letters or more, so that an exponent
 # ("10³", "m²", "km²", "x^2") stays a number of the claim.
 _SUPERSCRIPT_MARKER_RE = re.compile(
-    r"[ \t]*\[\^[^\]\s]{1,20}\]"
+    r"(?<![ \t])[ \t]*\[\^[^\]\s]{1,20}\]"  # (from the first blank only: linear)
     r"|(?:(?<=[^\W\d_]{3})|(?<=[.,;:!?)\]\"'”’»]))"
     rf"(?:[{_SUPERSCRIPTS}]+|⁽[{_SUPERSCRIPTS}]+⁾|\^\d{{1,3}}(?![\d.,]?\d))"
     rf"(?:[,˒](?:[{_SUPERSCRIPTS}]+|\^\d{{1,3}}))*"
@@ -223,7 +223,10 @@ def split_sentences(text: str) -> list[Sentence]:
                 if _INLINE_NUMBER_RE.fullmatch(text, s, e):
                     continue  # "… app. 2. Click save.": "2." opens the next item
                 item = _LIST_OPENING_RE.search(text, s, e)
-                if item is not None:  # "Steps: 1. Open …": the list opens after the colon
+                # "Steps: 1. Open …": the list opens after the colon; "The option is: b."
+                # at the end of the text is the claim's answer, not a list.
+                rest = text[m.end() : seg.end]
+                if item is not None and rest and not rest.isspace():
                     out.append(Sentence(s, item.start() + 1, text[s : item.start() + 1]))
                     start = item.end() - len(item.group(1))
                     continue

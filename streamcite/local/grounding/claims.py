@@ -127,17 +127,22 @@ def without_enumerators(text: str) -> str:
     One at the claim's start is always an enumerator (what else could "2. Save" or
     "(a) Open" be); one inside the claim only when it continues the count of the one
     before it ("…, 2) save") or opens one after a colon ("Steps: 1) open"): "aged 7, 5."
-    keeps its 5."""
+    keeps its 5. Never one glued to the colon or comma before it ("won 2:1."), nor one that
+    would open a list with nothing after it ("was: 1." keeps its number)."""
     if not any(c in text for c in ".)"):
         return text
     cut: list[tuple[int, int]] = []
     before: set[tuple[str, int]] = set()
     for m in _ENUMERATOR_RE.finditer(text):
         ways = _ordinals(m.group(2) or m.group(3))
-        at_start = m.start() == 0
-        opens = text[m.start() - 1 : m.start()] == ":" and any(v == 1 for _, v in ways)
+        # Inside a claim an enumerator has a blank before it ("2:1." is a score), and one
+        # that starts a list has words after it ("was: 1." is the claim's number).
+        blank = m.start() == 0 or m.start(1) > m.start()
+        words = bool(text[m.end(1) :].strip())
+        at_start = m.start() == 0 and words
+        opens = text[m.start() - 1 : m.start()] == ":" and words and any(v == 1 for _, v in ways)
         follows = any((kind, v - 1) in before for kind, v in ways)
-        if at_start or opens or follows:
+        if blank and (at_start or opens or follows):
             end = m.end(1)
             while end < len(text) and text[end].isspace():
                 end += 1
