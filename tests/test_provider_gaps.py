@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from streamcite import iter_events
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.chunks import ChunkInterpreter
+from streamcite.core.deltas import MAX_URL_CITATIONS
 from streamcite.core.events import (
     DoneEvent,
     ErrorEvent,
@@ -372,7 +373,7 @@ class _CountingBuilder(AnswerBuilder):
         self.__dict__["_s"] = v
 
 
-@pytest.mark.parametrize("n", [1, 2_000, 20_000])
+@pytest.mark.parametrize("n", [1, MAX_URL_CITATIONS, 20_000])
 def test_annotations_in_one_chunk_cost_linear_copies(n: int) -> None:
     b = _CountingBuilder()
     it = ChunkInterpreter(b)
@@ -381,11 +382,13 @@ def test_annotations_in_one_chunk_cost_linear_copies(n: int) -> None:
         {"choices": [{"index": 0, "delta": {"content": "a", "annotations": [note] * n}}]}
     )
     out = it.feed(payload)
-    assert len(b.citations) == n and len(b.citation_spans) == n
+    kept = min(n, MAX_URL_CITATIONS)  # beyond the cap: reported once, dropped
+    assert len(b.citations) == kept and len(b.citation_spans) == kept
     assert [c.document_index for c in b.citations[:3]] == list(range(min(n, 3)))
     assert [e.type for e in out].count("citations") == 1
-    # One list of each per chunk: 2n elements (a rebuild per annotation was n * n).
-    assert b.copied == 2 * n
+    assert [e.code for e in out if isinstance(e, ErrorEvent)] == ["bad_annotation"] * (n > kept)
+    # One list of each per chunk: 2 * kept elements (a rebuild per annotation was n * n).
+    assert b.copied == 2 * kept
 
 
 @settings(max_examples=60, deadline=None)

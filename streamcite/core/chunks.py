@@ -41,6 +41,10 @@ from streamcite.core.template import ContentTemplate
 
 __all__ = ["ChunkInterpreter", "error_from_payload"]
 
+MAX_CHOICES = 128
+"""Choices a stream may carry (OpenAI's ``n`` is at most 128): the per-choice state
+(footnote detectors, tool-call placement) stays bounded whatever index a stream sends."""
+
 _loads = orjson.loads
 _new = object.__new__
 _JSONDecodeError = orjson.JSONDecodeError
@@ -77,6 +81,7 @@ class ChunkInterpreter:
         "_tools",
         "_tpl",
         "_usage_pending",
+        "annotations_dropped",
         "cut",
         "done",
         "spans_checked",
@@ -98,6 +103,8 @@ class ChunkInterpreter:
         self._usage_pending: UsageEvent | None = None
         self._tools: dict[int, ToolPlacer] = {}
         """Per choice: which call a tool-call delta continues (``deltas.ToolPlacer``)."""
+        self.annotations_dropped = 0
+        """``url_citation`` annotations beyond ``deltas.MAX_URL_CITATIONS`` (reported once)."""
         self.spans_checked = 0
         """``url_citation`` spans already checked against the final text."""
         self.cut = False
@@ -305,6 +312,10 @@ class ChunkInterpreter:
         idx = ch.get("index", 0)
         if type(idx) is not int:
             self._fault(out, "bad_chunk", f"choice index is not an integer: {idx!r:.40}")
+            return None
+        if not 0 <= idx < MAX_CHOICES:
+            msg = f"choice index {idx} is outside 0-{MAX_CHOICES - 1}: choice skipped"
+            self._fault(out, "bad_chunk", msg)
             return None
         return idx
 

@@ -67,7 +67,7 @@ def interpret_delta(
     if calls:
         _tool_calls(it, idx, calls, out)
     notes = delta.get("annotations")
-    if notes:
+    if notes and idx == 0:  # the answer's citations are choice 0's (others: ignored)
         _annotations(it, notes, out)
 
 
@@ -131,7 +131,8 @@ class ToolPlacer:
         self.next = 0
 
     def place(self, tidx: int | None, cid: str | None, name: str | None, pos: int = -1) -> int:
-        """The call of one entry; ``pos``: its position in a delta of several (else -1)."""
+        """The call of one entry; ``pos``: its position in a delta of several (else -1).
+        -1 for a call beyond :data:`MAX_TOOL_CALLS` (not placed, nothing remembered)."""
         if tidx is None:
             if cid:
                 tidx = self.by_id.get(cid, self.next)
@@ -141,6 +142,8 @@ class ToolPlacer:
                 tidx = self.next
             else:
                 tidx = self.last
+        if tidx >= MAX_TOOL_CALLS:
+            return -1
         if cid and cid not in self.by_id:
             self.by_id[cid] = tidx
         if name:
@@ -149,6 +152,15 @@ class ToolPlacer:
         self.next = max(self.next, tidx + 1)
         return tidx
 
+
+MAX_TOOL_CALLS = 1024
+"""Tool calls per choice (OpenAI allows 128 tools): what a choice's calls and their
+placement hold stays bounded whatever a hostile stream numbers or names."""
+MAX_URL_CITATIONS = 256
+"""``url_citation`` citations per answer. Each annotation chunk's ``citations`` event
+carries the whole list so far (consumers replace theirs), so a flood of one-annotation
+chunks would grow the events quadratically; beyond this, annotations are reported once
+and dropped."""
 
 _ToolEntry = tuple["int | None", "str | None", "str | None", "str | None", "str | None"]
 """One tool-call delta, checked: index, id, type, name, arguments."""
@@ -189,13 +201,12 @@ def _tool_calls(it: ChunkInterpreter, idx: int, calls: Any, out: list[Event]) ->
             it._fault(out, "bad_tool_call", f"tool call {entry}: {call!r:.120}")
             continue
         tidx, cid, kind, name, args = entry
-        ev = ToolCallEvent(
-            idx,
-            placer.place(tidx, cid, name, pos if several else -1),
-            cid or None,
-            name or None,
-            args or "",
-        )
+        tool_index = placer.place(tidx, cid, name, pos if several else -1)
+        if tool_index < 0:
+            msg = f"tool call beyond the {MAX_TOOL_CALLS:,} of a choice: {call!r:.120}"
+            it._fault(out, "bad_tool_call", msg)
+            continue
+        ev = ToolCallEvent(idx, tool_index, cid or None, name or None, args or "")
         out.append(ev)
         if idx == 0:
             it.builder.tool_call(ev)
@@ -235,6 +246,12 @@ def _annotations(it: ChunkInterpreter, notes: Any, out: list[Event]) -> None:
         got = _url_citation(note)
         if isinstance(got, str):
             it._fault(out, "bad_annotation", f"annotation {got}: {note!r:.120}")
+            continue
+        if n >= MAX_URL_CITATIONS:
+            if not it.annotations_dropped:  # reported once per stream, then counted
+                msg = f"more than {MAX_URL_CITATIONS} url_citation annotations: the rest dropped"
+                it._fault(out, "bad_annotation", msg)
+            it.annotations_dropped += 1
             continue
         url, title, start, end = got
         citations.append(Citation(document_title=title, document_index=n, source_url=url))
