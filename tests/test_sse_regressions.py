@@ -5,6 +5,8 @@ Each test failed on the code before the fix; the property tests hold for any inp
 
 from __future__ import annotations
 
+import json
+
 import orjson
 import pytest
 from aiohttp import web
@@ -152,6 +154,20 @@ def test_retry_of_5000_digits_does_not_raise_nor_lose_tokens() -> None:
     assert d.retry == 42
     d.feed(b"retry: " + b"7" * 5000 + b"\n\n")
     assert d.retry == 10**4000 - 1  # saturated, not raised
+
+
+def test_sse_command_prints_a_retry_beyond_64_bits() -> None:
+    # The CLI serialises each event with orjson, which refuses integers beyond 64 bits:
+    # a huge retry used to crash it (TypeError) and lose the rest of the stream.
+    from click.testing import CliRunner
+
+    from streamcite.cli import main
+
+    stdin = b"retry: " + b"9" * 30 + b"\ndata: x\n\ndata: y\n\n"
+    result = CliRunner().invoke(main, ["sse"], input=stdin, catch_exceptions=False)
+    assert result.exit_code == 0
+    lines = [json.loads(line) for line in result.stdout_bytes.splitlines()]
+    assert [(e["data"], e["retry"]) for e in lines] == [("x", 10**30 - 1), ("y", 10**30 - 1)]
 
 
 @settings(max_examples=400, deadline=None)

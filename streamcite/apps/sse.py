@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from typing import Any
 
 import click
 import orjson
@@ -10,6 +12,15 @@ import orjson
 from streamcite.apps._io import read_chunks
 from streamcite.core.errors import EventTooLarge
 from streamcite.core.sse import DEFAULT_MAX_EVENT_SIZE, SSEDecoder
+
+
+def _json_line(event: dict[str, Any]) -> bytes:
+    """One JSON line. A ``retry`` beyond 64 bits (the standard sets no bound; the decoder
+    keeps it exactly) is beyond orjson: that line is written by the standard library."""
+    try:
+        return orjson.dumps(event, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError:
+        return json.dumps(event, ensure_ascii=False).encode() + b"\n"
 
 
 @click.command("sse")
@@ -30,7 +41,7 @@ def command(file: str | None, max_event_size: int) -> None:
             events = exc.events  # the oversized event is dropped, the others kept
             dropped += 1
         for ev in events:
-            out.write(orjson.dumps(ev.to_dict(), option=orjson.OPT_APPEND_NEWLINE))
+            out.write(_json_line(ev.to_dict()))
     decoder.close()
     out.flush()
     if decoder.truncated:

@@ -211,6 +211,10 @@ class AnswerBuilder:
             self._display = display
             dparts.clear()
 
+    def text_length(self) -> int:
+        """Characters of choice 0's raw text so far (a cold path: checks at the end)."""
+        return len(self._text) + sum(map(len, self.text_parts))
+
     @property
     def uncompacted(self) -> int:
         """Text parts added since the last :meth:`compact`."""

@@ -14,7 +14,13 @@ import orjson
 
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.citations import citations_from_chunk
-from streamcite.core.deltas import check_tool_arguments, finish_error, interpret_delta
+from streamcite.core.deltas import (
+    ToolPlacer,
+    check_spans,
+    check_tool_arguments,
+    finish_error,
+    interpret_delta,
+)
 from streamcite.core.errors_payload import error_from_payload
 from streamcite.core.events import (
     CitationRefEvent,
@@ -29,15 +35,28 @@ from streamcite.core.events import (
 from streamcite.core.fastpath import feed_keep_mode
 from streamcite.core.markers import FootnoteDetector, MarkerMode
 from streamcite.core.models import Usage
+from streamcite.core.named_events import named_event
 from streamcite.core.sse import OVERFLOW, RawEvent
 from streamcite.core.template import ContentTemplate
 
 __all__ = ["ChunkInterpreter", "error_from_payload"]
 
+MAX_CHOICES = 128
+"""Choices a stream may carry (OpenAI's ``n`` is at most 128): the per-choice state
+(footnote detectors, tool-call placement) stays bounded whatever index a stream sends."""
+
 _loads = orjson.loads
 _new = object.__new__
 _JSONDecodeError = orjson.JSONDecodeError
 _EXTRA_KEYS = ("reasoning_content", "reasoning", "refusal", "tool_calls", "annotations")
+
+
+def _choice_usage(choices: list[Any]) -> Any:
+    """A usage object inside a choice (Moonshot sends it in the finishing choice)."""
+    for ch in choices:
+        if type(ch) is dict and (usage := ch.get("usage")):
+            return usage
+    return None
 
 
 def _has_extra(delta: dict[str, Any]) -> bool:
@@ -59,10 +78,13 @@ class ChunkInterpreter:
         "_mode_keep",
         "_raw0",
         "_refs",
+        "_tools",
         "_tpl",
         "_usage_pending",
+        "annotations_dropped",
         "cut",
         "done",
+        "spans_checked",
     )
 
     def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
@@ -79,6 +101,12 @@ class ChunkInterpreter:
         self._last_citations: Any = None
         self._finished: set[int] = set()
         self._usage_pending: UsageEvent | None = None
+        self._tools: dict[int, ToolPlacer] = {}
+        """Per choice: which call a tool-call delta continues (``deltas.ToolPlacer``)."""
+        self.annotations_dropped = 0
+        """``url_citation`` annotations beyond ``deltas.MAX_URL_CITATIONS`` (reported once)."""
+        self.spans_checked = 0
+        """``url_citation`` spans already checked against the final text."""
         self.cut = False
         """A provider error cut the answer (``finish_reason: "error"``, an error object)."""
         self._tpl = ContentTemplate()
@@ -105,22 +133,10 @@ class ChunkInterpreter:
         if self.done:
             return out  # nothing after [DONE] is part of the answer, not even errors
         if event and event != b"message":
-            if event == b"error":
-                self._sse_error(payload, out)
-            elif b'"choices"' in payload:
-                # A chat chunk under a named event (``event: completion``): interpreted.
-                try:
-                    obj = _loads(payload)
-                except _JSONDecodeError:
-                    return out
-                if type(obj) is dict and type(obj.get("choices")) is list:
-                    self._interpret(obj, "delta", out)
-            # Other event types (pings, provider extensions) carry no chat chunk.
+            named_event(self, event, payload, out)
             return out
         if payload == b"[DONE]":
-            self.done = True
-            self._builder.complete = not self.cut
-            self._flush_usage(out)
+            self._done(out)
             return out
         try:
             obj = _loads(payload)
@@ -165,7 +181,7 @@ class ChunkInterpreter:
     def _chunk(self, item: RawEvent, out: list[Event]) -> None:
         """One raw event the template did not take. A content-only chunk of choice 0
         (the common shape: one choice, a string ``delta.content``, no finish reason,
-        no chunk-level citations, usage or error) is parsed and its shape checked
+        no chunk-level citations, usage, ``x_groq`` or error) is parsed and its shape checked
         inline (and shown to the template); anything else goes the general way."""
         if not isinstance(item, bytes) or item == b"[DONE]":
             if item is OVERFLOW:
@@ -196,6 +212,8 @@ class ChunkInterpreter:
             or "citations" in obj
             or "search_results" in obj
             or "error" in obj
+            or "x_groq" in obj  # Groq's first and last chunks: usage may be under it
+            or "usage" in ch  # Moonshot puts it in the choice
             or obj.get("usage")
             or (len(delta) > 1 and (not content or _has_extra(delta)))
         ):
@@ -232,6 +250,8 @@ class ChunkInterpreter:
         usage = obj.get("usage")
         if not usage and type(xg := obj.get("x_groq")) is dict:
             usage = xg.get("usage")  # Groq: usage only under x_groq
+        if not usage and type(choices) is list:
+            usage = _choice_usage(choices)  # Moonshot: usage inside the finishing choice
         if usage:
             final = bool(finishes) or not choices or type(choices) is not list
             self._usage(usage, out, final=final)
@@ -239,12 +259,7 @@ class ChunkInterpreter:
         if not err and obj.get("object") == "error":
             err = obj  # vLLM's older top-level error object
         if err:
-            ev = error_from_payload(err, "chunk")
-            self._builder.error(ev)
-            out.append(ev)
-            if obj.get("object") == "error":
-                self.cut = True
-                self._builder.complete = False
+            self._provider_error(err, finishes, out)
 
     def _choices(self, choices: Any, key: str, out: list[Event]) -> list[FinishEvent]:
         """Tokens (and other deltas) of each choice; the finish events, for the caller."""
@@ -280,10 +295,27 @@ class ChunkInterpreter:
                 finishes.append(FinishEvent(index=idx, reason=str(reason)))
         return finishes
 
+    def _provider_error(
+        self, err: Any, finishes: list[FinishEvent] | None, out: list[Event]
+    ) -> None:
+        """An error object in a chunk cut the answer, whatever follows it ([DONE], a
+        finish): enrichers skip it unless ``enrich_incomplete=True``. Not after choice
+        0's finish in an earlier chunk: then nothing of the answer was lost."""
+        ev = error_from_payload(err, "chunk")
+        self._builder.error(ev)
+        out.append(ev)
+        if not self.finished or any(f.index == 0 for f in finishes or ()):
+            self.cut = True
+            self._builder.complete = False
+
     def _index(self, ch: dict[str, Any], out: list[Event]) -> int | None:
         idx = ch.get("index", 0)
         if type(idx) is not int:
             self._fault(out, "bad_chunk", f"choice index is not an integer: {idx!r:.40}")
+            return None
+        if not 0 <= idx < MAX_CHOICES:
+            msg = f"choice index {idx} is outside 0-{MAX_CHOICES - 1}: choice skipped"
+            self._fault(out, "bad_chunk", msg)
             return None
         return idx
 
@@ -293,8 +325,9 @@ class ChunkInterpreter:
             self._finished.add(f.index)
             if f.index == 0:
                 self._builder.finish_reason = f.reason
-                self._builder.complete = True
+                self._builder.complete = not self.cut
                 check_tool_arguments(self, out)
+                check_spans(self, out)
         out.extend(finishes)
         for f in finishes:
             if f.reason == "error":
@@ -407,6 +440,13 @@ class ChunkInterpreter:
         if self._usage_pending is not None:
             out.append(self._usage_pending)
             self._usage_pending = None
+
+    def _done(self, out: list[Event]) -> None:
+        """``[DONE]``: the answer is complete unless a provider error cut it."""
+        self.done = True
+        self._builder.complete = not self.cut
+        check_spans(self, out)
+        self._flush_usage(out)
 
     def _sse_error(self, payload: bytes, out: list[Event]) -> None:
         try:

@@ -24,7 +24,7 @@ from streamcite.core.models import Citation, CitationSpan
 if TYPE_CHECKING:
     from streamcite.core.chunks import ChunkInterpreter
 
-__all__ = ["check_tool_arguments", "http_status", "interpret_delta"]
+__all__ = ["ToolPlacer", "check_spans", "check_tool_arguments", "http_status", "interpret_delta"]
 
 
 def http_status(code: Any) -> int | None:
@@ -48,10 +48,13 @@ def interpret_delta(
             _content_parts(it, idx, content, out)
         else:
             it._fault(out, "bad_chunk", f"content is not a string: {content!r:.120}")
-    for key in ("reasoning_content", "reasoning"):
-        text = delta.get(key)
-        if text:
-            _reasoning(it, idx, text, key, out)
+    rc, rs = delta.get("reasoning_content"), delta.get("reasoning")
+    if rc:
+        _reasoning(it, idx, rc, "reasoning_content", out)
+    # vLLM (and servers copying it) fill both fields with the same text: one event.
+    # Two different texts are both kept, reasoning_content first.
+    if rs and rs != rc:
+        _reasoning(it, idx, rs, "reasoning", out)
     refusal = delta.get("refusal")
     if refusal:
         if type(refusal) is str:
@@ -64,7 +67,7 @@ def interpret_delta(
     if calls:
         _tool_calls(it, idx, calls, out)
     notes = delta.get("annotations")
-    if notes:
+    if notes and idx == 0:  # the answer's citations are choice 0's (others: ignored)
         _annotations(it, notes, out)
 
 
@@ -107,34 +110,126 @@ def _content_parts(it: ChunkInterpreter, idx: int, parts: list[Any], out: list[E
         it._fault(out, "bad_content_part", f"content part not understood: {part!r:.120}")
 
 
+class ToolPlacer:
+    """Which call of one choice a tool-call delta belongs to (its ``tool_index``).
+
+    With ``index``, as sent. Without it (Gemini's OpenAI-compatible stream; Moonshot's
+    schema allows it): an ``id`` seen before continues that call, a new ``id`` starts a
+    call at the next free index. With neither, in a delta of several entries, the
+    entry's position in the array is its call (Moonshot sends the fragments of parallel
+    calls side by side, in the order the calls were started); a lone entry continues the
+    most recent call (argument fragments), unless it brings a ``name`` while that call
+    has one already (a second call, not a fragment).
+    """
+
+    __slots__ = ("by_id", "last", "named", "next")
+
+    def __init__(self) -> None:
+        self.by_id: dict[str, int] = {}
+        self.named: set[int] = set()
+        self.last = -1
+        self.next = 0
+
+    def place(self, tidx: int | None, cid: str | None, name: str | None, pos: int = -1) -> int:
+        """The call of one entry; ``pos``: its position in a delta of several (else -1).
+        -1 for a call beyond :data:`MAX_TOOL_CALLS` (not placed, nothing remembered)."""
+        if tidx is None:
+            if cid:
+                tidx = self.by_id.get(cid, self.next)
+            elif pos >= 0:
+                tidx = pos
+            elif self.last < 0 or (name and self.last in self.named):
+                tidx = self.next
+            else:
+                tidx = self.last
+        if tidx >= MAX_TOOL_CALLS:
+            return -1
+        if cid and cid not in self.by_id:
+            self.by_id[cid] = tidx
+        if name:
+            self.named.add(tidx)
+        self.last = tidx
+        self.next = max(self.next, tidx + 1)
+        return tidx
+
+
+MAX_TOOL_CALLS = 1024
+"""Tool calls per choice (OpenAI allows 128 tools): what a choice's calls and their
+placement hold stays bounded whatever a hostile stream numbers or names."""
+MAX_URL_CITATIONS = 256
+"""``url_citation`` citations per answer. Each annotation chunk's ``citations`` event
+carries the whole list so far (consumers replace theirs), so a flood of one-annotation
+chunks would grow the events quadratically; beyond this, annotations are reported once
+and dropped."""
+
+_ToolEntry = tuple["int | None", "str | None", "str | None", "str | None", "str | None"]
+"""One tool-call delta, checked: index, id, type, name, arguments."""
+
+
+def _tool_entry(call: Any) -> _ToolEntry | str:
+    """The fields of one ``tool_calls`` entry, or what is wrong with it."""
+    if type(call) is not dict:
+        return "not an object"
+    tidx, cid, kind, fn = call.get("index"), call.get("id"), call.get("type"), call.get("function")
+    if tidx is not None and (type(tidx) is not int or tidx < 0):
+        return "index is not an integer >= 0"
+    if fn is None:
+        fn = {}
+    elif type(fn) is not dict:
+        return "function is not an object"
+    name, args = fn.get("name"), fn.get("arguments")
+    if type(args) is dict:  # some servers send the arguments already parsed
+        args = orjson.dumps(args).decode()
+    for field, v in (("id", cid), ("type", kind), ("name", name), ("arguments", args)):
+        if v is not None and type(v) is not str:
+            return f"{field} is not a string"
+    return tidx, cid, kind, name, args
+
+
 def _tool_calls(it: ChunkInterpreter, idx: int, calls: Any, out: list[Event]) -> None:
     if type(calls) is not list:
         it._fault(out, "bad_chunk", f"tool_calls is not an array: {calls!r:.120}")
         return
+    placer = it._tools.get(idx)
+    if placer is None:
+        placer = it._tools[idx] = ToolPlacer()
+    several = len(calls) > 1
     for pos, call in enumerate(calls):
-        if type(call) is not dict:
-            it._fault(out, "bad_chunk", f"tool call is not an object: {call!r:.120}")
+        entry = _tool_entry(call)
+        if isinstance(entry, str):
+            # Not folded into any call: a wrong type is never taken for a missing field.
+            it._fault(out, "bad_tool_call", f"tool call {entry}: {call!r:.120}")
             continue
-        tidx = call.get("index", pos)
-        fn = call.get("function")
-        fn = fn if type(fn) is dict else {}
-        cid, name, args = call.get("id"), fn.get("name"), fn.get("arguments")
-        if type(args) is dict:  # some servers send the arguments already parsed
-            args = orjson.dumps(args).decode()
-        if (
-            type(tidx) is not int
-            or (cid is not None and type(cid) is not str)
-            or (name is not None and type(name) is not str)
-            or (args is not None and type(args) is not str)
-        ):
-            it._fault(out, "bad_chunk", f"tool call not understood: {call!r:.120}")
+        tidx, cid, kind, name, args = entry
+        tool_index = placer.place(tidx, cid, name, pos if several else -1)
+        if tool_index < 0:
+            msg = f"tool call beyond the {MAX_TOOL_CALLS:,} of a choice: {call!r:.120}"
+            it._fault(out, "bad_tool_call", msg)
             continue
-        ev = ToolCallEvent(idx, tidx, cid or None, name or None, args or "")
+        ev = ToolCallEvent(idx, tool_index, cid or None, name or None, args or "")
         out.append(ev)
         if idx == 0:
             it.builder.tool_call(ev)
-            if type(kind := call.get("type")) is str and kind:
-                it.builder.tool_calls[tidx].type = kind
+            if kind:
+                it.builder.tool_calls[ev.tool_index].type = kind
+
+
+def _url_citation(note: Any) -> tuple[str, str | None, int | None, int | None] | str:
+    """An annotation's url, title and span, or what is wrong with it."""
+    uc = note.get("url_citation") if type(note) is dict else None
+    if type(note) is not dict or note.get("type") != "url_citation" or type(uc) is not dict:
+        return "not understood"
+    url, title = uc.get("url"), uc.get("title")
+    start, end = uc.get("start_index"), uc.get("end_index")
+    if type(url) is not str:
+        return "url is not a string"
+    if title is not None and type(title) is not str:
+        return "title is not a string"
+    if start is None and end is None:
+        return url, title, None, None  # no span sent: the citation alone
+    if type(start) is not int or type(end) is not int or not 0 <= start <= end:
+        return "span is not 0 <= start_index <= end_index (integers)"
+    return url, title, start, end
 
 
 def _annotations(it: ChunkInterpreter, notes: Any, out: list[Event]) -> None:
@@ -143,32 +238,50 @@ def _annotations(it: ChunkInterpreter, notes: Any, out: list[Event]) -> None:
         it._fault(out, "bad_chunk", f"annotations is not an array: {notes!r:.120}")
         return
     b = it.builder
-    added = False
+    n = len(b.citations)
+    # The event holds the lists it was given (events are never changed afterwards), so
+    # the new ones are built once per chunk, not once per annotation (that was quadratic).
+    citations, spans = list(b.citations), list(b.citation_spans)
     for note in notes:
-        uc = note.get("url_citation") if type(note) is dict else None
-        if type(note) is not dict or note.get("type") != "url_citation" or type(uc) is not dict:
-            it._fault(out, "bad_annotation", f"annotation not understood: {note!r:.120}")
+        got = _url_citation(note)
+        if isinstance(got, str):
+            it._fault(out, "bad_annotation", f"annotation {got}: {note!r:.120}")
             continue
-        url, title = uc.get("url"), uc.get("title")
-        start, end = uc.get("start_index"), uc.get("end_index")
-        n = len(b.citations)
-        b.citations = [
-            *b.citations,
-            Citation(
-                document_title=title if type(title) is str else None,
-                document_index=n,
-                source_url=url if type(url) is str else None,
-            ),
-        ]
-        b.citation_spans = [
-            *b.citation_spans,
-            CitationSpan(
-                n, start if type(start) is int else None, end if type(end) is int else None
-            ),
-        ]
-        added = True
-    if added:
-        out.append(CitationsEvent(citations=b.citations, spans=b.citation_spans))
+        if n >= MAX_URL_CITATIONS:
+            if not it.annotations_dropped:  # reported once per stream, then counted
+                msg = f"more than {MAX_URL_CITATIONS} url_citation annotations: the rest dropped"
+                it._fault(out, "bad_annotation", msg)
+            it.annotations_dropped += 1
+            continue
+        url, title, start, end = got
+        citations.append(Citation(document_title=title, document_index=n, source_url=url))
+        spans.append(CitationSpan(n, start, end))
+        n += 1
+    if n > len(b.citations):
+        b.citations, b.citation_spans = citations, spans
+        out.append(CitationsEvent(citations=citations, spans=spans))
+        if it.finished or it.done:
+            check_spans(it, out)  # the text is final already
+
+
+def check_spans(it: ChunkInterpreter, out: list[Event]) -> None:
+    """Spans not checked yet that end beyond choice 0's text: reported, citation kept.
+
+    OpenAI's spans index the final message text, so they are checked once the text is
+    final (choice 0's finish, ``[DONE]``), not as they arrive."""
+    spans = it.builder.citation_spans
+    if it.spans_checked >= len(spans):
+        return
+    size = it.builder.text_length()
+    for sp in spans[it.spans_checked :]:
+        if sp.end is not None and sp.end > size:
+            it._fault(
+                out,
+                "bad_annotation",
+                f"url_citation span {sp.start}-{sp.end} of citation {sp.document_index}"
+                f" is beyond the answer text ({size} characters)",
+            )
+    it.spans_checked = len(spans)
 
 
 def check_tool_arguments(it: ChunkInterpreter, out: list[Event]) -> None:

@@ -168,10 +168,12 @@ class SSEDecoder:
             # Fastest path: every block of this read is exactly one "data: " line
             # (no lone LF, every block starts "data: "). Then one C-level split
             # yields all payloads, with no Python work per event.
-            payloads = region[6:].split(b"\n\ndata: ")
-            # Each separator holds exactly two LFs: if those are all the LFs there
-            # are, every block was one "data: " line and nothing else.
-            if region.count(10) == 2 * (len(payloads) - 1) and (
+            payloads = region.split(b"\n\ndata: ")
+            payloads[0] = payloads[0][6:]  # (not region[6:]: a copy of the whole read)
+            # Each separator holds exactly two LFs: if the payloads hold none, every
+            # block was one "data: " line and nothing else. (A join and a memchr cost a
+            # fifth of ``region.count(10)``, a byte-by-byte loop: 7% of a chunk's time.)
+            if 10 not in b"".join(payloads) and (
                 len(region) <= limit or max(map(len, payloads)) + 6 <= limit
             ):
                 if tail_overflow:

@@ -14,9 +14,17 @@ __all__ = ["skip_reason"]
 
 
 def skip_reason(builder: AnswerBuilder, *, enrich_incomplete: bool) -> str | None:
-    """``"refusal"``, ``"incomplete"`` or ``None`` (enrich)."""
+    """``"refusal"``, ``"incomplete"`` or ``None`` (enrich).
+
+    An incomplete answer with nothing in it (the stream was cut before its first token,
+    reasoning or tool call) is never enriched, even with ``enrich_incomplete``: there is
+    nothing to ground or to find sources for, and a remote check would be paid for."""
     if builder.refusal_parts:
         return "refusal"
-    if not builder.complete and not enrich_incomplete:
+    if not builder.complete and (not enrich_incomplete or _empty(builder)):
         return "incomplete"
     return None
+
+
+def _empty(builder: AnswerBuilder) -> bool:
+    return not builder.text_length() and not builder.tool_calls and not builder.reasoning_parts

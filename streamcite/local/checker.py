@@ -14,9 +14,11 @@ JSON, for the local backend's ``…/groundingConfigs/{g}:check`` endpoint.
 Behaviour follows Google's documentation: one sentence = one claim; questions and
 filler get ``groundingCheckRequired: false``, no citations, and do not count in the
 support score; a claim cites every fact whose support reaches ``citationThreshold``;
-``citedChunks[i].source`` is the fact's index; ``supportScore`` is the mean support
-of the claims that needed a check; a claim's ``score`` only when asked. Scoring is
-lexical and rule-based (see :mod:`streamcite.local.grounding_engine`).
+``citedChunks[i].source`` is the fact's index; ``supportScore`` is the one checked
+claim's score, or for several claims the share of the answer's content the facts
+support (:mod:`streamcite.local.grounding.answer`: not the mean of the claim scores);
+a claim's ``score`` only when asked. Scoring is lexical and rule-based (see
+:mod:`streamcite.local.grounding_engine`).
 """
 
 from __future__ import annotations

@@ -72,27 +72,46 @@ _TERMINATOR_RE = re.compile(
     r"[.!?…׃؟。！？]+"
     # closing quotes/brackets, then footnote markers like [1] or [1, 2]
     r"(?:[\"'”’»›)\]」』*_]*)"
-    r"(?:[ \t]?\[\d{1,4}(?:\s*[,;–-]\s*\d{1,4})*\])*"
-    # superscript footnote markers: "week.¹ Badges" ends a sentence after the ¹
-    r"[⁰¹²³⁴⁵⁶⁷⁸⁹]*"
+    r"(?:[ \t]?\[\^?\d{1,4}(?:\s*[,;–-]\s*\d{1,4})*\])*"
+    # superscript footnote markers: "week.¹ Badges", "week.⁽¹⁾ Badges", "week.^1 Badges"
+    # end a sentence after the marker
+    r"(?:[⁰¹²³⁴⁵⁶⁷⁸⁹]+|⁽[⁰¹²³⁴⁵⁶⁷⁸⁹]+⁾|\^\d{1,3})*"
 )
 _LIST_MARKER_RE = re.compile(
     r"[ \t]*(?:[-*+•‣◦▪]|\d{1,3}[.)]|[a-z][.)]|[A-Z]\)|[ivx]{1,5}[.)]|[IVX]{2,5}[.)])[ \t]+"
 )
 _HEADING_RE = re.compile(r"[ \t]*#{1,6}[ \t]+")
 _DOTTED_ACRONYM_RE = re.compile(r"(?:[A-Z]\.)+[A-Z]")
-_INLINE_NUMBER_RE = re.compile(r"\d{1,3}[.)]")
-_LIST_OPENING_RE = re.compile(r"[:：]\s+(\d{1,3}[.)])$")
+_INLINE_NUMBER_RE = re.compile(r"(?:\d{1,3}|[a-z]|[ivx]{2,4})[.)]")
+_LIST_OPENING_RE = re.compile(r"[:：]\s+((?:\d{1,3}|[a-z]|[ivx]{2,4})[.)])$")
+# A lower-case enumerator opening the next item of an inline list ("… room. ii. Sign"):
+# the sentence ends before it although the next word starts in lower case.
+_LOWER_ITEM_RE = re.compile(r"[ \t]+(?:[a-z]|[ivx]{2,4})[.)][ \t]")
 _OPENERS = "\"'“‘«‹([¿¡*_>"
 
 
-def without_markers(text: str) -> str:
-    """The text without footnote markers ``[n]`` (for scoring, never for offsets).
+_SUPERSCRIPTS = "⁰¹²³⁴⁵⁶⁷⁸⁹"
+# A superscript footnote marker ("week.¹", "office²,", "rule⁽³⁾", "week.^1", Markdown's
+# "[^1]"): after punctuation or a word of three letters or more, so that an exponent
+# ("10³", "m²", "km²", "x^2") stays a number of the claim.
+_SUPERSCRIPT_MARKER_RE = re.compile(
+    r"(?<![ \t])[ \t]*\[\^[^\]\s]{1,20}\]"  # (from the first blank only: linear)
+    r"|(?:(?<=[^\W\d_]{3})|(?<=[.,;:!?)\]\"'”’»]))"
+    rf"(?:[{_SUPERSCRIPTS}]+|⁽[{_SUPERSCRIPTS}]+⁾|\^\d{{1,3}}(?![\d.,]?\d))"
+    rf"(?:[,˒](?:[{_SUPERSCRIPTS}]+|\^\d{{1,3}}))*"
+)
 
-    :func:`streamcite.core.markers.strip_markers` with its offset map dropped."""
-    if "[" not in text:  # most sentences: no marker, and no offset map to build
-        return text
-    return strip_markers(text)[0]
+
+def without_markers(text: str) -> str:
+    """The text without footnote markers (for scoring, never for offsets): ``[n]``
+    (:func:`streamcite.core.markers.strip_markers`, its offset map dropped) and
+    superscript ones (``¹``, ``⁽¹⁾``, ``^1``, ``[^1]``), which would otherwise be read as
+    numbers of the claim ("week.¹" against a fact "… per week." vetoed it)."""
+    if "[" in text:
+        text = strip_markers(text)[0]
+    if "^" in text or not text.isascii():
+        text = _SUPERSCRIPT_MARKER_RE.sub("", text)
+    return text
 
 
 @dataclass(slots=True)
@@ -161,7 +180,8 @@ def _is_boundary(text: str, seg_start: int, seg_end: int, m: re.Match[str]) -> b
     if not nxt:
         return True
     if nxt.islower():
-        return False  # cased script, lower-case continuation: "e.g. the", "Yahoo! is"
+        # A lower-case continuation ("e.g. the", "Yahoo! is") unless an item opens there.
+        return _LOWER_ITEM_RE.match(text, end, seg_end) is not None
     if term[0] != "." or term.startswith(".."):
         return True
     prev = _prev_word(text, seg_start, m.start())
@@ -203,7 +223,10 @@ def split_sentences(text: str) -> list[Sentence]:
                 if _INLINE_NUMBER_RE.fullmatch(text, s, e):
                     continue  # "… app. 2. Click save.": "2." opens the next item
                 item = _LIST_OPENING_RE.search(text, s, e)
-                if item is not None:  # "Steps: 1. Open …": the list opens after the colon
+                # "Steps: 1. Open …": the list opens after the colon; "The option is: b."
+                # at the end of the text is the claim's answer, not a list.
+                rest = text[m.end() : seg.end]
+                if item is not None and rest and not rest.isspace():
                     out.append(Sentence(s, item.start() + 1, text[s : item.start() + 1]))
                     start = item.end() - len(item.group(1))
                     continue

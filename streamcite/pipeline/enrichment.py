@@ -42,10 +42,9 @@ class EnrichmentStage:
         self._scrub = scrub
         self._tasks: list[asyncio.Task[Event | None]] = []
         self._results: dict[str, asyncio.Future[Event | None]] = {}
-
-    @property
-    def started(self) -> bool:
-        return bool(self._tasks)
+        self._decided = False
+        """Started or skipped: the decision is made once per stream (at choice 0's
+        finish, or when the stream ends without one)."""
 
     def start(
         self,
@@ -54,12 +53,12 @@ class EnrichmentStage:
         response_headers: Mapping[str, str],
     ) -> None:
         """Start every enricher on the answer so far, unless started or gated out."""
-        if self._tasks or not self.enrichers:
+        if self._decided or not self.enrichers:
             return
+        self._decided = True
         why = skip_reason(builder, enrich_incomplete=self.enrich_incomplete)
         if why is not None:
-            builder.enrichment_skipped = why
-            self._log.info("stream.enrichment_skipped", reason=why)
+            self.skip(builder, why)
             return
         loop = asyncio.get_running_loop()
         self._results = {e.kind: loop.create_future() for e in self.enrichers}
@@ -81,6 +80,13 @@ class EnrichmentStage:
             )
             for e in ordered
         ]
+
+    def skip(self, builder: AnswerBuilder, why: str) -> None:
+        """Record why the enrichers will not run (when there are any to run)."""
+        if self.enrichers:
+            self._decided = True
+            builder.enrichment_skipped = why
+            self._log.info("stream.enrichment_skipped", reason=why)
 
     async def collect(
         self, builder: AnswerBuilder, error: Callable[[ErrorEvent], ErrorEvent]

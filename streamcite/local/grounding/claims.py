@@ -6,11 +6,12 @@ import re
 
 from streamcite.local.grounding.comparators import Comparison
 from streamcite.local.grounding.config import EngineConfig
+from streamcite.local.grounding.roles import Clause
 from streamcite.local.grounding.rules import number_neighbours
 from streamcite.local.grounding.tokens import TextFeatures, TokenTable, raw_tokens, word_ngrams
 from streamcite.local.grounding.words import fold
 
-__all__ = ["Claim", "question_keys", "structured_claim"]
+__all__ = ["Claim", "question_keys", "structured_claim", "without_enumerators"]
 
 
 class Claim:
@@ -24,6 +25,7 @@ class Claim:
         "names",
         "neighbours",
         "numbers",
+        "order",
         "roles",
         "total",
         "unique",
@@ -46,6 +48,8 @@ class Claim:
         """The claim's raw tokens when it states something done (status check)."""
         self.roles: list[tuple[str, str]] = []
         """(name, role) pairs the claim states ("Globex was the buyer"; role check)."""
+        self.order: list[Clause] = []
+        """Who did what to whom ("Globex bought Acme"; word-order check)."""
         self.unknown_name = False
         """A name of the claim is in no fact at all (set by :func:`evaluate`)."""
         self.unique = unique = list(dict.fromkeys(features.stems))
@@ -96,3 +100,65 @@ def question_keys(text: str, table: TokenTable) -> frozenset[str]:
     question, _, answer = text.partition(":")
     asked = set(table.content_keys(raw_tokens(question)))
     return frozenset(asked - set(table.content_keys(raw_tokens(answer))))
+
+
+# A list enumerator at an item's start: "1.", "2)", "(a)", "iv." — at the claim's start
+# ("2. Save the file.", an inline list cut after each item), or after ":", ";" or ","
+# inside it ("Steps: 1) open the form, 2) save it."). Lower-case letters only: "A." is
+# an initial ("A. Smith").
+_ENUMERATOR_RE = re.compile(
+    r"(?:^|(?<=[:;,]))\s*(\(?(\d{1,2}|[a-z]|[ivx]{2,4})[.)]|\((\d{1,2}|[a-zA-Z]|[ivx]{2,4})\))(?=\s|$)"
+)
+_ROMAN = {r: n for n, r in enumerate(str.split("i ii iii iv v vi vii viii ix x xi xii"), 1)}
+
+
+def _ordinals(item: str) -> set[tuple[str, int]]:
+    """The ways an enumerator counts: ("n", 2) for "2", ("a", 2) for "b", ("r", 4) for "iv"
+    ("i", "v" and "x" are letters and Roman numerals)."""
+    if item.isdigit():
+        return {("n", int(item))}
+    low = item.lower()
+    out = {("a", ord(low) - 96)} if len(low) == 1 else set()
+    if low in _ROMAN:
+        out.add(("r", _ROMAN[low]))
+    return out
+
+
+def without_enumerators(text: str) -> str:
+    """The claim without its list enumerators, which are not numbers of the claim: the
+    number veto read the "2." of "2. Save the file." as a number the fact lacks.
+
+    One at the claim's start is always an enumerator (what else could "2. Save" or
+    "(a) Open" be); one inside the claim only when it continues the count of the one
+    before it ("…, 2) save") or opens one after a colon ("Steps: 1) open"): "aged 7, 5."
+    keeps its 5. Never one glued to the colon or comma before it ("won 2:1."), nor one that
+    would open a list with nothing after it ("was: 1." keeps its number)."""
+    if not any(c in text for c in ".)"):
+        return text
+    cut: list[tuple[int, int]] = []
+    before: set[tuple[str, int]] = set()
+    for m in _ENUMERATOR_RE.finditer(text):
+        ways = _ordinals(m.group(2) or m.group(3))
+        # Inside a claim an enumerator has a blank before it ("2:1." is a score), and one
+        # that starts a list has words after it ("was: 1." is the claim's number).
+        blank = m.start() == 0 or m.start(1) > m.start()
+        words = bool(text[m.end(1) :].strip())
+        at_start = m.start() == 0 and words
+        opens = text[m.start() - 1 : m.start()] == ":" and words and any(v == 1 for _, v in ways)
+        follows = any((kind, v - 1) in before for kind, v in ways)
+        if blank and (at_start or opens or follows):
+            end = m.end(1)
+            while end < len(text) and text[end].isspace():
+                end += 1
+            cut.append((m.start(1), end))
+            before = ways
+        else:
+            before = set()
+    if not cut:
+        return text
+    out, pos = [], 0
+    for a, b in cut:
+        out.append(text[pos:a])
+        pos = b
+    out.append(text[pos:])
+    return "".join(out).strip()

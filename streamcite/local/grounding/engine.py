@@ -33,11 +33,16 @@ from dataclasses import dataclass, field
 
 from streamcite.local.grounding.answer import rarity_weights
 from streamcite.local.grounding.bm25 import BM25
-from streamcite.local.grounding.claims import Claim, question_keys, structured_claim
+from streamcite.local.grounding.claims import (
+    Claim,
+    question_keys,
+    structured_claim,
+    without_enumerators,
+)
 from streamcite.local.grounding.comparators import comparisons
 from streamcite.local.grounding.config import DEFAULT_CONFIG, EngineConfig
 from streamcite.local.grounding.facts import Facts
-from streamcite.local.grounding.roles import claim_roles
+from streamcite.local.grounding.roles import claim_clauses, claim_roles
 from streamcite.local.grounding.rules import status_conflict
 from streamcite.local.grounding.scoring import calibrate, score_with_coverage
 from streamcite.local.grounding.tokens import (
@@ -93,7 +98,7 @@ def _claims(answer: str, lang: str, cfg: EngineConfig) -> tuple[list[ClaimVerdic
         verdicts.append(verdict)
         if (sent.heading and not structured_claim(sent.text)) or not needs_grounding(sent.text):
             continue
-        text = without_markers(sent.text)
+        text = without_enumerators(without_markers(sent.text))
         tokens = raw_tokens(text)
         feats = features(text, tokens, table, salience=True)
         if not feats.stems:
@@ -113,6 +118,7 @@ def _claim(
     if status_conflict(tokens, [b"will"]):
         claim.done = tokens
     claim.roles = claim_roles(tokens, table.lang)
+    claim.order = claim_clauses(tokens, claim.names, table.lang)
     return claim
 
 

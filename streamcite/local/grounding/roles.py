@@ -1,5 +1,7 @@
 """A role bound to the wrong name: "Globex was the buyer" against a fact "signed by Acme
-Corp, the buyer, and Globex, the seller" (issue 14: swapped roles passed at 0.96).
+Corp, the buyer, and Globex, the seller" (issue 14: swapped roles passed at 0.96); and
+who did what to whom, by word order: "Globex bought Acme Corp" against "Acme Corp bought
+Globex" (:func:`claim_clauses`, :func:`order_conflict`).
 
 Word overlap cannot see it: every word of the claim is in the fact. The fact binds names
 to roles by apposition (``NAME, the ROLE,``); the claim binds one by a copula
@@ -16,18 +18,25 @@ conjunction ``ו`` are prefixes).
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Container, Sequence
 from itertools import compress, repeat
+from typing import TYPE_CHECKING
 
 from streamcite.local.grounding.tokens import token_table
 from streamcite.local.grounding.words import fold
 
+if TYPE_CHECKING:  # facts.py imports this module (a fact's roles, Fact.roles)
+    from streamcite.local.grounding.facts import Fact
+
 __all__ = [
+    "Clause",
     "RolePair",
+    "claim_clauses",
     "claim_roles",
     "conflicting_roles",
     "could_conflict",
     "fact_roles",
+    "order_conflict",
     "role_conflict",
 ]
 
@@ -199,3 +208,209 @@ def conflicting_roles(pairs: list[RolePair], roles: dict[str, str]) -> bool:
         if other is not None and other != role and holders.get(role, set()) - {name}:
             return True
     return False
+
+
+# ------------------------------------------------------------ who did what to whom
+
+Clause = tuple[str, frozenset[str], frozenset[str]]
+"""(verb key, agent keys, patient keys): "Globex bought Acme Corp" is ("bought",
+{"globex"}, {"acme", "corp"}); "Acme Corp was bought by Globex" is the same clause."""
+
+
+# Raw lower-cased tokens (:func:`~.tokens.raw_tokens`): one set lookup a token.
+def _raw(words: str) -> frozenset[bytes]:
+    return frozenset(w.encode() for w in words.split())
+
+
+# Between the subject and the verb: auxiliaries only ("has bought", "a été rachetée",
+# "è stata acquistata"); anything else (an adverb, a negation, "then") and the clause is
+# not read. The passive ones make "by / par / da" an agent: "Acme was bought by Globex".
+_ACTIVE_AUX = _raw(
+    "has have had will would shall can could may might must did does do "
+    "a ont avait avaient aura auront ha hanno aveva avevano avrà"
+)
+_PASSIVE_AUX = _raw(
+    "is was are were be been being été est sont était étaient fut furent sera seront "
+    "è era erano sono fu furono sarà stato stata stati state "
+    "viene vengono venne vennero veniva venivano"
+)
+_AUX = _ACTIVE_AUX | _PASSIVE_AUX
+# Between the verb and its object: articles, the Hebrew object marker, an agent marker
+# (Hebrew "על ידי": "על" alone, on or about, is not read).
+_AGENTS = _raw('by par da dal dallo dalla dai dagli dalle ידי בידי ע"י')
+_HEBREW_OBJECT = "את".encode()
+_HEBREW_ON = "על".encode()
+_OBJECT_WORDS = (
+    _raw("the a an le la les un une des du il lo gli i una uno")
+    | _AGENTS
+    | {_HEBREW_OBJECT, _HEBREW_ON}
+)
+# Verbs whose two sides may swap without changing the fact ("Acme merged with Globex" is
+# read as no clause anyway: "with" is not an object word).
+_SYMMETRIC = str.split(
+    "meet meets met marry marries married wed weds border borders bordered "
+    "face faces faced play plays played tie ties tied draw draws drew "
+    "merge merges merged resemble resembles resembled equal equals equalled equaled "
+    "match matches matched rival rivals rivalled versus vs "
+    "rencontre rencontré rencontrée épouse épousé affronte affronté borde fusionne "
+    "joue joué égale "
+    "incontra incontrato incontrata sposa sposato affronta affrontato confina gioca "
+    "giocato eguaglia "
+    "פגש פגשה נפגש נפגשה התחתן התחתנה שיחק שיחקה גובל גובלת התמודד התמודדה"
+)
+_SYMMETRIC_KEYS: dict[str, frozenset[str]] = {}
+_MAX_SIDE = 3
+_MAX_SKIP = 3
+
+
+def _symmetric(lang: str) -> frozenset[str]:
+    keys = _SYMMETRIC_KEYS.get(lang)
+    if keys is None:
+        table = token_table(lang)
+        keys = _SYMMETRIC_KEYS[lang] = frozenset(table.keys([w.encode() for w in _SYMMETRIC]))
+    return keys
+
+
+def _open(token: bytes) -> bool:
+    """Not closed by punctuation: the phrase may go on past it."""
+    return not token.endswith(_CLOSERS)
+
+
+def _subject(tokens: list[bytes], keys: list[str], v: int) -> tuple[frozenset[str], bool] | None:
+    """The phrase before the verb at ``v`` (after its auxiliaries): (its keys, passive)."""
+    i, passive = v - 1, False
+    while i >= 0 and v - i <= _MAX_SKIP and tokens[i] in _AUX:
+        passive = passive or tokens[i] in _PASSIVE_AUX
+        i -= 1
+    side: list[str] = []
+    while i >= 0 and len(side) < _MAX_SIDE and keys[i] and keys[i][0] != "#":
+        if not _open(tokens[i]) or tokens[i] in _AGENTS:
+            break  # "Acme, Globex bought …": the comma ends the phrase
+        side.append(keys[i])
+        i -= 1
+    return (frozenset(side), passive) if side else None
+
+
+def _object(
+    tokens: list[bytes], keys: list[str], v: int
+) -> tuple[frozenset[str], bool, bool] | None:
+    """The phrase after the verb at ``v``: (its keys, whether an agent marker opens it,
+    whether a marker opens it: an agent or Hebrew's object marker "את")."""
+    j, n, skipped = v + 1, len(tokens), []
+    while j < n and j - v <= _MAX_SKIP and tokens[j] in _OBJECT_WORDS:
+        skipped.append(tokens[j])
+        j += 1
+    agent = not _AGENTS.isdisjoint(skipped)
+    if _HEBREW_ON in skipped and not agent:
+        return None
+    side: list[str] = []
+    while j < n and len(side) < _MAX_SIDE and keys[j] and keys[j][0] != "#":
+        if tokens[j] in _AGENTS:
+            break
+        side.append(keys[j])
+        if not _open(tokens[j]):
+            break
+        j += 1
+    if not side:
+        return None
+    return frozenset(side), agent, agent or _HEBREW_OBJECT in skipped
+
+
+def _clause(tokens: list[bytes], keys: list[str], v: int, lang: str) -> tuple[Clause, bool] | None:
+    """The clause around the verb at ``v`` and whether a marker opens its object, or
+    None when its reading is not clear."""
+    if not _open(tokens[v]) or keys[v] in _symmetric(lang):
+        return None
+    before = _subject(tokens, keys, v)
+    after = _object(tokens, keys, v) if before is not None else None
+    if before is None or after is None:
+        return None
+    (left, passive), (right, agent, marked) = before, after
+    if agent and (passive or lang == "he"):  # Hebrew marks the passive on the verb
+        return (keys[v], right, left), marked
+    if agent or passive:
+        return None  # "by" without a passive ("stood by"), a passive without its agent
+    return (keys[v], left, right), marked
+
+
+def claim_clauses(tokens: list[bytes], names: set[str], lang: str) -> list[Clause]:
+    """The clauses of a claim with a name on one side at least ("Globex bought Acme
+    Corp", "Acme Corp was bought by Globex", "Globex a racheté Acme"); the verb is a
+    content word that is neither a name nor a number. Hebrew has no capitals: its
+    clauses are those whose object a marker opens ("גלובקס קנתה את אקמה", "אקמה נקנתה על
+    ידי גלובקס")."""
+    hebrew = lang == "he"
+    if not (names or hebrew):
+        return []
+    keys = token_table(lang).keys(tokens)
+    if hebrew:  # the verb is right before the marker
+        at = list(compress(range(len(tokens)), map(_OBJECT_WORDS.__contains__, tokens)))
+        verbs = {i - 1 for i in at}
+    else:  # the verb is a side and a skip away from a name at most
+        at = list(compress(range(len(keys)), map(names.__contains__, keys)))
+        reach = _MAX_SIDE + _MAX_SKIP
+        verbs = {v for i in at for v in range(i - reach, i + reach + 1)}
+    out: list[Clause] = []
+    last = len(tokens) - 1
+    for v in sorted(verbs):
+        if v < 1 or v >= last:
+            continue
+        key = keys[v]
+        if not key or key[0] == "#" or key in names:
+            continue
+        if not (keys[v - 1] or tokens[v - 1] in _AUX) or not (
+            keys[v + 1] or tokens[v + 1] in _OBJECT_WORDS
+        ):
+            continue  # nothing on one side: most words, passed over without a call
+        read = _clause(tokens, keys, v, lang)
+        if read is None:
+            continue
+        clause, marked = read
+        if (hebrew and marked) or not names.isdisjoint(clause[1] | clause[2]):
+            out.append(clause)
+    return out
+
+
+def _readings(clauses: Sequence[Clause], fact: Fact, a: int, b: int) -> tuple[bool, bool]:
+    """(a clause of the claim swapped in tokens ``a:b`` of the fact, one in the same order)."""
+    keys = fact.keys
+    verbs = {c[0] for c in clauses}
+    swapped = same = False
+    for p in compress(range(a, b), map(verbs.__contains__, keys[a:b])):
+        near = set(keys[max(0, p - 6) : p + 7])
+        for verb, agent, patient in clauses:
+            if verb != keys[p] or near.isdisjoint(agent) or near.isdisjoint(patient):
+                continue
+            read = _clause(fact.tokens, keys, p, fact.table.lang)
+            if read is None:
+                continue
+            (_, f_agent, f_patient), _ = read
+            if agent & f_patient - f_agent and patient & f_agent - f_patient:
+                swapped = True
+            elif agent & f_agent and patient & f_patient:
+                same = True
+    return swapped, same
+
+
+def order_conflict(
+    clauses: Sequence[Clause], fact: Fact, window: Sequence[int], present: set[str]
+) -> bool:
+    """The fact's window says the claim's clause the other way round ("Acme Corp bought
+    Globex" against "Globex bought Acme Corp"), and the fact nowhere says it the claim's
+    way. ``present``: the claim's keys found in the fact (a clause whose verb or sides
+    the fact lacks is passed over without reading the fact)."""
+    clauses = [
+        c
+        for c in clauses
+        if c[0] in present and not present.isdisjoint(c[1]) and not present.isdisjoint(c[2])
+    ]
+    if not clauses:
+        return False
+    spans = fact.sentences()
+    a, b = spans[window[0]][0], spans[window[-1]][1]
+    swapped, same = _readings(clauses, fact, a, b)
+    if not swapped or same:
+        return False
+    # Another sentence may say it the claim's way ("Acme bought Globex in 1990 … Globex
+    # bought Acme in 2005"): the claim is then told, not contradicted.
+    return not (_readings(clauses, fact, 0, a)[1] or _readings(clauses, fact, b, len(fact.keys))[1])

@@ -11,7 +11,7 @@ from streamcite.local.grounding.claims import Claim
 from streamcite.local.grounding.comparators import _scales, fact_dates, fact_numbers, holds
 from streamcite.local.grounding.config import DEFAULT_CONFIG, EngineConfig
 from streamcite.local.grounding.facts import Fact
-from streamcite.local.grounding.roles import conflicting_roles, could_conflict
+from streamcite.local.grounding.roles import conflicting_roles, could_conflict, order_conflict
 from streamcite.local.grounding.rules import status_conflict, swapped_number
 
 __all__ = ["calibrate", "score_with_coverage"]
@@ -198,6 +198,10 @@ def _score(
         and could_conflict(claim.roles, fact.keyset)
         and conflicting_roles(claim.roles, fact.roles())
     ):
+        score *= cfg.negation_veto
+        covers *= cfg.negation_veto
+    # Who did what to whom, by word order: "Globex bought Acme" against "Acme bought Globex".
+    if claim.order and order_conflict(claim.order, fact, al.window, present):
         score *= cfg.negation_veto
         covers *= cfg.negation_veto
     return score, covers
