@@ -48,7 +48,7 @@ def _cases(rows: int, n: int, seed: int) -> list[tuple[str, str, list[str]]]:
     path = gq.dataset_path(install=False)
     for it in sets.halueval(path, rows, seed, gq.passages):
         out.append(("halueval", it.claim, it.facts))
-    if n:  # --n 0: without the two bigbench sets (pip may refuse their sdist, see --help)
+    if n:  # --n 0: without the two bigbench sets (their sdist may not be cached, see --help)
         for it in sets.vitaminc(False, n, seed):
             out.append(("vitaminc", it.claim, it.facts))
         for it in sets.conflicts(False, n, seed):
@@ -162,8 +162,8 @@ def main(argv: list[str] | None = None) -> int:
         "--n",
         type=int,
         default=1500,
-        help="VitaminC claims and conflict questions; 0 leaves both out (pip 26 refuses to "
-        "download the bigbench sdist: its metadata names a dependency by file URL)",
+        help="VitaminC claims and conflict questions; 0 leaves both out (where the bigbench "
+        "sdist is not cached: grounding_quality.py fetches it once)",
     )
     d.add_argument("--seed", type=int, default=7)
     c = sub.add_parser("compare")
