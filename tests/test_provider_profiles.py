@@ -132,10 +132,14 @@ async def test_answer_cut_by_a_dropped_connection_is_gated(
 
 
 @pytest.mark.parametrize("opt_in", [False, True])
-async def test_no_answer_at_all_is_never_enriched(backend: LocalBackend, opt_in: bool) -> None:
-    # The request fails before any byte of an answer: nothing to enrich, even opted in.
+@pytest.mark.parametrize("fault", ["status=503", "drop_after=0"])
+async def test_no_answer_at_all_is_never_enriched(
+    backend: LocalBackend, opt_in: bool, fault: str
+) -> None:
+    # The request fails, or the stream is cut, before any answer: nothing to enrich, even
+    # opted in (a remote check would be paid for an empty text).
     counting = _Counting()
-    events, a = await _run(backend, "status=503", after=[counting], enrich_incomplete=opt_in)
+    events, a = await _run(backend, fault, after=[counting], enrich_incomplete=opt_in)
     assert [e.type for e in events][-1] == "done" and "error" in [e.type for e in events]
     assert counting.runs == 0 and a.enrichment_skipped == "incomplete" and not a.text
 

@@ -1,6 +1,5 @@
 """Per-stream state stays bounded whatever a hostile stream numbers: choices, tool calls,
-url_citation annotations (each measured with tracemalloc where it is about memory), and
-an answer cut before anything arrived is never enriched."""
+url_citation annotations (each measured with tracemalloc where it is about memory)."""
 
 from __future__ import annotations
 
@@ -13,8 +12,7 @@ import pytest
 from streamcite.core.api import ChatStreamParser, iter_events
 from streamcite.core.chunks import MAX_CHOICES
 from streamcite.core.deltas import MAX_TOOL_CALLS, MAX_URL_CITATIONS
-from streamcite.core.events import CitationsEvent, DoneEvent, ErrorEvent, Event, ToolCallEvent
-from streamcite.local.server import BackendConfig, LocalBackend
+from streamcite.core.events import CitationsEvent, ErrorEvent, Event, ToolCallEvent
 
 DONE = b"data: [DONE]\n\n"
 
@@ -124,44 +122,3 @@ def test_annotations_of_another_choice_are_not_the_answer_s() -> None:
     events = list(iter_events([*chunks, _choice(0, {}, "stop"), DONE]))
     assert not _codes(events)
     assert events[-1].answer.citations == []  # type: ignore[attr-defined]
-
-
-@pytest.mark.parametrize("fault", ["drop_after=0", "status=503"])
-async def test_an_answer_with_nothing_in_it_is_never_enriched(fault: str) -> None:
-    from dataclasses import dataclass
-
-    from streamcite import stream_chat
-    from streamcite.enrich.base import EnrichContext
-
-    @dataclass
-    class Counting:
-        kind: str = "counting"
-        timeout: float = 5.0
-        needs: tuple[str, ...] = ()
-        runs: int = 0
-
-        async def enrich(self, ctx: EnrichContext) -> Event | None:
-            self.runs += 1
-            return None
-
-    counting = Counting()
-    request = {
-        "model": "streamcite-local",
-        "stream": True,
-        "messages": [{"role": "user", "content": "Remote days?"}],
-    }
-    async with (
-        LocalBackend(BackendConfig()) as b,
-        stream_chat(
-            request,
-            base_url=b.base_url,
-            headers={"X-Streamcite-Fault": fault},
-            after=[counting],
-            enrich_incomplete=True,
-        ) as s,
-    ):
-        events = [e async for e in s]
-    assert isinstance(events[-1], DoneEvent)
-    a = s.answer
-    assert not a.text and a.complete is False
-    assert counting.runs == 0 and a.enrichment_skipped == "incomplete"
