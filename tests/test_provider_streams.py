@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from streamcite import iter_events
 from streamcite.core.events import DoneEvent, Event
+from tests._streams import normalise
 
 FIXTURES = Path(__file__).parent / "fixtures" / "providers"
 
@@ -109,16 +110,6 @@ def _run(pieces: list[bytes]) -> list[Event]:
     return list(iter_events(pieces))
 
 
-def _wire(events: list[Event]) -> list[dict[str, Any]]:
-    out = []
-    for e in events:
-        d = orjson.loads(orjson.dumps(e))
-        if e.type == "done":
-            d["answer"].pop("timings")
-        out.append(d)
-    return out
-
-
 def _check(name: str, events: list[Event]) -> None:
     exp = EXPECT[name]
     done = events[-1]
@@ -147,7 +138,7 @@ def test_fixture_whole_and_byte_by_byte(name: str) -> None:
     whole = _run([data])
     _check(name, whole)
     bytewise = _run([data[i : i + 1] for i in range(len(data))])
-    assert _wire(bytewise) == _wire(whole)
+    assert normalise(bytewise) == normalise(whole)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECT))
@@ -175,7 +166,7 @@ def test_any_split_gives_the_same_events(name: str, cuts: list[int]) -> None:
     data = _load(name)
     points = sorted({c % (len(data) + 1) for c in cuts})
     pieces = [data[i:j] for i, j in zip([0, *points], [*points, len(data)], strict=True)]
-    assert _wire(_run(pieces)) == _wire(_run([data]))
+    assert normalise(_run(pieces)) == normalise(_run([data]))
 
 
 def test_url_citation_becomes_citation_with_span() -> None:
@@ -274,7 +265,7 @@ def test_generated_streams_every_kind_any_split(
     points = sorted({c % (len(data) + 1) for c in cuts})
     pieces = [data[i:j] for i, j in zip([0, *points], [*points, len(data)], strict=True)]
     whole = _run([data])
-    assert _wire(_run(pieces)) == _wire(whole)
+    assert normalise(_run(pieces)) == normalise(whole)
     a = whole[-1].answer  # type: ignore[union-attr]
     want = {
         "text": "".join(t for k, t in deltas if k in ("content", "parts")),

@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 from streamcite import aiter_events, iter_events
 from streamcite.core.events import DoneEvent, ErrorEvent, Event
-from tests._streams import split_at
+from tests._streams import normalise, split_at
 
 _ENVELOPE = {"id": "chatcmpl-rc", "object": "chat.completion.chunk", "created": 1, "model": "m"}
 
@@ -223,16 +223,6 @@ def _check_answer(items: list[tuple[str, Any]], ending: str, events: list[Event]
     assert a.finish_reason == (reasons[-1] if reasons else None)
 
 
-def _wire(events: list[Event]) -> list[dict[str, Any]]:
-    out = []
-    for e in events:
-        d = orjson.loads(orjson.dumps(e))
-        if e.type == "done":
-            d["answer"].pop("timings")
-        out.append(d)
-    return out
-
-
 async def _aiter(pieces: list[bytes]) -> list[Event]:
     async def gen() -> AsyncIterator[bytes]:
         for p in pieces:
@@ -254,8 +244,8 @@ def test_annotations_and_provider_errors_any_split(
     whole = list(iter_events([data]))
     _check_answer(items, ending, whole)
     pieces = split_at(data, [c % (len(data) + 1) for c in cuts])
-    assert _wire(list(iter_events(pieces))) == _wire(whole)
-    assert _wire(asyncio.run(_aiter(pieces))) == _wire(whole)
+    assert normalise(list(iter_events(pieces))) == normalise(whole)
+    assert normalise(asyncio.run(_aiter(pieces))) == normalise(whole)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -266,4 +256,4 @@ def test_annotations_and_provider_errors_byte_by_byte(
     data = _stream(items, ending)
     whole = list(iter_events([data]))
     bytewise = list(iter_events([data[i : i + 1] for i in range(len(data))]))
-    assert _wire(bytewise) == _wire(whole)
+    assert normalise(bytewise) == normalise(whole)

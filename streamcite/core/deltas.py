@@ -110,6 +110,16 @@ def _content_parts(it: ChunkInterpreter, idx: int, parts: list[Any], out: list[E
         it._fault(out, "bad_content_part", f"content part not understood: {part!r:.120}")
 
 
+MAX_TOOL_CALLS = 1024
+"""Tool calls per choice (OpenAI allows 128 tools): what a choice's calls and their
+placement hold stays bounded whatever a hostile stream numbers or names."""
+MAX_URL_CITATIONS = 256
+"""``url_citation`` citations per answer. Each annotation chunk's ``citations`` event
+carries the whole list so far (consumers replace theirs), so a flood of one-annotation
+chunks would grow the events quadratically; beyond this, annotations are reported once
+and dropped."""
+
+
 class ToolPlacer:
     """Which call of one choice a tool-call delta belongs to (its ``tool_index``).
 
@@ -152,15 +162,6 @@ class ToolPlacer:
         self.next = max(self.next, tidx + 1)
         return tidx
 
-
-MAX_TOOL_CALLS = 1024
-"""Tool calls per choice (OpenAI allows 128 tools): what a choice's calls and their
-placement hold stays bounded whatever a hostile stream numbers or names."""
-MAX_URL_CITATIONS = 256
-"""``url_citation`` citations per answer. Each annotation chunk's ``citations`` event
-carries the whole list so far (consumers replace theirs), so a flood of one-annotation
-chunks would grow the events quadratically; beyond this, annotations are reported once
-and dropped."""
 
 _ToolEntry = tuple["int | None", "str | None", "str | None", "str | None", "str | None"]
 """One tool-call delta, checked: index, id, type, name, arguments."""

@@ -58,7 +58,8 @@ class EnrichmentStage:
         self._decided = True
         why = skip_reason(builder, enrich_incomplete=self.enrich_incomplete)
         if why is not None:
-            self.skip(builder, why)
+            builder.enrichment_skipped = why
+            self._log.info("stream.enrichment_skipped", reason=why)
             return
         loop = asyncio.get_running_loop()
         self._results = {e.kind: loop.create_future() for e in self.enrichers}
@@ -80,13 +81,6 @@ class EnrichmentStage:
             )
             for e in ordered
         ]
-
-    def skip(self, builder: AnswerBuilder, why: str) -> None:
-        """Record why the enrichers will not run (when there are any to run)."""
-        if self.enrichers:
-            self._decided = True
-            builder.enrichment_skipped = why
-            self._log.info("stream.enrichment_skipped", reason=why)
 
     async def collect(
         self, builder: AnswerBuilder, error: Callable[[ErrorEvent], ErrorEvent]

@@ -180,16 +180,15 @@ class ChatStream:
                 resp = await self._open()
             except OpenFailed as failed:
                 yield rec.error(failed.event)
-                self._enrichment.skip(parser.builder, "incomplete")  # no answer at all
             else:
                 async for ev in read_events(resp, parser, budget, rec):
                     yield ev
                 timings.stream_ms = budget.elapsed_ms()
-                # Not started at a finish chunk: [DONE] without a finish_reason, or a
-                # stream cut before its finish (dropped connection, timeout). The gate
-                # decides: a cut answer is enriched only with ``enrich_incomplete``, and
-                # either way ``enrichment_skipped`` says what happened.
-                self._start_enrichers()
+            # Not started at a finish chunk: [DONE] without a finish_reason, a stream cut
+            # before its finish (dropped connection, timeout), or no answer at all. The
+            # gate decides (a cut answer is enriched only with ``enrich_incomplete``, an
+            # empty one never), and ``enrichment_skipped`` says what happened.
+            self._start_enrichers()
             async for ev in self._enrichment.collect(parser.builder, rec.error):
                 yield ev
             timings.total_ms = budget.elapsed_ms()

@@ -133,7 +133,7 @@ def without_enumerators(text: str) -> str:
     before it ("…, 2) save") or opens one after a colon ("Steps: 1) open"): "aged 7, 5."
     keeps its 5. Never one glued to the colon or comma before it ("won 2:1."), nor one that
     would open a list with nothing after it ("was: 1." keeps its number)."""
-    if not any(c in text for c in ".)"):
+    if "." not in text and ")" not in text:
         return text
     cut: list[tuple[int, int]] = []
     before: set[tuple[str, int]] = set()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sys
 from bisect import bisect_left
-from collections import Counter
 from collections.abc import Sequence
 from itertools import compress, repeat
 from operator import countOf, rshift
@@ -49,7 +48,7 @@ class Fact:
 
     Packed, only the codes are computed up front (one C-level pass; the raw tokens are
     dropped, and :class:`Facts` reads the BM25 counts and lengths of all facts from the
-    codes with numpy). The content keys, their counts, the sentences, their key sets and
+    codes with numpy). The content keys, their set, the sentences, their key sets and
     negation flags are built when the fact is a candidate for some claim (C-level passes
     over the codes); the raw tokens again only when a rule reads them. Both readings
     give the same answers (``tests/test_grounding_fast_paths.py``).
@@ -57,7 +56,6 @@ class Fact:
 
     __slots__ = (
         "_codes",
-        "_counts",
         "_grams",
         "_keys",
         "_keyset",
@@ -86,7 +84,6 @@ class Fact:
         """Read from its raw tokens (a check of a few facts), not from its codes."""
         self._codes: list[int] | None = None
         self._keys: list[str] | None = None
-        self._counts: Counter[str] | None = None
         self._keyset: set[str] | None = None
         self._sentences: list[tuple[int, int]] | None = None
         self._sets: list[set[str]] | None = None
@@ -147,17 +144,8 @@ class Fact:
         return self._keys
 
     @property
-    def counts(self) -> Counter[str]:
-        """How often each content key occurs (no ``""``)."""
-        if self._counts is None:
-            self._counts = Counter(self.keys)
-            self._counts.pop("", None)
-        return self._counts
-
-    @property
     def keyset(self) -> set[str]:
-        """Its distinct content keys (the keys of :attr:`counts`, without counting: what
-        the alignment asks of a candidate)."""
+        """Its distinct content keys (what the alignment asks of a candidate)."""
         if self._keyset is None:
             self._keyset = set(self.keys)
             self._keyset.discard("")
@@ -256,8 +244,8 @@ class Facts:
 
     FEW = 8
     """Up to this many facts, each is read the plain way and :meth:`known` reads their key
-    counts (each fact is then a candidate of some claim: its keys and counts are needed
-    anyway); the packed codes pay for themselves beyond."""
+    sets (each fact is then a candidate of some claim: its keys are needed anyway); the
+    packed codes pay for themselves beyond."""
 
     def __init__(self, texts: Sequence[str], table: TokenTable) -> None:
         self.table = table

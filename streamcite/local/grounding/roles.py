@@ -97,10 +97,7 @@ def _words(tokens: list[bytes]) -> list[str]:
 def _key(token: bytes, lang: str) -> str:
     """The token's content key, as the rest of the engine reads it ("" for a function
     word or a number: neither is a name or a role)."""
-    table = token_table(lang)
-    key = table.key.get(token)  # memoised; else learnt, as TokenTable.keys does
-    if key is None:
-        key = table.learn(token)
+    key = token_table(lang).key_of(token)
     return "" if key[:1] == "#" else key
 
 

@@ -206,11 +206,12 @@ class TokenTable:
         try:  # known tokens: one C-level pass (no scan of the result for misses)
             return list(map(self.key.__getitem__, tokens))
         except KeyError:
-            out: list[str | None] = list(map(self.key.get, tokens))
-            for i, k in enumerate(out):
-                if k is None:
-                    out[i] = self.learn(tokens[i])
-            return out  # type: ignore[return-value]
+            return list(map(self.key_of, tokens))
+
+    def key_of(self, token: bytes) -> str:
+        """The key of one raw token: memoised, else learnt."""
+        key = self.key.get(token)
+        return self.learn(token) if key is None else key
 
     def codes(self, tokens: list[bytes]) -> bytes:
         """The packed code of each raw token, concatenated (4 bytes a token)."""
