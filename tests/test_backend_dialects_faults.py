@@ -69,6 +69,7 @@ async def _post(
 ) -> httpx.Response:
     path = REQUESTS[api][0 if stream else 1]
     headers = {FAULT: fault} if fault else {}
+    headers.update(kw.pop("headers", {}))
     async with httpx.AsyncClient(base_url=backend.root_url, timeout=10) as client:
         content = kw.pop("content", None)
         if content is None:
@@ -361,6 +362,12 @@ async def test_body_cap_and_client_faults_off(api: str) -> None:
         assert big.status_code == 413 and _shape(api, big.json(), 413)
         refused = await _post(small, api, stream=True, fault="drop_after=1")
         assert refused.status_code == 403 and _shape(api, refused.json(), 403)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_refused_host_is_answered_in_the_api_shape(backend: LocalBackend, api: str) -> None:
+    refused = await _post(backend, api, stream=False, headers={"Host": "attacker.example"})
+    assert refused.status_code == 403 and _shape(api, refused.json(), 403)
 
 
 # --- length, and the answer kept for the Wikit endpoints -------------------------------
