@@ -370,6 +370,31 @@ async def test_a_refused_host_is_answered_in_the_api_shape(backend: LocalBackend
     assert refused.status_code == 403 and _shape(api, refused.json(), 403)
 
 
+LIMITS: dict[str, dict[str, Any]] = {
+    "gemini": {"generationConfig": {"maxOutputTokens": 4}},
+    "cohere": {"max_tokens": 4},
+    "anthropic": {"max_tokens": 4},
+    "responses": {"max_output_tokens": 4},
+}
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_token_delay_paces_the_deltas(backend: LocalBackend, api: str) -> None:
+    body = orjson.dumps({**_body(api, True), **LIMITS[api]})
+    stamps: list[float] = []
+    decoder = SSEDecoder()
+    async with (
+        httpx.AsyncClient(base_url=backend.root_url, timeout=10) as client,
+        client.stream(
+            "POST", REQUESTS[api][0], content=body, headers={FAULT: "token_delay=0.05"}
+        ) as response,
+    ):
+        async for data in response.aiter_raw():
+            stamps += [time.monotonic() for e in decoder.feed(data) if _is_delta(api, e)]
+    assert len(stamps) >= 4
+    assert stamps[-1] - stamps[0] >= 0.05 * (len(stamps) - 1) * 0.9
+
+
 # --- length, and the answer kept for the Wikit endpoints -------------------------------
 
 
