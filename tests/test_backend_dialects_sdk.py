@@ -19,6 +19,7 @@ from typing import Any
 import anthropic
 import cohere
 import openai
+import orjson
 import pytest
 from google import genai
 from google.genai import types as genai_types
@@ -341,3 +342,86 @@ async def test_cohere_chat_stream_and_chat(
     assert whole.finish_reason == "COMPLETE"
     assert whole.usage is not None and whole.usage.tokens is not None
     assert whole.usage.tokens.output_tokens
+
+
+# --- streamed and whole agree, over the retrieval question set ---------------------
+
+QUESTIONS = [
+    orjson.loads(line)["question"]
+    for line in (Path(__file__).parent / "data" / "retrieval_eval.jsonl").read_bytes().splitlines()
+    if line.strip()
+][::6]
+
+
+async def _responses_pair(backend: LocalBackend, q: str) -> tuple[Any, Any]:
+    client = _openai(backend)
+    async with client.responses.stream(model=MODEL, input=q) as stream:
+        streamed = await stream.get_final_response()
+    whole = await client.responses.create(model=MODEL, input=q)
+    return (
+        (streamed.output_text, _responses_spans(streamed)),
+        (whole.output_text, _responses_spans(whole)),
+    )
+
+
+async def _anthropic_pair(backend: LocalBackend, q: str) -> tuple[Any, Any]:
+    client = _anthropic(backend)
+    request: dict[str, Any] = {
+        "model": MODEL,
+        "max_tokens": 4096,
+        "messages": [{"role": "user", "content": q}],
+    }
+    async with client.messages.stream(**request) as stream:
+        streamed = await stream.get_final_message()
+    return _blocks(streamed), _blocks(await client.messages.create(**request))
+
+
+async def _gemini_pair(backend: LocalBackend, q: str) -> tuple[Any, Any]:
+    client = _genai(backend)
+    text, supports = "", []
+    async for chunk in await client.aio.models.generate_content_stream(model=MODEL, contents=q):
+        text += chunk.text or ""
+        if chunk.candidates and chunk.candidates[0].grounding_metadata is not None:
+            supports = _supports(chunk.candidates[0].grounding_metadata)
+    whole = await client.aio.models.generate_content(model=MODEL, contents=q)
+    assert whole.candidates is not None
+    return (text, supports), (whole.text or "", _supports(whole.candidates[0].grounding_metadata))
+
+
+async def _cohere_pair(backend: LocalBackend, q: str) -> tuple[Any, Any]:
+    client = _cohere(backend)
+    messages: Any = [{"role": "user", "content": q}]
+    text, cites = "", []
+    async for event in client.chat_stream(model=MODEL, messages=messages):
+        if event.type == "content-delta":
+            text += event.delta.message.content.text
+        elif event.type == "citation-start":
+            cites.append(event.delta.message.citations)
+    whole = await client.chat(model=MODEL, messages=messages)
+    assert whole.message.content is not None
+    return (
+        (text, _cohere_cites(cites)),
+        (whole.message.content[0].text, _cohere_cites(whole.message.citations or [])),
+    )
+
+
+PAIRS = {
+    "responses": _responses_pair,
+    "anthropic": _anthropic_pair,
+    "gemini": _gemini_pair,
+    "cohere": _cohere_pair,
+}
+
+
+@pytest.mark.parametrize("api", list(PAIRS))
+async def test_streamed_and_whole_agree_over_the_question_set(
+    backends: dict[str, LocalBackend], api: str
+) -> None:
+    backend = backends["builtin"]
+    cited = 0
+    for q in QUESTIONS:
+        streamed, whole = await PAIRS[api](backend, q)
+        assert streamed == whole, q
+        answer = backend.app[STATE].answer(q)
+        cited += bool(answer.sentences)
+    assert cited >= len(QUESTIONS) // 2  # most of them are cited answers
