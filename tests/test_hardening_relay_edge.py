@@ -15,6 +15,7 @@ import time
 import tracemalloc
 import urllib.request
 from collections.abc import AsyncIterator
+from typing import Any
 
 import aiohttp
 import orjson
@@ -30,6 +31,7 @@ from streamcite.relay.bounds import bounded_done
 from streamcite.relay.config import RelayConfig
 from streamcite.relay.memlog import MemoryStreamLog
 from streamcite.relay.server import RelayServer
+from streamcite.web.deadlines import ReadDeadlines
 from tests._relay_fixtures import (
     chunk_frame,
     eventually,
@@ -412,3 +414,51 @@ def test_bounded_done_is_the_plain_wire_form_when_it_fits(
     )
     done = DoneEvent(answer=answer)
     assert bounded_done(done, max_errors=10, max_bytes=1 << 20) == orjson.dumps(done)
+
+
+class _Conn:
+    """What the sweep reads of an aiohttp RequestHandler."""
+
+    def __init__(self) -> None:
+        self._request_in_progress = False
+        self._current_request: Any = None
+        self._request_count = 0
+        self.forced = False
+        self.transport = None
+
+    def force_close(self) -> None:
+        self.forced = True
+
+
+class _Request:
+    def __init__(self, eof: bool) -> None:
+        self.content = self
+        self.eof = eof
+
+    def is_eof(self) -> bool:
+        return self.eof
+
+
+def test_read_deadlines_phases() -> None:
+    d = ReadDeadlines(header_timeout=10, body_timeout=30, period=1)
+    head, body, writing, idle = _Conn(), _Conn(), _Conn(), _Conn()
+    body._request_in_progress, body._current_request = True, _Request(eof=False)
+    body._request_count = 1
+    # A response still being written after its handler returned: busy, no request.
+    writing._request_in_progress, writing._request_count = True, 1
+    conns = [head, body, writing, idle]
+
+    def sweep(now: float) -> int:  # a closed connection leaves the server's list
+        return d.check([c for c in conns if not c.forced], now)
+
+    assert sweep(0.0) == 3  # head, body and the idle connection wait
+    idle._request_in_progress = True  # a request arrives on it and ends quickly
+    idle._request_count = 1
+    assert sweep(5.0) == 2
+    idle._request_in_progress = False  # back to idle keep-alive: its clock restarts
+    assert sweep(9.0) == 3
+    assert sweep(10.0) == 2 and head.forced  # no head in 10 s
+    assert sweep(18.9) == 2 and not idle.forced
+    assert sweep(19.0) == 1 and idle.forced
+    assert sweep(30.0) == 0 and body.forced and not writing.forced
+    assert d.closed == {"header": 2, "body": 1}
