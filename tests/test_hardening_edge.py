@@ -176,6 +176,15 @@ async def test_wikit_source_cap_also_counts_escaped_keys(serve: ServeFn) -> None
         assert len(await wikit.fetch("q1")) == 5
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+async def test_wikit_v1_citations_are_capped_too(serve: ServeFn) -> None:
+    url = await serve(_wikit_app(orjson.dumps([{}] * 5)))
+    async with WikitSources(APP, ORG, "key", base_url=url, max_sources=4) as wikit:
+        with pytest.raises(UpstreamError) as info:
+            await wikit.fetch_v1("q1")
+    assert info.value.code == "wikit_too_many_sources"
+
+
 # -- 11. error messages quoting upstream data are bounded -------------------------------------
 
 
