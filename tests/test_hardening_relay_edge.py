@@ -212,6 +212,9 @@ async def test_sse_reader_that_never_reads_is_dropped_too() -> None:
 
 # -- 6. slowloris -----------------------------------------------------------------------------------
 
+DEADLINE = 2.0
+"""Header/body deadline of these tests: long enough to count every socket first."""
+
 
 async def _slowloris(port: int, n: int, *, body: bool) -> list[socket.socket]:
     loop = asyncio.get_running_loop()
@@ -244,7 +247,7 @@ async def _all_closed(socks: list[socket.socket], limit: float) -> float:
 
 
 async def test_relay_closes_100_partial_heads_within_the_deadline_and_keeps_answering() -> None:
-    async with fake_upstream() as up, relay(up.url + "/v1", header_timeout=1.0) as server:
+    async with fake_upstream() as up, relay(up.url + "/v1", header_timeout=DEADLINE) as server:
         socks = await _slowloris(server.port, 100, body=False)
         deadlines = server.relay.deadlines
         await eventually(lambda: deadlines.half_open >= 100, limit=5)
@@ -253,26 +256,26 @@ async def test_relay_closes_100_partial_heads_within_the_deadline_and_keeps_answ
                 health = await resp.json()
             assert health["half_open"] >= 100
             # Before: still open after 150 s (aiohttp's keep-alive default is 3,630 s).
-            took = await _all_closed(socks, limit=6.0)
+            took = await _all_closed(socks, limit=DEADLINE + 5.0)
             async with session.get(server.url + "/metrics") as resp:
                 metrics = await resp.text()
             async with session.get(server.url + "/healthz") as resp:
                 assert resp.status == 200
-    assert took < 1.0 + 3.0, took
+    assert took < DEADLINE + 3.0, took
     assert deadlines.closed["header"] >= 100
     assert 'streamcite_relay_read_deadline_closed_total{phase="header"}' in metrics
 
 
 async def test_relay_closes_a_post_whose_body_never_arrives() -> None:
-    async with fake_upstream() as up, relay(up.url + "/v1", body_timeout=1.0) as server:
+    async with fake_upstream() as up, relay(up.url + "/v1", body_timeout=DEADLINE) as server:
         socks = await _slowloris(server.port, 20, body=True)
         await eventually(lambda: server.relay.deadlines.half_open >= 20, limit=5)
-        took = await _all_closed(socks, limit=6.0)
+        took = await _all_closed(socks, limit=DEADLINE + 5.0)
         # A WebSocket open longer than both deadlines is no half-open connection.
         async with ws_client(server) as client:
             sid = await client.ask("hello")
             await client.until_done(sid)
-    assert took < 1.0 + 3.0, took
+    assert took < DEADLINE + 3.0, took
     assert server.relay.deadlines.closed["body"] >= 20
     assert up.requests == 1
 
@@ -293,7 +296,7 @@ async def test_a_websocket_outlives_both_deadlines() -> None:
 
 
 async def test_serve_local_closes_partial_heads_and_stalled_bodies() -> None:
-    config = BackendConfig(header_timeout=1.0, body_timeout=1.0)
+    config = BackendConfig(header_timeout=DEADLINE, body_timeout=DEADLINE)
     async with LocalBackend(config) as backend:
         heads = await _slowloris(backend.port, 50, body=False)
         loop = asyncio.get_running_loop()
@@ -314,8 +317,8 @@ async def test_serve_local_closes_partial_heads_and_stalled_bodies() -> None:
             session.get(backend.root_url + "/healthz") as resp,
         ):
             assert (await resp.json())["half_open"] >= 60
-        took = await _all_closed(heads + bodies, limit=6.0)
-    assert took < 1.0 + 3.0, took
+        took = await _all_closed(heads + bodies, limit=DEADLINE + 5.0)
+    assert took < DEADLINE + 3.0, took
     assert deadlines.closed["header"] >= 50 and deadlines.closed["body"] >= 10
 
 
