@@ -338,6 +338,14 @@ def test_serve_local_skipped_warning_has_no_terminal_escape(tmp_path: Path) -> N
     assert "PWNED" not in text and "corpus/a\\nb.md: not UTF-8" in warnings[0]
 
 
+def test_bench_summary_shows_provider_error_codes_inert() -> None:
+    from streamcite.bench.tables import _lines
+
+    summary = {"ok": 0, "requests": 1, "error_rate": 1.0, "throughput_rps": 1.0}
+    text = _lines({**summary, "errors_by_code": {"a\x1b]0;T\x07\x1b[2J\nb": 1}}).plain
+    assert "\x1b" not in text and "\x07" not in text and "errors:\xa0a\\nb×1" in text
+
+
 def test_one_line_keeps_a_warning_on_one_line() -> None:
     assert one_line("a\x1b[2J\r\nb\tc\u202e") == "a\\r\\nb\\tc"
 
