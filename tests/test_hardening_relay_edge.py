@@ -465,3 +465,59 @@ def test_read_deadlines_phases() -> None:
     assert sweep(19.0) == 1 and idle.forced
     assert sweep(30.0) == 0 and body.forced and not writing.forced
     assert d.closed == {"header": 2, "body": 1}
+
+
+def test_a_superseded_citations_frame_is_skipped_when_the_answer_is_rebuilt() -> None:
+    from structlog.testing import capture_logs
+
+    from streamcite.core.events import CitationsEvent, TokenEvent
+    from streamcite.relay.producer import SUPERSEDED
+    from streamcite.relay.replay import rebuild_answer
+    from streamcite.relay.streamlog import LogEntry
+
+    newest = CitationsEvent(citations=[Citation(source_url="https://example.org/b")])
+    entries = [
+        LogEntry(1, orjson.dumps(TokenEvent(index=0, text="hi", display="hi"))),
+        LogEntry(2, SUPERSEDED % 3),
+        LogEntry(3, orjson.dumps(newest)),
+    ]
+    with capture_logs() as logs:
+        answer = rebuild_answer(entries, None)
+    assert answer.text == "hi"
+    assert [c.source_url for c in answer.citations] == ["https://example.org/b"]
+    assert not [e for e in logs if e.get("event") == "relay.rebuild.skipped"]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    ops=st.lists(
+        st.one_of(
+            st.tuples(st.just("add"), st.binary(min_size=1, max_size=40)),
+            st.tuples(st.just("replace"), st.integers(0, 30), st.binary(min_size=1, max_size=8)),
+        ),
+        max_size=40,
+    ),
+    max_bytes=st.integers(50, 400),
+)
+def test_memlog_supersede_keeps_every_other_entry_and_the_accounting(
+    ops: list[tuple[Any, ...]], max_bytes: int
+) -> None:
+    async def run() -> None:
+        log = MemoryStreamLog(max_bytes=max_bytes, max_entries=10)
+        await log.open_stream("s", owner="me")
+        model: dict[int, bytes] = {}
+        for op in ops:
+            if op[0] == "add":
+                seq = log.append_nowait("s", op[1])
+                model[seq] = op[1]
+            else:
+                log.supersede_nowait("s", op[1], op[2])
+                if op[1] in model:
+                    model[op[1]] = op[2]
+        kept = {e.seq: e.payload for e in await log.read("s", 0)}
+        assert kept == {s: p for s, p in model.items() if s in kept}
+        assert list(kept) == sorted(kept) and (not kept or max(kept) == max(model))
+        assert log.stats()["bytes"] == sum(len(p) + 8 for p in kept.values())
+        await log.aclose()
+
+    asyncio.run(run())
