@@ -13,7 +13,8 @@ from typing import Any
 import orjson
 
 from streamcite.core.answer import AnswerBuilder
-from streamcite.core.citations import citations_from_chunk
+from streamcite.core.bounds import MAX_CHOICES, TOO_MANY_CITATIONS, clip_message
+from streamcite.core.citations import bounded_citations
 from streamcite.core.deltas import (
     ToolPlacer,
     check_spans,
@@ -39,11 +40,8 @@ from streamcite.core.named_events import named_event
 from streamcite.core.sse import OVERFLOW, RawEvent
 from streamcite.core.template import ContentTemplate
 
-__all__ = ["ChunkInterpreter", "error_from_payload"]
+__all__ = ["MAX_CHOICES", "ChunkInterpreter", "error_from_payload"]
 
-MAX_CHOICES = 128
-"""Choices a stream may carry (OpenAI's ``n`` is at most 128): the per-choice state
-(footnote detectors, tool-call placement) stays bounded whatever index a stream sends."""
 
 _loads = orjson.loads
 _new = object.__new__
@@ -57,6 +55,10 @@ def _choice_usage(choices: list[Any]) -> Any:
         if type(ch) is dict and (usage := ch.get("usage")):
             return usage
     return None
+
+
+def _citation_lists(obj: dict[str, Any]) -> tuple[Any, Any]:
+    return obj.get("citations"), obj.get("search_results")
 
 
 def _has_extra(delta: dict[str, Any]) -> bool:
@@ -82,6 +84,7 @@ class ChunkInterpreter:
         "_tpl",
         "_usage_pending",
         "annotations_dropped",
+        "citations_dropped",
         "cut",
         "done",
         "spans_checked",
@@ -105,6 +108,8 @@ class ChunkInterpreter:
         """Per choice: which call a tool-call delta continues (``deltas.ToolPlacer``)."""
         self.annotations_dropped = 0
         """``url_citation`` annotations beyond ``deltas.MAX_URL_CITATIONS`` (reported once)."""
+        self.citations_dropped = 0
+        """Chunks whose citation list went beyond its cap (reported once: ``too_many_citations``)."""
         self.spans_checked = 0
         """``url_citation`` spans already checked against the final text."""
         self.cut = False
@@ -313,8 +318,9 @@ class ChunkInterpreter:
         if type(idx) is not int:
             self._fault(out, "bad_chunk", f"choice index is not an integer: {idx!r:.40}")
             return None
-        if not 0 <= idx < MAX_CHOICES:
-            msg = f"choice index {idx} is outside 0-{MAX_CHOICES - 1}: choice skipped"
+        limit = self._builder.bounds.max_choices
+        if not 0 <= idx < limit:
+            msg = f"choice index {idx} is outside 0-{limit - 1}: choice skipped"
             self._fault(out, "bad_chunk", msg)
             return None
         return idx
@@ -404,16 +410,24 @@ class ChunkInterpreter:
         out.append(ev)
 
     def _citations(self, obj: dict[str, Any], out: list[Event]) -> None:
-        raw = (obj.get("citations"), obj.get("search_results"))
+        # Compared (and kept) up to one item beyond the caps: what is beyond them is
+        # never used, and a 10^6-item list is neither kept alive nor compared whole.
+        b = self._builder.bounds
+        cap = max(b.max_citations, b.max_search_results, b.max_citation_urls) + 1
+        raw = tuple(x[:cap] if type(x) is list else x for x in _citation_lists(obj))
         if raw == self._last_citations:
             return  # Perplexity repeats the set on every chunk
         self._last_citations = raw
-        parsed = citations_from_chunk(obj)
+        parsed = bounded_citations(obj, b)
         if parsed is None:
             return
-        citations, problems = parsed
+        citations, problems, over = parsed
         if problems:
-            self._fault(out, "bad_citations", "; ".join(problems[:5]))
+            self._fault(out, "bad_citations", clip_message("; ".join(problems[:5])))
+        if over:
+            if not self.citations_dropped:  # reported once per stream, then counted
+                self._fault(out, TOO_MANY_CITATIONS, over)
+            self.citations_dropped += 1
         if citations:
             self._builder.citations = citations
             out.append(CitationsEvent(citations=citations))
@@ -447,6 +461,15 @@ class ChunkInterpreter:
         self._builder.complete = not self.cut
         check_spans(self, out)
         self._flush_usage(out)
+
+    def cut_for_size(self, ev: ErrorEvent, out: list[Event]) -> None:
+        """The builder's ``answer_too_large`` (already recorded): the answer ends here,
+        incomplete; nothing more of the stream is interpreted (as after ``[DONE]``)."""
+        out.append(ev)
+        self.cut = True
+        self.done = True
+        self._builder.complete = False
+        self._usage_pending = None
 
     def _sse_error(self, payload: bytes, out: list[Event]) -> None:
         try:
