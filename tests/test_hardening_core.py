@@ -216,6 +216,23 @@ async def test_stream_chat_on_a_300_mb_stream_is_cut_at_the_cap(serve: ServeFn) 
     assert sent[0] < 100_000_000  # the connection was closed at the cut
 
 
+def test_a_non_streaming_body_is_held_to_the_same_caps() -> None:
+    body = {
+        "id": "c",
+        "model": "m",
+        "choices": [{"index": 0, "message": {"content": "x" * 5000}, "finish_reason": "stop"}],
+    }
+    p = ChatStreamParser(bounds=StreamBounds(max_answer_chars=1000))
+    events = p.feed_body(orjson.dumps(body))
+    assert _codes(events) == ["answer_too_large"] and not p.done_event().answer.complete
+    p = ChatStreamParser()
+    events = p.feed_body(
+        b'{"choices":[{"index":0,"message":{"content":"a \\ud83d b"},"finish_reason":"stop"}]}'
+    )
+    assert _codes(events) == ["lone_surrogate"]
+    assert p.done_event().answer.text == "a \ufffd b"
+
+
 # -- 4 and 7: linear accumulation of tool arguments, reasoning, refusal -------------------
 
 

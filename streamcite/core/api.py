@@ -14,6 +14,7 @@ from streamcite.core.events import DoneEvent, ErrorEvent, Event
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import CitedAnswer
 from streamcite.core.sse import DEFAULT_MAX_EVENT_SIZE, SSEDecoder
+from streamcite.core.surrogates import loads_lone_surrogates, scrub_surrogates
 
 __all__ = ["SIZE_CHECK_BYTES", "ChatStreamParser", "aiter_events", "iter_events"]
 
@@ -81,20 +82,31 @@ class ChatStreamParser:
         return out
 
     def feed_body(self, body: bytes) -> list[Event]:
-        """A non-streaming ``chat.completion`` JSON body → the same events as a stream."""
+        """A non-streaming ``chat.completion`` JSON body → the same events as a stream
+        (held to the same caps: beyond ``max_answer_chars``, ``answer_too_large``)."""
+        out: list[Event] = []
         try:
             obj: Any = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
-            return [
-                self.add_error(
-                    ErrorEvent(
-                        code="invalid_json",
-                        message=f"response body is not JSON: {exc}",
-                        stage="chunk",
+            obj = loads_lone_surrogates(body)  # JSON but for lone surrogate escapes?
+            if obj is None:
+                return [
+                    self.add_error(
+                        ErrorEvent(
+                            code="invalid_json",
+                            message=f"response body is not JSON: {exc}",
+                            stage="chunk",
+                        )
                     )
-                )
-            ]
-        return self._interpreter.feed_completion(obj)
+                ]
+            obj, lone = scrub_surrogates(obj)  # a whole body: a lone one is alone
+            if lone:
+                msg = f"{lone} lone UTF-16 surrogate(s) in the response: replaced by U+FFFD"
+                out.append(self.add_error(ErrorEvent(code="lone_surrogate", message=msg)))
+        self._interpreter.feed_completion(obj, out)
+        if (too_large := self.builder.check_size()) is not None:
+            out.append(too_large)
+        return out
 
     def close(self) -> list[Event]:
         """End of input: held markers released, truncation reported as an error event."""

@@ -44,5 +44,9 @@ def error_from_payload(err: Any, stage: str) -> ErrorEvent:
         status is not None and (status == 429 or status >= 500)
     )
     return ErrorEvent(
-        code=code, message=clip_message(str(message)), retryable=retryable, stage=stage, status=status
+        code=code,
+        message=clip_message(str(message)),
+        retryable=retryable,
+        stage=stage,
+        status=status,
     )
