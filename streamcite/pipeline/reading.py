@@ -1,7 +1,8 @@
 """Reading the response: bytes → the sans-I/O core → events, each read under a timeout.
 
-Three shapes of response: ``text/event-stream`` (the hot path: the first read waits
-up to ``first_token``, later ones up to ``idle``), ``application/json`` (a
+Three shapes of response: ``text/event-stream`` (the hot path: until the first token,
+reads share one deadline, ``first_token`` after the request was sent, so keep-alive
+comments do not restart it; then each read waits up to ``idle``), ``application/json`` (a
 non-streaming answer read whole) and anything else (an error, unless the
 transport's ``check_event_stream`` accepts it). A read that fails becomes one typed
 error event; the stream then ends with what it has.
