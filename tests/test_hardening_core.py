@@ -182,7 +182,7 @@ def _endless(piece: bytes, sent: list[int]) -> Callable[[web.Request], Any]:
             while sent[0] < 300_000_000:  # a 300 MB answer, made as it is read
                 await resp.write(piece)
                 sent[0] += len(piece)
-        except (ConnectionResetError, asyncio.CancelledError):
+        except (ConnectionError, asyncio.CancelledError):
             pass
         return resp
 
@@ -286,7 +286,7 @@ def _trickle(
             for i in range(10_000):  # the hostile upstream's pace: data, but never a token
                 await resp.write(payload(i))
                 await asyncio.sleep(0.05)
-        except (ConnectionResetError, asyncio.CancelledError):
+        except (ConnectionError, asyncio.CancelledError):
             pass
         return resp
 
