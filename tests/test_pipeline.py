@@ -27,7 +27,7 @@ from tests._wait import wait_until
 from tests.conftest import ServeFn
 
 TRANSPORTS = ["httpx", "aiohttp"]
-REQ = {"model": "m", "messages": [{"role": "user", "content": "q"}], "stream": True}
+REQ = {"model": "streamcite-local", "messages": [{"role": "user", "content": "q"}], "stream": True}
 FAST = Timeouts(connect=2, first_token=2, idle=0.5, total=10)
 
 

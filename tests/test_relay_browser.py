@@ -75,7 +75,11 @@ async def wait_done(page: Any, index: int = 0, limit_ms: float = 30_000) -> dict
 
 
 async def backend_answer(base_url: str, question: str = QUESTION) -> str:
-    req = {"model": "m", "messages": [{"role": "user", "content": question}], "stream": True}
+    req = {
+        "model": "streamcite-local",
+        "messages": [{"role": "user", "content": question}],
+        "stream": True,
+    }
     async with stream_chat(req, base_url=base_url, transport="aiohttp") as s:
         return (await s.until_done()).text
 

@@ -3,6 +3,7 @@ the claims coloured by support (rich renderables; the console is the caller's)."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,10 +104,12 @@ def sources_table(answer: CitedAnswer) -> Any:
     return table
 
 
-def source_links(answer: CitedAnswer) -> list[str]:
-    """``¹ ³ URL`` lines, one per document (URLs are too long for a table cell)."""
+def source_links(answer: CitedAnswer, link: Callable[[str], str] | None = None) -> list[str]:
+    """``¹ ³ URL`` lines, one per document (URLs are too long for a table cell);
+    ``link`` rewrites each URL (the local backend's pages into corpus files)."""
     return [
-        f"  [cyan]{' '.join(render_superscript(n) for n in r.numbers)}[/cyan] {console_text(r.link)}"
+        f"  [cyan]{' '.join(render_superscript(n) for n in r.numbers)}[/cyan] "
+        + console_text(link(r.link) if link else r.link)
         for r in _doc_rows(answer)
         if r.link != "—"
     ]

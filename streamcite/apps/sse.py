@@ -10,6 +10,7 @@ import click
 import orjson
 
 from streamcite.apps._io import read_chunks
+from streamcite.apps.options import ArgumentHintCommand
 from streamcite.core.errors import EventTooLarge
 from streamcite.core.sse import DEFAULT_MAX_EVENT_SIZE, SSEDecoder
 
@@ -23,7 +24,7 @@ def _json_line(event: dict[str, Any]) -> bytes:
         return json.dumps(event, ensure_ascii=False).encode() + b"\n"
 
 
-@click.command("sse")
+@click.command("sse", cls=ArgumentHintCommand)
 @click.argument(
     "file", required=False, type=click.Path(exists=True, dir_okay=False, allow_dash=True)
 )
