@@ -219,3 +219,60 @@ def test_offline_links_point_at_each_chunks_first_line(tmp_path: Path) -> None:
     unknown = "http://127.0.0.1:9/documents/" + "0" * 24
     assert link(unknown) == unknown
     assert os.sep in link(f"http://127.0.0.1:9/documents/{corpus.documents[0].id}")
+
+
+# -- one quick start to citations, sources and grounding; one port ---------------------
+
+
+async def test_the_quick_start_reaches_citations_sources_and_grounding(
+    backend: LocalBackend,
+) -> None:
+    import asyncio
+
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(ROOT / "examples" / "quickstart.py"),
+        backend.root_url,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
+    assert proc.returncode == 0, err.decode()
+    text = out.decode()
+    assert "¹" in text and "error:" not in text, text
+    citations, _, rest = text.partition("\ncitations:\n")[2].partition("sources:\n")
+    sources, _, grounding = rest.partition("grounding:")
+    assert "[1] Remote Work Policy" in citations
+    assert "[1] Remote Work Policy:" in sources
+    assert grounding.startswith(" support score "), text
+
+
+def test_wikit_sources_needs_no_ids_against_the_embedded_backend() -> None:
+    from streamcite.enrich import WikitSources
+    from streamcite.enrich.wikit import LOCAL_APP_ID, LOCAL_ORGANIZATION_ID
+
+    for url in (
+        "http://127.0.0.1:8765",
+        "http://localhost:1",
+        "http://[::1]:5",
+        "http://127.9.9.9",
+    ):
+        wikit = WikitSources(base_url=url)
+        assert (wikit.app_id, wikit.organization_id) == (LOCAL_APP_ID, LOCAL_ORGANIZATION_ID)
+    assert WikitSources("app", "org", base_url="http://127.0.0.1:1").app_id == "app"
+    for url in ("https://apis.wikit.ai", "http://127.0.0.1.evil.example", "http://10.0.0.1"):
+        with pytest.raises(ValueError, match="app_id and organization_id are required"):
+            WikitSources(base_url=url)
+    with pytest.raises(ValueError):
+        WikitSources()  # Wikit itself: the ids are required
+
+
+def test_docs_and_examples_name_one_port_for_the_backend() -> None:
+    """8765 (serve-local's default) everywhere the docs start or ask the backend; the
+    quick start said 8000."""
+    pattern = re.compile(r"serve-local[^\n`]*--port (\d+)|(?:127\.0\.0\.1|localhost):(\d+)/v1")
+    found = []
+    for path in [*ROOT.glob("docs/*.md"), *ROOT.glob("examples/*.py")]:
+        for m in pattern.finditer(path.read_text(encoding="utf-8")):
+            found.append((path.name, m.group(1) or m.group(2)))
+    assert found and {port for _, port in found} == {"8765"}, found
