@@ -22,6 +22,7 @@ on first use, so ``import streamcite`` pulls in no I/O library.
 from __future__ import annotations
 
 import importlib
+import sys
 import warnings
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
@@ -111,6 +112,10 @@ def __getattr__(name: str) -> Any:
     moved = _MOVED.get(name)
     if moved is None:
         raise AttributeError(f"module 'streamcite' has no attribute {name!r}")
+    if sys._getframe(1).f_code.co_name == "_handle_fromlist":
+        # ``from streamcite import X`` asks twice (importlib's hasattr, then the import
+        # itself): the warning is given once, for the importing line.
+        return getattr(importlib.import_module(moved), name)
     warnings.warn(
         f"'from streamcite import {name}' is deprecated: use 'from {moved} import {name}' "
         "(docs/imports.md); the top-level name goes in 0.3",

@@ -101,6 +101,7 @@ def test_the_warning_points_at_the_importing_line(tmp_path: Path) -> None:
     )
     assert r.returncode == 0
     assert f"{script}:1: DeprecationWarning" in r.stderr, r.stderr
+    assert r.stderr.count("DeprecationWarning") == 1, r.stderr  # not once more for importlib
 
 
 def test_the_new_packages_stay_light() -> None:

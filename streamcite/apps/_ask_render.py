@@ -166,7 +166,8 @@ class RichRenderer(Renderer):
             for line in links:
                 c.print(line, overflow="fold")
             if links and self.opts.link is not None:
-                c.print(f"  [dim]{console_text(LIVE_PAGES_HINT)}[/dim]", soft_wrap=False)
+                for line in LIVE_PAGES_HINT.split("\n"):
+                    c.print(f"  [dim]{console_text(line)}[/dim]", soft_wrap=False)
         elif answer.complete and not answer.refusal and not answer.tool_calls:
             c.print("[yellow]No sources: the answer cites nothing.[/yellow]")
         if answer.dangling_refs:

@@ -20,9 +20,8 @@ from streamcite.local.corpus import BUILTIN_CORPUS, Chunk, Corpus, Document, sta
 __all__ = ["LIVE_PAGES_HINT", "offline_links"]
 
 LIVE_PAGES_HINT = (
-    "the local backend stopped with this command: links are the corpus files "
-    "(PATH:LINE); `streamcite serve-local` serves them as pages at "
-    "http://127.0.0.1:8765/documents/…"
+    "links: corpus files (PATH:LINE); the local backend stopped with this command\n"
+    "pages: run `streamcite serve-local`, then http://127.0.0.1:8765/documents/…"
 )
 
 _DOCUMENT_URL = re.compile(r"/documents/(?P<id>[0-9a-f]{24})(?:#chunk-(?P<chunk>\d+))?$")
