@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import importlib
 import os
+import select
 import signal
 import sys
 from typing import Any, NoReturn
@@ -42,14 +43,25 @@ class _LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except OSError as exc:
-            if exc.errno != errno.EPIPE:
-                raise
+            if exc.errno != errno.EPIPE or not _stdout_gone():
+                raise  # a socket's EPIPE that escaped a command is an error, not an exit
             _closed_pipe()
 
     def format_commands(self, ctx: click.Context, formatter: Any) -> None:
         rows = [(name, help_) for name, (_, help_) in sorted(_COMMANDS.items())]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+def _stdout_gone() -> bool:
+    """Nobody reads stdout any more (the pipe's reader exited): poll says so."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        events = poller.poll(0)
+    except (AttributeError, OSError, ValueError):  # no poll, no descriptor: assume so
+        return True
+    return any(mask & (select.POLLERR | select.POLLHUP) for _, mask in events)
 
 
 def _closed_pipe() -> NoReturn:
