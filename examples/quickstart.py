@@ -36,7 +36,7 @@ async def main() -> None:
         print(f"  [{c.footnote}] {c.document_title} — {c.cited_text_heading}")
     print("sources:")
     for s in answer.sources:
-        passage = " ".join(s.chunk.data.split())[:70]
+        passage = " ".join(s.chunk.data.split("\n\n", 1)[-1].split())[:60]  # after its heading
         print(f"  [{s.quoted_as}] {s.document.display_name}: {passage}…")
     if answer.grounding is not None:
         print(f"grounding: support score {answer.grounding.support_score:.2f}")
