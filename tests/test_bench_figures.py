@@ -145,3 +145,56 @@ def test_the_timeline_png_title_carries_the_sample() -> None:
     assert "(every 9th request: 112 of 1,000)" in ax.get_title()
     _, last_x = ax.get_xlim()
     assert last_x >= 0.99  # the last request (sent at 0.999 s) is on the plot
+
+
+# key -> the label of its row in the summary table (streamcite/bench/tables.py).
+_TABLE_ROWS = {
+    "reasoning_ms": "→ first reasoning (ms)",
+    "ttft_ms": "TTFT (ms)",
+    "itl_ms": "inter-token (ms)",
+    "tpot_ms": "TPOT (ms)",
+    "tokens_per_s": "chunks/s (per req)",
+    "output_tokens_per_s_per_request": "tokens/s (per req)",
+    "citations_ms": "→ citations (ms)",
+    "sources_ms": "→ sources (ms)",
+    "grounding_ms": "→ grounding (ms)",
+    "total_ms": "total (ms)",
+    "queue_ms": "queued (ms)",
+    "e2e_ms": "total incl. queue (ms)",
+}
+
+
+@pytest.mark.parametrize("key", list(_TABLE_ROWS))
+def test_each_summary_row_shows_its_own_distribution(key: str) -> None:
+    s: dict[str, Any] = {"requests": 10, "ok": 10, "error_rate": 0.0, "errors_by_code": {}}
+    s["client"] = {"loop_lag_ms": {}}
+    for i, k in enumerate(_TABLE_ROWS, 1):  # p50 of row i is i × 1,000 + 1: no two alike
+        d = {"count": i, "mean": 1.0, "std": 0.0, "p50": i * 1_000 + 1.0}
+        s[k] = {**d, "p90": d["p50"], "p99": d["p50"], "max": d["p50"]}
+    plain = _text(summary_tables({"runs": [_run(1.0) | {"summary": s}]}))
+    row = next(line for line in plain.splitlines() if line.strip().startswith(_TABLE_ROWS[key]))
+    p50 = s[key]["p50"]
+    assert f"{p50:,.0f}" in row, row  # shown without decimals past 1,000
+    assert row.split()[len(_TABLE_ROWS[key].split())] == str(s[key]["count"]), row
+
+
+def test_a_sweep_overview_of_more_than_six_runs_says_which_it_shows(tmp_path: Any) -> None:
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    from streamcite.bench import plots
+
+    titles: list[str] = []
+    real_suptitle = Figure.suptitle
+
+    def spy(self: Any, t: str, **kw: Any) -> Any:
+        titles.append(t)
+        return real_suptitle(self, t, **kw)
+
+    runs = [{"load": {"concurrency": c}, "requests": []} for c in range(1, 9)]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Figure, "suptitle", spy)
+        plots._timeline_overview(runs, tmp_path / "timeline.png")
+    assert titles == [
+        "Per-request timelines of the sweep (the first 6 of 8 runs; each run has timeline-<n>.png)"
+    ]
