@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -129,12 +130,15 @@ def _read_lines_then_close(args: list[str], lines: int) -> tuple[int, bytes]:
         stderr=subprocess.PIPE,
     )
     assert proc.stdout is not None and proc.stderr is not None
-    for _ in range(lines):
-        proc.stdout.readline()
-    proc.stdout.close()
+    watchdog = threading.Timer(60, proc.kill)  # the reads below are bounded too
+    watchdog.start()
     try:
+        for _ in range(lines):
+            proc.stdout.readline()
+        proc.stdout.close()
         code = proc.wait(timeout=60)
     finally:
+        watchdog.cancel()
         proc.kill()
     return code, proc.stderr.read()
 
