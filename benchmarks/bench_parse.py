@@ -187,7 +187,8 @@ async def openai_sdk(parts: list[bytes]) -> int:
 
 
 async def streamcite_events(parts: list[bytes]) -> int:
-    from streamcite import TokenEvent, aiter_events
+    from streamcite import aiter_events
+    from streamcite.events import TokenEvent
 
     n = 0
     async for ev in aiter_events(agen(parts)):
@@ -199,7 +200,8 @@ async def streamcite_events(parts: list[bytes]) -> int:
 async def streamcite_parser(parts: list[bytes]) -> int:
     """The same core work without one async-generator step per event: the parser
     is fed each 4 KiB read and returns that read's events as a list."""
-    from streamcite import ChatStreamParser, TokenEvent
+    from streamcite.core.api import ChatStreamParser
+    from streamcite.events import TokenEvent
 
     parser = ChatStreamParser()
     n = 0
@@ -268,7 +270,7 @@ async def bytes_per_char(parts: list[bytes]) -> tuple[int, int, int, int]:
     when ``citation_refs`` is first read, here after tracing)."""
     import sys
 
-    from streamcite import ChatStreamParser
+    from streamcite.core.api import ChatStreamParser
 
     gc.collect()
     tracemalloc.start()

@@ -71,7 +71,8 @@ async def main() -> None:
 
     import openai
 
-    from streamcite import TokenEvent, stream_chat
+    from streamcite import stream_chat
+    from streamcite.events import TokenEvent
     from streamcite.logs import configure_logging
 
     configure_logging("WARNING")  # as a production app would: info lines filtered out

@@ -538,7 +538,7 @@ def test_compare_rows_give_b_over_a() -> None:
         )
     }
     assert rows["TTFT p50 (ms)"] == (100.0, 150.0, 1.5)
-    assert rows["throughput (req/s)"] == (2.0, 1.0, 0.5)
+    assert rows["throughput (ok req/s)"] == (2.0, 1.0, 0.5)
     assert rows["TTFT p99 (ms)"] == (None, None, None)
     assert rows["error rate"] == (0.0, 0.0, None)  # no ratio against zero
 

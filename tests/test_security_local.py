@@ -23,7 +23,11 @@ Q = "How many days of remote work per week?"
 
 def _chat(question: str) -> bytes:
     return orjson.dumps(
-        {"model": "m", "messages": [{"role": "user", "content": question}], "stream": True}
+        {
+            "model": "streamcite-local",
+            "messages": [{"role": "user", "content": question}],
+            "stream": True,
+        }
     )
 
 
@@ -380,7 +384,7 @@ async def test_dns_rebinding_from_chromium_is_refused() -> None:
                     """async (url) => {
                         try {
                             const r = await fetch(url, {method: "POST", mode: "no-cors",
-                                body: '{"model":"m","messages":[{"role":"user","content":"q"}]}'});
+                                body: '{"model": "streamcite-local","messages":[{"role":"user","content":"q"}]}'});
                             return r.type;
                         } catch (e) { return "error"; }
                     }""",

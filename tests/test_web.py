@@ -9,8 +9,8 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from streamcite import (
-    Citation,
+from streamcite import stream_chat
+from streamcite.events import (
     CitationsEvent,
     DoneEvent,
     ErrorEvent,
@@ -18,9 +18,9 @@ from streamcite import (
     GroundingEvent,
     SourcesEvent,
     TokenEvent,
-    stream_chat,
 )
 from streamcite.local.server import BackendConfig, LocalBackend
+from streamcite.models import Citation
 from streamcite.web import UIMessageEncoder, question_from_ui_messages, ui_message_stream
 from streamcite.web.aiohttp import ui_message_handler
 

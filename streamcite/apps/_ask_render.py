@@ -6,14 +6,21 @@ Both end cleanly after Ctrl-C (:meth:`Renderer.cancelled`): the terminal says
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
 import orjson
 
 from streamcite.apps._answer_summary import print_claims, source_links, sources_table
+from streamcite.apps._local_links import LIVE_PAGES_HINT
 from streamcite.apps._provider_render import ProviderRender
-from streamcite.apps._terminal import console_text, json_line_escaped, terminal_safe
+from streamcite.apps._terminal import (
+    console_text,
+    json_line_escaped,
+    pipe_console,
+    terminal_safe,
+)
 from streamcite.apps._usage import base_url_hint
 from streamcite.core.events import (
     CitationRefEvent,
@@ -45,6 +52,9 @@ class RenderSettings:
     fault: str | None
     marker_mode: str
     show_reasoning: bool = True
+    link: Callable[[str], str] | None = None
+    """Rewrites a citation link for after the command (the local backend's pages become
+    corpus files, see :mod:`streamcite.apps._local_links`); None keeps links as sent."""
 
 
 class Renderer:
@@ -90,12 +100,10 @@ class RichRenderer(Renderer):
     """Tokens as they arrive, then the sources table and the claims coloured by support."""
 
     def __init__(self, settings: RenderSettings):
-        from rich.console import Console
-
         self.opts = settings
         self.local_root = settings.local_root
-        self.console = Console(highlight=False, soft_wrap=True)
-        self.err = Console(stderr=True, highlight=False)
+        self.console = pipe_console(highlight=False, soft_wrap=True)
+        self.err = pipe_console(stderr=True, highlight=False)
         self._streaming = False
         self._provider = ProviderRender(self.console, show_reasoning=settings.show_reasoning)
 
@@ -160,8 +168,12 @@ class RichRenderer(Renderer):
         self._provider.finish(answer)
         if answer.citations or answer.sources:
             c.print(sources_table(answer))
-            for line in source_links(answer):
+            links = source_links(answer, self.opts.link)
+            for line in links:
                 c.print(line, overflow="fold")
+            if links and self.opts.link is not None:
+                for line in LIVE_PAGES_HINT.split("\n"):
+                    c.print(f"  [dim]{console_text(line)}[/dim]", soft_wrap=False)
         elif answer.complete and not answer.refusal and not answer.tool_calls:
             c.print("[yellow]No sources: the answer cites nothing.[/yellow]")
         if answer.dangling_refs:

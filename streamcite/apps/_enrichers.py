@@ -22,6 +22,8 @@ __all__ = [
     "build_enrichers",
 ]
 
+# The values of WikitSources' own defaults against the embedded backend (not imported:
+# the Wikit client loads aiohttp, which the CLI loads only when a command needs it).
 LOCAL_WIKIT_APP = "streamcite-demo"
 LOCAL_WIKIT_ORG = "streamcite-local"
 LOCAL_GOOGLE_CONFIG = (

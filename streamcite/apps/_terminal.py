@@ -8,9 +8,23 @@ through :func:`terminal_safe` first; ``--json`` output is JSON, which escapes th
 
 from __future__ import annotations
 
+import errno
+import functools
+import os
 import re
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["console_text", "json_for_terminal", "json_line_escaped", "one_line", "terminal_safe"]
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = [
+    "console_text",
+    "json_for_terminal",
+    "json_line_escaped",
+    "one_line",
+    "pipe_console",
+    "terminal_safe",
+]
 
 # Whole sequences first (so their parameters go with them), then any control character
 # left: C0 except tab and newline, DEL, and C1 (the 8-bit forms of ESC sequences).
@@ -81,3 +95,23 @@ def console_text(text: str) -> str:
     from rich.markup import escape
 
     return escape(terminal_safe(text))
+
+
+@functools.cache
+def _pipe_console_class() -> type[Console]:
+    from rich.console import Console
+
+    class _PipeConsole(Console):
+        def on_broken_pipe(self) -> None:
+            # rich's own ends the process with exit 1; the CLI ends by SIGPIPE instead,
+            # like other Unix tools (streamcite.cli), after the command's cleanup ran.
+            self.quiet = True
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+    return _PipeConsole
+
+
+def pipe_console(**options: Any) -> Console:
+    """A rich ``Console`` whose write to a closed pipe (``… | head -3``) raises
+    ``BrokenPipeError`` for the command line to handle, instead of exiting with 1."""
+    return _pipe_console_class()(**options)

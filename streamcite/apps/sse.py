@@ -11,6 +11,7 @@ import orjson
 
 from streamcite.apps._io import read_chunks
 from streamcite.apps._terminal import json_line_escaped
+from streamcite.apps.options import ArgumentHintCommand
 from streamcite.core.errors import EventTooLarge
 from streamcite.core.sse import DEFAULT_MAX_EVENT_SIZE, SSEDecoder
 
@@ -24,7 +25,7 @@ def _json_line(event: dict[str, Any]) -> bytes:
         return json_line_escaped(json.dumps(event, ensure_ascii=False).encode() + b"\n")
 
 
-@click.command("sse")
+@click.command("sse", cls=ArgumentHintCommand)
 @click.argument(
     "file", required=False, type=click.Path(exists=True, dir_okay=False, allow_dash=True)
 )

@@ -115,7 +115,7 @@ def _lines(s: Mapping[str, Any]) -> Text:
     parts = [
         f"ok {s['ok']}/{s['requests']}",
         f"error rate {100 * s['error_rate']:.1f}%",
-        f"{_fmt(s.get('throughput_rps'), 2)} req/s",
+        f"throughput {_fmt(s.get('throughput_rps'), 2)} req/s",
     ]
     if s.get("goodput_rps") is not None:
         parts.append(f"goodput {_fmt(s['goodput_rps'], 2)} req/s")
@@ -126,7 +126,11 @@ def _lines(s: Mapping[str, Any]) -> Text:
     text = Text(" · ".join(_nb(p) for p in parts) + "\n")
     if s.get("offered_rps") is not None:
         achieved = s.get("achieved_rps")
-        text.append(f"offered {s['offered_rps']:g} req/s · achieved {_fmt(achieved, 2)} req/s\n")
+        # The open loop's arrival rate (sends over the send span), not a second throughput.
+        text.append(
+            f"offered {s['offered_rps']:g} req/s · sent at {_fmt(achieved, 2)} req/s "
+            "(the send rate achieved)\n"
+        )
     text.append(_answers_line(s))
     client = s.get("client", {})
     lag = client.get("loop_lag_ms", {})
@@ -168,7 +172,7 @@ def _answers_line(s: Mapping[str, Any]) -> str:
 def _sweep(runs: Sequence[Mapping[str, Any]]) -> Table:
     has_slo = any("goodput_rps" in r["summary"] for r in runs)
     has_rate = any(r["load"].get("rate") is not None for r in runs)
-    cols = ["C", "rate"] + (["achieved"] if has_rate else []) + ["req/s"]
+    cols = ["C", "rate"] + (["sent/s"] if has_rate else []) + ["ok req/s"]
     cols += (["goodput"] if has_slo else []) + ["TTFT p50", "TTFT p99", "ITL p50"]
     cols += ["total p50", "total p99", "errors"]
     sweep = Table(title="sweep", title_justify="left")

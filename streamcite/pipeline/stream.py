@@ -43,8 +43,8 @@ _DEFAULT_TIMEOUTS = Timeouts()  # frozen: one shared default is safe
 class ChatStream:
     """Stream a chat completion with citations; an async context manager and iterator.
 
-    >>> async with stream_chat({"model": "m", "messages": msgs, "stream": True},
-    ...                        base_url="http://127.0.0.1:8000/v1") as stream:
+    >>> async with stream_chat({"model": "streamcite-local", "messages": msgs, "stream": True},
+    ...                        base_url="http://127.0.0.1:8765/v1") as stream:
     ...     async for event in stream:
     ...         print(event.type)
 

@@ -31,9 +31,36 @@ from streamcite.enrich.wikit.errors import json_body, raise_for_status
 from streamcite.enrich.wikit.v1 import WikitCitationV1
 from streamcite.logs import get_logger
 
-__all__ = ["DEFAULT_BASE_URL", "MAX_SOURCES", "WikitSources"]
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "LOCAL_APP_ID",
+    "LOCAL_ORGANIZATION_ID",
+    "MAX_SOURCES",
+    "WikitSources",
+]
 
 DEFAULT_BASE_URL = "https://apis.wikit.ai"
+LOCAL_APP_ID = "streamcite-demo"
+"""App id used against the embedded backend when none is given (it serves any app)."""
+LOCAL_ORGANIZATION_ID = "streamcite-local"
+"""Organisation id used against the embedded backend when none is given."""
+
+
+def _is_loopback(base_url: str) -> bool:
+    """``base_url`` names this machine (127.0.0.0/8, ::1 or localhost): the embedded
+    backend, never Wikit itself."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(base_url).hostname or "").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 MAX_SOURCES = 1000
 """Default cap on the sources of one reply (``max_sources``): a reply with more is the
 typed error ``wikit_too_many_sources``, found before the body is parsed."""
@@ -92,8 +119,8 @@ class WikitSources(PooledClient):
 
     def __init__(
         self,
-        app_id: str,
-        organization_id: str,
+        app_id: str | None = None,
+        organization_id: str | None = None,
         api_key: str | None = None,
         base_url: str = DEFAULT_BASE_URL,
         *,
@@ -108,7 +135,12 @@ class WikitSources(PooledClient):
         headers: Mapping[str, str] | None = None,
         max_sources: int = MAX_SOURCES,
     ) -> None:
-        """``deadline``: how long 404 ("not there yet") and 5xx/429 are retried.
+        """``app_id`` / ``organization_id``: required for Wikit; against the embedded
+        backend (a loopback ``base_url`` such as ``http://127.0.0.1:8765``) they default
+        to :data:`LOCAL_APP_ID` / :data:`LOCAL_ORGANIZATION_ID`, which it accepts
+        (unless it was started with ``--wikit-org``).
+
+        ``deadline``: how long 404 ("not there yet") and 5xx/429 are retried.
 
         ``headers``: extra headers of every sources request (e.g. the local backend's
         ``X-Streamcite-Fault``); they never replace the organisation or key headers.
@@ -121,7 +153,13 @@ class WikitSources(PooledClient):
         ``wikit_too_many_sources``); large replies are parsed off the event loop.
         """
         if not app_id or not organization_id:
-            raise ValueError("app_id and organization_id are required")
+            if not _is_loopback(base_url):
+                raise ValueError(
+                    "app_id and organization_id are required (only the embedded backend, "
+                    "on a loopback base_url, has defaults)"
+                )
+            app_id = app_id or LOCAL_APP_ID
+            organization_id = organization_id or LOCAL_ORGANIZATION_ID
         self.app_id = app_id
         self.organization_id = organization_id
         self._api_key = Secret(api_key) if api_key else None
