@@ -277,7 +277,7 @@ def test_docs_and_examples_name_one_port_for_the_backend() -> None:
     quick start said 8000."""
     pattern = re.compile(r"serve-local[^\n`]*--port (\d+)|(?:127\.0\.0\.1|localhost):(\d+)/v1")
     found = []
-    for path in [*ROOT.glob("docs/*.md"), *ROOT.glob("examples/*.py")]:
+    for path in [ROOT / "README.md", *ROOT.glob("docs/*.md"), *ROOT.glob("examples/*.py")]:
         for m in pattern.finditer(path.read_text(encoding="utf-8")):
             found.append((path.name, m.group(1) or m.group(2)))
     assert found and {port for _, port in found} == {"8765"}, found
