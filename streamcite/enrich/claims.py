@@ -89,11 +89,15 @@ def claims_from_grounding(event: GroundingEvent) -> list[ClaimEvent]:
     ``citation_indices`` are mapped from the check's cited chunks to the citations of
     the answer the facts were built from (facts of other origins have none);
     ``supported`` is ``None`` for a claim that needed no check, else whether it cites
-    a fact (Google) — an Azure claim is an ungrounded segment: ``False``.
+    a fact (Google) — an Azure claim is an ungrounded segment: ``False``. A claim with
+    no offsets (one the checker's response did not let us place; the event's
+    ``warnings`` name it) has no ``claim`` event.
     """
     out: list[ClaimEvent] = []
     chunks, facts = event.cited_chunks, event.facts
     for i, c in enumerate(event.claims):
+        if c.start is None:
+            continue  # a claim the checker could not place (its warnings say so)
         cites: set[int] = set()
         for ci in c.citation_indices:
             fi = chunks[ci].fact_index if 0 <= ci < len(chunks) else None
@@ -105,7 +109,7 @@ def claims_from_grounding(event: GroundingEvent) -> list[ClaimEvent]:
             ):
                 cites.add(fact.origin_index)
         required = c.grounding_check_required is not False
-        start = c.start or 0
+        start = c.start
         end = c.end if c.end is not None else start + len(c.claim_text)
         out.append(
             ClaimEvent(
