@@ -83,7 +83,7 @@ class LiveClaims(Protocol):
     def claim_session(self, request: Mapping[str, Any]) -> ClaimSession | None: ...
 
 
-def claims_from_grounding(event: GroundingEvent) -> list[ClaimEvent]:
+def claims_from_grounding(event: GroundingEvent, text: str | None = None) -> list[ClaimEvent]:
     """The ``claim`` events of a ``grounding`` event (``checker`` = its provider).
 
     ``citation_indices`` are mapped from the check's cited chunks to the citations of
@@ -91,7 +91,9 @@ def claims_from_grounding(event: GroundingEvent) -> list[ClaimEvent]:
     ``supported`` is ``None`` for a claim that needed no check, else whether it cites
     a fact (Google) — an Azure claim is an ungrounded segment: ``False``. A claim with
     no offsets (one the checker's response did not let us place; the event's
-    ``warnings`` name it) has no ``claim`` event.
+    ``warnings`` name it) has no ``claim`` event. With the answer's ``text``, a claim's
+    text is its slice of it (markers included, as the user saw it; Google's
+    ``claimText`` is of the text sent, without markers).
     """
     out: list[ClaimEvent] = []
     chunks, facts = event.cited_chunks, event.facts
@@ -118,7 +120,7 @@ def claims_from_grounding(event: GroundingEvent) -> list[ClaimEvent]:
                 end=end,
                 start_utf16=c.start_utf16 if c.start_utf16 is not None else start,
                 end_utf16=c.end_utf16 if c.end_utf16 is not None else end,
-                text=c.claim_text,
+                text=text[start:end] if text is not None and end <= len(text) else c.claim_text,
                 score=c.score if required else None,
                 supported=bool(c.citation_indices) if required else None,
                 citation_indices=sorted(cites),

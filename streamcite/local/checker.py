@@ -89,6 +89,7 @@ class LocalGrounding:
         claim_level_scores: bool = True,
         lang: str | None = None,
         live_claims: bool = True,
+        claim_timeout: float = 2.0,
     ) -> None:
         """
         :param timeout: seconds the pipeline allows :meth:`enrich`.
@@ -101,6 +102,8 @@ class LocalGrounding:
         :param lang: ``en``, ``fr``, ``it`` or ``he``; detected from the answer if None.
         :param live_claims: in a pipeline, also check each sentence as soon as it ends
             (``claim`` events while the answer streams; :meth:`claim_session`).
+        :param claim_timeout: seconds one live check may take (queue wait included);
+            past it the claim goes out unchecked with a ``claim_timeout`` error.
         """
         if facts_from not in _FACTS_FROM:
             raise ValueError(f"facts_from must be one of {_FACTS_FROM}, got {facts_from!r}")
@@ -114,6 +117,7 @@ class LocalGrounding:
         self.claim_level_scores = claim_level_scores
         self.lang = lang
         self.live_claims = live_claims
+        self.claim_timeout = claim_timeout
 
     def __repr__(self) -> str:
         return (
@@ -212,6 +216,7 @@ class LocalGrounding:
             citation_threshold=self.citation_threshold,
             lang=self.lang,
             sample=_question(request),
+            timeout=self.claim_timeout,
         )
 
     async def enrich(self, ctx: EnrichContext) -> GroundingEvent:

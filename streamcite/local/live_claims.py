@@ -57,7 +57,11 @@ class LocalClaimSession:
         lang: str | None = None,
         sample: str = "",
         max_waiting: int = MAX_WAITING,
+        timeout: float = 2.0,
     ) -> None:
+        self.timeout = timeout
+        """Seconds one check may take (its queue wait included) before its claim goes
+        out unchecked."""
         self._static = list(facts)[:MAX_FACTS]
         self._cited: list[GroundingFact] = []
         self._spans: list[tuple[int, int]] = []

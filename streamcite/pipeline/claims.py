@@ -10,7 +10,8 @@ event or a check. With none in flight it awaits the upstream directly (no extra 
 per token).
 
 Bounded: at most ``max_in_flight`` checks are queued to the worker per stream (more
-wait in a deque, in order); a check that times out becomes an unchecked claim (score
+wait in a deque, in order); a check that times out (``timeout``, or the session's
+own ``timeout`` attribute) becomes an unchecked claim (score
 and ``supported`` ``None``) and one ``claim_timeout`` error. The stream's end waits
 for the checks in flight (each within its timeout) before the enrichers' results.
 """
@@ -62,6 +63,7 @@ class _Check:
     job: ClaimJob
     future: asyncio.Future[ClaimEvent]
     deadline: float
+    timeout: float
 
 
 class ClaimStage:
@@ -138,7 +140,8 @@ class ClaimStage:
         live session (Google, Azure; local on Wikit sources), recorded on the answer."""
         if event.provider in self.checkers:
             return []
-        return [self._claim(c) for c in claims_from_grounding(event)]
+        text = self._builder.snapshot().text
+        return [self._claim(c) for c in claims_from_grounding(event, text)]
 
     async def drain(self) -> AsyncIterator[Event]:
         """The claims still being checked, each within its timeout."""
@@ -190,7 +193,8 @@ class ClaimStage:
         while self._queued and len(self._in_flight) < self._max_in_flight:
             session, job = self._queued.popleft()
             fut = loop.run_in_executor(claim_executor(), session.run, job)
-            self._in_flight.append(_Check(session, job, fut, time.monotonic() + self._timeout))
+            timeout = getattr(session, "timeout", None) or self._timeout
+            self._in_flight.append(_Check(session, job, fut, time.monotonic() + timeout, timeout))
 
     def _wait_limit(self) -> float | None:
         if not self._in_flight:
@@ -215,9 +219,7 @@ class ClaimStage:
             elif now >= c.deadline:
                 self._in_flight.popleft()
                 c.future.cancel()  # not started yet: never runs; running: result ignored
-                out.append(
-                    self._error(c, "claim_timeout", f"the check took over {self._timeout} s")
-                )
+                out.append(self._error(c, "claim_timeout", f"the check took over {c.timeout} s"))
                 out.append(self._claim(c.job.unchecked(c.session.checker)))
             else:
                 break
