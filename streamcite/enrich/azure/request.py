@@ -199,7 +199,8 @@ def parse_detect_response(data: Any, req: DetectRequest) -> GroundingResult:
         raise MalformedResponse(
             "groundedness detection: ungroundedPercentage missing or not in [0, 1]"
         )
-    details = data.get("ungroundedDetails") or []
+    details = data.get("ungroundedDetails")
+    details = [] if details is None else details
     if not isinstance(details, list):
         raise MalformedResponse("groundedness detection: ungroundedDetails is not a list")
     sent = req.sent
