@@ -3,6 +3,8 @@ gives on the whole text (offsets, texts, headings), each sentence once it is com
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -121,3 +123,25 @@ def test_lines_already_returned_are_dropped() -> None:
         s.feed(f"Line {i} is here.\n")
     assert s.text_length == sum(len(f"Line {i} is here.\n") for i in range(200))
     assert len(s._open) < 40  # only the open line is kept
+
+
+def test_a_long_paragraph_is_read_once_not_once_per_sentence(monkeypatch: Any) -> None:
+    import streamcite.local.sentence_stream as mod
+
+    seen: list[int] = []
+    real = mod.split_sentences
+
+    def counting(text: str) -> Any:
+        seen.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(mod, "split_sentences", counting)
+    para = " ".join(f"Sentence {i} says the value is {i}.{i} percent [1]." for i in range(300))
+    s = SentenceStream()
+    out = []
+    for i, word in enumerate(para.split(" ")):
+        out += s.feed(word if i == 0 else " " + word)
+    out += s.close()
+    assert len(out) == 300
+    # Each split reads the open sentence or two, never the whole paragraph so far.
+    assert max(seen) < 200 and sum(seen) < 60 * len(para)

@@ -31,7 +31,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from streamcite.local.sentences import _OPENERS, Sentence, split_sentences
+from streamcite.local.sentences import (
+    _HEADING_RE,
+    _LIST_MARKER_RE,
+    _OPENERS,
+    Sentence,
+    split_sentences,
+)
 
 __all__ = ["MAX_OPEN", "SentenceStream", "StreamedSentence"]
 
@@ -73,7 +79,16 @@ def _utf16_len(text: str) -> int:
 class SentenceStream:
     """Feed text pieces; get each sentence once it is complete (see the module doc)."""
 
-    __slots__ = ("_base", "_base_u16", "_dirty", "_done", "_max_open", "_open", "_overflow")
+    __slots__ = (
+        "_base",
+        "_base_u16",
+        "_dirty",
+        "_done",
+        "_done_u16",
+        "_max_open",
+        "_open",
+        "_overflow",
+    )
 
     def __init__(self, *, max_open: int = MAX_OPEN) -> None:
         self._open = ""
@@ -82,6 +97,8 @@ class SentenceStream:
         self._base_u16 = 0
         self._done = 0
         """Offset (into ``_open``) where the returned sentences end."""
+        self._done_u16 = 0
+        """``_open[:_done]`` in UTF-16 units."""
         self._dirty = False
         self._overflow = False
         self._max_open = max_open
@@ -107,7 +124,7 @@ class SentenceStream:
             if _MAYBE_END.search(text) is None:
                 return []
             self._dirty = True
-        if len(self._open) > self._max_open:
+        if len(self._open) - self._done > self._max_open:
             self._overflow = True
             return []
         return self._split(final=False)
@@ -118,8 +135,28 @@ class SentenceStream:
         self._dirty = False
         return out
 
+    def _window(self) -> int:
+        """Where to re-split from: the end of the returned sentences when the split of
+        the rest is the whole text's there (a blank follows it and the rest of its line
+        opens no list item, heading or table row: the whole text's split does not read
+        that line as one), else the start of its line. Each sentence end is then read
+        once, not once per sentence of its paragraph."""
+        o, d = self._open, self._done
+        if d == 0 or (d < len(o) and not o[d].isspace()):
+            return 0
+        nl = o.find("\n", d)
+        partial = o[d : nl if nl >= 0 else len(o)]
+        if _LIST_MARKER_RE.match(partial) or _HEADING_RE.match(partial):
+            return 0
+        return 0 if partial.lstrip().startswith("|") else d
+
     def _split(self, *, final: bool) -> list[StreamedSentence]:
-        sents = [s for s in split_sentences(self._open) if s.end > self._done]
+        w = self._window()
+        sents = [
+            Sentence(s.start + w, s.end + w, s.text, s.heading)
+            for s in split_sentences(self._open[w:])
+            if s.end + w > self._done
+        ]
         if not final:
             # The last sentence may still grow; a marker still being written may yet
             # join the sentence before it ("ends. [1]").
@@ -134,8 +171,8 @@ class SentenceStream:
         return out
 
     def _out(self, s: Sentence) -> StreamedSentence:
-        before = self._open[: s.start]
-        u_start = self._base_u16 + _utf16_len(before)
+        between = self._open[self._done : s.start]  # (sentences never start before it)
+        u_start = self._base_u16 + self._done_u16 + _utf16_len(between)
         return StreamedSentence(
             self._base + s.start,
             self._base + s.end,
@@ -147,13 +184,17 @@ class SentenceStream:
 
     def _advance(self, end: int) -> None:
         """Returned up to ``end`` (in ``_open``): drop the lines before the line of ``end``."""
-        line = self._open.rfind("\n", 0, end) + 1
+        o = self._open
+        u_end = self._done_u16 + _utf16_len(o[self._done : end])
+        line = o.rfind("\n", 0, end) + 1
         if line:
-            cut = self._open[:line]
+            u_line = u_end - _utf16_len(o[line:end])
             self._base += line
-            self._base_u16 += _utf16_len(cut)
-            self._open = self._open[line:]
+            self._base_u16 += u_line
+            self._open = o[line:]
             end -= line
+            u_end -= u_line
         self._done = end
+        self._done_u16 = u_end
         rest = self._open[end:]
         self._dirty = _MAYBE_END.search(rest) is not None
