@@ -106,6 +106,7 @@ _LAZY: dict[str, str] = {
     "EnrichContext": "streamcite.enrich.base",
     "WikitSources": "streamcite.enrich.wikit",
     "GoogleGrounding": "streamcite.enrich.google",
+    "AzureGroundedness": "streamcite.enrich.azure",
     "LocalGrounding": "streamcite.local.checker",
     "LocalBackend": "streamcite.local.server",
     "BackendConfig": "streamcite.local.server",

@@ -314,3 +314,63 @@ async def test_google_claims_come_as_claim_events_before_the_grounding(backend: 
     supported = [c for c in claims if c.supported]
     assert supported and all(c.citation_indices for c in supported)
     assert s.answer.claims == claims
+
+
+def test_memory_of_a_long_stream_stays_bounded() -> None:
+    import tracemalloc
+
+    session = LocalClaimSession(max_waiting=100)  # no facts: sentences wait, bounded
+    line = "Line number {} says something about the value {}.{} here.\n"
+    tracemalloc.start()
+    try:
+        for i in range(200):  # warm up the regex caches and the splitter
+            session.on_token(line.format(i, i, i))
+        before, _ = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        for i in range(200, 5200):
+            session.on_token(line.format(i, i, i))
+        after, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert session.dropped == 5199 - 100
+    # 5,000 more sentences (300 KB of text) cost nothing more: the waiting ones are
+    # capped and the lines already split are dropped.
+    assert after - before < 16_000 and peak - before < 64_000
+
+
+async def test_citations_that_arrive_early_check_each_sentence_as_it_ends() -> None:
+    # A chat stream whose first chunk carries the citations (cited text, no spans): the
+    # sentences are checked against them while the answer streams, not at the finish.
+    citations = [{"cited_text": FACTS[0], "document_index": 0, "document_title": "Films"}]
+    up = GatedUpstream(
+        [chunk(SENTENCE_1[0], citations=citations), *(chunk(t) for t in [*SENTENCE_1[1:], " It"])],
+        [
+            *(chunk(t) for t in [" stars", " Brad", " Pitt", "."]),
+            chunk(None, "stop"),
+            b"data: [DONE]\n\n",
+        ],
+    )
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", up.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    base = f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
+    seen: list[Any] = []
+    try:
+        async with (
+            asyncio.timeout(20),
+            stream_chat(REQUEST, base_url=base, after=[LocalGrounding()]) as s,
+        ):
+            async for ev in s:
+                seen.append(ev)
+                if isinstance(ev, ClaimEvent):
+                    up.gate.set()
+    finally:
+        up.gate.set()
+        await runner.cleanup()
+    claims = [e for e in seen if isinstance(e, ClaimEvent)]
+    assert [(c.supported, c.citation_indices) for c in claims] == [(True, [0]), (False, [])]
+    # the first claim came while the upstream held the rest of the answer back
+    assert seen.index(claims[0]) < [e.type for e in seen].index("finish")
+    assert orjson.loads(claims[0].to_json())["citation_indices"] == [0]

@@ -1,4 +1,5 @@
-"""After-the-stream enrichers: Wikit quoted sources, grounding checks."""
+"""After-the-stream enrichers: Wikit quoted sources, grounding checks (Google, Azure),
+and the claim channel (:mod:`streamcite.enrich.claims`)."""
 
 from streamcite.enrich.base import EnrichContext, Enricher
 
