@@ -28,7 +28,7 @@ from types import TracebackType
 
 from aiohttp import web
 
-from streamcite.local.azure_api import add_azure_routes
+from streamcite.local.azure_api import add_azure_routes, azure_error
 from streamcite.local.config import MODEL, BackendConfig
 from streamcite.local.corpus import Corpus
 from streamcite.local.documents import DOCUMENT_PATH, document
@@ -101,6 +101,8 @@ async def _host_guard(request: web.Request, handler: Handler) -> web.StreamRespo
         return google_error(403, message)
     if path.startswith("/v1/"):
         return openai_error(403, message, code=code)
+    if path.startswith("/contentsafety/"):
+        return azure_error(403, "403", message)
     return detail_error(403, message)
 
 
