@@ -207,3 +207,19 @@ def test_demo_marks_claims_as_they_are_checked() -> None:
     out = run("--demo").stdout
     assert "‹✗1›" in out and "‹✓2›" in out  # marked in the text as they come
     assert "first claim" in out
+
+
+def test_azure_groundedness_through_the_local_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CONTENT_SAFETY_ENDPOINT", raising=False)
+    monkeypatch.delenv("CONTENT_SAFETY_KEY", raising=False)
+    result = run(
+        "How many days of remote work per week?",
+        *("--json", "--grounding", "azure", "--no-sources", "--fault", "hallucinate=1"),
+    )
+    assert result.exit_code == 0, result.output
+    events = events_of(result)
+    grounding = next(e for e in events if e["type"] == "grounding")
+    assert grounding["provider"] == "azure" and 0 < grounding["support_score"] < 1
+    [claim] = [e for e in events if e["type"] == "claim"]
+    assert claim["checker"] == "azure" and claim["supported"] is False
+    assert "five days" in claim["text"]
