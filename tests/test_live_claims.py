@@ -374,3 +374,46 @@ async def test_citations_that_arrive_early_check_each_sentence_as_it_ends() -> N
     # the first claim came while the upstream held the rest of the answer back
     assert seen.index(claims[0]) < [e.type for e in seen].index("finish")
     assert orjson.loads(claims[0].to_json())["citation_indices"] == [0]
+
+
+class KeywordChecker:
+    """A custom one-claim checker: supported when a fact shares its last word."""
+
+    name = "keywords"
+
+    def index(self, facts: Any, *, lang: str | None, sample: str) -> list[set[str]]:
+        return [set(f.lower().replace(".", "").split()) for f in facts]
+
+    def check(self, index: Any, text: str, *, heading: bool = False) -> Any:
+        from streamcite.enrich.claims import ClaimScore
+
+        last = text.lower().rstrip(".?!").split()[-1]
+        hits = [(i, 1.0) for i, words in enumerate(index) if last in words]
+        return ClaimScore(True, 1.0 if hits else 0.0, hits)
+
+
+class KeywordEnricher:
+    kind = "keywords"
+    timeout = 5.0
+    needs: tuple[str, ...] = ()
+
+    def claim_session(self, request: Any) -> LocalClaimSession:
+        return LocalClaimSession([GroundingFact(f) for f in FACTS], checker=KeywordChecker())
+
+    async def enrich(self, ctx: Any) -> None:
+        return None
+
+
+async def test_a_custom_checker_scores_claims_live(gated: Any) -> None:
+    from streamcite.enrich.claims import ClaimChecker, LiveClaims
+
+    assert isinstance(KeywordChecker(), ClaimChecker) and isinstance(KeywordEnricher(), LiveClaims)
+    up, base = gated
+    up.gate.set()
+    async with stream_chat(REQUEST, base_url=base, after=[KeywordEnricher()]) as s:
+        events = [e async for e in s]
+    claims = [e for e in events if isinstance(e, ClaimEvent)]
+    assert [(c.checker, c.supported, c.score) for c in claims] == [
+        ("keywords", True, 1.0),  # "cameron" is a word of fact 0
+        ("keywords", False, 0.0),  # "pitt" is in no fact
+    ]

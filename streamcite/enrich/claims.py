@@ -18,13 +18,20 @@ Two ways a checker delivers claims:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from streamcite.core.events import CitationsEvent, ClaimEvent, GroundingEvent
 
-__all__ = ["ClaimJob", "ClaimSession", "LiveClaims", "claims_from_grounding"]
+__all__ = [
+    "ClaimChecker",
+    "ClaimJob",
+    "ClaimScore",
+    "ClaimSession",
+    "LiveClaims",
+    "claims_from_grounding",
+]
 
 
 @dataclass(slots=True)
@@ -53,6 +60,37 @@ class ClaimJob:
             text=self.text,
             checker=checker,
         )
+
+
+@dataclass(slots=True)
+class ClaimScore:
+    """One claim scored against the facts known so far."""
+
+    required: bool
+    """False when the sentence makes no claim to check (a question, filler, a heading)."""
+    score: float | None = None
+    """Support in [0, 1] (the best fact's), None when not ``required``."""
+    fact_scores: list[tuple[int, float]] = field(default_factory=list)
+    """(fact index, support) of the facts that support it at all; a fact is cited when
+    its support reaches the citation threshold."""
+
+
+@runtime_checkable
+class ClaimChecker(Protocol):
+    """Scores one claim (a sentence) against facts: the piece a live session calls.
+
+    ``index(facts)`` is called on the event loop whenever the facts known change and must
+    be cheap (defer reading the facts to the first ``check``); ``check`` runs in the
+    worker thread, one claim at a time. The offline checker's is
+    :class:`~streamcite.local.live_claims.OfflineClaimChecker`.
+    """
+
+    name: str
+    """The ``checker`` of its claim events."""
+
+    def index(self, facts: Sequence[str], *, lang: str | None, sample: str) -> Any: ...
+
+    def check(self, index: Any, text: str, *, heading: bool = False) -> ClaimScore: ...
 
 
 @runtime_checkable

@@ -25,40 +25,60 @@ from dataclasses import dataclass
 
 from streamcite.core.events import CitationsEvent, ClaimEvent
 from streamcite.core.grounding import GroundingFact
-from streamcite.enrich.claims import ClaimJob
+from streamcite.enrich.claims import ClaimChecker, ClaimJob, ClaimScore
 from streamcite.enrich.facts import MAX_FACTS, build_facts
 from streamcite.local.grounding.live import FactIndex
 from streamcite.local.sentence_stream import SentenceStream, StreamedSentence
 
-__all__ = ["MAX_WAITING", "LocalClaimSession"]
+__all__ = ["MAX_WAITING", "LocalClaimSession", "OfflineClaimChecker"]
 
 MAX_WAITING = 4096
 """Complete sentences kept waiting for facts, at most (a capped answer has far fewer)."""
 
 
+class OfflineClaimChecker:
+    """The offline checker, one claim at a time (:class:`FactIndex`): a ``ClaimChecker``."""
+
+    name = "local"
+
+    def index(self, facts: Sequence[str], *, lang: str | None, sample: str) -> FactIndex:
+        return FactIndex(facts, lang=lang, sample=sample)
+
+    def check(self, index: FactIndex, text: str, *, heading: bool = False) -> ClaimScore:
+        v = index.check(text, heading=heading)
+        return ClaimScore(v.required, v.score, v.fact_scores)
+
+
+_OFFLINE = OfflineClaimChecker()
+
+
 @dataclass(slots=True, frozen=True)
 class _Facts:
-    """The facts known at one moment, read once (in the worker, on first use)."""
+    """The facts known at one moment, as the checker indexed them."""
 
-    index: FactIndex
+    index: object
     facts: list[GroundingFact]
 
 
 class LocalClaimSession:
-    """Live claims of one stream for the offline checker (see the module doc)."""
-
-    checker = "local"
+    """Live claims of one stream (see the module doc): the splitting and the scheduling;
+    the scoring is ``checker``'s (the offline checker by default, or any
+    :class:`~streamcite.enrich.claims.ClaimChecker`)."""
 
     def __init__(
         self,
         facts: Sequence[GroundingFact] = (),
         *,
+        checker: ClaimChecker = _OFFLINE,
         citation_threshold: float = 0.6,
         lang: str | None = None,
         sample: str = "",
         max_waiting: int = MAX_WAITING,
         timeout: float = 2.0,
     ) -> None:
+        self._checker = checker
+        self.checker = checker.name
+        """The ``checker`` of its claim events."""
         self.timeout = timeout
         """Seconds one check may take (its queue wait included) before its claim goes
         out unchecked."""
@@ -115,7 +135,7 @@ class LocalClaimSession:
 
     def run(self, job: ClaimJob) -> ClaimEvent:
         known: _Facts = job.payload
-        v = known.index.check(job.text, heading=job.heading)
+        v = self._checker.check(known.index, job.text, heading=job.heading)
         ev = job.unchecked(self.checker)
         if not v.required:
             return ev
@@ -135,7 +155,7 @@ class LocalClaimSession:
 
     def _facts_now(self) -> _Facts:
         facts = [*self._static, *self._cited][:MAX_FACTS]
-        index = FactIndex([f.text for f in facts], lang=self._lang, sample=self._sample)
+        index = self._checker.index([f.text for f in facts], lang=self._lang, sample=self._sample)
         return _Facts(index, facts)
 
     def _ready(self, s: StreamedSentence) -> bool:
