@@ -150,7 +150,7 @@ class LocalGrounding:
             answer = answer.text
         prepared, warnings = _prepare_facts(facts)
         size = len(answer) + sum(len(f.text) for f in prepared)
-        if size > INLINE_MAX_CHARS:
+        if size > INLINE_MAX_CHARS or ENGINE_LOCK.locked():  # never wait for the lock on the loop
             return await asyncio.to_thread(
                 self._run, answer, prepared, threshold, claim_level_scores, warnings
             )
@@ -482,7 +482,7 @@ async def acheck_google_request(body: dict[str, Any]) -> dict[str, Any]:
     """:func:`check_google_request` for async servers: large requests run in a thread."""
     answer, facts, threshold, claim_scores = _parse_google_request(body)
     size = len(answer) + sum(len(f.text) for f in facts)
-    if size > INLINE_MAX_CHARS:
+    if size > INLINE_MAX_CHARS or ENGINE_LOCK.locked():
         result = await asyncio.to_thread(_check, answer, facts, threshold, claim_scores, None)
     else:
         result = _check(answer, facts, threshold, claim_scores, None)
