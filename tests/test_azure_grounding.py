@@ -57,6 +57,15 @@ def test_request_body_as_documented() -> None:
         build_detect_request("x", ["f"], task="qa")
     with pytest.raises(ValueError):
         build_detect_request("x", ["f"], domain="Legal")
+    with pytest.raises(ValueError):  # reasoning is explained by your own deployment
+        build_detect_request("x", ["f"], reasoning=True)
+    llm = {
+        "resourceType": "AzureOpenAI",
+        "azureOpenAIEndpoint": "https://o",
+        "azureOpenAIDeploymentName": "d",
+    }
+    body = build_detect_request("x", ["f"], reasoning=True, llm_resource=llm).body
+    assert body["reasoning"] is True and body["llmResource"] == llm
 
 
 def test_limits_cut_the_text_and_the_sources_with_warnings() -> None:
@@ -89,7 +98,7 @@ def test_ungrounded_segments_land_on_their_characters(answer: str) -> None:
     data = {
         "ungroundedDetected": True,
         "ungroundedPercentage": 0.4,
-        "ungroundedDetails": [{"text": second, **_units(answer, a, b), "reason": None}],
+        "ungroundedDetails": [{"text": second, **_units(answer, a, b), "reason": "no source"}],
     }
     result = parse_detect_response(data, req)
     [claim] = result.claims
@@ -98,6 +107,7 @@ def test_ungrounded_segments_land_on_their_characters(answer: str) -> None:
     assert claim.end_byte == len(answer[:b].encode())
     assert result.provider == "azure" and result.support_score == 0.6
     assert not claim.supported and claim.grounding_check_required
+    assert claim.reason == "no source"  # kept (sent with reasoning on)
 
 
 def test_each_offset_kind_is_used_when_it_is_the_only_one() -> None:

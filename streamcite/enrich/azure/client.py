@@ -125,6 +125,7 @@ class AzureGroundedness(PooledClient):
         domain: str = "Generic",
         task: str = "QnA",
         reasoning: bool = False,
+        llm_resource: Mapping[str, str] | None = None,
         facts: Sequence[Any] | None = None,
         facts_from: str = "citations",
         request_timeout: float = 10.0,
@@ -137,12 +138,16 @@ class AzureGroundedness(PooledClient):
             raise ValueError("facts_from must be 'citations', 'sources' or 'both'")
         if retries < 0:
             raise ValueError("retries must be >= 0")
-        build_detect_request("", [], domain=domain, task=task)  # fail early on a bad setting
+        # fail early on a bad setting
+        build_detect_request(
+            "", [], domain=domain, task=task, reasoning=reasoning, llm_resource=llm_resource
+        )
         self.endpoint = endpoint.rstrip("/")
         self.api_version = api_version
         self.domain = domain
         self.task = task
         self.reasoning = reasoning
+        self.llm_resource = dict(llm_resource) if llm_resource else None
         self.facts = list(facts) if facts is not None else None
         self.facts_from = facts_from
         self._key = Secret(api_key)
@@ -176,7 +181,13 @@ class AzureGroundedness(PooledClient):
         """The request (body, text sent, sources, warnings) for ``answer``. No I/O."""
         text = answer.text if isinstance(answer, CitedAnswer) else answer
         return build_detect_request(
-            text, facts, domain=self.domain, task=self.task, query=query, reasoning=self.reasoning
+            text,
+            facts,
+            domain=self.domain,
+            task=self.task,
+            query=query,
+            reasoning=self.reasoning,
+            llm_resource=self.llm_resource,
         )
 
     async def check(

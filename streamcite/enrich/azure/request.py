@@ -80,9 +80,14 @@ def build_detect_request(
     task: str = "QnA",
     query: str | None = None,
     reasoning: bool = False,
+    llm_resource: Mapping[str, str] | None = None,
 ) -> DetectRequest:
     """The request body for ``answer`` (raw text) and ``facts`` (texts, Citations,
-    QuotedSources, GroundingFacts), fitted to the documented limits."""
+    QuotedSources, GroundingFacts), fitted to the documented limits. ``reasoning`` needs
+    ``llm_resource`` (``{"resourceType": "AzureOpenAI", "azureOpenAIEndpoint",
+    "azureOpenAIDeploymentName"}``: Azure explains with your own deployment)."""
+    if reasoning and not llm_resource:
+        raise ValueError("reasoning=True needs llm_resource (an Azure OpenAI deployment)")
     if domain not in DOMAINS:
         raise ValueError(f"domain must be one of {DOMAINS}, got {domain!r}")
     if task not in TASKS:
@@ -127,6 +132,8 @@ def build_detect_request(
     body["text"] = sent
     body["groundingSources"] = [f.text for f in kept]
     body["reasoning"] = reasoning
+    if reasoning and llm_resource:
+        body["llmResource"] = dict(llm_resource)
     return DetectRequest(body, sent, kept, warnings)
 
 
