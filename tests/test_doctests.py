@@ -20,6 +20,7 @@ MODULES = [
     "streamcite.core.retry_after",
     "streamcite.core.surrogates",
     "streamcite.local.checker",
+    "streamcite.local.sentence_stream",
     "streamcite.transports.base",
     "streamcite.web.eventsse",
 ]

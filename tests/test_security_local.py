@@ -186,6 +186,9 @@ async def test_dns_rebinding_host_is_refused_in_each_apis_shape() -> None:
         assert r.status == 403 and (await r.json())["error"]["status"] == "PERMISSION_DENIED"
         r = await session.get(backend.root_url + WIKIT_V2, headers=evil)
         assert r.status == 403 and set(await r.json()) == {"detail"}
+        azure = "/contentsafety/text:detectGroundedness?api-version=2024-09-15-preview"
+        r = await session.post(backend.root_url + azure, data=b"{}", headers=evil)
+        assert r.status == 403 and set((await r.json())["error"]) == {"code", "message"}
         doc = backend.corpus.documents[0].id
         r = await session.get(f"{backend.root_url}/documents/{doc}", headers=evil)
         assert r.status == 403 and "Remote" not in await r.text()

@@ -332,7 +332,7 @@ def wikit_options(
 def grounding_option(default: str, help: str = "Grounding check after each answer.") -> Decorator:
     return option(
         "--grounding",
-        type=click.Choice(["local", "google", "none"]),
+        type=click.Choice(["local", "google", "azure", "none"]),
         default=default,
         show_default=True,
         help=help,

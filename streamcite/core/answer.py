@@ -20,6 +20,7 @@ from streamcite.core.bounds import (
 from streamcite.core.events import (
     CitationRefEvent,
     CitationsEvent,
+    ClaimEvent,
     ErrorEvent,
     Event,
     FinishEvent,
@@ -45,13 +46,17 @@ from streamcite.core.models import (
 from streamcite.core.refs import CitationRefs, RefStore
 from streamcite.core.sources import QuotedSource
 
-__all__ = ["COMPACT_EVERY", "MAX_ERRORS", "AnswerBuilder", "StreamBounds"]
+__all__ = ["COMPACT_EVERY", "MAX_CLAIMS", "MAX_ERRORS", "AnswerBuilder", "StreamBounds"]
 
 COMPACT_EVERY = 128
 """A parser compacts its builder's text when more token texts than this are pending:
 each pending one is a str object of ~50 bytes for a few characters, and a compaction
 holds them, their join and the text's growth at once (the fixed part of the memory a
 stream costs beyond its text; 512 made it 55 KiB, 4.9 bytes/char, on a 2k-chunk answer)."""
+
+MAX_CLAIMS = 10_000
+"""At most this many claims are kept on an answer (a capped answer has far fewer
+sentences); beyond, they are still emitted as events but not kept."""
 
 
 class AnswerBuilder:
@@ -72,6 +77,7 @@ class AnswerBuilder:
         "chunk_fields",
         "citation_spans",
         "citations",
+        "claims",
         "complete",
         "display_is_text",
         "display_parts",
@@ -143,6 +149,7 @@ class AnswerBuilder:
         self.citation_spans: list[CitationSpan] = []
         self.errors_dropped = 0
         self.enrichment_skipped: str | None = None
+        self.claims: list[ClaimEvent] = []
 
     def error(self, ev: ErrorEvent) -> None:
         """Keep one error (bounded: beyond ``bounds.max_errors`` only counted)."""
@@ -247,6 +254,10 @@ class AnswerBuilder:
 
     def _sources(self, ev: SourcesEvent) -> None:
         self.sources = ev.sources
+
+    def _claim(self, ev: ClaimEvent) -> None:
+        if len(self.claims) < MAX_CLAIMS:
+            self.claims.append(ev)
 
     def _grounding(self, ev: GroundingEvent) -> None:
         self.grounding = ev.to_result()
@@ -357,6 +368,7 @@ class AnswerBuilder:
             citation_spans=list(self.citation_spans),
             errors_dropped=self.errors_dropped,
             enrichment_skipped=self.enrichment_skipped,
+            claims=list(self.claims),
         )
         set_lazy_citation_refs(answer, refs)  # a list of CitationRef on first read
         return answer
@@ -383,12 +395,28 @@ class AnswerBuilder:
 
 def _copy_timings(t: Timings) -> Timings:
     """A copy of ``t`` (``dataclasses.replace`` costs four times as much)."""
-    return Timings(t.ttft_ms, t.stream_ms, t.citations_ms, t.sources_ms, t.grounding_ms, t.total_ms)
+    return Timings(
+        t.ttft_ms,
+        t.stream_ms,
+        t.citations_ms,
+        t.sources_ms,
+        t.grounding_ms,
+        t.total_ms,
+        t.first_claim_ms,
+    )
 
 
 expect_fields(
     Timings,
-    ["ttft_ms", "stream_ms", "citations_ms", "sources_ms", "grounding_ms", "total_ms"],
+    [
+        "ttft_ms",
+        "stream_ms",
+        "citations_ms",
+        "sources_ms",
+        "grounding_ms",
+        "total_ms",
+        "first_claim_ms",
+    ],
     "answer.py (_copy_timings)",
 )
 
@@ -423,6 +451,7 @@ _FOLD: dict[type, Callable[[AnswerBuilder, Any], None]] = {
     ToolCallEvent: AnswerBuilder._tool_call,
     SourcesEvent: AnswerBuilder._sources,
     GroundingEvent: AnswerBuilder._grounding,
+    ClaimEvent: AnswerBuilder._claim,
 }
 """How :meth:`AnswerBuilder.add` folds each event type (by exact type, as before)."""
 

@@ -1,6 +1,7 @@
-"""After-the-stream enrichers: Wikit quoted sources, grounding checks.
+"""After-the-stream enrichers: Wikit quoted sources, grounding checks (Google, Azure),
+and the claim channel (:mod:`streamcite.enrich.claims`).
 
->>> from streamcite.enrich import GoogleGrounding, LocalGrounding, WikitSources
+>>> from streamcite.enrich import AzureGroundedness, GoogleGrounding, LocalGrounding, WikitSources
 
 The enrichers load on first use (their HTTP clients with them). Wikit's helpers
 (``by_document``, ``match_refs``, ``page_label``…) are in :mod:`streamcite.enrich.wikit`.
@@ -14,13 +15,22 @@ from typing import TYPE_CHECKING, Any
 from streamcite.enrich.base import EnrichContext, Enricher
 
 if TYPE_CHECKING:
+    from streamcite.enrich.azure import AzureGroundedness
     from streamcite.enrich.google import GoogleGrounding
     from streamcite.enrich.wikit import WikitSources
     from streamcite.local.checker import LocalGrounding
 
-__all__ = ["EnrichContext", "Enricher", "GoogleGrounding", "LocalGrounding", "WikitSources"]
+__all__ = [
+    "AzureGroundedness",
+    "EnrichContext",
+    "Enricher",
+    "GoogleGrounding",
+    "LocalGrounding",
+    "WikitSources",
+]
 
 _LAZY = {
+    "AzureGroundedness": "streamcite.enrich.azure",
     "GoogleGrounding": "streamcite.enrich.google",
     "LocalGrounding": "streamcite.local.checker",
     "WikitSources": "streamcite.enrich.wikit",

@@ -28,6 +28,7 @@ from types import TracebackType
 
 from aiohttp import web
 
+from streamcite.local.azure_api import add_azure_routes, azure_error
 from streamcite.local.config import MODEL, BackendConfig
 from streamcite.local.corpus import Corpus
 from streamcite.local.dialect_routes import add_dialect_routes, dialect_refusal
@@ -87,6 +88,7 @@ def create_app(
     add_google_routes(app, grounding_check)  # v1, v1alpha, v1beta
     add_dialect_routes(app)  # Responses, Anthropic Messages, Gemini, Cohere v2
     app.middlewares.append(google_error_middleware)
+    add_azure_routes(app)  # POST /contentsafety/text:detectGroundedness
     return app
 
 
@@ -107,6 +109,8 @@ async def _host_guard(request: web.Request, handler: Handler) -> web.StreamRespo
         return google_error(403, message)
     if path.startswith("/v1/"):
         return openai_error(403, message, code=code)
+    if path.startswith("/contentsafety/"):
+        return azure_error(403, "403", message)
     return detail_error(403, message)
 
 
