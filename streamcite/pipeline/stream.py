@@ -13,7 +13,7 @@ import asyncio
 import itertools
 from collections.abc import AsyncIterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import orjson
@@ -30,7 +30,11 @@ from streamcite.pipeline.opening import OpenFailed, make_transport, open_upstrea
 from streamcite.pipeline.reading import read_events
 from streamcite.pipeline.recorder import Recorder
 from streamcite.pipeline.timeouts import Budget, Timeouts
+from streamcite.telemetry.switch import active as telemetry_active
 from streamcite.transports.base import Transport, UpstreamResponse
+
+if TYPE_CHECKING:
+    from streamcite.telemetry.otel import StreamSpan
 
 __all__ = ["ChatStream", "stream_chat"]
 
@@ -174,6 +178,7 @@ class ChatStream:
         parser, rec, budget = self._parser, self._rec, self._budget
         timings = parser.builder.timings
         budget.start()
+        obs = self._observe()  # None unless streamcite.telemetry.instrument() was called
         self._log.info("stream.start", transport=getattr(self._transport, "name", "custom"))
         try:
             try:
@@ -208,7 +213,29 @@ class ChatStream:
             self._log.info("stream.cancelled")
             raise
         finally:
-            await self._cleanup()
+            try:
+                await self._cleanup()
+            finally:
+                if obs is not None:
+                    obs.end(self.answer)  # after the enrichers' spans ended
+
+    def _observe(self) -> StreamSpan | None:
+        """The span of this run when telemetry is on (its traceparent sent if asked)."""
+        tel = telemetry_active()
+        if tel is None:
+            return None
+        parts = urlsplit(self.url)
+        obs = tel.stream(
+            stream_id=self.stream_id,
+            request=self.request,
+            host=parts.hostname,
+            port=parts.port or (443 if parts.scheme == "https" else 80),
+            t0=self._budget.t0,
+            api=str(getattr(self, "api", "chat")),
+        )
+        obs.inject(self._headers)
+        self._enrichment.observer = obs
+        return obs
 
     async def _open(self) -> UpstreamResponse:
         resp = await open_upstream(
