@@ -146,6 +146,7 @@ class Producer:
         stream = ProducedStream(sid, quota_key=key)
         self.streams[sid] = stream
         self.metrics.streams_started += 1
+        self.metrics.set_active(len(self.streams))
         stream.task = asyncio.create_task(self._run(stream, msg), name=f"relay-stream:{sid}")
         return stream
 
@@ -301,6 +302,7 @@ class Producer:
         on_event = self.on_event
         metrics = self.metrics
         first_token = True
+        time_to = dict(metrics.time_to)  # the first event of each kind, then dropped
         async for event in upstream:
             t = time.perf_counter()
             if type(event) is ErrorEvent or type(event) is DoneEvent:  # cold path
@@ -325,6 +327,11 @@ class Producer:
                 metrics.errors[event.code] += 1  # type: ignore[union-attr]
             elif kind is DoneEvent:
                 run.done = event  # type: ignore[assignment]
+                metrics.stream_seconds.observe(t - stream.started)
+            elif time_to:
+                hist = time_to.pop(event.type, None)
+                if hist is not None:
+                    hist.observe(t - stream.started)
 
     async def _log_end(
         self, stream: ProducedStream, answer: CitedAnswer, bounds: StreamBounds, run: _Run
@@ -346,6 +353,7 @@ class Producer:
         """The stream is over: free its slot and quota, record its outcome."""
         metrics = self.metrics
         self.streams.pop(stream.stream_id, None)
+        metrics.set_active(len(self.streams))
         if stream.quota_key is not None:
             self.quotas.release(stream.quota_key)
         if stream.grace is not None:
@@ -361,8 +369,10 @@ class Producer:
             for stage, value in (
                 ("ttft", timings.ttft_ms),
                 ("stream", timings.stream_ms),
+                ("citations", timings.citations_ms),
                 ("sources", timings.sources_ms),
                 ("grounding", timings.grounding_ms),
+                ("first_claim", getattr(timings, "first_claim_ms", None)),
                 ("total", timings.total_ms),
             ):
                 if value is not None:
