@@ -148,6 +148,21 @@ async def test_stream_span_follows_the_genai_conventions(otel: Otel, backend: Lo
     )
 
 
+async def test_the_callers_span_is_the_parent(otel: Otel, backend: LocalBackend) -> None:
+    tracer = telemetry_tracer(otel)
+    with tracer.start_as_current_span("handler") as handler:
+        await run(backend, after=[LocalGrounding()])
+    chat, check = otel.one(f"chat {MODEL}"), otel.one("enrich grounding")
+    assert chat.parent is not None and chat.parent.span_id == handler.get_span_context().span_id
+    assert check.parent is not None and check.parent.span_id == chat.context.span_id
+
+
+def telemetry_tracer(otel: Otel) -> Any:
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(otel.spans))
+    return provider.get_tracer("app")
+
+
 @pytest.mark.parametrize(
     ("spec", "code"),
     [

@@ -116,7 +116,10 @@ class OtelTelemetry:
 class StreamSpan:
     """The span of one stream (``chat {model}``, kind CLIENT) and its metrics."""
 
-    __slots__ = ("_api", "_attrs", "_wall0", "done_at", "span", "stream_id", "t0", "tel")
+    __slots__ = (
+        "_api", "_attrs", "_context", "_host", "_port", "_request", "_span", "_wall0", "done_at",
+        "stream_id", "t0", "tel",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -128,14 +131,34 @@ class StreamSpan:
         t0: float,
         api: str,
     ) -> None:
+        # Only what the span will need: it is made later (at the first enricher, the end,
+        # or the traceparent), so nothing but these stores runs before the request is sent.
         self.tel = tel
         self.t0 = t0
         self.stream_id = stream_id
         self._api = api
+        self._request = request
+        self._host = host
+        self._port = port
+        self._span: Span | None = None
+        self._context = otel_context.get_current()  # the caller's span is the parent
+        self._attrs: dict[str, Any] = {}
         # Wall-clock nanoseconds of t0: the pipeline's perf_counter times map onto it.
         self._wall0 = time.time_ns() - int((time.perf_counter() - t0) * 1e9)
+        self.done_at: dict[str, float] = {}
+        """Kind of enricher → seconds after t0 when its result (or error) came."""
+
+    @property
+    def span(self) -> Span:
+        """The stream's span, started (at ``t0``) on first use."""
+        if self._span is None:
+            self._span = self._start()
+        return self._span
+
+    def _start(self) -> Span:
+        request, host, port = self._request, self._host, self._port
         model = request.get("model")
-        provider = cv.provider_name(host, api)
+        provider = cv.provider_name(host, self._api)
         attrs: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": provider,
@@ -148,20 +171,19 @@ class StreamSpan:
         if port is not None:
             attrs["server.port"] = port
         self._attrs = dict(attrs)  # the metrics' attributes (low cardinality)
-        attrs["streamcite.stream_id"] = stream_id
-        attrs["streamcite.api"] = api
+        attrs["streamcite.stream_id"] = self.stream_id
+        attrs["streamcite.api"] = self._api
         for key, name in _REQUEST_PARAMS:
             value = request.get(key)
             if isinstance(value, int | float) and not isinstance(value, bool):
                 attrs[name] = value
-        self.span = tel.tracer.start_span(
+        return self.tel.tracer.start_span(
             f"chat {model}" if isinstance(model, str) and model else "chat",
+            context=self._context,
             kind=SpanKind.CLIENT,
             attributes=attrs,
             start_time=self._wall0,
         )
-        self.done_at: dict[str, float] = {}
-        """Kind of enricher → seconds after t0 when its result (or error) came."""
 
     def inject(self, headers: MutableMapping[str, str]) -> None:
         """Add ``traceparent`` to the upstream request's headers when propagation is on."""
