@@ -119,6 +119,9 @@ _WORKER = textwrap.dedent(
     m.errors["upstream_unavailable"] += 1
     m.ttft.observe(0.05 * n)
     m.stages["total"].observe(0.5)
+    m.connections["ws"] += 1
+    if n == 3:
+        m.close()  # a relay that stopped: its live gauges leave the sum
     """
 )
 _SCRAPER = textwrap.dedent(
@@ -153,4 +156,5 @@ def test_multiprocess_mode_sums_every_relay_process(tmp_path: Path) -> None:
     assert value(samples, p + "time_to_first_token_seconds_count") == 2
     assert abs(value(samples, p + "time_to_first_token_seconds_sum") - 0.25) < 1e-9
     assert value(samples, p + "stage_seconds_count", stage="total") == 2
+    assert value(samples, p + "connections", transport="ws") == 1  # only the one not closed
     assert any(f.name.endswith(".db") for f in tmp_path.iterdir())

@@ -4,6 +4,8 @@ Wikit, Google and local enrichers."""
 
 from __future__ import annotations
 
+import asyncio
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -84,6 +86,15 @@ def otel() -> Iterator[Otel]:
 async def backend() -> AsyncIterator[LocalBackend]:
     async with LocalBackend(BackendConfig()) as b:
         yield b
+
+
+@pytest.fixture
+def unused_port() -> int:
+    """A loopback port nothing listens on (bound, then released, by the OS)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port
 
 
 def body(**extra: Any) -> dict[str, Any]:
@@ -277,6 +288,52 @@ async def test_enricher_timeout_is_its_error_type(otel: Otel, backend: LocalBack
     span = otel.one("enrich sources")
     assert span.status.status_code is StatusCode.ERROR
     assert (span.attributes or {})["error.type"] == "sources_timeout"
+
+
+async def test_unreachable_grounding_retries_then_fails_on_its_span(
+    otel: Otel, backend: LocalBackend, unused_port: int
+) -> None:
+    google = GoogleGrounding(
+        GOOGLE_CONFIG,
+        token="local",
+        endpoint=f"http://127.0.0.1:{unused_port}",
+        deadline=0.5,
+        request_timeout=0.2,
+    )
+    answer = await run(backend, after=[google])
+    (err,) = answer.errors
+    span = otel.one("enrich grounding")
+    assert span.status.status_code is StatusCode.ERROR
+    assert (span.attributes or {})["error.type"] == err.code
+    assert (span.attributes or {})["streamcite.enricher.retries"] >= 1
+
+
+async def test_a_cancelled_stream_ends_its_spans_as_cancelled(
+    otel: Otel, backend: LocalBackend
+) -> None:
+    started = asyncio.Event()
+
+    class Slow:
+        kind, timeout, needs = "sources", 30.0, ()
+
+        async def enrich(self, ctx: Any) -> None:
+            started.set()
+            await asyncio.Event().wait()  # until cancelled
+
+    async def consume() -> None:
+        await run(backend, after=[Slow()])
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(started.wait(), 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    chat, slow = otel.one(f"chat {MODEL}"), otel.one("enrich sources")
+    assert (slow.attributes or {})["error.type"] == "cancelled"
+    assert slow.status.status_code is StatusCode.ERROR
+    assert chat.status.status_code is StatusCode.ERROR
+    assert (chat.attributes or {})["error.type"] == "cancelled"
+    assert slow.parent is not None and slow.parent.span_id == chat.context.span_id
 
 
 # --------------------------------------------------------------------------- metrics

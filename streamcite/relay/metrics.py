@@ -180,6 +180,14 @@ class RelayMetrics:
         """Upstream requests running now (called as streams start and end)."""
         self._active.set(streams)
 
+    def close(self) -> None:
+        """The relay stops: in multiprocess mode its live gauges (active streams,
+        connections, log size) leave the sums (``mark_process_dead``)."""
+        if self.multiprocess:
+            from prometheus_client import multiprocess
+
+            multiprocess.mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]
+
     def render(self, *, active_streams: int, log_stats: Mapping[str, int] | None) -> bytes:
         """The Prometheus text exposition (``CONTENT_TYPE``) of this relay, or of every
         relay process sharing the multiprocess directory."""

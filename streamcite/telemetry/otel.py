@@ -32,6 +32,8 @@ __all__ = ["EnricherSpan", "OtelTelemetry", "StreamSpan"]
 _SCOPE = "streamcite"
 _STREAM_STAGES = frozenset({"connect", "http", "sse", "chunk", "timeout", "cancelled"})
 """Error stages that fail the chat operation itself (enricher stages fail their own span)."""
+_RECOVERABLE_STAGES = frozenset({"sse", "chunk"})
+"""Stages of errors the stream can go past: they fail the span only if the answer was cut."""
 _MAX_EXCEPTION_EVENTS = 16
 _REQUEST_PARAMS = (
     ("max_tokens", "gen_ai.request.max_tokens"),
@@ -236,8 +238,6 @@ class StreamSpan:
         if first_claim is not None:
             span.add_event("streamcite.first_claim", timestamp=self._ns(first_claim))
         error_type = self._errors(answer)
-        if answer.complete:
-            error_type = None  # a skipped bad chunk: recorded as an event, the call succeeded
         if error_type is not None:
             attrs["error.type"] = error_type
             span.set_status(Status(StatusCode.ERROR, error_type))
@@ -256,7 +256,9 @@ class StreamSpan:
                 continue  # an enricher's error is on the enricher's span
             if n < _MAX_EXCEPTION_EVENTS:
                 self.span.add_event("exception", _error_attributes(err))
-            if first is None:
+            # A bad chunk the stream went past (the answer complete) is an event only.
+            failed = not (answer.complete and err.stage in _RECOVERABLE_STAGES)
+            if first is None and failed:
                 first = err.code
         return first
 
