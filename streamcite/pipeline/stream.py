@@ -224,12 +224,10 @@ class ChatStream:
         tel = telemetry_active()
         if tel is None:
             return None
-        parts = urlsplit(self.url)
         obs = tel.stream(
             stream_id=self.stream_id,
             request=self.request,
-            host=parts.hostname,
-            port=parts.port or (443 if parts.scheme == "https" else 80),
+            url=self.url,
             t0=self._budget.t0,
             api=str(getattr(self, "api", "chat")),
         )

@@ -15,6 +15,7 @@ import time
 from collections.abc import Mapping, MutableMapping
 from contextvars import Token
 from typing import Any
+from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -101,13 +102,13 @@ class OtelTelemetry:
         *,
         stream_id: str,
         request: Mapping[str, Any],
-        host: str | None,
-        port: int | None,
+        url: str,
         t0: float,
         api: str = "chat",
     ) -> StreamSpan:
-        """Start the span of one stream whose clock (``perf_counter``) started at ``t0``."""
-        return StreamSpan(self, stream_id, request, host, port, t0, api)
+        """The span of one stream to ``url`` whose clock (``perf_counter``) started at
+        ``t0`` (made when first needed; its start time is ``t0``)."""
+        return StreamSpan(self, stream_id, request, url, t0, api)
 
     def inject(self, span: Span, headers: MutableMapping[str, str]) -> None:
         """W3C ``traceparent`` (and ``tracestate``) of ``span`` into ``headers``; no baggage
@@ -119,7 +120,7 @@ class StreamSpan:
     """The span of one stream (``chat {model}``, kind CLIENT) and its metrics."""
 
     __slots__ = (
-        "_api", "_attrs", "_context", "_host", "_port", "_request", "_span", "_wall0", "done_at",
+        "_api", "_attrs", "_context", "_request", "_span", "_url", "_wall0", "done_at",
         "stream_id", "t0", "tel",
     )  # fmt: skip
 
@@ -128,8 +129,7 @@ class StreamSpan:
         tel: OtelTelemetry,
         stream_id: str,
         request: Mapping[str, Any],
-        host: str | None,
-        port: int | None,
+        url: str,
         t0: float,
         api: str,
     ) -> None:
@@ -140,8 +140,7 @@ class StreamSpan:
         self.stream_id = stream_id
         self._api = api
         self._request = request
-        self._host = host
-        self._port = port
+        self._url = url
         self._span: Span | None = None
         self._context = otel_context.get_current()  # the caller's span is the parent
         self._attrs: dict[str, Any] = {}
@@ -158,7 +157,10 @@ class StreamSpan:
         return self._span
 
     def _start(self) -> Span:
-        request, host, port = self._request, self._host, self._port
+        request = self._request
+        parts = urlsplit(self._url)
+        host = parts.hostname  # never the userinfo, path or query
+        port = parts.port or (443 if parts.scheme == "https" else 80)
         model = request.get("model")
         provider = cv.provider_name(host, self._api)
         attrs: dict[str, Any] = {
@@ -170,8 +172,7 @@ class StreamSpan:
             attrs["gen_ai.request.model"] = model
         if host:
             attrs["server.address"] = host
-        if port is not None:
-            attrs["server.port"] = port
+        attrs["server.port"] = port
         self._attrs = dict(attrs)  # the metrics' attributes (low cardinality)
         attrs["streamcite.stream_id"] = self.stream_id
         attrs["streamcite.api"] = self._api
