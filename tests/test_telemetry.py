@@ -32,9 +32,9 @@ from streamcite.pipeline import Timeouts
 from streamcite.telemetry import conventions as cv
 
 try:
-    from _upstream import full_stream
+    from _upstream import chunk, full_stream
 except ImportError:  # tests/ imported as a package
-    from tests._upstream import full_stream
+    from tests._upstream import chunk, full_stream
 
 QUESTION = "How many days a week can I work from home?"
 GOOGLE_CONFIG = "projects/p/locations/global/groundingConfigs/default_grounding_config"
@@ -451,6 +451,37 @@ async def test_secrets_never_in_spans_or_metrics(
     assert len(otel.finished()) >= 1
     for secret in (SECRET_KEY, SECRET_PW, SECRET_HDR):
         assert not [v for v in values if secret in v], secret
+
+
+async def test_an_upstream_cannot_grow_the_metric_series_or_the_attributes(
+    otel: Otel, serve: Any
+) -> None:
+    served = 0
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        nonlocal served
+        served += 1
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        model = f"model-{served}-" + "x" * 5000  # a new, huge model name every time
+        await resp.write(chunk("Hi", model=model, id="id-" + "y" * 5000))
+        await resp.write(chunk(None, "stop", model=model))
+        await resp.write(b"data: [DONE]\n\n")
+        return resp
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handle)
+    url = await serve(app)
+    for _ in range(80):
+        async with stream_chat(body(model="m"), base_url=url + "/v1") as stream:
+            await stream.until_done()
+    models = {p.attributes["gen_ai.response.model"] for p in otel.points(cv.METRIC_DURATION)}
+    assert len(models) == 65 and "_OTHER" in models
+    assert max(len(m) for m in models) <= 256
+    for span in otel.finished():
+        for value in (span.attributes or {}).values():
+            assert not isinstance(value, str) or len(value) <= 256
 
 
 # --------------------------------------------------------------------------- off by default

@@ -36,6 +36,10 @@ _STREAM_STAGES = frozenset({"connect", "http", "sse", "chunk", "timeout", "cance
 _RECOVERABLE_STAGES = frozenset({"sse", "chunk"})
 """Stages of errors the stream can go past: they fail the span only if the answer was cut."""
 _MAX_EXCEPTION_EVENTS = 16
+_MAX_TEXT = 256
+"""Longest string attribute taken from the upstream (a model name, a response id)."""
+_MAX_METRIC_VALUES = 64
+"""Distinct values of one metric attribute (models, error types); the rest are ``_OTHER``."""
 _REQUEST_PARAMS = (
     ("max_tokens", "gen_ai.request.max_tokens"),
     ("max_completion_tokens", "gen_ai.request.max_tokens"),
@@ -68,6 +72,7 @@ class OtelTelemetry:
         self.tracer = trace.get_tracer(_SCOPE, version, tracer_provider=tracer_provider)
         meter = get_meter(_SCOPE, version, meter_provider=meter_provider)
         self.propagate = propagate
+        self._seen: dict[str, set[str]] = {}
         self._propagator = TraceContextTextMapPropagator()
         self.duration = meter.create_histogram(
             cv.METRIC_DURATION,
@@ -109,6 +114,17 @@ class OtelTelemetry:
         """The span of one stream to ``url`` whose clock (``perf_counter``) started at
         ``t0`` (made when first needed; its start time is ``t0``)."""
         return StreamSpan(self, stream_id, request, url, t0, api)
+
+    def bounded(self, key: str, value: str) -> str:
+        """``value`` as a metric attribute: the first 64 distinct values of ``key`` as they
+        are, later ones ``_OTHER`` (an upstream must not make a series per response)."""
+        seen = self._seen.setdefault(key, set())
+        if value in seen:
+            return value
+        if len(seen) < _MAX_METRIC_VALUES:
+            seen.add(value)
+            return value
+        return "_OTHER"
 
     def inject(self, span: Span, headers: MutableMapping[str, str]) -> None:
         """W3C ``traceparent`` (and ``tracestate``) of ``span`` into ``headers``; no baggage
@@ -169,7 +185,7 @@ class StreamSpan:
             "gen_ai.system": provider,
         }
         if isinstance(model, str):
-            attrs["gen_ai.request.model"] = model
+            attrs["gen_ai.request.model"] = model[:_MAX_TEXT]
         if host:
             attrs["server.address"] = host
         attrs["server.port"] = port
@@ -209,9 +225,9 @@ class StreamSpan:
             "streamcite.complete": answer.complete,
         }
         if answer.model:
-            attrs["gen_ai.response.model"] = answer.model
+            attrs["gen_ai.response.model"] = answer.model[:_MAX_TEXT]
         if answer.id:
-            attrs["gen_ai.response.id"] = answer.id
+            attrs["gen_ai.response.id"] = answer.id[:_MAX_TEXT]
         if answer.finish_reason:
             attrs["gen_ai.response.finish_reasons"] = [answer.finish_reason]
         usage = answer.usage
@@ -240,7 +256,7 @@ class StreamSpan:
             span.add_event("streamcite.first_claim", timestamp=self._ns(first_claim))
         error_type = self._errors(answer)
         if error_type is not None:
-            attrs["error.type"] = error_type
+            attrs["error.type"] = error_type = error_type[:_MAX_TEXT]
             span.set_status(Status(StatusCode.ERROR, error_type))
         span.set_attributes(attrs)
         end_ms = timings.total_ms
@@ -267,9 +283,9 @@ class StreamSpan:
         tel, timings = self.tel, answer.timings
         attrs = dict(self._attrs)
         if answer.model:
-            attrs["gen_ai.response.model"] = answer.model
+            attrs["gen_ai.response.model"] = tel.bounded("model", answer.model[:_MAX_TEXT])
         if error_type is not None:
-            attrs["error.type"] = error_type
+            attrs["error.type"] = tel.bounded("error.type", error_type[:_MAX_TEXT])
         tel.duration.record(end_ms / 1000, attrs)
         usage = answer.usage
         if usage is not None:
@@ -336,9 +352,10 @@ class EnricherSpan:
             span.set_attribute("error.type", "cancelled")
             span.set_status(Status(StatusCode.ERROR, "cancelled"))
         elif isinstance(result, ErrorEvent):
+            code = result.code[:_MAX_TEXT]
             span.add_event("exception", _error_attributes(result))
-            span.set_attribute("error.type", result.code)
-            span.set_status(Status(StatusCode.ERROR, result.code))
+            span.set_attribute("error.type", code)
+            span.set_status(Status(StatusCode.ERROR, code))
         else:
             span.set_status(Status(StatusCode.OK))
         token, self._token = self._token, None
@@ -350,9 +367,9 @@ class EnricherSpan:
 def _error_attributes(err: ErrorEvent) -> dict[str, Any]:
     """The ``exception`` event of a typed error: its code, stage and (scrubbed) message."""
     attrs: dict[str, Any] = {
-        "exception.type": err.code,
-        "exception.message": err.message,
-        "error.type": err.code,
+        "exception.type": err.code[:_MAX_TEXT],
+        "exception.message": err.message[:4096],
+        "error.type": err.code[:_MAX_TEXT],
         "streamcite.error.stage": err.stage,
         "streamcite.error.retryable": err.retryable,
     }
