@@ -516,3 +516,16 @@ def test_provider_names() -> None:
     assert cv.provider_name("127.0.0.1", "cohere") == "cohere"
     assert cv.provider_name("127.0.0.1") == "openai"
     assert cv.provider_name("notapi.openai.com.evil.example") == "openai"  # by the API, not host
+
+
+def test_the_example_prints_the_span_tree_and_the_metrics() -> None:
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "otel_tracing.py"
+    out = subprocess.run(
+        [sys.executable, str(example)], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+    assert f"chat {MODEL}" in out and "  enrich sources" in out and "  enrich grounding" in out
+    assert "event streamcite.first_token" in out
+    assert "gen_ai.client.operation.time_to_first_chunk" in out
+    assert "streamcite.client.time_to_grounding" in out
