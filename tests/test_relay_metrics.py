@@ -158,3 +158,19 @@ def test_multiprocess_mode_sums_every_relay_process(tmp_path: Path) -> None:
     assert value(samples, p + "stage_seconds_count", stage="total") == 2
     assert value(samples, p + "connections", transport="ws") == 1  # only the one not closed
     assert any(f.name.endswith(".db") for f in tmp_path.iterdir())
+
+
+def test_read_deadlines_are_read_at_scrape_time() -> None:
+    from collections import Counter
+    from types import SimpleNamespace
+
+    m = RelayMetrics()
+    plain = parse(m.render(active_streams=0, log_stats=None).decode())
+    assert not [k for k in plain if k[0].startswith("streamcite_relay_half_open")]
+    deadlines = SimpleNamespace(half_open=3, closed=Counter({"header": 2}))
+    samples = parse(m.render(active_streams=1, log_stats=None, deadlines=deadlines).decode())  # type: ignore[arg-type]
+    assert value(samples, "streamcite_relay_half_open_connections") == 3
+    assert value(samples, "streamcite_relay_read_deadline_closed_total", phase="header") == 2
+    assert value(samples, "streamcite_relay_read_deadline_closed_total", phase="body") == 0
+    assert value(samples, "streamcite_relay_active_streams") == 1
+    assert value(samples, "streamcite_relay_connections", transport="aisdk") == 0

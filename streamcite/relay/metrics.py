@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Mapping
-from typing import Any, ClassVar, Literal
+from collections.abc import Iterator, Mapping
+from typing import Any, ClassVar, Literal, Protocol
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -28,6 +28,8 @@ from prometheus_client import (
     generate_latest,
 )
 from prometheus_client import Counter as PromCounter
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
 
 __all__ = ["CONTENT_TYPE", "RelayMetrics", "multiprocess_dir"]
 
@@ -84,6 +86,41 @@ class _Scalar:
             obj._counters[self.name].inc(delta)
 
 
+class ReadDeadlineStats(Protocol):
+    """What ``/metrics`` reads of the relay's read deadlines (``web.deadlines``)."""
+
+    half_open: int
+    closed: Mapping[str, int]
+
+
+class _DeadlineCollector:
+    """Half-open connections and those a read deadline closed, read at scrape time."""
+
+    def __init__(self) -> None:
+        self.source: ReadDeadlineStats | None = None
+
+    def describe(self) -> list[Metric]:
+        return []  # known only at scrape time (and only when the relay has deadlines)
+
+    def collect(self) -> Iterator[Metric]:
+        d = self.source
+        if d is None:
+            return
+        yield GaugeMetricFamily(
+            _P + "half_open_connections",
+            "Connections waiting for a request head or body.",
+            value=d.half_open,
+        )
+        closed = CounterMetricFamily(
+            _P + "read_deadline_closed",
+            "Connections closed by a read deadline.",
+            labels=["phase"],
+        )
+        for phase in ("header", "body"):
+            closed.add_metric([phase], d.closed.get(phase, 0))
+        yield closed
+
+
 class RelayMetrics:
     """Counters, gauges and histograms of one relay (``prometheus_client`` metrics)."""
 
@@ -117,7 +154,7 @@ class RelayMetrics:
                 _P + "connections", "Open client connections.", ["transport"],
                 registry=reg, multiprocess_mode=live,
             ),
-            initial=("ws", "sse"),
+            initial=("ws", "sse", "aisdk"),
         )  # fmt: skip
         """Open client connections by transport (gauge)."""
         self._counters = {
@@ -175,6 +212,8 @@ class RelayMetrics:
             _P + "log_bytes", "Event payload bytes kept in the log.",
             registry=reg, multiprocess_mode=live,
         )  # fmt: skip
+        self._deadlines = _DeadlineCollector()
+        reg.register(self._deadlines)
 
     def set_active(self, streams: int) -> None:
         """Upstream requests running now (called as streams start and end)."""
@@ -188,9 +227,17 @@ class RelayMetrics:
 
             multiprocess.mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]
 
-    def render(self, *, active_streams: int, log_stats: Mapping[str, int] | None) -> bytes:
+    def render(
+        self,
+        *,
+        active_streams: int,
+        log_stats: Mapping[str, int] | None,
+        deadlines: ReadDeadlineStats | None = None,
+    ) -> bytes:
         """The Prometheus text exposition (``CONTENT_TYPE``) of this relay, or of every
-        relay process sharing the multiprocess directory."""
+        relay process sharing the multiprocess directory (``deadlines``: this process's
+        read deadlines, when the relay has them)."""
+        self._deadlines.source = deadlines
         self._active.set(active_streams)
         if log_stats:
             self._log_streams.set(log_stats.get("streams", 0))
@@ -201,4 +248,5 @@ class RelayMetrics:
 
         merged = CollectorRegistry()
         multiprocess.MultiProcessCollector(merged)  # type: ignore[no-untyped-call]
+        merged.register(self._deadlines)  # this process's own
         return generate_latest(merged)
