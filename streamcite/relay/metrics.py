@@ -89,8 +89,10 @@ class _Scalar:
 class ReadDeadlineStats(Protocol):
     """What ``/metrics`` reads of the relay's read deadlines (``web.deadlines``)."""
 
-    half_open: int
-    closed: Mapping[str, int]
+    @property
+    def half_open(self) -> int: ...
+    @property
+    def closed(self) -> Mapping[str, int]: ...
 
 
 class _DeadlineCollector:
