@@ -73,6 +73,7 @@ _LAZY: dict[str, str] = {
     "CitationsEvent": "streamcite.core.events",
     "DoneEvent": "streamcite.core.events",
     "ErrorEvent": "streamcite.core.events",
+    "ClaimEvent": "streamcite.core.events",
     "FinishEvent": "streamcite.core.events",
     "GroundingEvent": "streamcite.core.events",
     "MetaEvent": "streamcite.core.events",

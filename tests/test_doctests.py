@@ -18,6 +18,7 @@ MODULES = [
     "streamcite.core.offsets",
     "streamcite.core.redact",
     "streamcite.core.retry_after",
+    "streamcite.local.sentence_stream",
     "streamcite.transports.base",
     "streamcite.web.eventsse",
 ]

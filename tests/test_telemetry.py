@@ -251,6 +251,31 @@ async def test_local_checker_gets_a_span_too(otel: Otel, backend: LocalBackend) 
     span = otel.one("enrich grounding")
     assert (span.attributes or {})["streamcite.enricher.class"] == "LocalGrounding"
     assert span.status.status_code is StatusCode.OK
+    # live claims: the first one is an event of the stream's span and a latency metric
+    first_claim = answer.timings.first_claim_ms
+    assert answer.claims and first_claim is not None
+    chat = otel.one(f"chat {MODEL}")
+    assert chat.start_time is not None
+    (event,) = [e for e in chat.events if e.name == "streamcite.first_claim"]
+    assert (event.timestamp - chat.start_time) / 1e6 == pytest.approx(first_claim, abs=0.01)
+    (point,) = otel.points("streamcite.client.time_to_first_claim")
+    assert point.sum == pytest.approx(first_claim / 1000, abs=1e-6)
+
+
+async def test_azure_groundedness_gets_its_span_with_no_code_of_its_own(
+    otel: Otel, backend: LocalBackend
+) -> None:
+    from streamcite.enrich.azure import AzureGroundedness
+
+    azure = AzureGroundedness(backend.root_url, api_key="azure-" + SECRET_KEY, retries=0)
+    answer = await run(backend, after=[azure])
+    assert answer.grounding is not None, answer.errors
+    span = otel.one("enrich grounding")
+    assert (span.attributes or {})["streamcite.enricher.class"] == "AzureGroundedness"
+    assert span.status.status_code is StatusCode.OK
+    assert span.parent is not None
+    assert span.parent.span_id == otel.one(f"chat {MODEL}").context.span_id
+    assert not [v for v in _all_values(otel) if SECRET_KEY in v]
 
 
 async def test_enricher_retries_and_failure_are_on_its_span(

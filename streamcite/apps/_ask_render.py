@@ -17,6 +17,7 @@ from streamcite.apps._terminal import console_text, json_line_escaped, terminal_
 from streamcite.apps._usage import base_url_hint
 from streamcite.core.events import (
     CitationRefEvent,
+    ClaimEvent,
     DoneEvent,
     ErrorEvent,
     Event,
@@ -132,10 +133,26 @@ class RichRenderer(Renderer):
             hint = base_url_hint(self.opts.base_url, event.status) if self.opts.base_url else None
             if hint:
                 self.console.print(f"[yellow]{console_text(hint)}[/yellow]")
+        elif isinstance(event, ClaimEvent):
+            self._claim(event)
         elif isinstance(
             event, MetaEvent | CitationRefEvent | DoneEvent | SourcesEvent | GroundingEvent
         ):
             return
+
+    def _claim(self, event: ClaimEvent) -> None:
+        """A claim checked while the answer streams: marked where the text has got to
+        (``✓n`` supported, ``✗n`` not, n = the sentence's number); the claims table
+        at the end has the details. Claims after the stream show only there."""
+        if not self._streaming or event.supported is None:
+            return
+        mark = (
+            f"[green]✓{event.index + 1}[/green]"
+            if event.supported
+            else f"[red]✗{event.index + 1}[/red]"
+        )
+        self.console.print(f"[dim]‹[/dim]{mark}[dim]›[/dim]", end="")
+        self.console.file.flush()
 
     def cancelled(self, answer: CitedAnswer) -> None:
         if self._streaming:
@@ -155,6 +172,8 @@ class RichRenderer(Renderer):
                 parts.append(f"sources {answer.timings.sources_ms:.0f} ms")
             if answer.timings.grounding_ms is not None:
                 parts.append(f"grounding {answer.timings.grounding_ms:.0f} ms")
+            if answer.timings.first_claim_ms is not None:
+                parts.append(f"first claim {answer.timings.first_claim_ms:.0f} ms")
             c.print(f"[dim]{' · '.join(parts)}[/dim]")
         c.print()
         self._provider.finish(answer)

@@ -31,6 +31,7 @@ _STAGE_ROWS: tuple[tuple[str, str], ...] = (
     ("citations_ms", "→ citations (ms)"),
     ("sources_ms", "→ sources (ms)"),
     ("grounding_ms", "→ grounding (ms)"),
+    ("first_claim_ms", "→ first claim (ms)"),
 )
 _TAIL_ROWS: tuple[tuple[str, str], ...] = (
     ("total_ms", "total (ms)"),

@@ -14,6 +14,7 @@ from streamcite.core._fields import expect_fields
 from streamcite.core.events import (
     CitationRefEvent,
     CitationsEvent,
+    ClaimEvent,
     ErrorEvent,
     Event,
     FinishEvent,
@@ -39,7 +40,7 @@ from streamcite.core.models import (
 from streamcite.core.refs import CitationRefs, RefStore
 from streamcite.core.sources import QuotedSource
 
-__all__ = ["COMPACT_EVERY", "MAX_ERRORS", "AnswerBuilder"]
+__all__ = ["COMPACT_EVERY", "MAX_CLAIMS", "MAX_ERRORS", "AnswerBuilder"]
 
 COMPACT_EVERY = 128
 """A parser compacts its builder's text when more token texts than this are pending:
@@ -49,6 +50,10 @@ stream costs beyond its text; 512 made it 55 KiB, 4.9 bytes/char, on a 2k-chunk 
 
 MAX_ERRORS = 1000
 """At most this many errors are kept on an answer; the rest are counted (``errors_dropped``)."""
+
+MAX_CLAIMS = 10_000
+"""At most this many claims are kept on an answer (a capped answer has far fewer
+sentences); beyond, they are still emitted as events but not kept."""
 
 
 class AnswerBuilder:
@@ -62,6 +67,7 @@ class AnswerBuilder:
         "chunk_fields",
         "citation_spans",
         "citations",
+        "claims",
         "complete",
         "display_is_text",
         "display_parts",
@@ -121,6 +127,7 @@ class AnswerBuilder:
         self.citation_spans: list[CitationSpan] = []
         self.errors_dropped = 0
         self.enrichment_skipped: str | None = None
+        self.claims: list[ClaimEvent] = []
 
     def error(self, ev: ErrorEvent) -> None:
         """Keep one error (bounded: beyond :data:`MAX_ERRORS` only counted)."""
@@ -183,6 +190,10 @@ class AnswerBuilder:
 
     def _sources(self, ev: SourcesEvent) -> None:
         self.sources = ev.sources
+
+    def _claim(self, ev: ClaimEvent) -> None:
+        if len(self.claims) < MAX_CLAIMS:
+            self.claims.append(ev)
 
     def _grounding(self, ev: GroundingEvent) -> None:
         self.grounding = ev.to_result()
@@ -254,6 +265,7 @@ class AnswerBuilder:
             citation_spans=list(self.citation_spans),
             errors_dropped=self.errors_dropped,
             enrichment_skipped=self.enrichment_skipped,
+            claims=list(self.claims),
         )
         set_lazy_citation_refs(answer, refs)  # a list of CitationRef on first read
         return answer
@@ -280,12 +292,28 @@ class AnswerBuilder:
 
 def _copy_timings(t: Timings) -> Timings:
     """A copy of ``t`` (``dataclasses.replace`` costs four times as much)."""
-    return Timings(t.ttft_ms, t.stream_ms, t.citations_ms, t.sources_ms, t.grounding_ms, t.total_ms)
+    return Timings(
+        t.ttft_ms,
+        t.stream_ms,
+        t.citations_ms,
+        t.sources_ms,
+        t.grounding_ms,
+        t.total_ms,
+        t.first_claim_ms,
+    )
 
 
 expect_fields(
     Timings,
-    ["ttft_ms", "stream_ms", "citations_ms", "sources_ms", "grounding_ms", "total_ms"],
+    [
+        "ttft_ms",
+        "stream_ms",
+        "citations_ms",
+        "sources_ms",
+        "grounding_ms",
+        "total_ms",
+        "first_claim_ms",
+    ],
     "answer.py (_copy_timings)",
 )
 
@@ -317,6 +345,7 @@ _FOLD: dict[type, Callable[[AnswerBuilder, Any], None]] = {
     ToolCallEvent: AnswerBuilder._tool_call,
     SourcesEvent: AnswerBuilder._sources,
     GroundingEvent: AnswerBuilder._grounding,
+    ClaimEvent: AnswerBuilder._claim,
 }
 """How :meth:`AnswerBuilder.add` folds each event type (by exact type, as before)."""
 

@@ -44,7 +44,9 @@ from streamcite.enrich.limits import (
     validate_user_labels,
 )
 from streamcite.local.grounding.answer import answer_support
+from streamcite.local.grounding.live import ENGINE_LOCK
 from streamcite.local.grounding_engine import ClaimVerdict, evaluate
+from streamcite.local.live_claims import LocalClaimSession
 from streamcite.logs import get_logger
 
 __all__ = [
@@ -86,6 +88,8 @@ class LocalGrounding:
         citation_threshold: float = 0.6,
         claim_level_scores: bool = True,
         lang: str | None = None,
+        live_claims: bool = True,
+        claim_timeout: float = 2.0,
     ) -> None:
         """
         :param timeout: seconds the pipeline allows :meth:`enrich`.
@@ -96,6 +100,10 @@ class LocalGrounding:
         :param citation_threshold: threshold used by :meth:`enrich`.
         :param claim_level_scores: whether :meth:`enrich` reports claim scores.
         :param lang: ``en``, ``fr``, ``it`` or ``he``; detected from the answer if None.
+        :param live_claims: in a pipeline, also check each sentence as soon as it ends
+            (``claim`` events while the answer streams; :meth:`claim_session`).
+        :param claim_timeout: seconds one live check may take (queue wait included);
+            past it the claim goes out unchecked with a ``claim_timeout`` error.
         """
         if facts_from not in _FACTS_FROM:
             raise ValueError(f"facts_from must be one of {_FACTS_FROM}, got {facts_from!r}")
@@ -108,6 +116,8 @@ class LocalGrounding:
         self.citation_threshold = validate_citation_threshold(citation_threshold)
         self.claim_level_scores = claim_level_scores
         self.lang = lang
+        self.live_claims = live_claims
+        self.claim_timeout = claim_timeout
 
     def __repr__(self) -> str:
         return (
@@ -184,6 +194,31 @@ class LocalGrounding:
 
     # ------------------------------------------------------------------ enricher
 
+    def claim_session(self, request: Mapping[str, Any]) -> LocalClaimSession | None:
+        """The live claims of one stream (the pipeline calls this when it starts).
+
+        With explicit ``facts``, each sentence is checked as soon as it ends; with facts
+        from the answer's citations, once citations anchoring it arrive, else at the
+        finish chunk. None when ``live_claims`` is off or the facts only come after the
+        stream (``facts_from="sources"``: the ``grounding`` event's claims are then
+        delivered as ``claim`` events instead).
+        """
+        if not self.live_claims:
+            return None
+        if self.facts is not None:
+            facts = build_facts(self.facts)
+        elif self.facts_from == "citations":
+            facts = []
+        else:
+            return None
+        return LocalClaimSession(
+            facts,
+            citation_threshold=self.citation_threshold,
+            lang=self.lang,
+            sample=_question(request),
+            timeout=self.claim_timeout,
+        )
+
     async def enrich(self, ctx: EnrichContext) -> GroundingEvent:
         """Check the streamed answer; the result becomes the ``grounding`` event."""
         warnings: list[str] = []
@@ -209,6 +244,24 @@ class LocalGrounding:
         )
         result.warnings[:0] = warnings
         return GroundingEvent.from_result(result)
+
+
+def _question(request: Mapping[str, Any]) -> str:
+    """The last user message's text of a chat request (a language sample), or ""."""
+    messages = request.get("messages")
+    if not isinstance(messages, list):
+        return ""
+    for m in reversed(messages):
+        if isinstance(m, Mapping) and m.get("role") == "user":
+            content = m.get("content")
+            if isinstance(content, str):
+                return content[:2000]
+            if isinstance(content, list):
+                return " ".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))[
+                    :2000
+                ]
+            return ""
+    return ""
 
 
 def _text_of(item: FactLike) -> str:
@@ -274,7 +327,8 @@ def _check(
     claim_level_scores: bool,
     lang: str | None,
 ) -> GroundingResult:
-    verdicts = evaluate(answer, [f.text for f in facts], lang=lang)
+    with ENGINE_LOCK:  # the live claim checks run in a worker thread
+        verdicts = evaluate(answer, [f.text for f in facts], lang=lang)
     cited: dict[int, list[int]] = {}  # claim position -> fact indices
     cited_facts: set[int] = set()
     for pos, v in enumerate(verdicts):

@@ -28,6 +28,7 @@ from types import TracebackType
 
 from aiohttp import web
 
+from streamcite.local.azure_api import add_azure_routes
 from streamcite.local.config import MODEL, BackendConfig
 from streamcite.local.corpus import Corpus
 from streamcite.local.documents import DOCUMENT_PATH, document
@@ -85,6 +86,7 @@ def create_app(
     app.router.add_post(V1_CITATIONS_PATH, wikit_v1_citations)
     add_google_routes(app, grounding_check)  # v1, v1alpha, v1beta
     app.middlewares.append(google_error_middleware)
+    add_azure_routes(app)  # POST /contentsafety/text:detectGroundedness
     return app
 
 

@@ -19,12 +19,13 @@ from urllib.parse import urlsplit
 import orjson
 
 from streamcite.core.api import ChatStreamParser
-from streamcite.core.events import ErrorEvent, Event, TokenEvent
+from streamcite.core.events import ErrorEvent, Event, GroundingEvent, TokenEvent
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import CitedAnswer
 from streamcite.core.redact import Redactor, header_secrets
 from streamcite.enrich.base import Enricher
 from streamcite.logs import get_logger
+from streamcite.pipeline.claims import ClaimStage
 from streamcite.pipeline.enrichment import EnrichmentStage
 from streamcite.pipeline.opening import OpenFailed, make_transport, open_upstream
 from streamcite.pipeline.reading import read_events
@@ -111,6 +112,7 @@ class ChatStream:
             enrich_incomplete=enrich_incomplete,
         )
         self._gen: AsyncIterator[Event] | None = None
+        self._claims: ClaimStage | None = None
         self._resp: UpstreamResponse | None = None
         self._started = False
 
@@ -179,6 +181,9 @@ class ChatStream:
         timings = parser.builder.timings
         budget.start()
         obs = self._observe()  # None unless streamcite.telemetry.instrument() was called
+        claims = self._claims = ClaimStage(
+            self._claim_sessions(), parser.builder, budget.elapsed_ms
+        )
         self._log.info("stream.start", transport=getattr(self._transport, "name", "custom"))
         try:
             try:
@@ -186,15 +191,22 @@ class ChatStream:
             except OpenFailed as failed:
                 yield rec.error(failed.event)
             else:
-                async for ev in read_events(resp, parser, budget, rec):
+                events = read_events(resp, parser, budget, rec)
+                if claims.sessions:  # live claims interleaved (none: the plain hot path)
+                    events = claims.interleave(events)
+                async for ev in events:
                     yield ev
-                timings.stream_ms = budget.elapsed_ms()
+                if timings.stream_ms is None:
+                    timings.stream_ms = budget.elapsed_ms()
             # Not started at a finish chunk: [DONE] without a finish_reason, a stream cut
             # before its finish (dropped connection, timeout), or no answer at all. The
             # gate decides (a cut answer is enriched only with ``enrich_incomplete``, an
             # empty one never), and ``enrichment_skipped`` says what happened.
             self._start_enrichers()
             async for ev in self._enrichment.collect(parser.builder, rec.error):
+                if type(ev) is GroundingEvent:  # one claim channel: its claims first
+                    for claim in claims.after_stream(ev):
+                        yield claim
                 yield ev
             timings.total_ms = budget.elapsed_ms()
             done = parser.done_event()
@@ -249,10 +261,22 @@ class ChatStream:
         self.response_headers = resp.headers
         return resp
 
+    def _claim_sessions(self) -> list[Any]:
+        """The live claim sessions of the enrichers that have one (``claim_session``)."""
+        sessions = []
+        for e in self._enrichment.enrichers:
+            make = getattr(e, "claim_session", None)
+            session = make(self.request) if callable(make) else None
+            if session is not None:
+                sessions.append(session)
+        return sessions
+
     def _start_enrichers(self) -> None:
         self._enrichment.start(self._parser.builder, self.request, self.response_headers)
 
     async def _cleanup(self) -> None:
+        if self._claims is not None:
+            self._claims.cancel()
         await self._enrichment.cancel()
         resp, self._resp = self._resp, None
         if resp is not None:

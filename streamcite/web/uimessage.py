@@ -27,6 +27,8 @@ citations      ``source-url`` per citation with a URL, else ``source-document``;
 usage          ``message-metadata`` ``{"usage": {...}}``
 sources        ``data-sources`` (``data``: the event's wire form)
 grounding      ``data-grounding`` (``data``: the event's wire form)
+claim          ``data-claim`` (id ``claim-<checker>-<index>``, ``data``: the wire form;
+               offsets ``start_utf16``/``end_utf16`` index the JavaScript text)
 error          ``error`` (``errorText`` = ``"<code>: <message>"``)
 done           what is still open, ``finish-step``, ``finish``, ``[DONE]``
 ============== ==============================================================
@@ -381,6 +383,9 @@ class UIMessageEncoder:
     def _on_data(self, ev: Any) -> bytes:
         return _frame({"type": f"data-{ev.type}", "data": ev})
 
+    def _on_claim(self, ev: Any) -> bytes:
+        return _frame({"type": "data-claim", "id": f"claim-{ev.checker}-{ev.index}", "data": ev})
+
     def _on_error(self, ev: Any) -> bytes:
         return self._error(str(ev.code), str(ev.message))
 
@@ -434,6 +439,7 @@ _HANDLERS = {
     "citation_ref": UIMessageEncoder._on_citation_ref,
     "sources": UIMessageEncoder._on_data,
     "grounding": UIMessageEncoder._on_data,
+    "claim": UIMessageEncoder._on_claim,
     "error": UIMessageEncoder._on_error,
     "done": UIMessageEncoder._on_done,
 }

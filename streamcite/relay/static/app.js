@@ -281,6 +281,7 @@ function newStream(id, turn) {
     citations: [],
     sources: [],
     grounding: null,
+    claims: [], // claim events, as they arrive (live checks, then cloud checkers')
     done: false,
     lost: false,
     verified: null,
@@ -379,6 +380,12 @@ function onStreamEvent(ev) {
     case "grounding":
       s.grounding = ev;
       renderSupport(s);
+      queueRender(s);
+      break;
+    case "claim":
+      // A sentence checked while the answer streams: tinted at once (the grounding
+      // event, when it comes, has the final word on the whole answer).
+      if (s.claims.length < 10000) s.claims.push(ev);
       queueRender(s);
       break;
     case "usage":
@@ -493,10 +500,12 @@ function findMarkers(s) {
 
 function claimRanges(s) {
   const g = s.grounding;
-  if (!g || !Array.isArray(g.claims)) return [];
+  // The grounding event's claims once it came; the live claim events until then.
+  const source = g && Array.isArray(g.claims) && g.claims.length ? g.claims : s.claims;
   const len = s.text.length;
   const out = [];
-  for (const c of g.claims) {
+  for (const c of source) {
+    if (!c || typeof c !== "object") continue;
     let start = c.start_utf16;
     let end = c.end_utf16;
     if (!Number.isInteger(start) || !Number.isInteger(end)) {
@@ -518,18 +527,28 @@ function claimRanges(s) {
 
 function supportClass(claim) {
   if (claim.grounding_check_required === false) return "neutral";
+  const live = claim.type === "claim"; // a claim event: its own verdict
+  if (live && typeof claim.supported !== "boolean") return "neutral";
   const score = typeof claim.score === "number" ? claim.score : null;
   if (score === null) {
+    if (live) return claim.supported ? "supported" : "unsupported";
     return Array.isArray(claim.citation_indices) && claim.citation_indices.length
       ? "supported"
       : "unsupported";
   }
+  if (live && claim.supported === false) return "unsupported";
   if (score >= 0.7) return "supported";
   if (score >= 0.4) return "weak";
   return "unsupported";
 }
 
 function claimTitle(claim) {
+  if (claim.type === "claim") {
+    const by = `checked by ${String(claim.checker)}`;
+    if (typeof claim.supported !== "boolean") return `${by}: no check needed`;
+    const score = typeof claim.score === "number" ? ` (support score ${claim.score.toFixed(2)})` : "";
+    return `${by}: ${claim.supported ? "supported" : "not supported by the sources"}${score}`;
+  }
   const parts = [];
   if (claim.grounding_check_required === false) parts.push("no check needed");
   if (typeof claim.score === "number") parts.push(`support score ${claim.score.toFixed(2)}`);
@@ -609,6 +628,7 @@ function renderText(s) {
       if (markClaim !== claim) {
         mark = el("mark", "claim " + supportClass(claim.claim));
         mark.title = claimTitle(claim.claim);
+        if (claim.claim.type === "claim") mark.dataset.checker = String(claim.claim.checker);
         if (typeof claim.claim.score === "number") mark.dataset.score = String(claim.claim.score);
         frag.appendChild(mark);
         markClaim = claim;
@@ -804,6 +824,7 @@ window.streamcite = {
       seqs: s.seqs.slice(),
       done: s.done,
       verified: s.verified,
+      claims: s.claims.length,
       ...partsView(s),
     })),
   connected: () => state.connected,
