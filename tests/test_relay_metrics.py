@@ -64,10 +64,15 @@ async def test_metrics_parse_with_prometheus_client_and_have_the_latency_histogr
     assert value(samples, p + "events_sent_total") > 0
     assert value(samples, p + "time_to_first_token_seconds_count") == 2
     assert value(samples, p + "time_to_first_token_seconds_bucket", le="+Inf") == 2
-    for stage in ("ttft", "stream", "citations", "grounding", "total"):
+    for stage in ("ttft", "stream", "citations", "grounding", "first_claim", "total"):
         assert value(samples, p + "stage_seconds_count", stage=stage) == 2, stage
     # the per-stream latency histograms, measured by the relay from the ask
-    for name in ("time_to_citations", "time_to_grounding", "stream_duration"):
+    for name in (
+        "time_to_citations",
+        "time_to_grounding",
+        "time_to_first_claim",
+        "stream_duration",
+    ):
         assert value(samples, f"{p}{name}_seconds_count") == 2, name
         assert value(samples, f"{p}{name}_seconds_sum") > 0
     assert value(samples, p + "time_to_sources_seconds_count") == 0  # no Wikit enricher
