@@ -300,8 +300,9 @@ async def test_enricher_retries_and_failure_are_on_its_span(
     assert attrs["error.type"] == "wikit_not_found"
     (exc,) = [e for e in span.events if e.name == "exception"]
     assert (exc.attributes or {})["error.type"] == "wikit_not_found"
-    # an enricher's failure is not the chat operation's
+    # an enricher's failure is not the chat operation's, nor a latency to record
     assert otel.one(f"chat {MODEL}").status.status_code is StatusCode.UNSET
+    assert otel.points("streamcite.client.time_to_sources") == []
 
 
 async def test_enricher_timeout_is_its_error_type(otel: Otel, backend: LocalBackend) -> None:

@@ -2,9 +2,11 @@
 the GenAI client metrics and streamcite's own. Imported only by
 :func:`streamcite.telemetry.instrument` (``opentelemetry-api`` must be installed).
 
-Nothing here runs per token: the stream span is started when the request is sent and
-finished from the final answer, its events (first token, citations, first claim)
-stamped afterwards at the times the pipeline measured. Attributes come from the
+Nothing here runs per token, and next to nothing before the request: the stream span
+starts at the moment the request was sent, but the object is made when first needed (the
+first enricher, the end, or a ``traceparent`` to send); it is finished from the final
+answer, its events (first token, citations, first claim) stamped afterwards at the times
+the pipeline measured. Attributes come from the
 request's model and the answer (model, id, finish reason, usage, error codes): never a
 header, a key, a URL's userinfo or query, nor the text of the question or answer.
 """
@@ -163,7 +165,7 @@ class StreamSpan:
         # Wall-clock nanoseconds of t0: the pipeline's perf_counter times map onto it.
         self._wall0 = time.time_ns() - int((time.perf_counter() - t0) * 1e9)
         self.done_at: dict[str, float] = {}
-        """Kind of enricher → seconds after t0 when its result (or error) came."""
+        """Kind of enricher → seconds after t0 when its result came (not its error)."""
 
     @property
     def span(self) -> Span:
@@ -319,7 +321,7 @@ class EnricherSpan:
         self.span = parent.tel.tracer.start_span(
             f"enrich {kind}",
             context=trace.set_span_in_context(parent.span),
-            kind=SpanKind.CLIENT,
+            kind=SpanKind.INTERNAL,  # its HTTP calls, if instrumented, are the CLIENT spans
             attributes={
                 "streamcite.enricher.kind": kind,
                 "streamcite.enricher.class": type(enricher).__name__,
@@ -338,7 +340,7 @@ class EnricherSpan:
             "streamcite.retry.sleep_s": sleep_s,
         }
         if code is not None:
-            attrs["error.type"] = code
+            attrs["error.type"] = str(code)[:_MAX_TEXT]
         if status is not None:
             attrs["http.response.status_code"] = status
         self.span.add_event("retry", attrs)
@@ -346,7 +348,6 @@ class EnricherSpan:
     def end(self, result: object, *, cancelled: bool = False) -> None:
         """End the span with the enricher's result (an event, an error event, or None)."""
         span = self.span
-        self.parent.done_at[self.kind] = time.perf_counter() - self.parent.t0
         span.set_attribute("streamcite.enricher.retries", self.retries)
         if cancelled:
             span.set_attribute("error.type", "cancelled")
@@ -358,6 +359,8 @@ class EnricherSpan:
             span.set_status(Status(StatusCode.ERROR, code))
         else:
             span.set_status(Status(StatusCode.OK))
+            if result is not None:  # a result: its latency is recorded (time_to_{kind})
+                self.parent.done_at[self.kind] = time.perf_counter() - self.parent.t0
         token, self._token = self._token, None
         if token is not None:
             otel_context.detach(token)
