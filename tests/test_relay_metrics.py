@@ -125,8 +125,11 @@ _WORKER = textwrap.dedent(
     m.ttft.observe(0.05 * n)
     m.stages["total"].observe(0.5)
     m.connections["ws"] += 1
+    m.events_sent += 7
     if n == 3:
         m.close()  # a relay that stopped: its live gauges leave the sum
+    else:
+        m.set_active(0)  # a stream ended: the frames it sent are counted
     """
 )
 _SCRAPER = textwrap.dedent(
@@ -162,6 +165,7 @@ def test_multiprocess_mode_sums_every_relay_process(tmp_path: Path) -> None:
     assert abs(value(samples, p + "time_to_first_token_seconds_sum") - 0.25) < 1e-9
     assert value(samples, p + "stage_seconds_count", stage="total") == 2
     assert value(samples, p + "connections", transport="ws") == 1  # only the one not closed
+    assert value(samples, p + "events_sent_total") == 14
     assert any(f.name.endswith(".db") for f in tmp_path.iterdir())
 
 

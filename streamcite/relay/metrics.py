@@ -137,7 +137,6 @@ class RelayMetrics:
 
     streams_started = _Scalar()
     resumes = _Scalar()
-    events_sent = _Scalar()
 
     def __init__(self) -> None:
         self.multiprocess = multiprocess_dir() is not None
@@ -164,11 +163,16 @@ class RelayMetrics:
                 _P + "streams_started", "Streams started.", registry=reg
             ),
             "_v_resumes": PromCounter(_P + "resumes", "Resumes served.", registry=reg),
-            "_v_events_sent": PromCounter(
-                _P + "events_sent", "Event frames written to clients.", registry=reg
-            ),
         }
-        self._v_streams_started = self._v_resumes = self._v_events_sent = 0
+        self._v_streams_started = self._v_resumes = 0
+        self.events_sent = 0
+        """Event frames written to clients: a plain int on the delivery path (an add, not
+        a counter's lock), handed to its counter as streams start and end and at every
+        scrape (other processes see it that late in multiprocess mode)."""
+        self._events_sent = PromCounter(
+            _P + "events_sent", "Event frames written to clients.", registry=reg
+        )
+        self._events_flushed = 0
 
         def counts(name: str, doc: str, label: str) -> _Counts:
             return _Counts(PromCounter(_P + name, doc, [label], registry=reg))
@@ -220,10 +224,19 @@ class RelayMetrics:
     def set_active(self, streams: int) -> None:
         """Upstream requests running now (called as streams start and end)."""
         self._active.set(streams)
+        self._flush()
+
+    def _flush(self) -> None:
+        due = self.events_sent - self._events_flushed
+        if due > 0:
+            self._events_sent.inc(due)
+            self._events_flushed = self.events_sent
 
     def close(self) -> None:
-        """The relay stops: in multiprocess mode its live gauges (active streams,
-        connections, log size) leave the sums (``mark_process_dead``)."""
+        """The relay stops: pending counts are handed over, and in multiprocess mode its
+        live gauges (active streams, connections, log size) leave the sums
+        (``mark_process_dead``)."""
+        self._flush()
         if self.multiprocess:
             from prometheus_client import multiprocess
 
@@ -240,6 +253,7 @@ class RelayMetrics:
         relay process sharing the multiprocess directory (``deadlines``: this process's
         read deadlines, when the relay has them)."""
         self._deadlines.source = deadlines
+        self._flush()
         self._active.set(active_streams)
         if log_stats:
             self._log_streams.set(log_stats.get("streams", 0))
