@@ -176,6 +176,15 @@ async def test_wikit_source_cap_also_counts_escaped_keys(serve: ServeFn) -> None
         assert len(await wikit.fetch("q1")) == 5
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+async def test_wikit_v1_citations_are_capped_too(serve: ServeFn) -> None:
+    url = await serve(_wikit_app(orjson.dumps([{}] * 5)))
+    async with WikitSources(APP, ORG, "key", base_url=url, max_sources=4) as wikit:
+        with pytest.raises(UpstreamError) as info:
+            await wikit.fetch_v1("q1")
+    assert info.value.code == "wikit_too_many_sources"
+
+
 # -- 11. error messages quoting upstream data are bounded -------------------------------------
 
 
@@ -327,6 +336,14 @@ def test_serve_local_skipped_warning_has_no_terminal_escape(tmp_path: Path) -> N
     assert len(warnings) == 1 and "skipped" in warnings[0], text
     assert "\x1b" not in text and "\x07" not in text
     assert "PWNED" not in text and "corpus/a\\nb.md: not UTF-8" in warnings[0]
+
+
+def test_bench_summary_shows_provider_error_codes_inert() -> None:
+    from streamcite.bench.tables import _lines
+
+    summary = {"ok": 0, "requests": 1, "error_rate": 1.0, "throughput_rps": 1.0}
+    text = _lines({**summary, "errors_by_code": {"a\x1b]0;T\x07\x1b[2J\nb": 1}}).plain
+    assert "\x1b" not in text and "\x07" not in text and "errors:\xa0a\\nb×1" in text
 
 
 def test_one_line_keeps_a_warning_on_one_line() -> None:

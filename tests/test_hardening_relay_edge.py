@@ -15,6 +15,7 @@ import time
 import tracemalloc
 import urllib.request
 from collections.abc import AsyncIterator
+from typing import Any
 
 import aiohttp
 import orjson
@@ -30,6 +31,7 @@ from streamcite.relay.bounds import bounded_done
 from streamcite.relay.config import RelayConfig
 from streamcite.relay.memlog import MemoryStreamLog
 from streamcite.relay.server import RelayServer
+from streamcite.web.deadlines import ReadDeadlines
 from tests._relay_fixtures import (
     chunk_frame,
     eventually,
@@ -210,6 +212,9 @@ async def test_sse_reader_that_never_reads_is_dropped_too() -> None:
 
 # -- 6. slowloris -----------------------------------------------------------------------------------
 
+DEADLINE = 2.0
+"""Header/body deadline of these tests: long enough to count every socket first."""
+
 
 async def _slowloris(port: int, n: int, *, body: bool) -> list[socket.socket]:
     loop = asyncio.get_running_loop()
@@ -242,7 +247,7 @@ async def _all_closed(socks: list[socket.socket], limit: float) -> float:
 
 
 async def test_relay_closes_100_partial_heads_within_the_deadline_and_keeps_answering() -> None:
-    async with fake_upstream() as up, relay(up.url + "/v1", header_timeout=1.0) as server:
+    async with fake_upstream() as up, relay(up.url + "/v1", header_timeout=DEADLINE) as server:
         socks = await _slowloris(server.port, 100, body=False)
         deadlines = server.relay.deadlines
         await eventually(lambda: deadlines.half_open >= 100, limit=5)
@@ -251,26 +256,26 @@ async def test_relay_closes_100_partial_heads_within_the_deadline_and_keeps_answ
                 health = await resp.json()
             assert health["half_open"] >= 100
             # Before: still open after 150 s (aiohttp's keep-alive default is 3,630 s).
-            took = await _all_closed(socks, limit=6.0)
+            took = await _all_closed(socks, limit=DEADLINE + 5.0)
             async with session.get(server.url + "/metrics") as resp:
                 metrics = await resp.text()
             async with session.get(server.url + "/healthz") as resp:
                 assert resp.status == 200
-    assert took < 1.0 + 3.0, took
+    assert took < DEADLINE + 3.0, took
     assert deadlines.closed["header"] >= 100
     assert 'streamcite_relay_read_deadline_closed_total{phase="header"}' in metrics
 
 
 async def test_relay_closes_a_post_whose_body_never_arrives() -> None:
-    async with fake_upstream() as up, relay(up.url + "/v1", body_timeout=1.0) as server:
+    async with fake_upstream() as up, relay(up.url + "/v1", body_timeout=DEADLINE) as server:
         socks = await _slowloris(server.port, 20, body=True)
         await eventually(lambda: server.relay.deadlines.half_open >= 20, limit=5)
-        took = await _all_closed(socks, limit=6.0)
+        took = await _all_closed(socks, limit=DEADLINE + 5.0)
         # A WebSocket open longer than both deadlines is no half-open connection.
         async with ws_client(server) as client:
             sid = await client.ask("hello")
             await client.until_done(sid)
-    assert took < 1.0 + 3.0, took
+    assert took < DEADLINE + 3.0, took
     assert server.relay.deadlines.closed["body"] >= 20
     assert up.requests == 1
 
@@ -291,7 +296,7 @@ async def test_a_websocket_outlives_both_deadlines() -> None:
 
 
 async def test_serve_local_closes_partial_heads_and_stalled_bodies() -> None:
-    config = BackendConfig(header_timeout=1.0, body_timeout=1.0)
+    config = BackendConfig(header_timeout=DEADLINE, body_timeout=DEADLINE)
     async with LocalBackend(config) as backend:
         heads = await _slowloris(backend.port, 50, body=False)
         loop = asyncio.get_running_loop()
@@ -312,8 +317,8 @@ async def test_serve_local_closes_partial_heads_and_stalled_bodies() -> None:
             session.get(backend.root_url + "/healthz") as resp,
         ):
             assert (await resp.json())["half_open"] >= 60
-        took = await _all_closed(heads + bodies, limit=6.0)
-    assert took < 1.0 + 3.0, took
+        took = await _all_closed(heads + bodies, limit=DEADLINE + 5.0)
+    assert took < DEADLINE + 3.0, took
     assert deadlines.closed["header"] >= 50 and deadlines.closed["body"] >= 10
 
 
@@ -412,3 +417,107 @@ def test_bounded_done_is_the_plain_wire_form_when_it_fits(
     )
     done = DoneEvent(answer=answer)
     assert bounded_done(done, max_errors=10, max_bytes=1 << 20) == orjson.dumps(done)
+
+
+class _Conn:
+    """What the sweep reads of an aiohttp RequestHandler."""
+
+    def __init__(self) -> None:
+        self._request_in_progress = False
+        self._current_request: Any = None
+        self._request_count = 0
+        self.forced = False
+        self.transport = None
+
+    def force_close(self) -> None:
+        self.forced = True
+
+
+class _Request:
+    def __init__(self, eof: bool) -> None:
+        self.content = self
+        self.eof = eof
+
+    def is_eof(self) -> bool:
+        return self.eof
+
+
+def test_read_deadlines_phases() -> None:
+    d = ReadDeadlines(header_timeout=10, body_timeout=30, period=1)
+    head, body, writing, idle = _Conn(), _Conn(), _Conn(), _Conn()
+    body._request_in_progress, body._current_request = True, _Request(eof=False)
+    body._request_count = 1
+    # A response still being written after its handler returned: busy, no request.
+    writing._request_in_progress, writing._request_count = True, 1
+    conns = [head, body, writing, idle]
+
+    def sweep(now: float) -> int:  # a closed connection leaves the server's list
+        return d.check([c for c in conns if not c.forced], now)
+
+    assert sweep(0.0) == 3  # head, body and the idle connection wait
+    idle._request_in_progress = True  # a request arrives on it and ends quickly
+    idle._request_count = 1
+    assert sweep(5.0) == 2
+    idle._request_in_progress = False  # back to idle keep-alive: its clock restarts
+    assert sweep(9.0) == 3
+    assert sweep(10.0) == 2 and head.forced  # no head in 10 s
+    assert sweep(18.9) == 2 and not idle.forced
+    assert sweep(19.0) == 1 and idle.forced
+    assert sweep(30.0) == 0 and body.forced and not writing.forced
+    assert d.closed == {"header": 2, "body": 1}
+
+
+def test_a_superseded_citations_frame_is_skipped_when_the_answer_is_rebuilt() -> None:
+    from structlog.testing import capture_logs
+
+    from streamcite.core.events import CitationsEvent, TokenEvent
+    from streamcite.relay.producer import SUPERSEDED
+    from streamcite.relay.replay import rebuild_answer
+    from streamcite.relay.streamlog import LogEntry
+
+    newest = CitationsEvent(citations=[Citation(source_url="https://example.org/b")])
+    entries = [
+        LogEntry(1, orjson.dumps(TokenEvent(index=0, text="hi", display="hi"))),
+        LogEntry(2, SUPERSEDED % 3),
+        LogEntry(3, orjson.dumps(newest)),
+    ]
+    with capture_logs() as logs:
+        answer = rebuild_answer(entries, None)
+    assert answer.text == "hi"
+    assert [c.source_url for c in answer.citations] == ["https://example.org/b"]
+    assert not [e for e in logs if e.get("event") == "relay.rebuild.skipped"]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    ops=st.lists(
+        st.one_of(
+            st.tuples(st.just("add"), st.binary(min_size=1, max_size=40)),
+            st.tuples(st.just("replace"), st.integers(0, 30), st.binary(min_size=1, max_size=8)),
+        ),
+        max_size=40,
+    ),
+    max_bytes=st.integers(50, 400),
+)
+def test_memlog_supersede_keeps_every_other_entry_and_the_accounting(
+    ops: list[tuple[Any, ...]], max_bytes: int
+) -> None:
+    async def run() -> None:
+        log = MemoryStreamLog(max_bytes=max_bytes, max_entries=10)
+        await log.open_stream("s", owner="me")
+        model: dict[int, bytes] = {}
+        for op in ops:
+            if op[0] == "add":
+                seq = log.append_nowait("s", op[1])
+                model[seq] = op[1]
+            else:
+                log.supersede_nowait("s", op[1], op[2])
+                if op[1] in model:
+                    model[op[1]] = op[2]
+        kept = {e.seq: e.payload for e in await log.read("s", 0)}
+        assert kept == {s: p for s, p in model.items() if s in kept}
+        assert list(kept) == sorted(kept) and (not kept or max(kept) == max(model))
+        assert log.stats()["bytes"] == sum(len(p) + 8 for p in kept.values())
+        await log.aclose()
+
+    asyncio.run(run())

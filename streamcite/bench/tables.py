@@ -10,6 +10,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from streamcite.apps._terminal import one_line
 from streamcite.bench.cells import cell as _cell
 from streamcite.bench.cells import fmt as _fmt
 from streamcite.bench.stats import pct_key
@@ -106,7 +107,11 @@ def _table(s: Mapping[str, Any], load: Mapping[str, Any]) -> Table | Text:
 
 
 def _lines(s: Mapping[str, Any]) -> Text:
-    errors = ", ".join(f"{k}×{n}" for k, n in s.get("errors_by_code", {}).items()) or "none"
+    # Error codes may come from the provider (an in-stream error's code): made inert.
+    errors = (
+        ", ".join(f"{one_line(str(k))}×{n}" for k, n in s.get("errors_by_code", {}).items())
+        or "none"
+    )
     source = s.get("token_count_source")
     parts = [
         f"ok {s['ok']}/{s['requests']}",

@@ -25,9 +25,11 @@ Usage::
     ...
     deadlines.stop()
 
-The sweep reads two attributes of aiohttp's ``RequestHandler`` that have no public
-accessor (``_current_request``, ``_request_count``); without them it counts and closes
-nothing and the ``keepalive_timeout`` backstop still holds.
+The sweep reads three attributes of aiohttp's ``RequestHandler`` that have no public
+accessor (``_request_in_progress``, ``_current_request``, ``_request_count``); without
+them it counts and closes nothing and the ``keepalive_timeout`` backstop still holds. A
+request in progress (its handler running, or its response still being written to a
+slow reader) is never a half-open connection: slow readers are the watchdog's.
 """
 
 from __future__ import annotations
@@ -42,10 +44,11 @@ __all__ = ["ReadDeadlines"]
 
 
 class _Seen:
-    __slots__ = ("count", "request", "since")
+    __slots__ = ("busy", "count", "request", "since")
 
-    def __init__(self, count: int, request: Any, since: float) -> None:
+    def __init__(self, count: int, busy: bool, request: Any, since: float) -> None:
         self.count = count
+        self.busy = busy
         self.request = request
         self.since = since
 
@@ -116,19 +119,20 @@ class ReadDeadlines:
         seen, fresh = self._seen, {}
         waiting = 0
         for conn in connections:
-            request = getattr(conn, "_current_request", None)
+            busy = getattr(conn, "_request_in_progress", None)
             count = getattr(conn, "_request_count", None)
-            if count is None:
+            if busy is None or count is None:
                 continue  # an aiohttp without these attributes: the backstop holds
+            request = getattr(conn, "_current_request", None)
             prev = seen.get(conn)
-            if request is None:  # no request running: waiting for (the rest of) a head
-                same = prev is not None and prev.request is None and prev.count == count
+            if not busy:  # no request in progress: waiting for (the rest of) a head
+                same = prev is not None and not prev.busy and prev.count == count
                 since = prev.since if same and prev is not None else now
                 if now - since >= self.header_timeout:
                     self._close(conn, "header")
                     continue
-            elif _body_complete(request):
-                fresh[conn] = _Seen(count, request, now)
+            elif request is None or _body_complete(request):
+                fresh[conn] = _Seen(count, True, request, now)
                 continue
             else:  # a request running whose body is still on its way
                 same = prev is not None and prev.request is request
@@ -137,7 +141,7 @@ class ReadDeadlines:
                     self._close(conn, "body")
                     continue
             waiting += 1
-            fresh[conn] = _Seen(count, request, since)
+            fresh[conn] = _Seen(count, bool(busy), request, since)
         self._seen = fresh
         return waiting
 

@@ -338,6 +338,8 @@ class UIMessageEncoder:
 
     def _on_citations(self, ev: Any) -> bytes:
         citations = ev.citations or ()
+        if not isinstance(citations, list | tuple):
+            citations = list(citations)
         room = max(self.max_sources - self._sources, 0)
         out = [self._source(c, i) for i, c in enumerate(citations[:room])]
         self._sources += len(out)

@@ -58,6 +58,14 @@ def _parse_sources(body: bytes, max_sources: int) -> list[QuotedSource]:
     return QuotedSource.list_from_json(data)
 
 
+def _parse_v1(body: bytes, max_sources: int) -> list[WikitCitationV1]:
+    """The v1 body → citations, at most ``max_sources`` (counted once parsed)."""
+    data = json_body(HttpResponse(200, {}, body), "Wikit v1 citations")
+    if isinstance(data, list) and len(data) > max_sources:
+        raise _too_many(len(data), max_sources)
+    return WikitCitationV1.list_from_json(data)
+
+
 def _too_many(count: int, max_sources: int) -> UpstreamError:
     return UpstreamError(
         f"Wikit quoted sources: the reply holds up to {count} sources, more than the "
@@ -225,7 +233,9 @@ class WikitSources(PooledClient):
             async with self._sessions.session() as session:
                 resp = await send(session, "POST", url, headers=headers, body=b"{}")
             self._check(resp, what="v1 citations", query_id=query_execution_id)
-            return WikitCitationV1.list_from_json(json_body(resp, "Wikit v1 citations"))
+            if len(resp.body) > _OFF_LOOP_BYTES:
+                return await asyncio.to_thread(_parse_v1, resp.body, self.max_sources)
+            return _parse_v1(resp.body, self.max_sources)
 
         return await with_retries(attempt, self.retry, what="Wikit v1 citations", log=log)
 
