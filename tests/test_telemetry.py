@@ -555,3 +555,60 @@ def test_the_example_prints_the_span_tree_and_the_metrics() -> None:
     assert "event streamcite.first_token" in out
     assert "gen_ai.client.operation.time_to_first_chunk" in out
     assert "streamcite.client.time_to_grounding" in out
+
+
+_ENV_PROBE = """
+import asyncio, sys
+from streamcite import stream_chat, telemetry
+from streamcite.local.server import MODEL, LocalBackend
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+# set up after streamcite was imported, as opentelemetry-instrument may do
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+
+
+async def main():
+    async with LocalBackend() as backend:
+        request = {"model": MODEL, "messages": [{"role": "user", "content": "remote work?"}]}
+        async with stream_chat({**request, "stream": True}, base_url=backend.base_url) as s:
+            await s.until_done()
+
+asyncio.run(main())
+print(telemetry.is_instrumented(), [s.name for s in exporter.get_finished_spans()])
+"""
+
+
+@pytest.mark.parametrize(("value", "traced"), [("1", True), ("propagate", True), ("", False)])
+def test_the_environment_turns_it_on(value: str, traced: bool) -> None:
+    import os
+
+    env = {**os.environ, "STREAMCITE_OTEL": value}
+    out = subprocess.run(
+        [sys.executable, "-c", _ENV_PROBE], env=env, capture_output=True, text=True,
+        check=True, timeout=120,
+    ).stdout.strip()  # fmt: skip
+    assert out == (f"True ['chat {MODEL}']" if traced else "False []")
+
+
+def test_the_environment_without_opentelemetry_warns_and_stays_off() -> None:
+    import os
+
+    probe = (
+        "import sys, warnings; sys.modules['opentelemetry'] = None; "
+        "warnings.simplefilter('always'); "
+        "from streamcite import telemetry; import streamcite.pipeline; "
+        "print(telemetry.is_instrumented())"
+    )
+    env = {**os.environ, "STREAMCITE_OTEL": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True,
+        timeout=60,
+    )  # fmt: skip
+    assert done.stdout.strip() == "False"
+    assert "STREAMCITE_OTEL is set but OpenTelemetry is not installed" in done.stderr

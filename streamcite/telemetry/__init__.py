@@ -7,6 +7,9 @@ telemetry code (``opentelemetry`` is not even imported). Turn it on once::
     telemetry.instrument()                # the global tracer and meter providers
     telemetry.instrument(propagate=True)  # and send W3C traceparent upstream
 
+Or set ``STREAMCITE_OTEL=1`` (``propagate`` for the traceparent too) in the environment,
+e.g. under ``opentelemetry-instrument``: no code at all.
+
 Every stream then has a span ``chat {model}`` (GenAI semantic conventions) with the
 events ``streamcite.first_token``, ``streamcite.citations``, ``streamcite.first_claim``
 and one ``exception`` event per typed error; each enricher a child span ``enrich

@@ -2,11 +2,16 @@
 
 The pipeline asks :func:`active` once per stream; while nothing was instrumented it is
 ``None`` and no telemetry code runs (one global read per stream, nothing per event).
-:func:`streamcite.telemetry.instrument` installs the OpenTelemetry implementation.
+:func:`streamcite.telemetry.instrument` installs the OpenTelemetry implementation, and so
+does the environment variable ``STREAMCITE_OTEL`` (``1``, or ``propagate`` to send
+``traceparent`` too), read once when this module is imported: with
+``opentelemetry-instrument``, which sets up the SDK, any program — ``streamcite relay``,
+``ask``, ``bench`` — is traced without a line of code.
 """
 
 from __future__ import annotations
 
+import os
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
@@ -49,3 +54,31 @@ def note_retry(attempt: int, code: str | None, status: int | None, sleep_s: floa
     span = _enricher_span.get()
     if span is not None:
         span.retry(attempt, code, status, sleep_s)
+
+
+ENV = "STREAMCITE_OTEL"
+
+
+def install_from_env(value: str | None) -> bool:
+    """Instrument with the global providers when ``value`` (``STREAMCITE_OTEL``) asks:
+    ``1``/``true``/``on``, or ``propagate``. Without OpenTelemetry installed it warns and
+    stays off (a setting must not stop the program). Returns whether it is on."""
+    wanted = (value or "").strip().lower()
+    if wanted not in ("1", "true", "on", "yes", "propagate"):
+        return False
+    try:
+        from streamcite.telemetry.otel import OtelTelemetry
+    except ImportError:
+        import warnings
+
+        warnings.warn(
+            f"{ENV} is set but OpenTelemetry is not installed (pip install 'streamcite[otel]')",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return False
+    install(OtelTelemetry(propagate=wanted == "propagate"))
+    return True
+
+
+install_from_env(os.environ.get(ENV))
