@@ -15,6 +15,7 @@ MODULES = [
     "streamcite.core.events",
     "streamcite.core.markers",
     "streamcite.relay.readers",
+    "streamcite.telemetry.conventions",
     "streamcite.core.offsets",
     "streamcite.core.redact",
     "streamcite.core.retry_after",

@@ -31,6 +31,7 @@ from streamcite.core.errors import StreamciteError, UpstreamError
 from streamcite.core.redact import Redactor, header_secrets
 from streamcite.core.retry_after import parse_retry_after
 from streamcite.logs import get_logger
+from streamcite.telemetry.switch import note_retry
 from streamcite.transports.base import is_redirect, redirect_message
 
 __all__ = [
@@ -221,6 +222,13 @@ def _retrying(
             sleep_s=round(state.upcoming_sleep, 3),
             code=getattr(exc, "code", None),
             status=getattr(exc, "status", None),
+        )
+        # A "retry" event on the enricher's span, when telemetry is on.
+        note_retry(
+            state.attempt_number,
+            getattr(exc, "code", None),
+            getattr(exc, "status", None),
+            state.upcoming_sleep,
         )
 
     return AsyncRetrying(

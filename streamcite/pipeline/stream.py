@@ -13,7 +13,7 @@ import asyncio
 import itertools
 from collections.abc import AsyncIterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import orjson
@@ -32,7 +32,11 @@ from streamcite.pipeline.opening import OpenFailed, make_transport, open_upstrea
 from streamcite.pipeline.reading import read_events
 from streamcite.pipeline.recorder import Recorder
 from streamcite.pipeline.timeouts import Budget, Timeouts
+from streamcite.telemetry.switch import active as telemetry_active
 from streamcite.transports.base import Transport, UpstreamResponse
+
+if TYPE_CHECKING:
+    from streamcite.telemetry.otel import StreamSpan
 
 __all__ = ["ChatStream", "stream_chat"]
 
@@ -181,6 +185,7 @@ class ChatStream:
         parser, rec, budget = self._parser, self._rec, self._budget
         timings = parser.builder.timings
         budget.start()
+        obs = self._observe()  # None unless streamcite.telemetry.instrument() was called
         claims = self._claims = ClaimStage(
             self._claim_sessions(), parser.builder, budget.elapsed_ms
         )
@@ -225,7 +230,27 @@ class ChatStream:
             self._log.info("stream.cancelled")
             raise
         finally:
-            await self._cleanup()
+            try:
+                await self._cleanup()
+            finally:
+                if obs is not None:
+                    obs.end(self.answer)  # after the enrichers' spans ended
+
+    def _observe(self) -> StreamSpan | None:
+        """The span of this run when telemetry is on (its traceparent sent if asked)."""
+        tel = telemetry_active()
+        if tel is None:
+            return None
+        obs = tel.stream(
+            stream_id=self.stream_id,
+            request=self.request,
+            url=self.url,
+            t0=self._budget.t0,
+            api=str(getattr(self, "api", "chat")),
+        )
+        obs.inject(self._headers)
+        self._enrichment.observer = obs
+        return obs
 
     async def _open(self) -> UpstreamResponse:
         resp = await open_upstream(

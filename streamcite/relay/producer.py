@@ -161,6 +161,7 @@ class Producer:
         stream = ProducedStream(sid, quota_key=key)
         self.streams[sid] = stream
         self.metrics.streams_started += 1
+        self.metrics.set_active(len(self.streams))
         stream.task = asyncio.create_task(self._run(stream, msg), name=f"relay-stream:{sid}")
         return stream
 
@@ -317,6 +318,7 @@ class Producer:
         metrics = self.metrics
         supersede = self._supersede
         first_token = True
+        time_to = dict(metrics.time_to)  # the first event of each kind, then dropped
         citations_seq = 0  # the citations frame in the log that a newer one supersedes
         async for event in upstream:
             t = time.perf_counter()
@@ -339,6 +341,9 @@ class Producer:
                     first_token = False
                     metrics.ttft.observe(t - stream.started)
             elif kind is CitationsEvent:
+                hist = time_to.pop("citations", None)  # the first one only
+                if hist is not None:
+                    hist.observe(t - stream.started)
                 if citations_seq and supersede is not None:
                     supersede(sid, citations_seq, SUPERSEDED % seq)
                 citations_seq = seq
@@ -346,6 +351,11 @@ class Producer:
                 metrics.errors[event.code] += 1  # type: ignore[union-attr]
             elif kind is DoneEvent:
                 run.done = event  # type: ignore[assignment]
+                metrics.stream_seconds.observe(t - stream.started)
+            elif time_to:
+                hist = time_to.pop(event.type, None)
+                if hist is not None:
+                    hist.observe(t - stream.started)
 
     async def _log_end(
         self, stream: ProducedStream, answer: CitedAnswer, bounds: StreamBounds, run: _Run
@@ -367,6 +377,7 @@ class Producer:
         """The stream is over: free its slot and quota, record its outcome."""
         metrics = self.metrics
         self.streams.pop(stream.stream_id, None)
+        metrics.set_active(len(self.streams))
         if stream.quota_key is not None:
             self.quotas.release(stream.quota_key)
         if stream.grace is not None:
@@ -382,8 +393,10 @@ class Producer:
             for stage, value in (
                 ("ttft", timings.ttft_ms),
                 ("stream", timings.stream_ms),
+                ("citations", timings.citations_ms),
                 ("sources", timings.sources_ms),
                 ("grounding", timings.grounding_ms),
+                ("first_claim", getattr(timings, "first_claim_ms", None)),
                 ("total", timings.total_ms),
             ):
                 if value is not None:

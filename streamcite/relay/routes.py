@@ -17,7 +17,7 @@ from aiohttp import web
 
 from streamcite.relay.config import TOKEN_COOKIE, RelayConfig
 from streamcite.relay.guard import Guard, Identity
-from streamcite.relay.metrics import RelayMetrics
+from streamcite.relay.metrics import CONTENT_TYPE, RelayMetrics
 from streamcite.relay.protocol import relay_error_frame
 from streamcite.relay.streamlog import StreamLog
 from streamcite.web.deadlines import ReadDeadlines
@@ -150,11 +150,11 @@ class PlainEndpoints:
         if not self.access.token_ok(request):
             return self.access.reject("unauthorized", 401, "a valid relay token is required")
         stats = self.log_stats() if self.log_stats is not None else None
-        text = self.metrics.render(
+        body = self.metrics.render(
             active_streams=len(self.streams), log_stats=stats, deadlines=self.deadlines
         )
-        return web.Response(text=text, content_type="text/plain", charset="utf-8",
-                            headers={"X-Content-Type-Options": "nosniff"})  # fmt: skip
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE,
+                                                "X-Content-Type-Options": "nosniff"})  # fmt: skip
 
     async def index(self, request: web.Request) -> web.StreamResponse:
         resp = web.FileResponse(self.config.static_dir / "index.html")

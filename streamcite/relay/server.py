@@ -258,6 +258,7 @@ class Relay:
             self._session = None
         if self._owns_log:
             await self.log.aclose()
+        self.metrics.close()
 
     # -- shutdown ----------------------------------------------------------------------
 
