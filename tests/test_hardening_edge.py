@@ -68,13 +68,14 @@ def _citations(n: int, *, same_document: bool) -> CitationsEvent:
 def test_ui_encoder_is_linear_in_citations(n: int, same: bool) -> None:
     # Before: 28.6 s for 10,000 citations of one document (a `while sid in ids` rescan
     # per citation), 57 s for 40,000 distinct (`bytes +=`). After: ~1 ms capped, ~50 ms
-    # uncapped.
+    # uncapped. The bound sits far from both: 5 s (a loaded CI machine took 0.6 s
+    # uncapped) against 28-57 s before.
     for cap in (MAX_SOURCE_PARTS, n):
         enc = UIMessageEncoder("m", max_sources=cap)
         started = time.perf_counter()
         out = enc.feed(_citations(n, same_document=same))
         elapsed = time.perf_counter() - started
-        assert elapsed < 0.5, elapsed
+        assert elapsed < 5.0, elapsed
         frames = _frames(out)
         sources = [f for f in frames if f["type"] == "source-url"]
         assert len(sources) == min(cap, n)
