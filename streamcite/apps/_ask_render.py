@@ -45,6 +45,8 @@ class RenderSettings:
     fault: str | None
     marker_mode: str
     show_reasoning: bool = True
+    api: str = "chat"
+    """``--api``: which API's conventions a hint names."""
 
 
 class Renderer:
@@ -128,7 +130,11 @@ class RichRenderer(Renderer):
             self.console.print(
                 f"[red]✗ {event.stage} error[/red] [bold]{console_text(event.code)}[/bold]: {console_text(event.message)}"
             )
-            hint = base_url_hint(self.opts.base_url, event.status) if self.opts.base_url else None
+            hint = (
+                base_url_hint(self.opts.base_url, event.status, self.opts.api)
+                if self.opts.base_url
+                else None
+            )
             if hint:
                 self.console.print(f"[yellow]{console_text(hint)}[/yellow]")
         elif isinstance(

@@ -23,7 +23,9 @@ from streamcite.apps._ask_render import JsonRenderer, Renderer, RenderSettings, 
 from streamcite.apps._enrichers import EnricherOptions, build_enrichers
 from streamcite.apps._usage import check_base_url, warn_unset_key
 from streamcite.apps.options import (
+    API_KEY_ENVS,
     api_key_env_option,
+    api_option,
     base_url_option,
     corpus_options,
     env_value,
@@ -53,6 +55,7 @@ DEMO_QUESTION = (
 class AskOptions:
     question: str
     base_url: str | None
+    api: str
     api_key_env: str | None
     model: str | None
     system_prompt: str | None
@@ -84,8 +87,15 @@ class AskOptions:
     is_flag=True,
     help="Ask a built-in question of the built-in corpus, with sources and grounding.",
 )
-@base_url_option("OpenAI-compatible API root (…/v1). Default: the embedded local backend.")
-@api_key_env_option("OPENAI_API_KEY")
+@base_url_option(
+    "API root as the vendor's SDK takes it (…/v1; Gemini …/v1beta, Cohere …/v2). "
+    "Default: the embedded local backend."
+)
+@api_option()
+@api_key_env_option(
+    help="Environment variable holding the provider's API key (default by --api: "
+    "OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, CO_API_KEY)."
+)
 @model_option("Model name (default: streamcite-local for the local backend).")
 @system_prompt_option()
 @wikit_options(
@@ -166,7 +176,7 @@ def _check_usage(opts: AskOptions) -> None:
     """A usage error for options that cannot work together."""
     check_base_url(opts.base_url)
     if opts.base_url is not None:
-        warn_unset_key(opts.api_key_env)
+        warn_unset_key(_key_env(opts))
     if opts.base_url is not None and opts.model is None:
         raise click.UsageError("--model is required with --base-url")
     if opts.base_url is not None and opts.sources and not (opts.wikit_app and opts.wikit_org):
@@ -179,6 +189,11 @@ def _check_usage(opts: AskOptions) -> None:
         and not _wants_sources(opts)
     ):
         raise click.UsageError(f"--grounding-facts {opts.grounding_facts} needs Wikit sources")
+
+
+def _key_env(opts: AskOptions) -> str:
+    """``--api-key-env``, else the variable the vendor's SDK reads for ``--api``."""
+    return opts.api_key_env or API_KEY_ENVS[opts.api]
 
 
 def _wants_sources(opts: AskOptions) -> bool:
@@ -201,6 +216,7 @@ async def _start_local(stack: contextlib.AsyncExitStack, opts: AskOptions) -> _U
     """Start the embedded backend for the duration of ``stack``."""
     from streamcite.local.corpus import CorpusError
     from streamcite.local.server import MODEL, BackendConfig, LocalBackend
+    from streamcite.pipeline.apis import api_root
 
     delay = opts.token_delay
     if delay is None:
@@ -217,20 +233,25 @@ async def _start_local(stack: contextlib.AsyncExitStack, opts: AskOptions) -> _U
         raise click.ClickException(str(exc)) from None
     for warning in backend.corpus.skipped:
         click.echo(f"streamcite: warning: {warning}", err=True)
-    return _Upstream(backend.base_url, opts.model or MODEL, local_root=backend.root_url)
+    base_url = api_root(backend.root_url, opts.api)  # the backend's endpoint for --api
+    return _Upstream(base_url, opts.model or MODEL, local_root=backend.root_url)
 
 
 def _request(opts: AskOptions, model: str | None) -> dict[str, Any]:
+    """The request body in the API's own shape (built as a chat request, then rewritten)."""
+    from streamcite.pipeline.bodies import chat_request_as
+
     messages: list[dict[str, str]] = []
     if opts.system_prompt:
         messages.append({"role": "system", "content": opts.system_prompt})
     messages.append({"role": "user", "content": opts.question})
-    return {
+    chat = {
         "model": model,
         "messages": messages,
         "stream": True,
         "stream_options": {"include_usage": True},
     }
+    return chat_request_as(opts.api, chat)
 
 
 def _renderer(opts: AskOptions, local_root: str | None) -> Renderer:
@@ -239,6 +260,7 @@ def _renderer(opts: AskOptions, local_root: str | None) -> Renderer:
     settings = RenderSettings(
         question=opts.question,
         base_url=opts.base_url,
+        api=opts.api,
         local_root=local_root,
         fault=opts.fault,
         marker_mode=opts.marker_mode,
@@ -249,18 +271,20 @@ def _renderer(opts: AskOptions, local_root: str | None) -> Renderer:
 
 async def _ask(opts: AskOptions) -> int:
     from streamcite.pipeline import Timeouts, stream_chat
+    from streamcite.pipeline.apis import check_api
 
     async with contextlib.AsyncExitStack() as stack:
         if opts.base_url is None:
             upstream = await _start_local(stack, opts)
         else:
-            upstream = _Upstream(opts.base_url, opts.model, api_key=env_value(opts.api_key_env))
+            upstream = _Upstream(opts.base_url, opts.model, api_key=env_value(_key_env(opts)))
         renderer = _renderer(opts, upstream.local_root)
         renderer.start()
         headers = {"X-Streamcite-Fault": opts.fault} if opts.fault else None
         stream = stream_chat(
             _request(opts, upstream.model),
             base_url=upstream.base_url,
+            api=check_api(opts.api),
             api_key=upstream.api_key,
             headers=headers,
             transport=opts.transport,

@@ -22,6 +22,7 @@ from streamcite.apps._usage import bind_error, check_base_url
 from streamcite.apps.options import (
     allow_client_faults_option,
     api_key_env_option,
+    api_option,
     base_url_option,
     corpus_options,
     env_secret,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     help="local: run the embedded backend in-process (default unless --base-url is given).",
 )
 @base_url_option()
+@api_option()
 @api_key_env_option(help="Environment variable holding the API key.")
 @model_option("Model to ask (default: the local backend's).")
 @system_prompt_option()
@@ -227,6 +229,7 @@ async def _make_log(
 
 
 async def _serve(opts: dict[str, Any], upstream: str, secrets: dict[str, str | None]) -> None:
+    from streamcite.pipeline.apis import api_root, check_api
     from streamcite.relay.server import RelayConfig, RelayServer
 
     stop = asyncio.Event()
@@ -238,12 +241,14 @@ async def _serve(opts: dict[str, Any], upstream: str, secrets: dict[str, str | N
         backend = (
             await stack.enter_async_context(_local_backend(opts)) if upstream == "local" else None
         )
-        base_url = backend.base_url if backend is not None else opts["base_url"]
+        api = opts.get("api", "chat")
+        base_url = api_root(backend.root_url, api) if backend is not None else opts["base_url"]
         tokens = [t for t in opts["tokens"] if t]
         for warning in backend.corpus.skipped if backend is not None else []:
             print(f"streamcite: warning: {warning}", file=sys.stderr, flush=True)
         config = RelayConfig(
             base_url=base_url,
+            api=check_api(api),
             api_key=secrets["api_key"],
             model=opts["model"] or "streamcite-local",
             system_prompt=opts["system_prompt"],
@@ -272,6 +277,8 @@ async def _serve(opts: dict[str, Any], upstream: str, secrets: dict[str, str | N
             page += "?token=…"
         print(f"streamcite relay on {server.url}", flush=True)
         upstream_desc = "embedded local backend" if backend is not None else base_url
+        if api != "chat":
+            upstream_desc += f" ({api} API)"
         print(
             f"  chat page: {page}  ·  WebSocket: {server.ws_url}  ·  upstream: {upstream_desc}"
             f"  ·  log: {'redis' if log is not None else 'memory'}  ·  Ctrl-C to stop",

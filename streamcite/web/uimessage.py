@@ -21,6 +21,10 @@ citation_ref   nothing: the marker is in the ``text-delta``
 finish         ``reasoning-end`` / ``text-end`` of the choice, its tool inputs
 citations      ``source-url`` per citation with a URL, else ``source-document``;
                ``sourceId`` ``cite-<n>`` for footnote ``n = document_index + 1``
+               (a citation an earlier event already sent is not sent again);
+               then, when the event has spans, ``data-citation-spans`` (id
+               ``citation-spans``, so a later one replaces it): ``{"spans":
+               [{"sourceId", "start", "end"}]}``, offsets in UTF-16 code units
 usage          ``message-metadata`` ``{"usage": {...}}``
 sources        ``data-sources`` (``data``: the event's wire form)
 grounding      ``data-grounding`` (``data``: the event's wire form)
@@ -102,6 +106,7 @@ class UIMessageEncoder:
 
     __slots__ = (
         "_blocks",
+        "_cited",
         "_closed",
         "_reason",
         "_reasoning",
@@ -120,6 +125,7 @@ class UIMessageEncoder:
         self._tools: dict[tuple[int, int], _Tool] = {}
         self._refusals: dict[int, str] = {}
         self._source_ids: set[str] = set()
+        self._cited: list[tuple[Any, str]] = []  # (citation, sourceId) sent, in order
         self._reason: str | None = None
         self._closed = False
 
@@ -287,14 +293,26 @@ class UIMessageEncoder:
         return self._close_choice(index)
 
     def _on_citations(self, ev: Any) -> bytes:
+        citations = list(ev.citations or ())
+        cited = self._cited
+        # A live stream's citations events each carry the list so far: those already
+        # sent are not sent again (a list that is not a continuation is sent whole).
+        known = len(cited)
+        if citations[:known] != [c for c, _ in cited]:
+            known = 0
+        sids = [sid for _, sid in cited[:known]]
         out = b""
-        for i, c in enumerate(ev.citations or ()):
-            out += self._source(c, i)
-        return out
+        for i in range(known, len(citations)):
+            chunk, sid = self._source(citations[i], i)
+            out += chunk
+            cited.append((citations[i], sid))
+            sids.append(sid)
+        spans = getattr(ev, "spans", None)
+        return out + _spans(spans, sids) if spans else out
 
-    def _source(self, c: Any, position: int) -> bytes:
+    def _source(self, c: Any, position: int) -> tuple[bytes, str]:
         doc = getattr(c, "document_index", None)
-        n = doc + 1 if isinstance(doc, int) and doc >= 0 else position + 1
+        n = _footnote(c, position)
         sid, k = f"cite-{n}", 1
         while sid in self._source_ids:  # two citations of one document: both kept
             k += 1
@@ -315,7 +333,7 @@ class UIMessageEncoder:
                 "title": str(title or f"Document {n}"),
             }
         chunk["providerMetadata"] = meta
-        return _frame(chunk)
+        return _frame(chunk), sid
 
     def _on_data(self, ev: Any) -> bytes:
         return _frame({"type": f"data-{ev.type}", "data": ev})
@@ -358,6 +376,33 @@ class UIMessageEncoder:
         if self._closed:
             return b""
         return self._error(code, message) + self._finish("error")
+
+
+def _footnote(c: Any, position: int) -> int:
+    """The footnote number of a citation: ``document_index + 1``, else its position + 1."""
+    doc = getattr(c, "document_index", None)
+    return doc + 1 if isinstance(doc, int) and doc >= 0 else position + 1
+
+
+def _spans(spans: Any, sids: list[str]) -> bytes:
+    """``data-citation-spans``: each span's ``sourceId`` (``sids``: the event's citations')
+    and its UTF-16 offsets into the text (the character ones when a span has none)."""
+    out = []
+    for sp in spans:
+        doc = _get(sp, "document_index")
+        start, end = _get(sp, "start_utf16"), _get(sp, "end_utf16")
+        if start is None and end is None:
+            start, end = _get(sp, "start"), _get(sp, "end")
+        if type(doc) is int and 0 <= doc < len(sids) and type(start) is int and type(end) is int:
+            out.append({"sourceId": sids[doc], "start": start, "end": end})
+    if not out:
+        return b""
+    return _frame({"type": "data-citation-spans", "id": "citation-spans", "data": {"spans": out}})
+
+
+def _get(obj: Any, name: str) -> Any:
+    """A field of a span given as a dataclass or as a mapping (an event's wire form)."""
+    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
 
 
 _HANDLERS = {
