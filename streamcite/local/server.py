@@ -30,6 +30,7 @@ from aiohttp import web
 
 from streamcite.local.config import MODEL, BackendConfig
 from streamcite.local.corpus import Corpus
+from streamcite.local.dialect_routes import add_dialect_routes
 from streamcite.local.documents import DOCUMENT_PATH, document
 from streamcite.local.google_api import (
     GOOGLE_PATH_RE,
@@ -81,6 +82,7 @@ def create_app(
     app.router.add_get(V2_SOURCES_PATH, wikit_v2_sources)
     app.router.add_post(V1_CITATIONS_PATH, wikit_v1_citations)
     add_google_routes(app, grounding_check)  # v1, v1alpha, v1beta
+    add_dialect_routes(app)  # Responses, Anthropic Messages, Gemini, Cohere v2
     app.middlewares.append(google_error_middleware)
     return app
 
