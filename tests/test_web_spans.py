@@ -40,7 +40,9 @@ def test_live_citations_send_each_source_once_and_spans_in_utf16() -> None:
             TokenEvent(text=TEXT[:first]),
             CitationsEvent(citations=[a], spans=[_span(0, 0, first)]),
             TokenEvent(text=TEXT[first:]),
-            CitationsEvent(citations=[a, b], spans=[_span(0, 0, first), _span(1, paris, len(TEXT))]),
+            CitationsEvent(
+                citations=[a, b], spans=[_span(0, 0, first), _span(1, paris, len(TEXT))]
+            ),
             FinishEvent(reason="stop"),
             DoneEvent(),
         ]
