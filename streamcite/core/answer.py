@@ -211,6 +211,11 @@ class AnswerBuilder:
             self._display = display
             dparts.clear()
 
+    def text_so_far(self) -> str:
+        """Choice 0's raw text so far (compacts first; a cold path: citation spans)."""
+        self.compact()
+        return self._text
+
     def text_length(self) -> int:
         """Characters of choice 0's raw text so far (a cold path: checks at the end)."""
         return len(self._text) + sum(map(len, self.text_parts))

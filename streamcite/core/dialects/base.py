@@ -1,0 +1,495 @@
+"""What every dialect interpreter is, and the one owner of a stream's shared state. Sans-I/O.
+
+:class:`DialectInterpreter` is the protocol the parser drives (the chat dialect's
+``ChunkInterpreter`` and every class here implement it). :class:`StreamState` owns what
+the non-chat dialects share — the answer builder, the footnote detectors, the running
+character and UTF-16 length of the answer, tool-call placement, the citation registry
+(one :class:`~streamcite.core.models.Citation` per distinct source) and the bounds — and
+each dialect module (``responses``, ``anthropic``, ``gemini``, ``cohere``) receives it
+and turns its provider's events into calls on it. No dialect module imports another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import orjson
+
+from streamcite.core.answer import AnswerBuilder
+from streamcite.core.events import (
+    CitationRefEvent,
+    CitationsEvent,
+    ErrorEvent,
+    Event,
+    FinishEvent,
+    MetaEvent,
+    ReasoningEvent,
+    RefusalEvent,
+    TokenEvent,
+    ToolCallEvent,
+    UsageEvent,
+)
+from streamcite.core.markers import FootnoteDetector, MarkerMode
+from streamcite.core.models import Citation, CitationSpan, Usage
+from streamcite.core.offsets import OffsetMap
+from streamcite.core.sse import OVERFLOW, RawEvent
+
+__all__ = [
+    "MAX_CANDIDATES",
+    "MAX_CITATIONS",
+    "MAX_SPANS",
+    "MAX_TOOL_CALLS",
+    "DialectInterpreter",
+    "Handler",
+    "StreamState",
+    "status_retryable",
+]
+
+MAX_CANDIDATES = 128
+"""Choices (Gemini candidates) a stream may carry, as in the chat dialect."""
+MAX_TOOL_CALLS = 1024
+"""Tool calls per answer, as in the chat dialect."""
+MAX_CITATIONS = 256
+"""Distinct cited sources per answer: every ``citations`` event carries the whole list
+so far, so the events stay bounded whatever a stream cites."""
+MAX_SPANS = 1024
+"""Citation spans per answer, for the same reason."""
+MAX_UNKNOWN = 32
+"""Distinct unknown event types reported per stream (each once); the rest are counted."""
+
+_RETRYABLE = frozenset(
+    {
+        "rate_limit_exceeded",
+        "rate_limit_error",
+        "overloaded",
+        "overloaded_error",
+        "server_error",
+        "api_error",
+        "timeout",
+        "service_unavailable",
+        "internal_error",
+        "RESOURCE_EXHAUSTED",
+        "UNAVAILABLE",
+        "INTERNAL",
+        "DEADLINE_EXCEEDED",
+        "TIMEOUT",
+    }
+)
+
+
+def status_retryable(code: str, status: int | None) -> bool:
+    """Whether a provider error is worth retrying: by its code, else its HTTP status."""
+    return code in _RETRYABLE or (status is not None and (status == 429 or status >= 500))
+
+
+class DialectInterpreter(Protocol):
+    """What :class:`~streamcite.core.api.ChatStreamParser` drives, in every dialect."""
+
+    @property
+    def builder(self) -> AnswerBuilder:
+        """The answer the interpreter folds its events into."""
+        ...
+
+    @property
+    def finished(self) -> bool:
+        """Choice 0 has finished (its finish event was emitted)."""
+        ...
+
+    @property
+    def done(self) -> bool:
+        """The stream's own end marker (or a whole body) was seen: nothing after counts."""
+        ...
+
+    def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:
+        """Interpret the SSE decoder's raw events of one read, appending to ``out``."""
+        ...
+
+    def feed_completion(self, obj: Any, out: list[Event] | None = None) -> list[Event]:
+        """Interpret the API's non-streaming JSON body (already parsed)."""
+        ...
+
+    def close(self, *, truncated_block: bool = False) -> list[Event]:
+        """End of input: held markers released, a cut stream reported."""
+        ...
+
+
+Handler = Callable[[dict[str, Any], list[Event]], None]
+"""A dialect's handler of one event type: the parsed data object and the output list."""
+
+
+class StreamState:
+    """The shared state of one non-chat stream, and the operations every dialect uses.
+
+    A dialect subclasses it and implements :meth:`event` (one parsed data object) and
+    :meth:`feed_completion`; everything that touches the answer goes through here, so
+    the bounds and the offsets hold in every dialect alike.
+    """
+
+    __slots__ = (
+        "_cite_keys",
+        "_det",
+        "_disp0",
+        "_map",
+        "_mode",
+        "_mode_keep",
+        "_raw0",
+        "_tool_keys",
+        "_unknown",
+        "builder",
+        "chars0",
+        "citations_dropped",
+        "cut",
+        "done",
+        "failed",
+        "finished",
+        "meta_seen",
+        "spans_dropped",
+        "u16",
+        "usage_pending",
+    )
+
+    dialect = "?"
+    """The dialect's name, in messages."""
+
+    def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
+        self.builder = builder if builder is not None else AnswerBuilder()
+        FootnoteDetector(marker_mode)  # validate the mode now, not at the first token
+        self._mode = marker_mode
+        self._mode_keep = marker_mode == "keep"
+        self.builder.display_is_text = self._mode_keep
+        self._raw0 = self.builder.text_parts
+        self._disp0 = self.builder.display_parts
+        self._det: dict[int, FootnoteDetector] = {}
+        self.chars0 = 0
+        """Characters of choice 0's text so far."""
+        self.u16 = 0
+        """UTF-16 code units of choice 0's text so far."""
+        self._map: OffsetMap | None = None
+        self._tool_keys: dict[Any, int] = {}
+        self._cite_keys: dict[Any, int] = {}
+        self._unknown: set[str] = set()
+        self.citations_dropped = 0
+        self.spans_dropped = 0
+        self.usage_pending: UsageEvent | None = None
+        self.meta_seen = False
+        self.cut = False
+        """A provider error or a failed status cut the answer."""
+        self.failed = False
+        """The provider reported a fault that ends the stream (no truncation report)."""
+        self.finished = False
+        self.done = False
+
+    # -- input ---------------------------------------------------------------------
+
+    def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:
+        for item in raw:
+            if self.done:
+                return
+            if isinstance(item, bytes):
+                self.payload(b"", item, out)
+            elif item is OVERFLOW:
+                self.fault(out, "event_too_large", "an SSE event exceeded max_event_size", "sse")
+            else:
+                self.payload(item[0], item[1], out)
+
+    def payload(self, name: bytes, data: bytes, out: list[Event]) -> None:
+        """One SSE event's data: parsed and handed to :meth:`event`."""
+        if data == b"[DONE]":
+            self.end_marker(out)
+            return
+        try:
+            obj = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            if not data.strip():
+                return  # an event with an empty data field carries nothing
+            self.fault(out, "invalid_json", f"event is not valid JSON ({exc}): {data[:120]!r}")
+            return
+        if type(obj) is not dict:
+            self.fault(out, "bad_chunk", f"event is not a JSON object: {data[:120]!r}")
+            return
+        self.event(name, obj, out)
+
+    def event(self, name: bytes, obj: dict[str, Any], out: list[Event]) -> None:
+        """One parsed event of the dialect (``name``: its SSE ``event:`` field, or empty)."""
+        raise NotImplementedError
+
+    def end_marker(self, out: list[Event]) -> None:
+        """A ``[DONE]`` data line (Cohere sends one; the others never do)."""
+        self.fault(out, "bad_chunk", f"unexpected [DONE] in a {self.dialect} stream")
+
+    def feed_completion(self, obj: Any, out: list[Event] | None = None) -> list[Event]:
+        raise NotImplementedError
+
+    def dispatch(
+        self,
+        table: dict[str, Handler],
+        ignored: frozenset[str],
+        obj: dict[str, Any],
+        out: list[Event],
+    ) -> None:
+        """Hand ``obj`` to its ``type``'s handler; ignored types pass; others are reported."""
+        kind = obj.get("type")
+        handler = table.get(kind) if type(kind) is str else None
+        if handler is not None:
+            handler(obj, out)
+        elif kind not in ignored:
+            self.unknown(str(kind), obj, out)
+
+    def unknown(self, kind: str, obj: Any, out: list[Event]) -> None:
+        """An event type the dialect does not know: reported once per type (bounded)."""
+        if kind in self._unknown or len(self._unknown) >= MAX_UNKNOWN:
+            return
+        self._unknown.add(kind)
+        msg = f"{self.dialect} event type {kind[:60]!r} not understood: {obj!r:.120}"
+        self.fault(out, "unknown_event", msg)
+
+    # -- what every dialect emits ----------------------------------------------------
+
+    def meta(self, cid: Any, model: Any, created: Any, out: list[Event]) -> None:
+        if self.meta_seen:
+            return
+        self.meta_seen = True
+        ev = MetaEvent(
+            id=cid if isinstance(cid, str) else None,
+            model=model if isinstance(model, str) else None,
+            created=created if type(created) is int else None,
+        )
+        self.builder.id = ev.id
+        self.builder.model = ev.model
+        out.append(ev)
+
+    def token(self, idx: int, text: str, out: list[Event]) -> None:
+        """A non-empty text delta of choice ``idx`` (footnote markers detected)."""
+        det = self._det.get(idx)
+        if det is None:
+            det = self._det[idx] = FootnoteDetector(self._mode)
+        if idx == 0:
+            self.chars0 += len(text)
+            self.u16 += len(text) if text.isascii() else len(text.encode("utf-16-le")) >> 1
+        if det.keep and not det.held and "[" not in text:
+            det.offset += len(text)
+            out.append(TokenEvent(idx, text, text))
+            if idx == 0:
+                self._raw0.append(text)
+            return
+        display, refs = det.feed(text)
+        out.append(TokenEvent(idx, text, display))
+        if idx == 0:
+            self._raw0.append(text)
+            if not self._mode_keep:
+                self._disp0.append(display)
+        if refs:
+            self._refs(idx, refs, out)
+
+    def _refs(self, idx: int, refs: list[tuple[int, int]], out: list[Event]) -> None:
+        for number, offset in refs:
+            out.append(CitationRefEvent(idx, number, number - 1, offset))
+            self.builder.refs.add(idx, number, number - 1, offset)
+
+    def _flush(self, idx: int, out: list[Event]) -> None:
+        det = self._det.get(idx)
+        if det is None or not det.held:
+            return
+        display, refs = det.flush()
+        if display:
+            out.append(TokenEvent(idx, "", display))
+            if idx == 0 and not self._mode_keep:
+                self._disp0.append(display)
+        if refs:
+            self._refs(idx, refs, out)
+
+    def reasoning(self, idx: int, text: str, out: list[Event]) -> None:
+        out.append(ReasoningEvent(idx, text))
+        if idx == 0:
+            self.builder.reasoning_parts.append(text)
+
+    def refusal(self, idx: int, text: str, out: list[Event]) -> None:
+        out.append(RefusalEvent(idx, text))
+        if idx == 0:
+            self.builder.refusal_parts.append(text)
+
+    def tool(
+        self,
+        key: Any,
+        cid: str | None,
+        name: str | None,
+        arguments: str,
+        out: list[Event],
+        idx: int = 0,
+    ) -> None:
+        """A tool-call fragment of the call known by ``key`` (a new key starts a call)."""
+        tidx = self._tool_keys.get((idx, key))
+        if tidx is None:
+            tidx = sum(1 for k in self._tool_keys if k[0] == idx)
+            if tidx >= MAX_TOOL_CALLS:
+                msg = f"tool call beyond the {MAX_TOOL_CALLS:,} of an answer: dropped"
+                self.fault(out, "bad_tool_call", msg)
+                return
+            self._tool_keys[(idx, key)] = tidx
+        ev = ToolCallEvent(idx, tidx, cid or None, name or None, arguments)
+        out.append(ev)
+        if idx == 0:
+            self.builder.tool_call(ev)
+
+    @property
+    def has_tools(self) -> bool:
+        return any(k[0] == 0 for k in self._tool_keys)
+
+    def usage(
+        self, prompt: Any, completion: Any, total: Any, out: list[Event], *, final: bool = True
+    ) -> None:
+        vals = [v if type(v) is int else None for v in (prompt, completion, total)]
+        if vals[2] is None and vals[0] is not None and vals[1] is not None:
+            vals[2] = vals[0] + vals[1]
+        self.builder.usage = Usage(*vals)
+        ev = UsageEvent(prompt_tokens=vals[0], completion_tokens=vals[1], total_tokens=vals[2])
+        if final:
+            self.usage_pending = None
+            out.append(ev)
+        else:
+            self.usage_pending = ev
+
+    def flush_usage(self, out: list[Event]) -> None:
+        if self.usage_pending is not None:
+            out.append(self.usage_pending)
+            self.usage_pending = None
+
+    def finish(self, idx: int, reason: str, raw: str | None, out: list[Event]) -> None:
+        """Choice ``idx`` finished: ``reason`` in the chat vocabulary, ``raw`` as sent."""
+        self._flush(idx, out)
+        if idx == 0:
+            if self.finished:
+                return
+            self.finished = True
+            self.builder.finish_reason = reason
+            if reason == "error":
+                self.cut = True
+            self.builder.complete = not self.cut
+            self._check_tool_arguments(out)
+        out.append(FinishEvent(index=idx, reason=reason, raw_reason=raw))
+
+    def _check_tool_arguments(self, out: list[Event]) -> None:
+        for tidx, tc in sorted(self.builder.tool_calls.items()):
+            if not tc.arguments:
+                continue
+            try:
+                orjson.loads(tc.arguments)
+            except orjson.JSONDecodeError as exc:
+                msg = f"tool call {tidx} ({tc.name}) arguments are not valid JSON: {exc}"
+                self.fault(out, "bad_tool_arguments", msg)
+
+    def provider_error(
+        self,
+        code: Any,
+        message: Any,
+        status: Any,
+        out: list[Event],
+        *,
+        retryable: bool | None = None,
+        stage: str = "chunk",
+    ) -> ErrorEvent:
+        """A provider's own error report: the answer is cut (``complete: false``)."""
+        code_s = str(code) if code not in (None, "") else "upstream_error"
+        st = status if type(status) is int else None
+        if retryable is None:
+            retryable = status_retryable(code_s, st)
+        msg = message if isinstance(message, str) else ("" if message is None else str(message))
+        ev = ErrorEvent(code=code_s, message=msg, retryable=retryable, stage=stage, status=st)
+        self.builder.error(ev)
+        out.append(ev)
+        if not self.finished:
+            self.cut = True
+            self.builder.complete = False
+        self.failed = True
+        return ev
+
+    def fault(self, out: list[Event], code: str, message: str, stage: str = "chunk") -> None:
+        """A shape the dialect did not expect: a typed error, the stream goes on."""
+        ev = ErrorEvent(code=code, message=message, retryable=False, stage=stage)
+        self.builder.error(ev)
+        out.append(ev)
+
+    def end(self, out: list[Event]) -> None:
+        """The stream's own end marker: complete unless something cut it."""
+        self.done = True
+        self.builder.complete = self.finished and not self.cut
+        self.flush_usage(out)
+
+    def close(self, *, truncated_block: bool = False) -> list[Event]:
+        out: list[Event] = []
+        for idx in list(self._det):
+            self._flush(idx, out)
+        self.close_extra(out)
+        self.flush_usage(out)
+        if not self.done and not self.finished and not self.failed:
+            why = f"the {self.dialect} stream ended before its end event"
+            if truncated_block:
+                why += ", in the middle of an event"
+            ev = ErrorEvent(code="truncated", message=why, retryable=True, stage="sse")
+            self.builder.error(ev)
+            out.append(ev)
+            self.builder.complete = False
+        return out
+
+    def close_extra(self, out: list[Event]) -> None:
+        """A dialect's own end-of-input checks (pending spans...)."""
+
+    # -- citations -----------------------------------------------------------------
+
+    def cite(self, key: Any, citation: Citation, out: list[Event]) -> int | None:
+        """The ``document_index`` of the source known by ``key``; a new source is added
+        (``citation`` gets its index). ``None`` beyond :data:`MAX_CITATIONS`."""
+        known = self._cite_keys.get(key)
+        if known is not None:
+            return known
+        n = len(self.builder.citations)
+        if n >= MAX_CITATIONS:
+            if not self.citations_dropped:
+                msg = f"more than {MAX_CITATIONS} cited sources: the rest dropped"
+                self.fault(out, "bad_citations", msg)
+            self.citations_dropped += 1
+            return None
+        citation.document_index = n
+        self._cite_keys[key] = n
+        self.builder.citations = [*self.builder.citations, citation]
+        return n
+
+    def span(self, doc: int, start: int, end: int, out: list[Event]) -> bool:
+        """Add the span ``start:end`` (characters of choice 0's text) of citation ``doc``.
+        False (and reported) when it is not within the text so far or over the bound."""
+        if not 0 <= start <= end <= self.chars0:
+            msg = (
+                f"citation span {start}-{end} of citation {doc} is not within the answer"
+                f" text ({self.chars0} characters)"
+            )
+            self.fault(out, "bad_citation_span", msg)
+            return False
+        if len(self.builder.citation_spans) >= MAX_SPANS:
+            if not self.spans_dropped:
+                self.fault(out, "bad_citations", f"more than {MAX_SPANS} citation spans: dropped")
+            self.spans_dropped += 1
+            return False
+        sp = CitationSpan(doc, start, end, self.utf16_at(start), self.utf16_at(end))
+        self.builder.citation_spans = [*self.builder.citation_spans, sp]
+        return True
+
+    def emit_citations(self, out: list[Event]) -> None:
+        """A ``citations`` event with every citation and span so far (consumers replace)."""
+        b = self.builder
+        out.append(CitationsEvent(citations=b.citations, spans=b.citation_spans))
+
+    def text_map(self) -> OffsetMap:
+        """An offset map of choice 0's text so far (cold path: citations, spans)."""
+        m = self._map
+        if m is None or len(m.text) != self.chars0:
+            m = self._map = OffsetMap(self.builder.text_so_far())
+        return m
+
+    def utf16_at(self, char: int) -> int:
+        if self.u16 == self.chars0:
+            return char  # no character beyond the BMP so far: UTF-16 units = characters
+        return self.text_map().char_to_utf16(char)
+
+    def text_slice(self, start: int, end: int) -> str:
+        return self.text_map().text[start:end]
