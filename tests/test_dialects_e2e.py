@@ -39,8 +39,10 @@ QUESTIONS = [
     HE_Q,
     "Which security rules apply outside the office?",
     "Quali spese di trasferta sono rimborsate?",
-    "Combien de jours de congé par an ?",
+    "Combien de jours de télétravail ?",
+    "How many days of annual leave do I get?",
 ]
+"""Questions the built-in corpus answers with citations (one cites two documents)."""
 DIALECTS = [a for a in APIS if a != "chat"]
 
 

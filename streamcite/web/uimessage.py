@@ -25,6 +25,7 @@ citations      ``source-url`` per citation with a URL, else ``source-document``;
                then, when the event has spans, ``data-citation-spans`` (id
                ``citation-spans``, so a later one replaces it): ``{"spans":
                [{"sourceId", "start", "end"}]}``, offsets in UTF-16 code units
+               (spans whose UTF-16 offsets are not known yet are left out)
 usage          ``message-metadata`` ``{"usage": {...}}``
 sources        ``data-sources`` (``data``: the event's wire form)
 grounding      ``data-grounding`` (``data``: the event's wire form)
@@ -386,13 +387,12 @@ def _footnote(c: Any, position: int) -> int:
 
 def _spans(spans: Any, sids: list[str]) -> bytes:
     """``data-citation-spans``: each span's ``sourceId`` (``sids``: the event's citations')
-    and its UTF-16 offsets into the text (the character ones when a span has none)."""
+    and its UTF-16 offsets into the text. A span without them (the chat dialect's, until
+    the text it indexes has arrived) is left out: a later citations event carries it."""
     out = []
     for sp in spans:
         doc = _get(sp, "document_index")
         start, end = _get(sp, "start_utf16"), _get(sp, "end_utf16")
-        if start is None and end is None:
-            start, end = _get(sp, "start"), _get(sp, "end")
         if type(doc) is int and 0 <= doc < len(sids) and type(start) is int and type(end) is int:
             out.append({"sourceId": sids[doc], "start": start, "end": end})
     if not out:
