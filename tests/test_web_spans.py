@@ -7,10 +7,19 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from streamcite import Citation, CitationsEvent, DoneEvent, FinishEvent, TokenEvent
+import pytest
+from aiohttp import web
+
+from streamcite import Citation, CitationsEvent, DoneEvent, FinishEvent, TokenEvent, stream_chat
 from streamcite.core.models import CitationSpan
+from streamcite.local.server import LocalBackend
+from streamcite.pipeline.apis import api_root
+from streamcite.pipeline.bodies import chat_request_as
 from streamcite.web import UIMessageEncoder
+from streamcite.web.aiohttp import ui_message_handler
 from tests.test_web import chunks
+from tests.test_web_node import READY as NODE_READY
+from tests.test_web_node import run_node
 
 TEXT = "Ça coûte 5 € 🙂. Paris is big."
 """Accents, a three-byte € and an astral emoji: characters, UTF-16 and bytes all differ."""
@@ -89,3 +98,37 @@ def test_spans_from_the_wire_form_and_bad_spans_left_out() -> None:
 def test_citations_without_spans_add_no_part() -> None:
     got = encode([TokenEvent(text="x [1]"), CitationsEvent(citations=[Citation(document_index=0)])])
     assert "data-citation-spans" not in [c["type"] for c in got]
+
+
+@pytest.mark.skipif(not NODE_READY, reason="node or tests/node deps missing")
+@pytest.mark.parametrize("api", ["anthropic", "gemini"])
+async def test_the_ai_sdk_client_keeps_the_spans_part(serve: Any, api: str) -> None:
+    """``readUIMessageStream`` (``ai`` from npm) accepts the part and keeps one, replaced
+    as it grows; its offsets slice the UIMessage's JavaScript text at the cited sentences."""
+    async with LocalBackend() as backend:
+
+        def make(question: str, body: dict[str, Any]) -> Any:
+            chat = {
+                "model": "streamcite-local",
+                "messages": [{"role": "user", "content": question}],
+            }
+            return stream_chat(
+                chat_request_as(api, chat), base_url=api_root(backend.root_url, api), api=api
+            )
+
+        app = web.Application()
+        app.router.add_post("/api/chat", ui_message_handler(make))
+        url = await serve(app)
+        got = await run_node(url + "/api/chat", "כמה ימים בשבוע מותר לעבוד מהבית?")
+        async with make("כמה ימים בשבוע מותר לעבוד מהבית?", {}) as s:
+            answer = await s.until_done()
+    assert got["errors"] == []
+    parts = got["message"]["parts"]
+    (spans,) = [p for p in parts if p["type"] == "data-citation-spans"]
+    assert spans["id"] == "citation-spans"
+    sources = {p["sourceId"] for p in parts if p["type"].startswith("source-")}
+    text = "".join(p["text"] for p in parts if p["type"] == "text")
+    js = text.encode("utf-16-le")
+    sliced = [js[2 * s["start"] : 2 * s["end"]].decode("utf-16-le") for s in spans["data"]["spans"]]
+    assert sliced == [answer.text[sp.start : sp.end] for sp in answer.citation_spans]
+    assert all(s["sourceId"] in sources for s in spans["data"]["spans"])
