@@ -13,14 +13,19 @@ does; bodies are capped by ``BackendConfig.max_body_bytes``.
 
 from __future__ import annotations
 
+import re
+
 from aiohttp import web
 
-from streamcite.local.anthropic_api import messages
-from streamcite.local.cohere_api import cohere_chat
+from streamcite.local.anthropic_api import anthropic_error, messages
+from streamcite.local.cohere_api import cohere_chat, cohere_error
 from streamcite.local.gemini_api import GEMINI_PATH, generate_content
+from streamcite.local.google_api import google_error
 from streamcite.local.responses_api import responses
 
-__all__ = ["add_dialect_routes"]
+__all__ = ["add_dialect_routes", "dialect_refusal"]
+
+_GEMINI_RE = re.compile(r"^/v1(?:beta)?/models/[^/]+:")
 
 
 def add_dialect_routes(app: web.Application) -> None:
@@ -29,3 +34,16 @@ def add_dialect_routes(app: web.Application) -> None:
     app.router.add_post("/v1/messages", messages)
     app.router.add_post(GEMINI_PATH, generate_content)
     app.router.add_post("/v2/chat", cohere_chat)
+
+
+def dialect_refusal(path: str, status: int, message: str) -> web.Response | None:
+    """The error response, in the API's own shape, for a refused request to ``path``
+    (None when ``path`` is not one of these APIs'; ``/v1/responses`` is OpenAI's, as
+    every other ``/v1/`` path)."""
+    if path == "/v1/messages":
+        return anthropic_error(status, message)
+    if path == "/v2/chat":
+        return cohere_error(status, message)
+    if _GEMINI_RE.match(path):
+        return google_error(status, message)
+    return None

@@ -24,6 +24,7 @@ out (Gemini has no end-of-stream event). Stream positions count text chunks.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -69,7 +70,7 @@ def _texts(content: Any) -> list[str]:
     return [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
 
 
-def _parser(model: str) -> Any:
+def _parser(model: str) -> Callable[[dict[str, Any]], DialectRequest | str]:
     def parse(body: dict[str, Any]) -> DialectRequest | str:
         contents = body.get("contents")
         if not isinstance(contents, list) or not contents:

@@ -240,7 +240,8 @@ def _script(plan: DialectPlan) -> Script:
 def _failure(plan: DialectPlan, ev: _Events) -> bytes:
     failed = _response(plan, "failed", [])
     failed["error"] = {"code": _ERROR["code"], "message": _ERROR["message"]}
-    return ev({"type": "error", **_ERROR, "error": dict(_ERROR)}) + ev(
+    fields = {k: _ERROR[k] for k in ("code", "message", "param")}
+    return ev({"type": "error", **fields, "error": dict(_ERROR)}) + ev(
         {"type": "response.failed", "response": failed}
     )
 

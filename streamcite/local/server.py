@@ -30,7 +30,7 @@ from aiohttp import web
 
 from streamcite.local.config import MODEL, BackendConfig
 from streamcite.local.corpus import Corpus
-from streamcite.local.dialect_routes import add_dialect_routes
+from streamcite.local.dialect_routes import add_dialect_routes, dialect_refusal
 from streamcite.local.documents import DOCUMENT_PATH, document
 from streamcite.local.google_api import (
     GOOGLE_PATH_RE,
@@ -97,6 +97,9 @@ async def _host_guard(request: web.Request, handler: Handler) -> web.StreamRespo
     code, message = refused
     state.log.warning("request_refused", reason=code, path=request.path[:200])
     path = request.path
+    own = dialect_refusal(path, 403, message)  # Anthropic, Gemini, Cohere: their shape
+    if own is not None:
+        return own
     if GOOGLE_PATH_RE.match(path):
         return google_error(403, message)
     if path.startswith("/v1/"):
