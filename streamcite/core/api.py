@@ -254,8 +254,14 @@ def answer_from_response(
     """
     parser = ChatStreamParser(marker_mode, dialect=dialect)
     if isinstance(body, dict):
-        parser._interpreter.feed_completion(body)
+        obj: Any = body
     else:
-        parser.feed_body(body.encode() if isinstance(body, str) else body)
+        try:
+            obj = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            msg = f"response body is not JSON: {exc}"
+            parser.add_error(ErrorEvent(code="invalid_json", message=msg, stage="chunk"))
+            return parser.answer  # nothing to interpret, nothing cut short: no truncation
+    parser._interpreter.feed_completion(obj)
     parser.close()
     return parser.answer

@@ -233,8 +233,8 @@ class StreamState:
         handler = table.get(kind) if type(kind) is str else None
         if handler is not None:
             handler(obj, out)
-        elif kind not in ignored:
-            self.unknown(str(kind), obj, out)
+        elif type(kind) is not str or kind not in ignored:
+            self.unknown(repr(kind)[:60] if type(kind) is not str else kind, obj, out)
 
     def unknown(self, kind: str, obj: Any, out: list[Event]) -> None:
         """An event type the dialect does not know: reported once per type (bounded)."""

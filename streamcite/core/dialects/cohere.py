@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from streamcite.core.answer import AnswerBuilder
-from streamcite.core.dialects.base import Handler, StreamState
+from streamcite.core.dialects.base import Handler, StreamState, status_retryable
 from streamcite.core.events import Event
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
@@ -231,9 +231,10 @@ class CohereInterpreter(StreamState):
         err = delta.get("error")
         if mapped == "error" or err:
             etype = delta.get("error_type")
-            code = etype.lower() if type(etype) is str else raw.lower()
+            kind = etype if type(etype) is str else raw
             message = err if type(err) is str else f"the message ended with {raw}"
-            self.provider_error(code, message, None, out, retryable=raw == "TIMEOUT")
+            again = raw == "TIMEOUT" or status_retryable(kind, None)
+            self.provider_error(kind.lower(), message, None, out, retryable=again)
         self.finish(0, mapped, raw, out)
 
     # -- a whole body --------------------------------------------------------------
