@@ -10,6 +10,7 @@ read from the same bytes (the same text, the same sources, the same anchored spa
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -26,6 +27,7 @@ from streamcite import stream_chat
 from streamcite.core.api import answer_from_response
 from streamcite.core.events import ErrorEvent
 from streamcite.core.models import CitedAnswer
+from streamcite.local.corpus import load_corpus
 from streamcite.local.server import LocalBackend
 from streamcite.pipeline.apis import APIS, api_root, prepare_request
 from streamcite.pipeline.bodies import chat_request_as
@@ -34,6 +36,14 @@ MODEL = "streamcite-local"
 EN_Q = "How many days a week can I work from home?"
 HE_Q = "כמה ימים בשבוע מותר לעבוד מהבית?"
 """Hebrew: UTF-8 bytes and characters differ (Gemini's offsets are bytes)."""
+EMOJI_Q = (
+    "Quel est l'émoji officiel de Kestrel Works, et que signalent l'étoile et la fusée "
+    "dans les messages d'équipe ?"
+)
+"""Answered from tests/fixtures/corpus_nonascii with emoji before a cited sentence:
+bytes, characters and UTF-16 units all differ."""
+NONASCII_CORPUS = Path(__file__).parent / "fixtures" / "corpus_nonascii" / "corpus"
+CASES = [("builtin", EN_Q), ("builtin", HE_Q), ("emoji", EMOJI_Q)]
 QUESTIONS = [
     EN_Q,
     HE_Q,
@@ -50,6 +60,12 @@ DIALECTS = [a for a in APIS if a != "chat"]
 async def backend() -> AsyncIterator[LocalBackend]:
     async with LocalBackend() as be:
         yield be
+
+
+@pytest.fixture
+async def backends(backend: LocalBackend) -> AsyncIterator[dict[str, LocalBackend]]:
+    async with LocalBackend(corpus=load_corpus(NONASCII_CORPUS)) as emoji:
+        yield {"builtin": backend, "emoji": emoji}
 
 
 def request_for(api: str, question: str, *, stream: bool = True) -> dict[str, Any]:
@@ -76,6 +92,13 @@ def anchored(answer: CitedAnswer) -> list[tuple[str, str | None]]:
     return out
 
 
+def units_differ(answer: CitedAnswer, corpus: str) -> None:
+    """The emoji answer is what it claims: a span whose UTF-16 offsets are not its
+    character offsets (so a client that mixes them up would be caught)."""
+    if corpus == "emoji":
+        assert any(sp.end_utf16 != sp.end for sp in answer.citation_spans)
+
+
 def distinct(pairs: list[tuple[str | None, str | None]]) -> list[tuple[str | None, str | None]]:
     return list(dict.fromkeys(pairs))
 
@@ -87,21 +110,28 @@ def sources(answer: CitedAnswer) -> list[tuple[str | None, str | None]]:
 # -- the same text and sources as each vendor's SDK -----------------------------------
 
 
-@pytest.mark.parametrize("question", [EN_Q, HE_Q])
-async def test_responses_like_the_openai_sdk(backend: LocalBackend, question: str) -> None:
+@pytest.mark.parametrize(("corpus", "question"), CASES)
+async def test_responses_like_the_openai_sdk(
+    backends: dict[str, LocalBackend], corpus: str, question: str
+) -> None:
+    backend = backends[corpus]
     client = openai.AsyncOpenAI(base_url=backend.base_url, api_key="sk-local", max_retries=0)
     async with client.responses.stream(model=MODEL, input=question) as stream:
         final = await stream.get_final_response()
     notes = [a for item in final.output for part in item.content for a in part.annotations]  # type: ignore[union-attr]
     text = final.output_text
     answer = await ours(backend, "responses", question)
+    units_differ(answer, corpus)
     assert answer.text == text and answer.complete and not answer.errors
     assert sources(answer) == distinct([(a.url, a.title) for a in notes])  # type: ignore[union-attr]
     assert anchored(answer) == [(text[a.start_index : a.end_index], a.url) for a in notes]  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("question", [EN_Q, HE_Q])
-async def test_anthropic_like_the_anthropic_sdk(backend: LocalBackend, question: str) -> None:
+@pytest.mark.parametrize(("corpus", "question"), CASES)
+async def test_anthropic_like_the_anthropic_sdk(
+    backends: dict[str, LocalBackend], corpus: str, question: str
+) -> None:
+    backend = backends[corpus]
     # the Anthropic SDK's base URL is the server root; streamcite's is the API root (…/v1)
     client = anthropic.AsyncAnthropic(base_url=backend.root_url, api_key="sk-local", max_retries=0)
     messages: Any = [{"role": "user", "content": question}]
@@ -111,13 +141,17 @@ async def test_anthropic_like_the_anthropic_sdk(backend: LocalBackend, question:
     text = "".join(b.text for b in blocks)
     cites = [(b.text, c) for b in blocks for c in b.citations or []]
     answer = await ours(backend, "anthropic", question)
+    units_differ(answer, corpus)
     assert answer.text == text and answer.complete and not answer.errors
     assert sources(answer) == distinct([(c.source, c.title) for _, c in cites])  # type: ignore[union-attr]
     assert anchored(answer) == [(block, c.source) for block, c in cites]  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("question", [EN_Q, HE_Q])
-async def test_gemini_like_google_genai(backend: LocalBackend, question: str) -> None:
+@pytest.mark.parametrize(("corpus", "question"), CASES)
+async def test_gemini_like_google_genai(
+    backends: dict[str, LocalBackend], corpus: str, question: str
+) -> None:
+    backend = backends[corpus]
     options = genai_types.HttpOptions(base_url=backend.root_url, api_version="v1beta")
     client = genai.Client(api_key="local-key", http_options=options)
     text, metadata = "", None
@@ -137,13 +171,17 @@ async def test_gemini_like_google_genai(backend: LocalBackend, question: str) ->
         for i in s.grounding_chunk_indices:
             want.append((piece, docs[i].uri))  # type: ignore[union-attr]
     answer = await ours(backend, "gemini", question)
+    units_differ(answer, corpus)
     assert answer.text == text and answer.complete and not answer.errors
     assert sources(answer) == distinct([(d.uri, d.title) for d in docs])  # type: ignore[union-attr]
     assert anchored(answer) == want
 
 
-@pytest.mark.parametrize("question", [EN_Q, HE_Q])
-async def test_cohere_like_the_cohere_sdk(backend: LocalBackend, question: str) -> None:
+@pytest.mark.parametrize(("corpus", "question"), CASES)
+async def test_cohere_like_the_cohere_sdk(
+    backends: dict[str, LocalBackend], corpus: str, question: str
+) -> None:
+    backend = backends[corpus]
     client = cohere.AsyncClientV2(base_url=backend.root_url, api_key="local-key")
     messages: Any = [{"role": "user", "content": question}]
     text, cites = "", []
@@ -154,6 +192,7 @@ async def test_cohere_like_the_cohere_sdk(backend: LocalBackend, question: str) 
             cites.append(event.delta.message.citations)  # type: ignore[union-attr]
     docs = [(c, s.document) for c in cites for s in c.sources]
     answer = await ours(backend, "cohere", question)
+    units_differ(answer, corpus)
     assert answer.text == text and answer.complete and not answer.errors
     assert sources(answer) == distinct([(d["url"], d["title"]) for _, d in docs])
     assert anchored(answer) == [(text[c.start : c.end], d["url"]) for c, d in docs]
