@@ -106,6 +106,8 @@ class RichRenderer(Renderer):
         where = (
             f"local backend {self.local_root}" if self.local_root else (self.opts.base_url or "")
         )
+        if self.opts.api != "chat":
+            where += f" · {self.opts.api} API"
         c.print(f"[dim]{console_text(where)}[/dim]")
         if self.opts.fault and "hallucinate" in self.opts.fault:
             c.print(
