@@ -235,6 +235,22 @@ async def test_streamed_and_whole_answers_agree(
     assert (auto.text, auto.citations) == (body.text, body.citations)
 
 
+@pytest.mark.parametrize("api", APIS)
+async def test_a_non_streaming_request_through_stream_chat(backend: LocalBackend, api: str) -> None:
+    """``"stream": false`` (Gemini: ``:generateContent``) gives a JSON body; the pipeline
+    reads it with the same dialect into the streamed answer's text and citations."""
+    streamed = await ours(backend, api, EN_Q)
+    base_url = api_root(backend.root_url, api)
+    request = request_for(api, EN_Q, stream=False)
+    async with stream_chat(request, base_url=base_url, api=api) as s:
+        kinds = [e.type async for e in s]
+        answer = s.answer
+    assert answer.text == streamed.text and answer.complete and not answer.errors
+    assert answer.citations == streamed.citations
+    assert answer.citation_spans == streamed.citation_spans
+    assert kinds[-1] == "done" and "token" in kinds and "citations" in kinds
+
+
 # -- errors: retried per policy before any byte, typed mid-stream -------------------------
 
 STATUS = {"chat": 429, "responses": 429, "anthropic": 529, "gemini": 429, "cohere": 429}

@@ -88,7 +88,7 @@ class AskOptions:
     help="Ask a built-in question of the built-in corpus, with sources and grounding.",
 )
 @base_url_option(
-    "API root as the vendor's SDK takes it (…/v1; Gemini …/v1beta, Cohere …/v2). "
+    "API root with its version (…/v1; Gemini …/v1beta, Cohere …/v2). "
     "Default: the embedded local backend."
 )
 @api_option()

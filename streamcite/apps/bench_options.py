@@ -30,8 +30,7 @@ _Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 _TARGET: list[_Decorator] = [
     base_url_option(
-        "API root of the endpoint, as the vendor's SDK takes it (…/v1; Gemini …/v1beta, "
-        "Cohere …/v2)."
+        "API root of the endpoint, with its version (…/v1; Gemini …/v1beta, Cohere …/v2)."
     ),
     api_option(),
     api_key_env_option(help="Environment variable holding the endpoint's key."),

@@ -152,7 +152,7 @@ def api_option(
 
 
 def base_url_option(
-    help: str = "API root as the vendor's SDK takes it (…/v1; Gemini …/v1beta, Cohere …/v2).",
+    help: str = "API root with its version (…/v1; Gemini …/v1beta, Cohere …/v2).",
 ) -> Decorator:
     return option("--base-url", default=None, metavar="URL", help=help)
 

@@ -1,8 +1,9 @@
 """What each provider API wants on the wire: path, auth and version headers, body.
 
 ``stream_chat(request, base_url=..., api=...)`` sends ``request`` (that API's own body)
-to the API's streaming endpoint under ``base_url`` (the API root as the vendor's SDK
-takes it):
+to the API's streaming endpoint under ``base_url`` (the API root with its version,
+``…/v1`` for OpenAI and Anthropic, ``…/v1beta`` or ``…/v1`` for Gemini, ``…/v2`` for
+Cohere; the Anthropic and Cohere SDKs take the server root and add the version):
 
 =============  =================================================  =======================================
 api            URL                                                headers

@@ -45,15 +45,20 @@ class ChatStream:
     ...                        base_url="http://127.0.0.1:8000/v1") as stream:
     ...     async for event in stream:
     ...         print(event.type)
+    >>> claude = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "stream": True,
+    ...           "messages": [{"role": "user", "content": "Who won?"}]}
+    >>> async with stream_chat(claude, base_url="https://api.anthropic.com/v1",
+    ...                        api="anthropic", api_key=key) as stream:
+    ...     answer = await stream.until_done()  # answer.citation_spans slice answer.text
 
     Iterate it for events (the last is always ``done``); ``answer`` is the
     :class:`CitedAnswer` so far and, after ``done``, the final one.
 
     ``api`` is the provider API ``request`` is written for (``chat``, ``responses``,
     ``anthropic``, ``gemini``, ``cohere``): it sets the path appended to ``base_url`` (the
-    API root as the vendor's SDK takes it: ``…/v1``, Gemini ``…/v1beta``, Cohere ``…/v2``),
-    the header ``api_key`` goes in, and the core dialect that reads the answer (see
-    :mod:`~streamcite.pipeline.apis`). ``session`` is an
+    API root with its version: ``…/v1`` for OpenAI and Anthropic, Gemini ``…/v1beta`` or
+    ``…/v1``, Cohere ``…/v2``), the header ``api_key`` goes in, and the core dialect that
+    reads the answer (see :mod:`~streamcite.pipeline.apis`). ``session`` is an
     optional ``httpx.AsyncClient`` (transport ``httpx``) or ``aiohttp.ClientSession``
     (transport ``aiohttp``) to reuse; otherwise one is made and closed per stream.
     ``retries`` retries retryable failures (429, 5xx, connect errors) with jittered

@@ -33,7 +33,7 @@ class RelayConfig:
     """Everything the relay needs. Secrets (``api_key``, ``token``) never appear in reprs."""
 
     base_url: str
-    """Upstream API root, as the vendor's SDK takes it (``api`` sets the path appended)."""
+    """Upstream API root with its version (``…/v1``; ``api`` sets the path appended)."""
     api: Api = "chat"
     """The upstream's API (``chat``, ``responses``, ``anthropic``, ``gemini``, ``cohere``):
     the relay sends each question in that API's own request body."""
