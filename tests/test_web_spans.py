@@ -132,3 +132,17 @@ async def test_the_ai_sdk_client_keeps_the_spans_part(serve: Any, api: str) -> N
     sliced = [js[2 * s["start"] : 2 * s["end"]].decode("utf-16-le") for s in spans["data"]["spans"]]
     assert sliced == [answer.text[sp.start : sp.end] for sp in answer.citation_spans]
     assert all(s["sourceId"] in sources for s in spans["data"]["spans"])
+
+
+def test_lists_that_are_not_continuations_are_sent_whole_and_bounded() -> None:
+    """Events carrying new citations only (not the list so far) each send theirs; what the
+    encoder remembers is the last list, not every list it was given."""
+    enc = UIMessageEncoder("m1")
+    enc.start()
+    sent = []
+    for i in range(50):
+        one = [Citation(document_index=i, source_url=f"https://x/{i}")]
+        out = enc.feed(CitationsEvent(citations=one))
+        sent.append(out.count(b'"type":"source-url"'))
+    assert sent == [1] * 50
+    assert len(enc._cited) == 1

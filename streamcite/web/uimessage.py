@@ -301,6 +301,7 @@ class UIMessageEncoder:
         known = len(cited)
         if citations[:known] != [c for c, _ in cited]:
             known = 0
+            cited.clear()  # the reference for the next event is this list (bounded by it)
         sids = [sid for _, sid in cited[:known]]
         out = b""
         for i in range(known, len(citations)):
