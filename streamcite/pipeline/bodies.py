@@ -110,10 +110,10 @@ def _text(content: Any) -> str:
 
 def _message(m: Mapping[str, Any]) -> dict[str, Any]:
     role = m.get("role")
-    return {
-        "role": role if role in ("user", "assistant", "system") else "user",
-        "content": _text(m.get("content")),
-    }
+    role = "system" if role == "developer" else role
+    if role not in ("user", "assistant", "system"):
+        role = "user"  # tool results and unknown roles: their text, as the user's
+    return {"role": role, "content": _text(m.get("content"))}
 
 
 def _part(m: Mapping[str, Any]) -> dict[str, Any]:
