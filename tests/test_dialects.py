@@ -492,7 +492,7 @@ def test_unexpected_shapes_are_typed_errors() -> None:
 
 def test_bounds_hold_in_every_dialect() -> None:
     """Cited sources and tool calls are bounded: the rest reported once and dropped."""
-    from streamcite.core.dialects.base import MAX_CITATIONS
+    from streamcite.core.bounds import MAX_CITATIONS, MAX_TOOL_CALLS
 
     n = MAX_CITATIONS + 40
     parts = [_sse("message_start", {"type": "message_start", "message": {"id": "m"}})]
@@ -537,10 +537,8 @@ def test_bounds_hold_in_every_dialect() -> None:
     events = list(iter_events([b"".join(parts)], dialect="anthropic"))
     a = answer_of(events)
     assert len(a.citations) == MAX_CITATIONS
-    assert [e.code for e in a.errors].count("bad_citations") == 1
+    assert [e.code for e in a.errors].count("too_many_citations") == 1
     assert max(len(e.citations) for e in events if isinstance(e, CitationsEvent)) == MAX_CITATIONS
-
-    from streamcite.core.dialects.base import MAX_TOOL_CALLS
 
     calls = b"".join(
         b'data: {"candidates": [{"content": {"parts": [{"functionCall": {"name": "f", "args": {}}}]}}]}\n\n'
@@ -549,3 +547,33 @@ def test_bounds_hold_in_every_dialect() -> None:
     a = answer_of(list(iter_events([calls], dialect="gemini")))
     assert len(a.tool_calls) == MAX_TOOL_CALLS
     assert [e.code for e in a.errors].count("bad_tool_call") == 3
+
+
+def test_surrogate_pairs_split_across_deltas() -> None:
+    """A character beyond the BMP sent as two escaped halves in two deltas is joined; a
+    lone half becomes U+FFFD (``lone_surrogate``); nothing unencodable reaches an event."""
+
+    def delta(text: bytes) -> bytes:
+        return (
+            b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+            b'"delta":{"type":"text_delta","text":"' + text + b'"}}\n\n'
+        )
+
+    head = (
+        b'event: message_start\ndata: {"type":"message_start","message":{"id":"m"}}\n\n'
+        b"event: content_block_start\ndata: "
+        b'{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n'
+    )
+    stream = head + delta(b"smile \\ud83d") + delta(b"\\ude00 ok") + delta(b" \\udc00!")
+    events = list(iter_events([stream]))
+    a = answer_of(events)
+    assert a.text == "smile \U0001f600 ok \ufffd!"
+    assert [e.code for e in a.errors] == ["lone_surrogate", "truncated"]
+    for e in events:
+        e.to_json()  # every event encodes (orjson refuses lone surrogates)
+    gemini = (
+        b'data: {"candidates":[{"content":{"parts":[{"text":"A \\ud83d"}]}}]}\n\n'
+        b'data: {"candidates":[{"content":{"parts":[{"text":"\\udd25 B"}]},"finishReason":"STOP"}]}\n\n'
+    )
+    a = answer_of(list(iter_events([gemini])))
+    assert (a.text, a.errors, a.complete) == ("A \U0001f525 B", [], True)

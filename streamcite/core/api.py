@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 
 from streamcite.core.answer import COMPACT_EVERY, AnswerBuilder
+from streamcite.core.bounds import DEFAULT_BOUNDS, StreamBounds
 from streamcite.core.dialects import (
     DIALECTS,
     Dialect,
@@ -22,7 +23,18 @@ from streamcite.core.markers import FootnoteDetector, MarkerMode
 from streamcite.core.models import CitedAnswer
 from streamcite.core.sse import DEFAULT_MAX_EVENT_SIZE, OVERFLOW, RawEvent, SSEDecoder
 
-__all__ = ["ChatStreamParser", "Dialect", "aiter_events", "answer_from_response", "iter_events"]
+__all__ = [
+    "SIZE_CHECK_BYTES",
+    "ChatStreamParser",
+    "Dialect",
+    "aiter_events",
+    "answer_from_response",
+    "iter_events",
+]
+
+SIZE_CHECK_BYTES = 1024 * 1024
+"""The parser checks the answer's size at least once per this many bytes fed (and at
+each compaction), so an answer goes beyond its cap by at most this and one read."""
 
 
 _HOLD_ERRORS = 8
@@ -88,6 +100,10 @@ class _Undecided:
     def feed_completion(self, obj: Any, out: list[Event] | None = None) -> list[Event]:
         return self._decide(detect_body(obj)).feed_completion(obj, out)
 
+    def cut_for_size(self, ev: ErrorEvent, out: list[Event]) -> None:
+        self._held.clear()
+        self._decide("chat").cut_for_size(ev, out)
+
     def close(self, *, truncated_block: bool = False) -> list[Event]:
         if self._held:
             out: list[Event] = []
@@ -117,17 +133,18 @@ class ChatStreamParser:
     [('token', 'Bonjour')]
     """
 
-    __slots__ = ("_decoder", "_dialect", "_interpreter", "builder", "closed")
+    __slots__ = ("_decoder", "_dialect", "_fed", "_interpreter", "builder", "closed")
 
     def __init__(
         self,
         marker_mode: MarkerMode = "keep",
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+        bounds: StreamBounds = DEFAULT_BOUNDS,
         *,
         dialect: Dialect = "auto",
     ) -> None:
         self._decoder = SSEDecoder(max_event_size)
-        self.builder = AnswerBuilder()
+        self.builder = AnswerBuilder(bounds)
         self._interpreter: DialectInterpreter
         self._dialect: Dialect = dialect
         if dialect == "auto":
@@ -140,6 +157,7 @@ class ChatStreamParser:
                 f"unknown dialect {dialect!r}: expected auto or one of {', '.join(DIALECTS)}"
             )
         self.closed = False
+        self._fed = 0  # bytes fed since the last size check
 
     @property
     def dialect(self) -> Dialect:
@@ -153,7 +171,8 @@ class ChatStreamParser:
 
     @property
     def done(self) -> bool:
-        """``[DONE]`` (or a whole non-streaming body) has been seen."""
+        """``[DONE]`` (or a whole non-streaming body) has been seen, or the answer went
+        beyond ``bounds.max_answer_chars`` (``answer_too_large``: nothing more is read)."""
         return self._interpreter.done
 
     @property
@@ -161,13 +180,24 @@ class ChatStreamParser:
         return self.builder.snapshot()
 
     def feed(self, data: bytes) -> list[Event]:
-        """Events completed by ``data`` (any split of the stream)."""
+        """Events completed by ``data`` (any split of the stream).
+
+        The answer's size is checked at each compaction (every :data:`COMPACT_EVERY`
+        parts) and after each :data:`SIZE_CHECK_BYTES` fed: beyond
+        ``bounds.max_answer_chars`` an ``answer_too_large`` error ends the stream (the
+        answer kept so far, ``complete: false``, nothing more decoded)."""
         out: list[Event] = []
+        if self._interpreter.done:
+            return out
         raw = self._decoder.feed_raw(data)
         if raw:
             self._interpreter.feed_raw(raw, out)
-            if self.builder.uncompacted > COMPACT_EVERY:
-                self.builder.compact()
+            self._fed += len(data)
+            if self.builder.uncompacted > COMPACT_EVERY or self._fed > SIZE_CHECK_BYTES:
+                self._fed = 0
+                if (too_large := self.builder.check_size()) is not None:
+                    self._interpreter.cut_for_size(too_large, out)
+                    self._decoder = SSEDecoder()  # the bytes it holds dropped
         return out
 
     def feed_body(self, body: bytes) -> list[Event]:

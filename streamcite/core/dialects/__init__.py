@@ -28,6 +28,7 @@ from streamcite.core.dialects.cohere import CohereInterpreter
 from streamcite.core.dialects.gemini import GeminiInterpreter
 from streamcite.core.dialects.responses import ResponsesInterpreter
 from streamcite.core.markers import MarkerMode
+from streamcite.core.surrogates import loads_lone_surrogates
 
 __all__ = [
     "DIALECTS",
@@ -85,7 +86,7 @@ def detect_stream(name: bytes, data: bytes) -> DialectName:
     try:
         obj: Any = orjson.loads(data)
     except orjson.JSONDecodeError:
-        obj = None
+        obj = loads_lone_surrogates(data)  # JSON but for a split surrogate pair?
     kind = obj.get("type") if type(obj) is dict else None
     if type(obj) is not dict:
         # Not an object: only the event name can tell (the chosen interpreter reports it).

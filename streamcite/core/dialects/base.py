@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import orjson
 
 from streamcite.core.answer import AnswerBuilder
+from streamcite.core.bounds import TOO_MANY_CITATIONS, clip_message
 from streamcite.core.events import (
     CitationRefEvent,
     CitationsEvent,
@@ -34,29 +35,29 @@ from streamcite.core.markers import FootnoteDetector, MarkerMode
 from streamcite.core.models import Citation, CitationSpan, Usage
 from streamcite.core.offsets import OffsetMap
 from streamcite.core.sse import OVERFLOW, RawEvent
+from streamcite.core.surrogates import SurrogateJoiner, fix_surrogates, loads_lone_surrogates
 
 __all__ = [
-    "MAX_CANDIDATES",
-    "MAX_CITATIONS",
     "MAX_SPANS",
-    "MAX_TOOL_CALLS",
     "DialectInterpreter",
     "Handler",
     "StreamState",
     "status_retryable",
 ]
 
-MAX_CANDIDATES = 128
-"""Choices (Gemini candidates) a stream may carry, as in the chat dialect."""
-MAX_TOOL_CALLS = 1024
-"""Tool calls per answer, as in the chat dialect."""
-MAX_CITATIONS = 256
-"""Distinct cited sources per answer: every ``citations`` event carries the whole list
-so far, so the events stay bounded whatever a stream cites."""
+# The caps shared with the chat dialect (choices, tool calls, cited sources, answer size,
+# errors, error messages) are the builder's ``bounds`` (streamcite.core.bounds).
 MAX_SPANS = 1024
-"""Citation spans per answer, for the same reason."""
+"""Citation spans per answer: every ``citations`` event carries the whole list so far,
+so the events stay bounded whatever a stream anchors (four per cited source)."""
 MAX_UNKNOWN = 32
 """Distinct unknown event types reported per stream (each once); the rest are counted."""
+
+_TEXT_KEYS = frozenset(
+    {"text", "delta", "thinking", "partial_json", "arguments", "tool_plan", "refusal"}
+)
+"""Keys whose strings are streamed text: a surrogate half at either end may be joined
+with the neighbouring delta's (the other strings are fixed at once)."""
 
 _RETRYABLE = frozenset(
     {
@@ -113,6 +114,10 @@ class DialectInterpreter(Protocol):
         """End of input: held markers released, a cut stream reported."""
         ...
 
+    def cut_for_size(self, ev: ErrorEvent, out: list[Event]) -> None:
+        """The builder's ``answer_too_large`` (recorded already): emit it, read no more."""
+        ...
+
 
 Handler = Callable[[dict[str, Any], list[Event]], None]
 """A dialect's handler of one event type: the parsed data object and the output list."""
@@ -134,6 +139,7 @@ class StreamState:
         "_mode",
         "_mode_keep",
         "_raw0",
+        "_surr",
         "_tool_keys",
         "_unknown",
         "builder",
@@ -169,6 +175,9 @@ class StreamState:
         self._tool_keys: dict[Any, int] = {}
         self._cite_keys: dict[Any, int] = {}
         self._unknown: set[str] = set()
+        self._surr: SurrogateJoiner | None = None
+        """Set once an event held escaped lone surrogates (``core.surrogates``): the
+        streamed texts are joined through it from then on."""
         self.citations_dropped = 0
         self.spans_dropped = 0
         self.usage_pending: UsageEvent | None = None
@@ -203,8 +212,14 @@ class StreamState:
         except orjson.JSONDecodeError as exc:
             if not data.strip():
                 return  # an event with an empty data field carries nothing
-            self.fault(out, "invalid_json", f"event is not valid JSON ({exc}): {data[:120]!r}")
-            return
+            obj = loads_lone_surrogates(data)  # JSON but for lone surrogate escapes?
+            if type(obj) is not dict:
+                msg = f"event is not valid JSON ({exc}): {data[:120]!r}"
+                self.fault(out, "invalid_json", msg)
+                return
+            if self._surr is None:
+                self._surr = SurrogateJoiner()
+            self._lone(_fix_strings(obj), out)
         if type(obj) is not dict:
             self.fault(out, "bad_chunk", f"event is not a JSON object: {data[:120]!r}")
             return
@@ -259,8 +274,23 @@ class StreamState:
         self.builder.model = ev.model
         out.append(ev)
 
+    def _join(self, key: Any, text: str, out: list[Event]) -> str:
+        """``text`` with a surrogate pair split from its neighbour joined (cold: only in a
+        stream that sent an escaped lone surrogate)."""
+        assert self._surr is not None
+        text, lone = self._surr.join(key, text)
+        self._lone(lone, out)
+        return text
+
+    def _lone(self, count: int, out: list[Event]) -> None:
+        if count:
+            msg = f"{count} lone UTF-16 surrogate(s) replaced by U+FFFD"
+            self.fault(out, "lone_surrogate", msg)
+
     def token(self, idx: int, text: str, out: list[Event]) -> None:
         """A non-empty text delta of choice ``idx`` (footnote markers detected)."""
+        if self._surr is not None and not (text := self._join(("t", idx), text, out)):
+            return
         det = self._det.get(idx)
         if det is None:
             det = self._det[idx] = FootnoteDetector(self._mode)
@@ -300,11 +330,15 @@ class StreamState:
             self._refs(idx, refs, out)
 
     def reasoning(self, idx: int, text: str, out: list[Event]) -> None:
+        if self._surr is not None and not (text := self._join(("r", idx), text, out)):
+            return
         out.append(ReasoningEvent(idx, text))
         if idx == 0:
             self.builder.reasoning_parts.append(text)
 
     def refusal(self, idx: int, text: str, out: list[Event]) -> None:
+        if self._surr is not None and not (text := self._join(("x", idx), text, out)):
+            return
         out.append(RefusalEvent(idx, text))
         if idx == 0:
             self.builder.refusal_parts.append(text)
@@ -319,11 +353,14 @@ class StreamState:
         idx: int = 0,
     ) -> None:
         """A tool-call fragment of the call known by ``key`` (a new key starts a call)."""
+        if self._surr is not None and arguments:
+            arguments = self._join(("a", idx, key), arguments, out)
         tidx = self._tool_keys.get((idx, key))
         if tidx is None:
             tidx = sum(1 for k in self._tool_keys if k[0] == idx)
-            if tidx >= MAX_TOOL_CALLS:
-                msg = f"tool call beyond the {MAX_TOOL_CALLS:,} of an answer: dropped"
+            cap = self.builder.bounds.max_tool_calls
+            if tidx >= cap:
+                msg = f"tool call beyond the {cap:,} of a choice: dropped"
                 self.fault(out, "bad_tool_call", msg)
                 return
             self._tool_keys[(idx, key)] = tidx
@@ -395,7 +432,14 @@ class StreamState:
         if retryable is None:
             retryable = status_retryable(code_s, st)
         msg = message if isinstance(message, str) else ("" if message is None else str(message))
-        ev = ErrorEvent(code=code_s, message=msg, retryable=retryable, stage=stage, status=st)
+        limit = self.builder.bounds.max_error_message
+        ev = ErrorEvent(
+            code=clip_message(code_s, 100),
+            message=clip_message(msg, limit),
+            retryable=retryable,
+            stage=stage,
+            status=st,
+        )
         self.builder.error(ev)
         out.append(ev)
         if not self.finished:
@@ -418,6 +462,17 @@ class StreamState:
 
     def close(self, *, truncated_block: bool = False) -> list[Event]:
         out: list[Event] = []
+        if self._surr is not None and self._surr.held:
+            # High halves still awaiting their low one: alone, so U+FFFD (reported).
+            for key in list(self._surr.held):
+                self._surr.held.pop(key)
+                self._lone(1, out)
+                if key[0] == "t":
+                    self.token(key[1], "\ufffd", out)
+                elif key[0] == "r":
+                    self.reasoning(key[1], "\ufffd", out)
+                elif key[0] == "x":
+                    self.refusal(key[1], "\ufffd", out)
         for idx in list(self._det):
             self._flush(idx, out)
         self.close_extra(out)
@@ -432,6 +487,14 @@ class StreamState:
             self.builder.complete = False
         return out
 
+    def cut_for_size(self, ev: ErrorEvent, out: list[Event]) -> None:
+        out.append(ev)
+        self.cut = True
+        self.failed = True
+        self.done = True
+        self.builder.complete = False
+        self.usage_pending = None
+
     def close_extra(self, out: list[Event]) -> None:
         """A dialect's own end-of-input checks (pending spans...)."""
 
@@ -439,15 +502,15 @@ class StreamState:
 
     def cite(self, key: Any, citation: Citation, out: list[Event]) -> int | None:
         """The ``document_index`` of the source known by ``key``; a new source is added
-        (``citation`` gets its index). ``None`` beyond :data:`MAX_CITATIONS`."""
+        (``citation`` gets its index). ``None`` beyond ``bounds.max_citations``."""
         known = self._cite_keys.get(key)
         if known is not None:
             return known
-        n = len(self.builder.citations)
-        if n >= MAX_CITATIONS:
+        n, cap = len(self.builder.citations), self.builder.bounds.max_citations
+        if n >= cap:
             if not self.citations_dropped:
-                msg = f"more than {MAX_CITATIONS} cited sources: the rest dropped"
-                self.fault(out, "bad_citations", msg)
+                msg = f"more than {cap} cited sources: the rest dropped"
+                self.fault(out, TOO_MANY_CITATIONS, msg)
             self.citations_dropped += 1
             return None
         citation.document_index = n
@@ -467,7 +530,8 @@ class StreamState:
             return False
         if len(self.builder.citation_spans) >= MAX_SPANS:
             if not self.spans_dropped:
-                self.fault(out, "bad_citations", f"more than {MAX_SPANS} citation spans: dropped")
+                msg = f"more than {MAX_SPANS} citation spans: the rest dropped"
+                self.fault(out, TOO_MANY_CITATIONS, msg)
             self.spans_dropped += 1
             return False
         sp = CitationSpan(doc, start, end, self.utf16_at(start), self.utf16_at(end))
@@ -493,3 +557,31 @@ class StreamState:
 
     def text_slice(self, start: int, end: int) -> str:
         return self.text_map().text[start:end]
+
+
+def _fix_strings(obj: dict[str, Any]) -> int:
+    """Fix the surrogates of every string of ``obj`` in place (pairs joined, lone ones
+    U+FFFD), but a high half ending or a low half starting a streamed text (under
+    :data:`_TEXT_KEYS`): the dialect joins those with the neighbouring delta. Returns the
+    number of lone surrogates replaced."""
+    lone = 0
+    stack: list[Any] = [obj]
+    while stack:
+        node = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for k, v in list(items):
+            if isinstance(v, dict | list):
+                stack.append(v)
+            elif isinstance(v, str):
+                if k in _TEXT_KEYS and isinstance(node, dict):
+                    head = v[:1] if v[:1] and "\udc00" <= v[0] <= "\udfff" else ""
+                    tail = v[-1:] if len(v) > len(head) and "\ud800" <= v[-1] <= "\udbff" else ""
+                    inner, n = fix_surrogates(v[len(head) : len(v) - len(tail)])
+                    node[k] = head + inner + tail
+                else:
+                    node[k], n = fix_surrogates(v)
+                lone += n
+        if isinstance(node, dict):
+            for k in [k for k in node if isinstance(k, str) and fix_surrogates(k)[1]]:
+                node[fix_surrogates(k)[0]] = node.pop(k)
+    return lone

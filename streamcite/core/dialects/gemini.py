@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from streamcite.core.answer import AnswerBuilder
-from streamcite.core.dialects.base import MAX_CANDIDATES, MAX_SPANS, StreamState
+from streamcite.core.dialects.base import MAX_SPANS, StreamState
 from streamcite.core.events import Event
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
@@ -111,7 +111,7 @@ class GeminiInterpreter(StreamState):
 
     def _candidate(self, cand: Any, out: list[Event]) -> None:
         idx = cand.get("index", 0) if type(cand) is dict else None
-        if type(idx) is not int or not 0 <= idx < MAX_CANDIDATES:
+        if type(idx) is not int or not 0 <= idx < self.builder.bounds.max_choices:
             self.fault(out, "bad_chunk", f"candidate not understood: {cand!r:.120}")
             return
         content = cand.get("content")

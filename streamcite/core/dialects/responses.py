@@ -219,7 +219,7 @@ class ResponsesInterpreter(StreamState):
             self.finish(0, _INCOMPLETE.get(why or "", "length"), why or status, out)
         elif self.has_tools:
             self.finish(0, "tool_calls", status, out)
-        elif self.builder.refusal_parts and not self._texts:
+        elif self.builder.has_refusal() and not self._texts:
             self.finish(0, "refusal", status, out)
         else:
             self.finish(0, "stop", status, out)
