@@ -3,13 +3,19 @@ matching endpoint, enrichers after any of them, the relay's frames and UI stream
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextlib
 import re
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import orjson
 import pytest
+from aiohttp import web
 from click.testing import CliRunner
 
 from streamcite.apps import bench
@@ -19,6 +25,7 @@ from streamcite.cli import main
 from streamcite.local.server import LocalBackend
 from streamcite.pipeline.apis import APIS, api_root
 from tests._relay_fixtures import relay, text_of, ws_client
+from tests.test_pipeline_apis import TEXT, Recorder
 from tests.test_web import chunks
 
 QUESTION = "How many days a week can I work from home?"
@@ -131,3 +138,64 @@ def test_bench_with_an_api_over_the_embedded_backend(tmp_path: Path) -> None:
     assert doc["config"]["api"] == "anthropic"
     (run,) = doc["runs"]
     assert run["summary"]["ok"] == 2, run["summary"]["errors_by_code"]
+
+
+@contextlib.contextmanager
+def recorder_in_thread(api: str) -> Iterator[tuple[str, Recorder]]:
+    """A :class:`Recorder` served on 127.0.0.1 from its own thread and event loop (the CLI
+    runs ``asyncio.run`` itself)."""
+    up = Recorder(api)
+    loop = asyncio.new_event_loop()
+    started: concurrent.futures.Future[tuple[str, web.AppRunner]] = concurrent.futures.Future()
+
+    async def start() -> None:
+        runner = web.AppRunner(up.app(), shutdown_timeout=0.1)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        started.set_result((f"http://127.0.0.1:{runner.addresses[0][1]}", runner))
+
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    asyncio.run_coroutine_threadsafe(start(), loop)
+    url, runner = started.result(timeout=10)
+    try:
+        yield url, up
+    finally:
+        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(timeout=10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        loop.close()
+
+
+@pytest.mark.parametrize(
+    ("api", "env", "header"),
+    [
+        ("anthropic", "ANTHROPIC_API_KEY", "x-api-key"),
+        ("gemini", "GEMINI_API_KEY", "x-goog-api-key"),
+        ("cohere", "CO_API_KEY", "authorization"),
+    ],
+)
+def test_ask_a_provider_by_api_with_its_key_variable(
+    api: str, env: str, header: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(env, "sk-cli-9f8e7d6c5b4a")
+    with recorder_in_thread(api) as (url, up):
+        events = _ask(
+            "--api", api, "--base-url", api_root(url, api), "--model", "m1",
+            "--json", "--grounding", "none", "--system-prompt", "Be brief.", QUESTION,
+        )  # fmt: skip
+    assert events[-1]["answer"]["text"] == TEXT
+    ((path, headers, body),) = up.seen
+    low = {k.lower(): v for k, v in headers.items()}
+    assert low[header].endswith("sk-cli-9f8e7d6c5b4a")
+    sent = orjson.loads(body)
+    if api == "gemini":
+        assert path == "/v1beta/models/m1:streamGenerateContent?alt=sse"
+        assert sent["systemInstruction"] == {"parts": [{"text": "Be brief."}]}
+        assert sent["contents"] == [{"role": "user", "parts": [{"text": QUESTION}]}]
+    elif api == "anthropic":
+        assert path == "/v1/messages"
+        assert (sent["system"], sent["max_tokens"], sent["model"]) == ("Be brief.", 1024, "m1")
+    else:
+        assert path == "/v2/chat" and sent["messages"][0]["role"] == "system"
