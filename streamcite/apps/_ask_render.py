@@ -13,7 +13,7 @@ import orjson
 
 from streamcite.apps._answer_summary import print_claims, source_links, sources_table
 from streamcite.apps._provider_render import ProviderRender
-from streamcite.apps._terminal import console_text, terminal_safe
+from streamcite.apps._terminal import console_text, json_line_escaped, terminal_safe
 from streamcite.apps._usage import base_url_hint
 from streamcite.core.events import (
     CitationRefEvent,
@@ -69,7 +69,8 @@ class JsonRenderer(Renderer):
         self._text = out
 
     def event(self, event: Event) -> None:
-        line = orjson.dumps(event, option=orjson.OPT_APPEND_NEWLINE)
+        # C1 controls and bidi overrides escaped (orjson writes them raw).
+        line = json_line_escaped(orjson.dumps(event, option=orjson.OPT_APPEND_NEWLINE))
         if self._out is not None:
             self._out.write(line)
             self._out.flush()

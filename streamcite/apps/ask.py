@@ -21,6 +21,7 @@ import click
 
 from streamcite.apps._ask_render import JsonRenderer, Renderer, RenderSettings, RichRenderer
 from streamcite.apps._enrichers import EnricherOptions, build_enrichers
+from streamcite.apps._terminal import one_line
 from streamcite.apps._usage import check_base_url, warn_unset_key
 from streamcite.apps.options import (
     API_KEY_ENVS,
@@ -230,7 +231,7 @@ async def _start_local(stack: contextlib.AsyncExitStack, opts: AskOptions) -> _U
     try:
         backend = await stack.enter_async_context(LocalBackend(config))
     except CorpusError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(one_line(str(exc))) from None
     for warning in backend.corpus.skipped:
         click.echo(f"streamcite: warning: {warning}", err=True)
     base_url = api_root(backend.root_url, opts.api)  # the backend's endpoint for --api

@@ -9,7 +9,12 @@ import click
 import orjson
 
 from streamcite.apps._io import read_chunks
-from streamcite.apps._terminal import console_text, json_for_terminal, terminal_safe
+from streamcite.apps._terminal import (
+    console_text,
+    json_for_terminal,
+    json_line_escaped,
+    terminal_safe,
+)
 from streamcite.apps.options import marker_mode_option
 from streamcite.core.api import iter_events
 from streamcite.core.dialects import DIALECTS, Dialect
@@ -46,7 +51,7 @@ def command(file: str | None, marker_mode: str, dialect: str, jsonl: bool | None
     if jsonl:
         out = sys.stdout.buffer
         for ev in events:
-            out.write(orjson.dumps(ev, option=orjson.OPT_APPEND_NEWLINE))
+            out.write(json_line_escaped(orjson.dumps(ev, option=orjson.OPT_APPEND_NEWLINE)))
         out.flush()
         return
     _pretty(events)

@@ -49,6 +49,7 @@ from streamcite.local.wikit_api import (
     wikit_v1_citations,
     wikit_v2_sources,
 )
+from streamcite.web.deadlines import ReadDeadlines
 
 __all__ = [
     "MODEL",
@@ -60,6 +61,8 @@ __all__ = [
 ]
 
 _STATE = STATE  # the name tests and older callers use
+DEADLINES = web.AppKey("deadlines", ReadDeadlines)
+"""The read deadlines :class:`LocalBackend` runs (``/healthz`` reports ``half_open``)."""
 
 
 def create_app(
@@ -109,9 +112,11 @@ async def _host_guard(request: web.Request, handler: Handler) -> web.StreamRespo
 
 async def _healthz(request: web.Request) -> web.Response:
     state = request.app[STATE]
+    deadlines = request.app.get(DEADLINES)
     return json_response(
         {
             "status": "ok",
+            "half_open": deadlines.half_open if deadlines is not None else 0,
             "model": MODEL,
             "documents": len(state.corpus.documents),
             "chunks": len(state.corpus.chunks),
@@ -158,6 +163,8 @@ class LocalBackend:
         self._runner: web.AppRunner | None = None
         self._app: web.Application | None = None
         self.port: int = 0
+        self.deadlines: ReadDeadlines | None = None
+        """Header/body read deadlines while started (``config.header_timeout``, ...)."""
 
     @property
     def app(self) -> web.Application:
@@ -185,19 +192,25 @@ class LocalBackend:
         if self._runner is not None:
             return
         self._app = create_app(self.config, self._corpus)
+        cfg = self.config
+        deadlines = ReadDeadlines(header_timeout=cfg.header_timeout, body_timeout=cfg.body_timeout)
+        self._app[DEADLINES] = self.deadlines = deadlines
         runner = web.AppRunner(
             self._app,
             access_log=None,
             handler_cancellation=True,
             shutdown_timeout=self._shutdown_timeout,
+            **deadlines.runner_kwargs(),
         )
         await runner.setup()
+        deadlines.start(runner)
         try:
             # A deep backlog: benchmarks open hundreds of streams at once, and a full
             # accept queue costs a one-second SYN retransmit per dropped connection.
             site = web.TCPSite(runner, self.host, self._requested_port, backlog=4096)
             await site.start()
         except BaseException:
+            deadlines.stop()
             await runner.cleanup()
             raise
         self._runner = runner
@@ -213,6 +226,8 @@ class LocalBackend:
         if runner is None:
             return
         self.app[STATE].closing.set()
+        if self.deadlines is not None:
+            self.deadlines.stop()
         await runner.cleanup()
 
     async def __aenter__(self) -> LocalBackend:

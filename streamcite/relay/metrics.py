@@ -5,6 +5,10 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from streamcite.web.deadlines import ReadDeadlines
 
 __all__ = ["RelayMetrics"]
 
@@ -69,7 +73,13 @@ class RelayMetrics:
         self.stages = {stage: _Histogram() for stage in self.STAGES}
         """The pipeline's own stage timings (``answer.timings``), in seconds."""
 
-    def render(self, *, active_streams: int, log_stats: Mapping[str, int] | None) -> str:
+    def render(
+        self,
+        *,
+        active_streams: int,
+        log_stats: Mapping[str, int] | None,
+        deadlines: ReadDeadlines | None = None,
+    ) -> str:
         p = "streamcite_relay_"
         lines = [
             f"# HELP {p}active_streams Upstream requests running now.",
@@ -78,7 +88,7 @@ class RelayMetrics:
             f"# HELP {p}connections Open client connections.",
             f"# TYPE {p}connections gauge",
         ]
-        for transport in ("ws", "sse"):
+        for transport in ("ws", "sse", "aisdk"):
             lines.append(f'{p}connections{{transport="{transport}"}} {self.connections[transport]}')
         lines += [
             f"# HELP {p}streams_started_total Streams started.",
@@ -118,6 +128,18 @@ class RelayMetrics:
         ]
         for stage, hist in self.stages.items():
             lines += hist.lines(f"{p}stage_seconds", f'stage="{stage}"')
+        if deadlines is not None:
+            lines += [
+                f"# HELP {p}half_open_connections Connections waiting for a request head or body.",
+                f"# TYPE {p}half_open_connections gauge",
+                f"{p}half_open_connections {deadlines.half_open}",
+                f"# HELP {p}read_deadline_closed_total Connections closed by a read deadline.",
+                f"# TYPE {p}read_deadline_closed_total counter",
+            ]
+            for phase in ("header", "body"):
+                lines.append(
+                    f'{p}read_deadline_closed_total{{phase="{phase}"}} {deadlines.closed[phase]}'
+                )
         if log_stats:
             lines += [
                 f"# HELP {p}log_streams Streams kept in the event log (live and retained).",

@@ -16,12 +16,15 @@ reasoning      ``reasoning-start`` (first of a block), ``reasoning-delta``
 tool_call      ``tool-input-start`` (once id and name are known),
                ``tool-input-delta``; at the choice's finish
                ``tool-input-available`` (or ``tool-input-error`` for bad JSON)
-refusal        ``data-refusal`` (id ``refusal-<index>``, the text so far)
+refusal        ``data-refusal`` (id ``refusal-<index>``, the text so far: sent when it
+               has doubled since the last one, and at the choice's finish)
 citation_ref   nothing: the marker is in the ``text-delta``
 finish         ``reasoning-end`` / ``text-end`` of the choice, its tool inputs
 citations      ``source-url`` per citation with a URL, else ``source-document``;
                ``sourceId`` ``cite-<n>`` for footnote ``n = document_index + 1``
                (a citation an earlier event already sent is not sent again);
+               at most ``max_sources`` per message, then one
+               ``data-sources-truncated`` (``{limit, dropped}``, replaced in place);
                then, when the event has spans, ``data-citation-spans`` (id
                ``citation-spans``, so a later one replaces it): ``{"spans":
                [{"sourceId", "start", "end"}]}``, offsets in UTF-16 code units
@@ -33,6 +36,10 @@ error          ``error`` (``errorText`` = ``"<code>: <message>"``)
 done           what is still open, ``finish-step``, ``finish``, ``[DONE]``
 ============== ==============================================================
 
+Linear in its input: every id is found in O(1) and every output is joined once, so
+a hostile finish chunk (10,000 citations of one document, 40,000 distinct ones) costs
+milliseconds, and at most :data:`MAX_SOURCE_PARTS` source parts are written per message.
+
 Events are told apart by their ``type`` string, so event kinds this module has
 no class for (or plain mappings in the wire form) map by their documented fields.
 """
@@ -40,7 +47,7 @@ no class for (or plain mappings in the wire form) map by their documented fields
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
 
@@ -48,7 +55,11 @@ import orjson
 
 from streamcite.core.events import TokenEvent
 
-__all__ = ["UI_MESSAGE_STREAM_HEADERS", "UIMessageEncoder", "finish_reason"]
+__all__ = ["MAX_SOURCE_PARTS", "UI_MESSAGE_STREAM_HEADERS", "UIMessageEncoder", "finish_reason"]
+
+MAX_SOURCE_PARTS = 1000
+"""Default cap on ``source-url`` / ``source-document`` parts in one message; the citations
+beyond it are counted in one ``data-sources-truncated`` part instead."""
 
 UI_MESSAGE_STREAM_HEADERS: Mapping[str, str] = {
     "Content-Type": "text/event-stream",
@@ -87,6 +98,16 @@ def _frame(chunk: Mapping[str, Any]) -> bytes:
     return b"data: " + orjson.dumps(chunk, default=_default) + b"\n\n"
 
 
+class _Refusal:
+    __slots__ = ("parts", "sent", "size")
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.size = 0
+        self.sent = 0
+        """Characters in the last ``data-refusal`` written."""
+
+
 class _Tool:
     __slots__ = ("args", "id", "name", "started")
 
@@ -112,21 +133,35 @@ class UIMessageEncoder:
         "_reason",
         "_reasoning",
         "_refusals",
-        "_source_ids",
+        "_sids",
+        "_source_counts",
+        "_sources",
+        "_sources_dropped",
         "_text",
         "_tools",
+        "max_sources",
         "message_id",
     )
 
-    def __init__(self, message_id: str | None = None) -> None:
+    def __init__(
+        self, message_id: str | None = None, *, max_sources: int = MAX_SOURCE_PARTS
+    ) -> None:
+        """``max_sources``: source parts written at most in this message (the rest are
+        counted in ``data-sources-truncated``)."""
         self.message_id = message_id or f"msg-{secrets.token_urlsafe(12)}"
         self._text: dict[int, bytes] = {}  # choice -> id of its open text block (JSON-ready)
         self._reasoning: dict[int, str] = {}
         self._blocks = 0
         self._tools: dict[tuple[int, int], _Tool] = {}
-        self._refusals: dict[int, str] = {}
-        self._source_ids: set[str] = set()
-        self._cited: list[tuple[Any, str]] = []  # (citation, sourceId) sent, in order
+        self._refusals: dict[int, _Refusal] = {}
+        self._source_counts: dict[int, int] = {}  # footnote n -> source parts written for it
+        self._sources = 0
+        self._sources_dropped = 0
+        self.max_sources = max_sources
+        self._cited: Sequence[Any] = ()
+        """The last citations list (the reference a live stream's next one continues)."""
+        self._sids: list[str | None] = []
+        """The ``sourceId`` each of its citations was sent as (None: over ``max_sources``)."""
         self._reason: str | None = None
         self._closed = False
 
@@ -193,10 +228,13 @@ class UIMessageEncoder:
         return out + _frame({"type": "reasoning-delta", "id": rid, "delta": text})
 
     def _close_choice(self, index: int) -> bytes:
-        out = self._end_reasoning(index) + self._end_text(index)
+        out = [self._end_reasoning(index), self._end_text(index)]
         for key in sorted(k for k in self._tools if k[0] == index):
-            out += self._tool_done(key, self._tools.pop(key))
-        return out
+            out.append(self._tool_done(key, self._tools.pop(key)))
+        refusal = self._refusals.get(index)
+        if refusal is not None and refusal.sent < refusal.size:
+            out.append(self._refusal_frame(index, refusal))
+        return b"".join(out)
 
     # -- tool calls -------------------------------------------------------------------
 
@@ -266,7 +304,21 @@ class UIMessageEncoder:
         index, text = int(ev.index or 0), ev.text or ""
         if not text:
             return b""
-        so_far = self._refusals[index] = self._refusals.get(index, "") + text
+        refusal = self._refusals.get(index)
+        if refusal is None:
+            refusal = self._refusals[index] = _Refusal()
+        refusal.parts.append(text)
+        refusal.size += len(text)
+        # Each part carries the whole text so far (the SDK replaces it): written when the
+        # text doubled, the bytes sent stay linear in the text (the rest at the finish).
+        if refusal.size < 2 * refusal.sent:
+            return b""
+        return self._refusal_frame(index, refusal)
+
+    def _refusal_frame(self, index: int, refusal: _Refusal) -> bytes:
+        so_far = "".join(refusal.parts)
+        refusal.parts = [so_far]
+        refusal.sent = refusal.size
         return _frame(
             {
                 "type": "data-refusal",
@@ -294,32 +346,56 @@ class UIMessageEncoder:
         return self._close_choice(index)
 
     def _on_citations(self, ev: Any) -> bytes:
-        citations = list(ev.citations or ())
-        cited = self._cited
+        citations = ev.citations or ()
+        if not isinstance(citations, list | tuple):
+            citations = list(citations)
+        sids = self._sids
         # A live stream's citations events each carry the list so far: those already
-        # sent are not sent again (a list that is not a continuation is sent whole).
-        known = len(cited)
-        if citations[:known] != [c for c, _ in cited]:
+        # handled are not sent again (a list that is not a continuation is sent whole,
+        # and becomes the reference). Identity first: the core re-sends the same objects.
+        known = len(sids)
+        prev = self._cited
+        if known > len(citations) or (
+            citations is not prev
+            and any(a is not b and a != b for a, b in zip(prev, citations, strict=False))
+        ):
             known = 0
-            cited.clear()  # the reference for the next event is this list (bounded by it)
-        sids = [sid for _, sid in cited[:known]]
-        out = b""
-        for i in range(known, len(citations)):
-            chunk, sid = self._source(citations[i], i)
-            out += chunk
-            cited.append((citations[i], sid))
-            sids.append(sid)
+            sids = self._sids = []
+        self._cited = citations
+        room = max(self.max_sources - self._sources, 0)
+        new = citations[known:] if known else citations
+        sent = new[:room] if len(new) > room else new
+        source = self._source
+        out = [source(c, i, sids) for i, c in enumerate(sent, known)]
+        if len(new) > len(sent):
+            sids.extend([None] * (len(new) - len(sent)))
+        self._sources += len(out)
+        dropped = len(citations) - known - len(out)
+        if dropped > 0:
+            self._sources_dropped += dropped
+            out.append(
+                _frame(
+                    {
+                        "type": "data-sources-truncated",
+                        "id": "sources-truncated",
+                        "data": {"limit": self.max_sources, "dropped": self._sources_dropped},
+                    }
+                )
+            )
         spans = getattr(ev, "spans", None)
-        return out + _spans(spans, sids) if spans else out
+        if spans:
+            out.append(_spans(spans, sids))
+        return b"".join(out)
 
-    def _source(self, c: Any, position: int) -> tuple[bytes, str]:
+    def _source(self, c: Any, position: int, sids: list[str | None]) -> bytes:
+        """The source part of ``c``; its ``sourceId`` is appended to ``sids``."""
         doc = getattr(c, "document_index", None)
-        n = _footnote(c, position)
-        sid, k = f"cite-{n}", 1
-        while sid in self._source_ids:  # two citations of one document: both kept
-            k += 1
-            sid = f"cite-{n}-{k}"
-        self._source_ids.add(sid)
+        n = doc + 1 if isinstance(doc, int) and doc >= 0 else position + 1
+        # Two citations of one document: both kept, the second as cite-<n>-2. Ids of one
+        # n never meet another n's ("cite-1-2" is n=1 only): one counter per n is enough.
+        k = self._source_counts.get(n, 0) + 1
+        self._source_counts[n] = k
+        sid = f"cite-{n}" if k == 1 else f"cite-{n}-{k}"
         title = getattr(c, "document_title", None) or getattr(c, "cited_text_heading", None)
         url = getattr(c, "source_url", None)
         meta = {"streamcite": {"document_index": doc, "cited_text": getattr(c, "cited_text", None)}}
@@ -335,7 +411,8 @@ class UIMessageEncoder:
                 "title": str(title or f"Document {n}"),
             }
         chunk["providerMetadata"] = meta
-        return _frame(chunk), sid
+        sids.append(sid)
+        return _frame(chunk)
 
     def _on_data(self, ev: Any) -> bytes:
         return _frame({"type": f"data-{ev.type}", "data": ev})
@@ -357,15 +434,16 @@ class UIMessageEncoder:
         return self._finish(reason)
 
     def _finish(self, reason: str | None) -> bytes:
-        out = b""
-        for index in sorted({*self._text, *self._reasoning, *(k[0] for k in self._tools)}):
-            out += self._close_choice(index)
+        open_choices = {*self._text, *self._reasoning, *(k[0] for k in self._tools)}
+        open_choices.update(i for i, r in self._refusals.items() if r.sent < r.size)
+        out = [self._close_choice(index) for index in sorted(open_choices)]
         self._closed = True
         finish: dict[str, Any] = {"type": "finish"}
         mapped = finish_reason(reason)
         if mapped is not None:
             finish["finishReason"] = mapped
-        return out + b'data: {"type":"finish-step"}\n\n' + _frame(finish) + _DONE
+        out += (b'data: {"type":"finish-step"}\n\n', _frame(finish), _DONE)
+        return b"".join(out)
 
     def close(self) -> bytes:
         """End the message if ``done`` never came (the events ended or failed early)."""
@@ -380,13 +458,7 @@ class UIMessageEncoder:
         return self._error(code, message) + self._finish("error")
 
 
-def _footnote(c: Any, position: int) -> int:
-    """The footnote number of a citation: ``document_index + 1``, else its position + 1."""
-    doc = getattr(c, "document_index", None)
-    return doc + 1 if isinstance(doc, int) and doc >= 0 else position + 1
-
-
-def _spans(spans: Any, sids: list[str]) -> bytes:
+def _spans(spans: Any, sids: list[str | None]) -> bytes:
     """``data-citation-spans``: each span's ``sourceId`` (``sids``: the event's citations')
     and its UTF-16 offsets into the text. A span without them (the chat dialect's, until
     the text it indexes has arrived) is left out: a later citations event carries it."""
@@ -395,7 +467,9 @@ def _spans(spans: Any, sids: list[str]) -> bytes:
         doc = _get(sp, "document_index")
         start, end = _get(sp, "start_utf16"), _get(sp, "end_utf16")
         if type(doc) is int and 0 <= doc < len(sids) and type(start) is int and type(end) is int:
-            out.append({"sourceId": sids[doc], "start": start, "end": end})
+            sid = sids[doc]
+            if sid is not None:  # a dropped source (over max_sources) anchors nothing
+                out.append({"sourceId": sid, "start": start, "end": end})
     if not out:
         return b""
     return _frame({"type": "data-citation-spans", "id": "citation-spans", "data": {"spans": out}})
