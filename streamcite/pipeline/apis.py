@@ -65,12 +65,15 @@ _ROOTS: dict[str, str] = {
 }
 
 
+_KNOWN: dict[str, Api] = {a: a for a in APIS}
+
+
 def check_api(api: str) -> Api:
     """``api`` if it is one of :data:`APIS`, else ``ValueError``."""
-    for known in APIS:
-        if api == known:
-            return known
-    raise ValueError(f"unknown api {api!r}: one of {', '.join(APIS)}")
+    known = _KNOWN.get(api) if isinstance(api, str) else None
+    if known is None:
+        raise ValueError(f"unknown api {api!r}: one of {', '.join(APIS)}")
+    return known
 
 
 def api_root(server_root: str, api: str) -> str:
@@ -82,7 +85,7 @@ def api_root(server_root: str, api: str) -> str:
     return server_root.rstrip("/") + _ROOTS[check_api(api)]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PreparedRequest:
     """One request as sent: where, with which headers, which bytes."""
 
@@ -124,13 +127,13 @@ def prepare_request(
     out: dict[str, str] = {"Content-Type": "application/json"}
     if api == "anthropic":
         out["anthropic-version"] = ANTHROPIC_VERSION
-    sent = _without_auth(headers or {}, api if api_key else None)
-    out.update(sent)
+    if headers:
+        out.update(_without_auth(headers, api) if api_key else headers)
     if api == "gemini":
-        body = {k: v for k, v in request.items() if k not in ("model", "stream")}
+        body: Mapping[str, Any] = {k: v for k, v in request.items() if k not in ("model", "stream")}
         url = root + _gemini_path(model, streaming=request.get("stream", True) is not False)
     else:
-        body = dict(request)
+        body = request if type(request) is dict else dict(request)
         url = root + _PATHS[api]
     if api_key:
         if api == "anthropic":
@@ -148,10 +151,8 @@ _AUTH_HEADERS = {
 }
 
 
-def _without_auth(headers: Mapping[str, str], api: str | None) -> dict[str, str]:
+def _without_auth(headers: Mapping[str, str], api: str) -> dict[str, str]:
     """The caller's headers, minus the auth header(s) the key replaces (any case)."""
-    if api is None:
-        return dict(headers)
     names = _AUTH_HEADERS.get(api, frozenset({"authorization"}))
     return {k: v for k, v in headers.items() if k.lower() not in names}
 
