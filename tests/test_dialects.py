@@ -577,3 +577,42 @@ def test_surrogate_pairs_split_across_deltas() -> None:
     )
     a = answer_of(list(iter_events([gemini])))
     assert (a.text, a.errors, a.complete) == ("A \U0001f525 B", [], True)
+
+
+def test_answer_size_cap_in_a_dialect() -> None:
+    """``bounds.max_answer_chars`` cuts a non-chat stream as it cuts a chat one."""
+    from streamcite.core.bounds import StreamBounds
+
+    delta = (
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+        b'"delta":{"type":"text_delta","text":"' + b"x" * 100 + b'"}}\n\n'
+    )
+    head = (
+        b'event: message_start\ndata: {"type":"message_start","message":{"id":"m"}}\n\n'
+        b"event: content_block_start\ndata: "
+        b'{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n'
+    )
+    p = ChatStreamParser(bounds=StreamBounds(max_answer_chars=5_000), dialect="anthropic")
+    events = p.feed(head)
+    for _ in range(300):
+        events += p.feed(delta)
+    events += p.close()
+    a = p.answer
+    assert [e.code for e in a.errors] == ["answer_too_large"]
+    assert 5_000 < len(a.text) < 5_000 + 100 * 200 and not a.complete
+    assert p.done
+
+
+def test_gemini_finish_beside_text() -> None:
+    """A chunk whose candidate carries text and its finish reason (no index) finishes."""
+    stream = (
+        b'data: {"candidates":[{"content":{"parts":[{"text":"Un"}],"role":"model"}}],'
+        b'"modelVersion":"g","responseId":"r"}\r\n\r\n'
+        b'data: {"candidates":[{"content":{"parts":[{"text":" deux"}],"role":"model"},'
+        b'"finishReason":"MAX_TOKENS"}],"usageMetadata":{"promptTokenCount":3,'
+        b'"candidatesTokenCount":2,"totalTokenCount":5}}\r\n\r\n'
+    )
+    events = list(iter_events([stream]))
+    a = answer_of(events)
+    assert (a.text, a.finish_reason, a.complete) == ("Un deux", "length", True)
+    assert a.usage is not None and a.usage.total_tokens == 5

@@ -17,10 +17,11 @@ from typing import Any
 import orjson
 
 from streamcite.core.answer import AnswerBuilder
-from streamcite.core.dialects.base import Handler, StreamState
-from streamcite.core.events import Event
+from streamcite.core.dialects.base import Handler, JSONDecodeError, StreamState, loads, new
+from streamcite.core.events import Event, TokenEvent
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
+from streamcite.core.sse import OVERFLOW, RawEvent
 
 __all__ = ["AnthropicInterpreter", "finish_reason", "status_of"]
 
@@ -118,6 +119,49 @@ class AnthropicInterpreter(StreamState):
 
     def event(self, name: bytes, obj: dict[str, Any], out: list[Event]) -> None:
         self.dispatch(self._table, _IGNORED, obj, out)
+
+    def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:
+        """The hot path, for a ``text_delta`` of a known block (most events of a stream): parsed once, checked inline,
+        its token made here; every other event (and what orjson refused) goes the general
+        way of :class:`StreamState`."""
+        append, raw0, det, keep = out.append, self._raw0, self._det0, self._det0.keep
+        blocks = self._blocks
+        for item in raw:
+            if self.done:
+                return
+            if item.__class__ is not tuple or item is OVERFLOW:
+                StreamState.feed_raw(self, [item], out)
+                continue
+            data = item[1]
+            try:
+                obj = loads(data)
+            except JSONDecodeError:
+                StreamState.feed_raw(self, [item], out)
+                continue
+            if obj.__class__ is dict:
+                d = obj.get("delta")
+                if (
+                    obj.get("type") == "content_block_delta"
+                    and d.__class__ is dict
+                    and d.get("type") == "text_delta"
+                    and (t := d.get("text")).__class__ is str
+                    and obj.get("index") in blocks
+                ):
+                    if t:
+                        if keep and not det.held and "[" not in t and self._surr is None:
+                            det.offset += len(t)
+                            ev = new(TokenEvent)  # built as new_token does, inline
+                            ev.type = "token"
+                            ev.index = 0
+                            ev.text = ev.display = t
+                            append(ev)
+                            raw0.append(t)
+                        else:
+                            self.token(0, t, out)
+                    continue
+                self.event(item[0], obj, out)
+            else:
+                self.fault(out, "bad_chunk", f"event is not a JSON object: {data[:120]!r}")
 
     def _message_start(self, obj: dict[str, Any], out: list[Event]) -> None:
         msg = obj.get("message")

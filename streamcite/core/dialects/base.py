@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from streamcite.core._fields import expect_fields
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.bounds import TOO_MANY_CITATIONS, clip_message
 from streamcite.core.events import (
@@ -41,7 +42,11 @@ __all__ = [
     "MAX_SPANS",
     "DialectInterpreter",
     "Handler",
+    "JSONDecodeError",
     "StreamState",
+    "loads",
+    "new",
+    "new_token",
     "status_retryable",
 ]
 
@@ -52,6 +57,23 @@ MAX_SPANS = 1024
 so the events stay bounded whatever a stream anchors (four per cited source)."""
 MAX_UNKNOWN = 32
 """Distinct unknown event types reported per stream (each once); the rest are counted."""
+
+_loads = loads = orjson.loads
+_new = new = object.__new__
+_JSONDecodeError = JSONDecodeError = orjson.JSONDecodeError
+expect_fields(
+    TokenEvent, ["type", "index", "text", "display"], "dialects/base.py and the dialects' feed_raw"
+)
+
+
+def new_token(text: str) -> TokenEvent:
+    """A token of choice 0 whose display is its text, built without ``__init__`` (hot)."""
+    ev = _new(TokenEvent)
+    ev.type = "token"
+    ev.index = 0
+    ev.text = ev.display = text
+    return ev
+
 
 _TEXT_KEYS = frozenset(
     {"text", "delta", "thinking", "partial_json", "arguments", "tool_plan", "refusal"}
@@ -132,8 +154,11 @@ class StreamState:
     """
 
     __slots__ = (
+        "_astral",
+        "_astral_upto",
         "_cite_keys",
         "_det",
+        "_det0",
         "_disp0",
         "_map",
         "_mode",
@@ -143,7 +168,6 @@ class StreamState:
         "_tool_keys",
         "_unknown",
         "builder",
-        "chars0",
         "citations_dropped",
         "cut",
         "done",
@@ -151,7 +175,6 @@ class StreamState:
         "finished",
         "meta_seen",
         "spans_dropped",
-        "u16",
         "usage_pending",
     )
 
@@ -166,11 +189,12 @@ class StreamState:
         self.builder.display_is_text = self._mode_keep
         self._raw0 = self.builder.text_parts
         self._disp0 = self.builder.display_parts
-        self._det: dict[int, FootnoteDetector] = {}
-        self.chars0 = 0
-        """Characters of choice 0's text so far."""
-        self.u16 = 0
-        """UTF-16 code units of choice 0's text so far."""
+        self._det0 = FootnoteDetector(marker_mode)
+        self._det: dict[int, FootnoteDetector] = {0: self._det0}
+        self._astral = 0
+        self._astral_upto = 0
+        """Characters beyond the BMP (two UTF-16 units) in choice 0's text before
+        ``_astral_upto``: counted when a span asks, never per token."""
         self._map: OffsetMap | None = None
         self._tool_keys: dict[Any, int] = {}
         self._cite_keys: dict[Any, int] = {}
@@ -192,6 +216,9 @@ class StreamState:
     # -- input ---------------------------------------------------------------------
 
     def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:
+        """The general way, one event at a time. Each dialect's own ``feed_raw`` takes its
+        commonest event (a plain text delta of choice 0) inline and hands every other
+        item here."""
         for item in raw:
             if self.done:
                 return
@@ -294,9 +321,6 @@ class StreamState:
         det = self._det.get(idx)
         if det is None:
             det = self._det[idx] = FootnoteDetector(self._mode)
-        if idx == 0:
-            self.chars0 += len(text)
-            self.u16 += len(text) if text.isascii() else len(text.encode("utf-16-le")) >> 1
         if det.keep and not det.held and "[" not in text:
             det.offset += len(text)
             out.append(TokenEvent(idx, text, text))
@@ -550,13 +574,29 @@ class StreamState:
             m = self._map = OffsetMap(self.builder.text_so_far())
         return m
 
+    @property
+    def chars0(self) -> int:
+        """Characters of choice 0's text so far."""
+        return self._det0.offset
+
     def utf16_at(self, char: int) -> int:
-        if self.u16 == self.chars0:
-            return char  # no character beyond the BMP so far: UTF-16 units = characters
-        return self.text_map().char_to_utf16(char)
+        """UTF-16 offset of character ``char`` of choice 0's text so far. The characters
+        beyond the BMP are counted up to the furthest offset asked (spans come mostly in
+        text order: each part of the text is looked at about once)."""
+        text = self.builder.text_so_far()
+        if char < self._astral_upto:
+            return char + _astral(text[:char])
+        self._astral += _astral(text[self._astral_upto : char])
+        self._astral_upto = char
+        return char + self._astral
 
     def text_slice(self, start: int, end: int) -> str:
-        return self.text_map().text[start:end]
+        return self.builder.text_so_far()[start:end]
+
+
+def _astral(s: str) -> int:
+    """Characters of ``s`` beyond the BMP (each two UTF-16 units)."""
+    return 0 if s.isascii() else (len(s.encode("utf-16-le", "surrogatepass")) >> 1) - len(s)
 
 
 def _fix_strings(obj: dict[str, Any]) -> int:

@@ -15,10 +15,18 @@ from __future__ import annotations
 from typing import Any
 
 from streamcite.core.answer import AnswerBuilder
-from streamcite.core.dialects.base import Handler, StreamState, status_retryable
-from streamcite.core.events import Event
+from streamcite.core.dialects.base import (
+    Handler,
+    JSONDecodeError,
+    StreamState,
+    loads,
+    new,
+    status_retryable,
+)
+from streamcite.core.events import Event, TokenEvent
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
+from streamcite.core.sse import OVERFLOW, RawEvent
 
 __all__ = ["CohereInterpreter", "finish_reason"]
 
@@ -97,6 +105,52 @@ class CohereInterpreter(StreamState):
             self.provider_error("upstream_error", obj.get("message"), None, out)
             return
         self.dispatch(self._table, _IGNORED, obj, out)
+
+    def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:
+        """The hot path, for a ``content-delta`` of a text block (most events of a stream): parsed once, checked inline,
+        its token made here; every other event (and what orjson refused) goes the general
+        way of :class:`StreamState`."""
+        append, raw0, det, keep = out.append, self._raw0, self._det0, self._det0.keep
+        blocks = self._blocks
+        for item in raw:
+            if self.done:
+                return
+            if item.__class__ is not tuple or item is OVERFLOW:
+                StreamState.feed_raw(self, [item], out)
+                continue
+            data = item[1]
+            try:
+                obj = loads(data)
+            except JSONDecodeError:
+                StreamState.feed_raw(self, [item], out)
+                continue
+            if obj.__class__ is dict:
+                d = obj.get("delta")
+                m = d.get("message") if d.__class__ is dict else None
+                c = m.get("content") if m.__class__ is dict else None
+                if (
+                    obj.get("type") == "content-delta"
+                    and c.__class__ is dict
+                    and len(c) == 1
+                    and (t := c.get("text")).__class__ is str
+                    and (b := blocks.get(obj.get("index", 0))) is not None
+                    and b[0] == "text"
+                ):
+                    if t:
+                        if keep and not det.held and "[" not in t and self._surr is None:
+                            det.offset += len(t)
+                            ev = new(TokenEvent)  # built as new_token does, inline
+                            ev.type = "token"
+                            ev.index = 0
+                            ev.text = ev.display = t
+                            append(ev)
+                            raw0.append(t)
+                        else:
+                            self.token(0, t, out)
+                    continue
+                self.event(item[0], obj, out)
+            else:
+                self.fault(out, "bad_chunk", f"event is not a JSON object: {data[:120]!r}")
 
     def end_marker(self, out: list[Event]) -> None:
         self.end(out)

@@ -18,10 +18,11 @@ from typing import Any
 import orjson
 
 from streamcite.core.answer import AnswerBuilder
-from streamcite.core.dialects.base import MAX_SPANS, StreamState
-from streamcite.core.events import Event
+from streamcite.core.dialects.base import MAX_SPANS, JSONDecodeError, StreamState, loads, new
+from streamcite.core.events import Event, TokenEvent
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
+from streamcite.core.sse import RawEvent
 
 __all__ = ["GeminiInterpreter", "finish_reason"]
 
@@ -70,10 +71,40 @@ def _source(chunk: Any) -> tuple[Any, Citation] | None:
     return None
 
 
+class _Bytes:
+    """UTF-8 byte offsets of one text → character offsets, walked forward (supports come
+    in text order): each part of the text is encoded about once, and nothing is kept
+    per character (per-character tables cost some 70 bytes per character of answer).
+
+    >>> b = _Bytes("né 🙂!")
+    >>> b.byte_length, b.to_char(3, end=False), b.to_char(5, end=False), b.to_char(5, end=True)
+    (9, 2, 3, 4)
+    """
+
+    __slots__ = ("byte", "byte_length", "char", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.byte_length = len(text) if text.isascii() else len(text.encode("utf-8"))
+        self.char = 0
+        self.byte = 0
+
+    def to_char(self, b: int, *, end: bool) -> int:
+        """The character at byte ``b``; inside a character: its start, or past it (``end``)."""
+        if b < self.byte:
+            self.char = self.byte = 0
+        need = b - self.byte
+        piece = self.text[self.char : self.char + need].encode("utf-8")[:need]
+        whole = piece.decode("utf-8", "ignore")  # a cut character at the end is left out
+        self.char += len(whole)
+        self.byte += len(piece) if len(whole) == len(piece) else len(whole.encode("utf-8"))
+        return self.char + 1 if end and self.byte < b else self.char
+
+
 class GeminiInterpreter(StreamState):
     """Interprets one Gemini stream (``:streamGenerateContent?alt=sse``)."""
 
-    __slots__ = ("_docs", "_pending", "_seen_supports", "_sources_seen")
+    __slots__ = ("_docs", "_pending", "_seen_supports", "_sources_seen", "_usage_raw")
 
     dialect = "gemini"
 
@@ -84,7 +115,8 @@ class GeminiInterpreter(StreamState):
         self._sources_seen: list[Any] = []
         self._pending: list[dict[str, Any]] = []
         """Supports whose segment has not all arrived, or whose sources have not."""
-        self._seen_supports: set[tuple[Any, ...]] = set()
+        self._seen_supports: set[tuple[str, str]] = set()
+        self._usage_raw: Any = None
 
     def event(self, name: bytes, obj: dict[str, Any], out: list[Event]) -> None:
         err = obj.get("error")
@@ -93,11 +125,8 @@ class GeminiInterpreter(StreamState):
             return
         self.meta(obj.get("responseId"), obj.get("modelVersion"), None, out)
         usage = obj.get("usageMetadata")
-        if type(usage) is dict:
-            p, c = usage.get("promptTokenCount"), usage.get("candidatesTokenCount")
-            self.usage(p, c, usage.get("totalTokenCount"), out, final=False)
-        elif usage is not None:
-            self.fault(out, "bad_chunk", f"usageMetadata is not an object: {usage!r:.120}")
+        if usage is not None:
+            self._usage_raw = usage  # sent on every chunk: the last one is read at the end
         candidates = obj.get("candidates")
         if type(candidates) is list:
             for cand in candidates:
@@ -107,7 +136,83 @@ class GeminiInterpreter(StreamState):
         feedback = obj.get("promptFeedback")
         if type(feedback) is dict and type(block := feedback.get("blockReason")) is str:
             self.finish(0, "content_filter", block, out)
-            self.flush_usage(out)
+            self._usage_out(out)
+
+    def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:
+        """The hot path, for a chunk of one candidate 0 text part and nothing else but usage and ids (most chunks): parsed once, checked inline,
+        its token made here; every other event (and what orjson refused) goes the general
+        way of :class:`StreamState`."""
+        append, raw0, det, keep = out.append, self._raw0, self._det0, self._det0.keep
+
+        for item in raw:
+            if self.done:
+                return
+            if item.__class__ is not bytes:  # OVERFLOW (a tuple) or a named event
+                StreamState.feed_raw(self, [item], out)
+                continue
+            data = item
+            try:
+                obj = loads(data)
+            except JSONDecodeError:
+                StreamState.feed_raw(self, [item], out)
+                continue
+            if obj.__class__ is dict:
+                t = self._plain_text(obj)
+                if t is not None:
+                    if t:
+                        if keep and not det.held and "[" not in t and self._surr is None:
+                            det.offset += len(t)
+                            ev = new(TokenEvent)  # built as new_token does, inline
+                            ev.type = "token"
+                            ev.index = 0
+                            ev.text = ev.display = t
+                            append(ev)
+                            raw0.append(t)
+                        else:
+                            self.token(0, t, out)
+                    continue
+                self.event(b"", obj, out)
+            else:
+                self.fault(out, "bad_chunk", f"event is not a JSON object: {data[:120]!r}")
+
+    def _plain_text(self, obj: dict[str, Any]) -> str | None:
+        """The text of a chunk of one candidate 0 text part and nothing else but usage
+        and ids (most chunks), else None."""
+        c = obj.get("candidates")
+        if c.__class__ is not list or len(c) != 1 or not self.meta_seen:
+            return None
+        cand = c[0]
+        # Only "content" (and "index": 0): a finish reason, grounding, safety ratings or
+        # anything else take the general way.
+        if cand.__class__ is not dict or cand.get("index", 0) != 0:
+            return None
+        if len(cand) != 1 and (len(cand) != 2 or "index" not in cand):
+            return None
+        content = cand.get("content")
+        parts = content.get("parts") if content.__class__ is dict else None
+        if parts.__class__ is not list or len(parts) != 1 or "promptFeedback" in obj:
+            return None
+        part = parts[0]
+        if part.__class__ is not dict or len(part) != 1:
+            return None
+        t = part.get("text")
+        if t.__class__ is not str or "error" in obj:
+            return None
+        usage = obj.get("usageMetadata")
+        if usage is not None:
+            self._usage_raw = usage
+        return t
+
+    def _usage_out(self, out: list[Event]) -> None:
+        """The last ``usageMetadata`` seen, as one ``usage`` event (once)."""
+        usage, self._usage_raw = self._usage_raw, None
+        if usage is None:
+            return
+        if type(usage) is not dict:
+            self.fault(out, "bad_chunk", f"usageMetadata is not an object: {usage!r:.120}")
+            return
+        p, c = usage.get("promptTokenCount"), usage.get("candidatesTokenCount")
+        self.usage(p, c, usage.get("totalTokenCount"), out)
 
     def _candidate(self, cand: Any, out: list[Event]) -> None:
         idx = cand.get("index", 0) if type(cand) is dict else None
@@ -143,7 +248,7 @@ class GeminiInterpreter(StreamState):
                 self.provider_error(reason.lower(), message, None, out, retryable=True)
             self.finish(idx, mapped, reason, out)
             if idx == 0:
-                self.flush_usage(out)
+                self._usage_out(out)
 
     def _part(self, idx: int, part: Any, out: list[Event]) -> None:
         if type(part) is not dict:
@@ -200,7 +305,8 @@ class GeminiInterpreter(StreamState):
                 if type(sup) is not dict:
                     self.fault(out, "bad_citations", f"grounding support: {sup!r:.120}")
                     continue
-                key = (orjson.dumps(sup, option=orjson.OPT_SORT_KEYS),)
+                # The same support sent again (cumulative metadata) is the same span.
+                key = (repr(sup.get("segment"))[:400], repr(sup.get("groundingChunkIndices"))[:200])
                 if key in self._seen_supports or len(self._seen_supports) >= MAX_SPANS:
                     continue
                 self._seen_supports.add(key)
@@ -212,7 +318,7 @@ class GeminiInterpreter(StreamState):
         """Pending supports whose bytes and sources have arrived become spans."""
         keep: list[dict[str, Any]] = []
         added = False
-        m = self.text_map() if self._pending else None
+        m = _Bytes(self.builder.text_so_far()) if self._pending else None
         for sup in self._pending:
             assert m is not None
             seg, ids = sup.get("segment"), sup.get("groundingChunkIndices")
@@ -234,7 +340,7 @@ class GeminiInterpreter(StreamState):
                 else:
                     keep.append(sup)
                 continue
-            c0, c1 = m.byte_to_char(start), m.byte_to_char_end(end)
+            c0, c1 = m.to_char(start, end=False), m.to_char(end, end=True)
             text = seg.get("text")
             if type(text) is str and m.text[c0:c1] != text:
                 msg = f"grounding segment {start}-{end} (bytes) does not hold its text {text!r:.60}"
@@ -264,6 +370,7 @@ class GeminiInterpreter(StreamState):
     def close_extra(self, out: list[Event]) -> None:
         if self._pending:
             self._resolve(out, final=True)
+        self._usage_out(out)
 
     # -- a whole body --------------------------------------------------------------
 
@@ -275,6 +382,6 @@ class GeminiInterpreter(StreamState):
             self.fault(out, "bad_chunk", f"response is not a JSON object: {obj!r:.120}")
             return out
         self.event(b"", obj, out)
-        self.flush_usage(out)
+        self._usage_out(out)
         self.done = True
         return out

@@ -18,10 +18,11 @@ from __future__ import annotations
 from typing import Any
 
 from streamcite.core.answer import AnswerBuilder
-from streamcite.core.dialects.base import Handler, StreamState
-from streamcite.core.events import Event
+from streamcite.core.dialects.base import Handler, JSONDecodeError, StreamState, loads, new
+from streamcite.core.events import Event, TokenEvent
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
+from streamcite.core.sse import OVERFLOW, RawEvent
 
 __all__ = ["ResponsesInterpreter"]
 
@@ -103,6 +104,47 @@ class ResponsesInterpreter(StreamState):
 
     def event(self, name: bytes, obj: dict[str, Any], out: list[Event]) -> None:
         self.dispatch(self._table, _IGNORED, obj, out)
+
+    def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:
+        """The hot path, for an ``output_text.delta`` of a known text part (most events of a stream): parsed once, checked inline,
+        its token made here; every other event (and what orjson refused) goes the general
+        way of :class:`StreamState`."""
+        append, raw0, det, keep = out.append, self._raw0, self._det0, self._det0.keep
+        parts = self._parts
+        for item in raw:
+            if self.done:
+                return
+            if item.__class__ is not tuple or item is OVERFLOW:
+                StreamState.feed_raw(self, [item], out)
+                continue
+            data = item[1]
+            try:
+                obj = loads(data)
+            except JSONDecodeError:
+                StreamState.feed_raw(self, [item], out)
+                continue
+            if obj.__class__ is dict:
+                if (
+                    obj.get("type") == "response.output_text.delta"
+                    and (t := obj.get("delta")).__class__ is str
+                    and self._texts
+                    and (obj.get("item_id"), obj.get("content_index")) in parts
+                ):
+                    if t:
+                        if keep and not det.held and "[" not in t and self._surr is None:
+                            det.offset += len(t)
+                            ev = new(TokenEvent)  # built as new_token does, inline
+                            ev.type = "token"
+                            ev.index = 0
+                            ev.text = ev.display = t
+                            append(ev)
+                            raw0.append(t)
+                        else:
+                            self.token(0, t, out)
+                    continue
+                self.event(item[0], obj, out)
+            else:
+                self.fault(out, "bad_chunk", f"event is not a JSON object: {data[:120]!r}")
 
     def _created(self, obj: dict[str, Any], out: list[Event]) -> None:
         r = obj.get("response")
