@@ -51,10 +51,7 @@ def test_api_option_is_the_same_in_every_command() -> None:
 @pytest.mark.parametrize("api", [a for a in APIS if a != "chat"])
 def test_ask_each_api_with_sources_and_grounding(api: str) -> None:
     chat = _ask("--json", QUESTION)[-1]["answer"]
-    # Responses' url_citation annotations quote nothing: the check's facts are then
-    # the Wikit sources of the same answer (the local backend serves them by response id)
-    facts = ["--grounding-facts", "both"] if api == "responses" else []
-    events = _ask("--api", api, "--json", *facts, QUESTION)
+    events = _ask("--api", api, "--json", QUESTION)
     kinds = [e["type"] for e in events]
     answer = events[-1]["answer"]
     assert answer["complete"] and answer["errors"] == [], answer["errors"]
@@ -63,6 +60,21 @@ def test_ask_each_api_with_sources_and_grounding(api: str) -> None:
     assert "citations" in kinds and "sources" in kinds and "grounding" in kinds
     assert answer["citation_spans"] and answer["sources"]
     assert answer["grounding"]["support_score"] > 0.5
+
+
+def test_responses_answers_are_grounded_on_the_sources_unless_told_otherwise() -> None:
+    """Responses' url_citation annotations quote nothing: by default the check's facts
+    are then the Wikit sources too (the local backend serves them by response id); an
+    explicit --grounding-facts citations is kept, and has nothing to check against."""
+    (grounding,) = [
+        e for e in _ask("--api", "responses", "--json", QUESTION) if e["type"] == "grounding"
+    ]
+    assert grounding["support_score"] > 0.5
+    told = _ask("--api", "responses", "--json", "--grounding-facts", "citations", QUESTION)
+    assert told[-1]["answer"]["grounding"]["support_score"] == 0.0
+    # without sources there is nothing to add: citations it is, no usage error
+    quiet = _ask("--api", "responses", "--json", "--no-sources", QUESTION)
+    assert quiet[-1]["answer"]["complete"]
 
 
 def test_base_url_hint_names_each_apis_root() -> None:
@@ -199,3 +211,12 @@ def test_ask_a_provider_by_api_with_its_key_variable(
         assert (sent["system"], sent["max_tokens"], sent["model"]) == ("Be brief.", 1024, "m1")
     else:
         assert path == "/v2/chat" and sent["messages"][0]["role"] == "system"
+
+
+def test_default_facts_of_the_relay_and_ask() -> None:
+    from streamcite.apps._enrichers import default_facts
+
+    assert [default_facts(api, True) for api in APIS] == [
+        "citations", "both", "citations", "citations", "citations",
+    ]  # fmt: skip
+    assert default_facts("responses", False) == "citations"

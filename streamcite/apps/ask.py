@@ -20,7 +20,7 @@ from typing import Any
 import click
 
 from streamcite.apps._ask_render import JsonRenderer, Renderer, RenderSettings, RichRenderer
-from streamcite.apps._enrichers import EnricherOptions, build_enrichers
+from streamcite.apps._enrichers import EnricherOptions, build_enrichers, default_facts
 from streamcite.apps._terminal import one_line
 from streamcite.apps._usage import check_base_url, warn_unset_key
 from streamcite.apps.options import (
@@ -164,6 +164,13 @@ def command(question: str | None, demo: bool, verbose: int, **options: Any) -> N
         raise click.UsageError(
             'give a QUESTION (or --demo), e.g. streamcite ask "How many remote days?"'
         )
+    ctx = click.get_current_context()
+    if ctx.get_parameter_source("grounding_facts") is click.core.ParameterSource.DEFAULT:
+        # --api responses: its citations quote nothing, so the check reads the sources too
+        want_sources = options["sources"]
+        if want_sources is None:
+            want_sources = options["base_url"] is None or options["wikit_app"] is not None
+        options["grounding_facts"] = default_facts(options["api"], want_sources)
     opts = AskOptions(question=question.strip(), **options)
     _check_usage(opts)
     try:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from streamcite.apps._enrichers import EnricherOptions, build_enrichers
+from streamcite.apps._enrichers import EnricherOptions, build_enrichers, default_facts
 from streamcite.apps._terminal import one_line
 from streamcite.apps._usage import bind_error, check_base_url
 from streamcite.apps.options import (
@@ -179,14 +179,16 @@ async def _local_backend(opts: dict[str, Any]) -> AsyncIterator[Any]:
 
 
 def _enrichers(opts: dict[str, Any], backend: Any, secrets: dict[str, str | None]) -> list[Any]:
+    sources = bool(opts["wikit_app"]) or (backend is not None and opts["sources"])
     return build_enrichers(
         EnricherOptions(
-            sources=bool(opts["wikit_app"]) or (backend is not None and opts["sources"]),
+            sources=sources,
             wikit_app=opts["wikit_app"],
             wikit_org=opts["wikit_org"],
             wikit_api_key=secrets["wikit_key"],
             wikit_base_url=opts["wikit_base_url"],
             grounding=opts["grounding"],
+            grounding_facts=default_facts(opts.get("api", "chat"), sources),
             google_config=opts["google_config"],
             google_endpoint=opts["google_endpoint"],
             google_token=secrets["google_token"],
