@@ -616,3 +616,22 @@ def test_gemini_finish_beside_text() -> None:
     a = answer_of(events)
     assert (a.text, a.finish_reason, a.complete) == ("Un deux", "length", True)
     assert a.usage is not None and a.usage.total_tokens == 5
+
+
+def test_dialect_modules_import_no_other_dialect() -> None:
+    """One module per dialect, none importing another (only the shared base), sans-I/O."""
+    import ast
+
+    root = Path(__file__).resolve().parent.parent / "streamcite" / "core" / "dialects"
+    names = {"responses", "anthropic", "gemini", "cohere"}
+    for name in names:
+        tree = ast.parse((root / f"{name}.py").read_text())
+        imported = {
+            node.module
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module is not None
+        } | {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
+        assert not any(m.startswith(("asyncio", "aiohttp", "httpx")) for m in imported), name
+        others = {f"streamcite.core.dialects.{n}" for n in names - {name}}
+        assert not imported & others, name
+        assert "streamcite.core.chunks" not in imported, name  # the chat dialect's own

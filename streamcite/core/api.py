@@ -53,7 +53,7 @@ class _Undecided:
     An error event tells little (every dialect has one, and a chat server may send one
     in another's shape): leading ones are held, the first other event decides, and the
     held ones go first to the interpreter it chose. A stream of nothing but errors is
-    decided by the first of them."""
+    read as a chat stream."""
 
     __slots__ = ("_held", "_mode", "_parser", "builder")
 
@@ -105,13 +105,14 @@ class _Undecided:
         self._decide("chat").cut_for_size(ev, out)
 
     def close(self, *, truncated_block: bool = False) -> list[Event]:
+        # Nothing but errors (or nothing) was decoded: the chat dialect, as before
+        # dialects (Anthropic and Responses send their own events before any error in a
+        # stream; an error before them is an HTTP error response, not an event).
+        out: list[Event] = []
+        it = self._decide("chat")
         if self._held:
-            out: list[Event] = []
-            it = self._decide_by(self._held[0])
             it.feed_raw(self._held, out)
-            return out + it.close(truncated_block=truncated_block)
-        # Nothing was ever decoded: an empty chat stream is what it is reported as.
-        return self._decide("chat").close(truncated_block=truncated_block)
+        return out + it.close(truncated_block=truncated_block)
 
 
 class ChatStreamParser:
