@@ -635,3 +635,16 @@ def test_dialect_modules_import_no_other_dialect() -> None:
         others = {f"streamcite.core.dialects.{n}" for n in names - {name}}
         assert not imported & others, name
         assert "streamcite.core.chunks" not in imported, name  # the chat dialect's own
+
+
+def test_auto_waits_past_empty_and_error_events() -> None:
+    """A chat stream that opens with a BOM, a comment, a data-less ``event: ping`` and an
+    error in another API's shape is still read as chat: those events tell nothing."""
+    chunk = b'data: {"id":"c","model":"m","choices":[{"index":0,"delta":{"content":"Hi"}}]}\n\n'
+    err = b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error"}}\n\n'
+    stream = b"\xef\xbb\xbf: comment\r\n\r\nevent: ping\ndata\n\n" + err + chunk
+    p = ChatStreamParser()
+    events = p.feed(stream) + p.close()
+    assert p.dialect == "chat"
+    assert [e.type for e in events][:3] == ["error", "meta", "token"]
+    assert list(iter_events([stream]))[:-1] == events
