@@ -616,3 +616,35 @@ def test_gemini_finish_beside_text() -> None:
     a = answer_of(events)
     assert (a.text, a.finish_reason, a.complete) == ("Un deux", "length", True)
     assert a.usage is not None and a.usage.total_tokens == 5
+
+
+def test_dialect_modules_import_no_other_dialect() -> None:
+    """One module per dialect, none importing another (only the shared base), sans-I/O."""
+    import ast
+
+    root = Path(__file__).resolve().parent.parent / "streamcite" / "core" / "dialects"
+    names = {"responses", "anthropic", "gemini", "cohere"}
+    for name in names:
+        tree = ast.parse((root / f"{name}.py").read_text())
+        imported = {
+            node.module
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module is not None
+        } | {a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names}
+        assert not any(m.startswith(("asyncio", "aiohttp", "httpx")) for m in imported), name
+        others = {f"streamcite.core.dialects.{n}" for n in names - {name}}
+        assert not imported & others, name
+        assert "streamcite.core.chunks" not in imported, name  # the chat dialect's own
+
+
+def test_auto_waits_past_empty_and_error_events() -> None:
+    """A chat stream that opens with a BOM, a comment, a data-less ``event: ping`` and an
+    error in another API's shape is still read as chat: those events tell nothing."""
+    chunk = b'data: {"id":"c","model":"m","choices":[{"index":0,"delta":{"content":"Hi"}}]}\n\n'
+    err = b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error"}}\n\n'
+    stream = b"\xef\xbb\xbf: comment\r\n\r\nevent: ping\ndata\n\n" + err + chunk
+    p = ChatStreamParser()
+    events = p.feed(stream) + p.close()
+    assert p.dialect == "chat"
+    assert [e.type for e in events][:3] == ["error", "meta", "token"]
+    assert list(iter_events([stream]))[:-1] == events

@@ -38,7 +38,8 @@ each compaction), so an answer goes beyond its cap by at most this and one read.
 
 
 _HOLD_ERRORS = 8
-"""Leading error events an ``auto`` parser holds while it waits for a telling event."""
+"""Leading error (or empty) events an ``auto`` parser holds while it waits for a telling
+event."""
 
 
 def _is_error(name: bytes, data: bytes) -> bool:
@@ -51,9 +52,10 @@ class _Undecided:
     takes this one's place in the parser, and nothing is guessed again.
 
     An error event tells little (every dialect has one, and a chat server may send one
-    in another's shape): leading ones are held, the first other event decides, and the
+    in another's shape), an event without data nothing (``event: ping`` + ``data``):
+    leading ones are held, the first other event decides, and the
     held ones go first to the interpreter it chose. A stream of nothing but errors is
-    decided by the first of them."""
+    read as a chat stream."""
 
     __slots__ = ("_held", "_mode", "_parser", "builder")
 
@@ -90,7 +92,7 @@ class _Undecided:
                 out.append(ev)
                 continue
             name, data = (b"", item) if isinstance(item, bytes) else (item[0], item[1])
-            if len(self._held) < _HOLD_ERRORS and _is_error(name, data):
+            if len(self._held) < _HOLD_ERRORS and (not data.strip() or _is_error(name, data)):
                 self._held.append(item)
                 continue
             it = self._decide_by(item)
@@ -105,13 +107,14 @@ class _Undecided:
         self._decide("chat").cut_for_size(ev, out)
 
     def close(self, *, truncated_block: bool = False) -> list[Event]:
+        # Nothing but errors (or nothing) was decoded: the chat dialect, as before
+        # dialects (Anthropic and Responses send their own events before any error in a
+        # stream; an error before them is an HTTP error response, not an event).
+        out: list[Event] = []
+        it = self._decide("chat")
         if self._held:
-            out: list[Event] = []
-            it = self._decide_by(self._held[0])
             it.feed_raw(self._held, out)
-            return out + it.close(truncated_block=truncated_block)
-        # Nothing was ever decoded: an empty chat stream is what it is reported as.
-        return self._decide("chat").close(truncated_block=truncated_block)
+        return out + it.close(truncated_block=truncated_block)
 
 
 class ChatStreamParser:
