@@ -56,7 +56,10 @@ def rows() -> list[dict[str, object]]:
             # The distractor comes from the same split (the next item, cyclically).
             lo, hi = (0, DEV) if i < DEV else (DEV, len(syn))
             other = syn[lo + (i - lo + 1) % (hi - lo)][0]
-            for claim, label, kind in ((para, True, "paraphrase"), (control, False, "meaning_swap")):
+            for claim, label, kind in (
+                (para, True, "paraphrase"),
+                (control, False, "meaning_swap"),
+            ):
                 out.append(
                     {
                         "lang": lang,

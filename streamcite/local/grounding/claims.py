@@ -16,6 +16,7 @@ __all__ = ["Claim", "question_keys", "structured_claim", "without_enumerators"]
 
 class Claim:
     __slots__ = (
+        "antonyms",
         "comparisons",
         "done",
         "features",
@@ -27,6 +28,7 @@ class Claim:
         "numbers",
         "order",
         "roles",
+        "synonyms",
         "total",
         "unique",
         "unknown_name",
@@ -51,6 +53,12 @@ class Claim:
         self.order: list[Clause] = []
         """Who did what to whom ("Globex bought Acme"; word-order check)."""
         self.unknown_name = False
+        self.synonyms: dict[str, frozenset[str]] = {}
+        """Claim key -> the keys that share a synset with it (:mod:`~.lexicon`; only
+        the keys that have any): a fact holding one holds the claim's word."""
+        self.antonyms: dict[str, frozenset[str]] = {}
+        """Claim key -> its antonyms' keys (:mod:`~.lexicon`): a fact window holding one
+        where the claim's word is missing says the opposite."""
         """A name of the claim is in no fact at all (set by :func:`evaluate`)."""
         self.unique = unique = list(dict.fromkeys(features.stems))
         self.keyset = set(unique)

