@@ -17,6 +17,7 @@ __all__ = ["Claim", "question_keys", "structured_claim", "without_enumerators"]
 class Claim:
     __slots__ = (
         "antonyms",
+        "appositions",
         "comparisons",
         "done",
         "features",
@@ -27,6 +28,7 @@ class Claim:
         "neighbours",
         "numbers",
         "order",
+        "question",
         "roles",
         "synonyms",
         "total",
@@ -39,6 +41,7 @@ class Claim:
         self, features: TextFeatures, cfg: EngineConfig, question: frozenset[str] = frozenset()
     ) -> None:
         self.features = features
+        self.question = question
         # The question of a "question: answer" claim frames the topic: its names and
         # numbers need not be in the fact ("Who won best actor in 1969: X").
         self.names = {k for k in features.salient if k[0] != "#"} - question
@@ -50,6 +53,9 @@ class Claim:
         """The claim's raw tokens when it states something done (status check)."""
         self.roles: list[tuple[str, str]] = []
         """(name, role) pairs the claim states ("Globex was the buyer"; role check)."""
+        self.appositions: list[tuple[str, str]] = []
+        """(name, role) pairs the claim states by apposition with a definite article,
+        outside its question ("Anna Weber, the treasurer, …"; role-swap check)."""
         self.order: list[Clause] = []
         """Who did what to whom ("Globex bought Acme"; word-order check)."""
         self.unknown_name = False

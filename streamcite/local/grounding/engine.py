@@ -43,7 +43,7 @@ from streamcite.local.grounding.claims import (
 from streamcite.local.grounding.comparators import comparisons
 from streamcite.local.grounding.config import DEFAULT_CONFIG, EngineConfig
 from streamcite.local.grounding.facts import Facts
-from streamcite.local.grounding.roles import claim_clauses, claim_roles
+from streamcite.local.grounding.roles import apposition_roles, claim_clauses, claim_roles
 from streamcite.local.grounding.rules import status_conflict
 from streamcite.local.grounding.scoring import calibrate, score_with_coverage
 from streamcite.local.grounding.tokens import (
@@ -120,11 +120,14 @@ def _claim(
         claim.done = tokens
     claim.roles = claim_roles(tokens, table.lang)
     claim.order = claim_clauses(tokens, claim.names, table.lang)
+    if cfg.role_swap:
+        q = claim.question
+        claim.appositions = [p for p in apposition_roles(tokens, table.lang) if p[0] not in q]
     if cfg.synonym_weight and lexicon.available():
         lang = table.lang
         for k in claim.unique:
-            if k in claim.names:
-                continue  # a name has no synonyms
+            if k in claim.names or k in claim.question:
+                continue  # a name has no synonyms; a question's words restate the topic
             syn = lexicon.synonyms(k, lang)
             if syn:
                 claim.synonyms[k] = syn

@@ -137,6 +137,10 @@ class _Index:
         key_synsets: dict[str, list[int]] = {}
         for i in range(len(ids)):
             keys = members.get(i, set())
+            if lang == "en":
+                # The English stemmer keeps a lemma's final "e" and drops it from the
+                # inflected forms ("fire" is ``fire``, "fired" ``fir``): both are members.
+                keys |= {k[:-1] for k in keys if k.endswith("e") and len(k) > 3}
             self.synset_keys.append(tuple(sorted(keys)) if len(keys) <= MAX_SYNSET else ())
             for k in keys:
                 key_synsets.setdefault(k, []).append(i)

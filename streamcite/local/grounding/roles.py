@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # facts.py imports this module (a fact's roles, Fact.roles)
 __all__ = [
     "Clause",
     "RolePair",
+    "apposition_roles",
     "claim_clauses",
     "claim_roles",
     "conflicting_roles",
@@ -38,6 +39,7 @@ __all__ = [
     "fact_bindings",
     "fact_roles",
     "order_conflict",
+    "other_role",
     "role_conflict",
 ]
 
@@ -172,6 +174,46 @@ def claim_roles(tokens: list[bytes], lang: str) -> list[RolePair]:
     return out
 
 
+_DEFINITE = frozenset(str.split("the le la les il lo gli i"))
+
+
+def _definite(token: bytes) -> bool:
+    """A definite article (``the``, ``l'acheteur``) or a Hebrew definite word."""
+    w = _word(token)
+    return w in _DEFINITE or token.startswith((b"l'", "l’".encode())) or _hebrew_definite(token)
+
+
+def apposition_roles(tokens: list[bytes], lang: str) -> list[RolePair]:
+    """The claim's ``NAME, the ROLE,`` pairs with a **definite** article: the role that
+    identifies the name ("Anna Weber, the treasurer,"), not a class it belongs to
+    ("Globex, a company,"). :func:`other_role` reads only these."""
+    if not any(map(bytes.endswith, tokens, _COMMA)):
+        return []
+    out: list[RolePair] = []
+    for i in compress(range(len(tokens) - 1), map(bytes.endswith, tokens, _COMMA)):
+        if not _definite(tokens[i + 1]):
+            continue
+        name = _key(tokens[i], lang)
+        if not name:
+            continue
+        role, end = _role_after(tokens, i + 1, lang)
+        if role and (end == len(tokens) or tokens[end - 1].endswith(_CLOSERS)):
+            out.append((name, role))
+    return out
+
+
+def other_role(pairs: list[RolePair], roles: dict[str, str], lang: str) -> bool:
+    """Some pair's name has another role in the fact (``roles``: :func:`fact_bindings`),
+    not a synonym of the claim's (:func:`~.lexicon.synonyms`), whoever else holds the
+    claim's role: "Anna Weber, the secretary" against "Anna Weber, the treasurer" or
+    "Anna Weber is the treasurer"."""
+    for name, role in pairs:
+        other = roles.get(name)
+        if other is not None and other != role and not _same_role(other, role, lang):
+            return True
+    return False
+
+
 def fact_bindings(tokens: list[bytes], lang: str) -> dict[str, str]:
     """A fact's names bound to roles, by apposition (:func:`fact_roles`) or by a copula
     ("Anna Weber is the treasurer of the association"): the first binding of a name."""
@@ -210,7 +252,7 @@ def role_conflict(pairs: list[RolePair], fact_tokens: list[bytes], lang: str) ->
     while the fact gives the name another role."""
     if not pairs:
         return False
-    return conflicting_roles(pairs, fact_roles(fact_tokens, lang))
+    return conflicting_roles(pairs, fact_bindings(fact_tokens, lang))
 
 
 def could_conflict(
@@ -226,15 +268,9 @@ def could_conflict(
     return any(name in fact_keys and role in fact_keys for name, role in pairs)
 
 
-def conflicting_roles(
-    pairs: list[RolePair], roles: dict[str, str], lang: str | None = None
-) -> bool:
-    """:func:`role_conflict` of the fact whose :func:`fact_roles` are ``roles`` (the
-    checker reads them once per fact and check, not once per claim).
-
-    With ``lang``, a pair also conflicts when the fact gives its name another role that
-    is not a synonym of the claim's (:func:`~.lexicon.synonyms`), whoever else holds the
-    claim's role: "Anna Weber, the secretary" against "Anna Weber, the treasurer"."""
+def conflicting_roles(pairs: list[RolePair], roles: dict[str, str]) -> bool:
+    """:func:`role_conflict` of the fact whose :func:`fact_bindings` are ``roles`` (the
+    checker reads them once per fact and check, not once per claim)."""
     if not pairs or not roles:
         return False
     holders: dict[str, set[str]] = {}
@@ -242,11 +278,7 @@ def conflicting_roles(
         holders.setdefault(role, set()).add(name)
     for name, role in pairs:
         other = roles.get(name)
-        if other is None or other == role:
-            continue
-        if holders.get(role, set()) - {name}:
-            return True
-        if lang is not None and not _same_role(other, role, lang):
+        if other is not None and other != role and holders.get(role, set()) - {name}:
             return True
     return False
 

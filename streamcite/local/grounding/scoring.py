@@ -12,7 +12,12 @@ from streamcite.local.grounding.comparators import _scales, fact_dates, fact_num
 from streamcite.local.grounding.config import DEFAULT_CONFIG, EngineConfig
 from streamcite.local.grounding.facts import Fact
 from streamcite.local.grounding.lexicon import ROOTED, root
-from streamcite.local.grounding.roles import conflicting_roles, could_conflict, order_conflict
+from streamcite.local.grounding.roles import (
+    conflicting_roles,
+    could_conflict,
+    order_conflict,
+    other_role,
+)
 from streamcite.local.grounding.rules import status_conflict, swapped_number
 
 __all__ = ["calibrate", "score_with_coverage"]
@@ -263,11 +268,14 @@ def _score(
     # ("signed by Acme Corp, the buyer, …" before the sentence the claim aligns with).
     # The fact may also give the name another role and the claim's role to nobody
     # ("Anna Weber, the treasurer" against a claim "Anna Weber, the secretary").
-    own = cfg.role_swap
     if (
         claim.roles
-        and could_conflict(claim.roles, fact.keyset, own_role=own)
-        and conflicting_roles(claim.roles, fact.roles(), fact.table.lang if own else None)
+        and could_conflict(claim.roles, fact.keyset)
+        and conflicting_roles(claim.roles, fact.roles())
+    ) or (
+        claim.appositions
+        and could_conflict(claim.appositions, fact.keyset, own_role=True)
+        and other_role(claim.appositions, fact.roles(), fact.table.lang)
     ):
         score *= cfg.negation_veto
         covers *= cfg.negation_veto
