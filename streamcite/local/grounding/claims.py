@@ -17,6 +17,8 @@ __all__ = ["Claim", "question_keys", "structured_claim", "without_enumerators"]
 class Claim:
     __slots__ = (
         "antonyms",
+        "any_antonym",
+        "any_synonym",
         "appositions",
         "comparisons",
         "done",
@@ -63,6 +65,10 @@ class Claim:
         """Claim key -> the keys that share a synset with it (:mod:`~.lexicon`; only
         the keys that have any): a fact holding one holds the claim's word."""
         self.antonyms: dict[str, frozenset[str]] = {}
+        self.any_synonym: frozenset[str] = frozenset()
+        """All the keys of :attr:`synonyms` (a fact holding none is passed over at once)."""
+        self.any_antonym: frozenset[str] = frozenset()
+        """All the keys of :attr:`antonyms`."""
         """Claim key -> its antonyms' keys (:mod:`~.lexicon`): a fact window holding one
         where the claim's word is missing says the opposite."""
         """A name of the claim is in no fact at all (set by :func:`evaluate`)."""

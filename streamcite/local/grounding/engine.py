@@ -124,16 +124,14 @@ def _claim(
         q = claim.question
         claim.appositions = [p for p in apposition_roles(tokens, table.lang) if p[0] not in q]
     if cfg.synonym_weight and lexicon.available():
-        lang = table.lang
-        for k in claim.unique:
-            if k in claim.names or k in claim.question:
-                continue  # a name has no synonyms; a question's words restate the topic
-            syn = lexicon.synonyms(k, lang)
-            if syn:
-                claim.synonyms[k] = syn
-            ant = lexicon.antonyms(k, lang)
-            if ant:
-                claim.antonyms[k] = ant
+        # A name has no synonyms; a question's words restate the topic.
+        skip = claim.names | claim.question
+        words = [k for k in claim.unique if k not in skip] if skip else claim.unique
+        claim.synonyms, claim.antonyms = syn, ant = lexicon.relations(words, table.lang)
+        if syn:
+            claim.any_synonym = frozenset().union(*syn.values()) - claim.keyset
+        if ant:
+            claim.any_antonym = frozenset().union(*ant.values())
     return claim
 
 

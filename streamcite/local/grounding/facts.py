@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from streamcite.local.grounding.lexicon import root
-from streamcite.local.grounding.roles import fact_bindings
+from streamcite.local.grounding.roles import fact_bindings, fact_roles
 from streamcite.local.grounding.tokens import (
     CODE_ENDS,
     CODE_NEGATION,
@@ -56,6 +56,7 @@ class Fact:
     """
 
     __slots__ = (
+        "_bindings",
         "_codes",
         "_grams",
         "_keys",
@@ -93,6 +94,7 @@ class Fact:
         self._grams: dict[int, str] | None = None  # built when asked: most facts never are
         self._roles: dict[str, str] | None = None
         self._rooted: dict[str, list[str]] | None = None
+        self._bindings: dict[str, str] | None = None
 
     @classmethod
     def _of(
@@ -218,8 +220,16 @@ class Fact:
         """Its names bound to roles (:func:`~.roles.fact_roles`), read once per check: a
         fact is the candidate of many claims that state a role."""
         if self._roles is None:
-            self._roles = fact_bindings(self.tokens, self.table.lang)
+            self._roles = fact_roles(self.tokens, self.table.lang)
         return self._roles
+
+    def bindings(self) -> dict[str, str]:
+        """Its names bound to roles by apposition or by a copula
+        (:func:`~.roles.fact_bindings`), read once per check and only for a claim's
+        apposition whose name it holds."""
+        if self._bindings is None:
+            self._bindings = fact_bindings(self.tokens, self.table.lang)
+        return self._bindings
 
     def rooted(self) -> dict[str, list[str]]:
         """Its keys by their root (:func:`~.lexicon.root`: French and Italian verbs'

@@ -24,6 +24,7 @@ import importlib.util
 import re
 import threading
 import unicodedata
+from collections.abc import Iterable
 from pathlib import Path
 
 from streamcite.local.grounding.tokens import TOKEN_RE, _analyse
@@ -35,6 +36,7 @@ __all__ = [
     "ROOTED",
     "antonyms",
     "available",
+    "relations",
     "root",
     "synonyms",
     "warm",
@@ -143,7 +145,15 @@ class _Index:
     """One language's synsets as ints: key -> synset ids, synset id -> keys, and the
     antonym synsets of each synset."""
 
-    __slots__ = ("ant", "key_synsets", "memo_ant", "memo_syn", "senses", "synset_keys")
+    __slots__ = (
+        "ant",
+        "key_synsets",
+        "memo_ant",
+        "memo_rel",
+        "memo_syn",
+        "senses",
+        "synset_keys",
+    )
 
     def __init__(self, lang: str, db: Path | None) -> None:
         self.key_synsets: dict[str, tuple[int, ...]] = {}
@@ -153,6 +163,7 @@ class _Index:
         self.ant: dict[int, tuple[int, ...]] = {}
         self.memo_syn: dict[str, frozenset[str]] = {}
         self.memo_ant: dict[str, frozenset[str]] = {}
+        self.memo_rel: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
         name = _LANGUAGES.get(lang)
         if db is None or name is None:
             return
@@ -262,6 +273,30 @@ def synonyms(key: str, lang: str) -> frozenset[str]:
     lemma "buy").
     """
     return _index(lang).synonyms(root(key, lang))
+
+
+def relations(
+    keys: Iterable[str], lang: str
+) -> tuple[dict[str, frozenset[str]], dict[str, frozenset[str]]]:
+    """(key -> :func:`synonyms`, key -> :func:`antonyms`) of ``keys``, each map holding
+    only the keys that have some: a claim's words in one call, one memo lookup each."""
+    index = _index(lang)
+    memo = index.memo_rel
+    syn: dict[str, frozenset[str]] = {}
+    ant: dict[str, frozenset[str]] = {}
+    for k in keys:
+        rel = memo.get(k)
+        if rel is None:
+            r = root(k, lang)
+            rel = (index.synonyms(r), index.antonyms(r))
+            if len(memo) >= _MAX_MEMO:
+                memo.clear()
+            memo[k] = rel
+        if rel[0]:
+            syn[k] = rel[0]
+        if rel[1]:
+            ant[k] = rel[1]
+    return syn, ant
 
 
 def antonyms(key: str, lang: str) -> frozenset[str]:

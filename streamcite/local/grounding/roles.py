@@ -252,7 +252,7 @@ def role_conflict(pairs: list[RolePair], fact_tokens: list[bytes], lang: str) ->
     while the fact gives the name another role."""
     if not pairs:
         return False
-    return conflicting_roles(pairs, fact_bindings(fact_tokens, lang))
+    return conflicting_roles(pairs, fact_roles(fact_tokens, lang))
 
 
 def could_conflict(
