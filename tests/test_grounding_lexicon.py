@@ -7,6 +7,8 @@ The sentences here are new: none is in the benchmark's claim set
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from streamcite.local.checker import LocalGrounding
@@ -190,3 +192,26 @@ def test_a_synonym_of_the_role_is_not_a_swap() -> None:
     assert _score("Ruth Ames, the president, signed the yearly report.", fact) >= 0.6
     name = _key("Ames", "en")
     assert not other_role([(name, _key("president", "en"))], {name: _key("chairman", "en")}, "en")
+
+
+# ------------------------------------------------------------------ the parsed index's cache
+
+
+def test_index_cache_round_trip_and_corrupt_cache(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("STREAMCITE_CACHE_DIR", str(tmp_path))
+    built = lexicon._Index("he", lexicon._data())  # parsed, then written
+    path = lexicon._cache_file("he")
+    assert path is not None and path.is_file()
+    loaded = lexicon._Index("he", lexicon._data())  # read back
+    assert loaded.synset_keys == built.synset_keys
+    assert loaded.key_synsets == built.key_synsets
+    assert loaded.ant == built.ant and loaded.senses == built.senses
+    for bad in (
+        b"{not json",
+        b'{"synset_keys": [], "key_synsets": {"x": [5]}, "senses": {}, "ant": {}}',
+    ):
+        path.write_bytes(bad)
+        again = lexicon._Index("he", lexicon._data())  # parsed again, never trusted
+        assert again.key_synsets == built.key_synsets

