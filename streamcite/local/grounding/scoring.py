@@ -155,13 +155,7 @@ def score_with_coverage(
     found in one sentence of the fact, 0 without it)."""
     keyset = fact.keyset
     present = claim.keyset & keyset
-    # Most facts hold no synonym of the claim's words: one C-level test passes them over.
-    alias = (
-        _synonyms_found(claim, fact, present)
-        if claim.synonyms
-        and (fact.table.lang in ROOTED or not claim.any_synonym.isdisjoint(keyset))
-        else None
-    )
+    alias = _synonyms_found(claim, fact, present) if claim.synonyms else None
     weights = None
     if alias:
         # A fact key standing for a missing claim word takes that word's weight.
@@ -201,6 +195,8 @@ def _synonyms_found(
     # The fact's synonyms of the claim's words (not words of the claim: any_synonym has
     # none), then the claim words they stand for.
     hits = claim.any_synonym.intersection(fact.keyset)
+    if not hits:  # most facts hold no synonym of the claim's words
+        return None
     for k, syn in claim.synonyms.items():
         if k not in present and not syn.isdisjoint(hits):
             out[k] = syn.intersection(hits)
