@@ -24,6 +24,7 @@ import importlib.metadata
 import importlib.util
 import os
 import re
+import sys
 import threading
 import unicodedata
 from collections.abc import Iterable
@@ -206,10 +207,13 @@ class _Index:
         the expected shape: then the data are parsed again)."""
         try:
             data = orjson.loads(path.read_bytes())
-            synset_keys = [tuple(map(str, t)) for t in data["synset_keys"]]
+            # Interned: a key is one string in both maps, as when parsed.
+            synset_keys = [tuple(map(sys.intern, map(str, t))) for t in data["synset_keys"]]
             n = len(synset_keys)
-            key_synsets = {str(k): tuple(int(i) for i in v) for k, v in data["key_synsets"].items()}
-            senses = {str(k): int(v) for k, v in data["senses"].items()}
+            key_synsets = {
+                sys.intern(str(k)): tuple(int(i) for i in v) for k, v in data["key_synsets"].items()
+            }
+            senses = {sys.intern(str(k)): int(v) for k, v in data["senses"].items()}
             ant = {int(k): tuple(int(i) for i in v) for k, v in data["ant"].items()}
             ids = [i for v in key_synsets.values() for i in v] + [
                 i for v in ant.values() for i in v
