@@ -10,12 +10,19 @@ Two keys are **synonyms** when they share a synset; a key is read with its sense
 when it has few (``MAX_SENSES``: "make", "take", "give" have dozens, and any two of their
 readings would match) and a synset counts only when it is small (``MAX_SYNSET`` keys: the
 large ones are vague). **Antonyms** are the keys of the synsets WordNet marks antonyms of
-the key's synsets, under the same caps.
+the key's synsets (no sense cap: "fire" has many senses, "hire" is the antonym of one).
+French and Italian keys are compared by :func:`root` (a participle meets its infinitive).
 
 The package's SQL dumps are parsed once per process and language, lazily, under a lock
-(about 0.2-0.6 s for English), into maps of ints and key tuples; each key's synonym and
-antonym sets are memoised (bounded). Without the package every lookup is empty and the
-checker reads words as before.
+(English 0.5-3 s), into maps of ints and key tuples, and the result is cached as JSON in
+the user's cache folder (:func:`_cache_file`; read back in 0.2-0.8 s, never trusted: a
+cache of the wrong shape is parsed again). Each key's synonym and antonym sets are
+memoised (bounded). :func:`warm` loads languages ahead. Without the package every lookup
+is empty and the checker reads words as before.
+
+>>> from streamcite.local.grounding import lexicon
+>>> "buy" in lexicon.synonyms("purchas", "en")  # doctest: +SKIP
+True
 """
 
 from __future__ import annotations
