@@ -215,3 +215,14 @@ def test_index_cache_round_trip_and_corrupt_cache(
         path.write_bytes(bad)
         again = lexicon._Index("he", lexicon._data())  # parsed again, never trusted
         assert again.key_synsets == built.key_synsets
+
+
+def test_unreadable_data_means_no_synonyms_not_a_failed_check(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("STREAMCITE_CACHE_DIR", str(tmp_path))
+    broken = tmp_path / "db"
+    (broken / "english").mkdir(parents=True)  # the folder is there, its files are not
+    index = lexicon._Index("en", broken)
+    assert index.synonyms(_key("purchase", "en")) == frozenset()
+    assert index.antonyms(_key("hire", "en")) == frozenset()

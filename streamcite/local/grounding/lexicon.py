@@ -205,7 +205,11 @@ class _Index:
         cache = _cache_file(lang)
         if cache is not None and self._load(cache):
             return
-        self._build(lang, name, db)
+        try:
+            self._build(lang, name, db)
+        except (OSError, ValueError):  # unreadable data: no synonyms, never a failed check
+            self.synset_keys, self.key_synsets, self.senses, self.ant = [], {}, {}, {}
+            return
         if cache is not None:
             self._save(cache)
 
