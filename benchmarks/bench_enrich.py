@@ -162,7 +162,8 @@ def serve(port_out: Any, role: str) -> None:
 
 
 async def one_run(base: str, session: Any, after: list[Any]) -> float:
-    from streamcite import DoneEvent, FinishEvent, stream_chat
+    from streamcite import stream_chat
+    from streamcite.events import DoneEvent, FinishEvent
 
     request = {"model": "m", "messages": [{"role": "user", "content": "?"}], "stream": True}
     t_finish = t_done = 0.0

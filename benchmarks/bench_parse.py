@@ -19,7 +19,8 @@ per implementation.
 
 Run: ``.venv/bin/python benchmarks/bench_parse.py [--rounds 7] [--sizes 2000 20000]``
 (``--impls a d e`` runs only those implementations; ``--no-memory`` skips the
-tracemalloc pass.)
+tracemalloc pass.) (f) and (g) run the whole pipeline (``stream_chat`` over an
+in-memory transport) with OpenTelemetry off and on: the per-event cost of tracing.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import time
 import tracemalloc
 from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import httpx
 import orjson
@@ -187,7 +189,8 @@ async def openai_sdk(parts: list[bytes]) -> int:
 
 
 async def streamcite_events(parts: list[bytes]) -> int:
-    from streamcite import TokenEvent, aiter_events
+    from streamcite import aiter_events
+    from streamcite.events import TokenEvent
 
     n = 0
     async for ev in aiter_events(agen(parts)):
@@ -199,7 +202,8 @@ async def streamcite_events(parts: list[bytes]) -> int:
 async def streamcite_parser(parts: list[bytes]) -> int:
     """The same core work without one async-generator step per event: the parser
     is fed each 4 KiB read and returns that read's events as a list."""
-    from streamcite import ChatStreamParser, TokenEvent
+    from streamcite.core.api import ChatStreamParser
+    from streamcite.events import TokenEvent
 
     parser = ChatStreamParser()
     n = 0
@@ -211,12 +215,99 @@ async def streamcite_parser(parts: list[bytes]) -> int:
     return n
 
 
+class _MemoryResponse:
+    """An upstream response served from memory (the pipeline without a socket)."""
+
+    status = 200
+    headers: dict[str, str] = {"Content-Type": "text/event-stream"}  # noqa: RUF012
+    content_type = "text/event-stream"
+
+    def __init__(self, parts: list[bytes]) -> None:
+        self._parts = parts
+
+    def aiter_bytes(self) -> AsyncIterator[bytes]:
+        return agen(self._parts)
+
+    async def read(self, limit: int = 1 << 20) -> bytes:
+        return b"".join(self._parts)[:limit]
+
+    async def aclose(self) -> None:
+        return None
+
+
+class _MemoryTransport:
+    name = "memory"
+
+    def __init__(self, parts: list[bytes]) -> None:
+        self._parts = parts
+
+    async def open(self, url: str, headers: Any, body: bytes, connect_timeout: Any) -> Any:
+        return _MemoryResponse(self._parts)
+
+    async def aclose(self) -> None:
+        return None
+
+
+_TELEMETRY: Any = None
+"""The OpenTelemetry implementation (SDK providers, spans kept in memory), made once."""
+
+
+def _telemetry() -> Any:
+    global _TELEMETRY
+    if _TELEMETRY is None:
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+        from streamcite.telemetry.otel import OtelTelemetry
+
+        tracer_provider = TracerProvider()
+        tracer_provider.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))
+        meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+        _TELEMETRY = OtelTelemetry(tracer_provider=tracer_provider, meter_provider=meter_provider)
+    return _TELEMETRY
+
+
+async def _pipeline(parts: list[bytes]) -> int:
+    from streamcite import TokenEvent, stream_chat
+
+    n = 0
+    req = {"model": "m", "messages": [], "stream": True}
+    async with stream_chat(
+        req, base_url="http://127.0.0.1:9/v1", transport=_MemoryTransport(parts)
+    ) as s:
+        async for ev in s:
+            if type(ev) is TokenEvent:
+                n += 1
+    return n
+
+
+async def streamcite_pipeline(parts: list[bytes]) -> int:
+    """(f) the whole pipeline (stream_chat over an in-memory transport), telemetry off."""
+    return await _pipeline(parts)
+
+
+async def streamcite_pipeline_otel(parts: list[bytes]) -> int:
+    """(g) the same with OpenTelemetry tracing and metrics on (SDK, in-memory export)."""
+    from streamcite.telemetry import switch
+
+    switch.install(_telemetry())
+    try:
+        return await _pipeline(parts)
+    finally:
+        switch.install(None)
+
+
 IMPLS: dict[str, Callable[[list[bytes]], Awaitable[int]]] = {
     "(a) floor: split + orjson": floor,
     "(b) httpx-sse + orjson": httpx_sse_orjson,
     "(c) openai SDK AsyncStream": openai_sdk,
     "(d) streamcite.aiter_events": streamcite_events,
     "(e) streamcite ChatStreamParser": streamcite_parser,
+    "(f) stream_chat, telemetry off": streamcite_pipeline,
+    "(g) stream_chat, telemetry on": streamcite_pipeline_otel,
 }
 
 
@@ -268,7 +359,7 @@ async def bytes_per_char(parts: list[bytes]) -> tuple[int, int, int, int]:
     when ``citation_refs`` is first read, here after tracing)."""
     import sys
 
-    from streamcite import ChatStreamParser
+    from streamcite.core.api import ChatStreamParser
 
     gc.collect()
     tracemalloc.start()

@@ -12,7 +12,9 @@ interleaved rounds:
   openai SDK                   AsyncOpenAI(...).chat.completions.create(stream=True)
 
 Prints median / p90 in ms and the median added over raw aiohttp.
-Run: ``.venv/bin/python benchmarks/bench_ttft.py [--requests 300]``
+Run: ``.venv/bin/python benchmarks/bench_ttft.py [--requests 300]``; ``--telemetry`` adds
+streamcite with OpenTelemetry on (and on with ``traceparent`` sent), interleaved with the
+others: the TTFT cost of tracing.
 """
 
 from __future__ import annotations
@@ -62,16 +64,44 @@ async def handler(request: web.Request) -> web.StreamResponse:
     return resp
 
 
+def _telemetry(propagate: bool) -> object:
+    """streamcite's OpenTelemetry implementation over SDK providers (spans batched to
+    memory, metrics to an in-memory reader), as an application that traces would run it."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from streamcite.telemetry.otel import OtelTelemetry
+
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(BatchSpanProcessor(InMemorySpanExporter()))
+    meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    return OtelTelemetry(
+        tracer_provider=tracer_provider, meter_provider=meter_provider, propagate=propagate
+    )
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--requests", type=int, default=300)
+    ap.add_argument(
+        "--telemetry",
+        action="store_true",
+        help="add streamcite with OpenTelemetry on (SDK providers, batch export to memory)",
+    )
+    ap.add_argument(
+        "--only-streamcite", action="store_true", help="skip httpx-sse and the openai SDK"
+    )
     args = ap.parse_args()
 
     import openai
 
-    from streamcite import TokenEvent, stream_chat
+    from streamcite import stream_chat
+    from streamcite.events import TokenEvent
     from streamcite.logs import configure_logging
 
     configure_logging("WARNING")  # as a production app would: info lines filtered out
@@ -106,11 +136,15 @@ async def main() -> None:
                         return text
         raise AssertionError("no token")
 
+    in_hand: list[float] = []
+    """When streamcite's first token was in hand (before the stream is closed)."""
+
     def streamcite_with(transport: str, sess: object) -> Callable[[], Awaitable[str]]:
         async def run() -> str:
             async with stream_chat(REQ, base_url=base, transport=transport, session=sess) as s:
                 async for ev in s:
                     if type(ev) is TokenEvent:
+                        in_hand.append(time.perf_counter())
                         return ev.text
             raise AssertionError("no token")
 
@@ -138,6 +172,20 @@ async def main() -> None:
             await stream.close()
         raise AssertionError("no token")
 
+    def with_telemetry(
+        run: Callable[[], Awaitable[str]], tel: object
+    ) -> Callable[[], Awaitable[str]]:
+        async def traced() -> str:
+            from streamcite.telemetry import switch
+
+            switch.install(tel)  # type: ignore[arg-type]
+            try:
+                return await run()
+            finally:
+                switch.install(None)
+
+        return traced
+
     clients: dict[str, Callable[[], Awaitable[str]]] = {
         "raw aiohttp + orjson": raw_aiohttp,
         "streamcite (aiohttp transport)": streamcite_with("aiohttp", session),
@@ -145,15 +193,26 @@ async def main() -> None:
         "httpx-sse + orjson": httpx_sse_orjson,
         "openai SDK": openai_sdk,
     }
+    if args.telemetry:
+        tracing, propagating = _telemetry(propagate=False), _telemetry(propagate=True)
+        aio = streamcite_with("aiohttp", session)
+        clients["streamcite (aiohttp), otel on"] = with_telemetry(aio, tracing)
+        clients["streamcite (aiohttp), otel + traceparent"] = with_telemetry(aio, propagating)
+    if args.only_streamcite:
+        clients = {k: v for k, v in clients.items() if k.startswith(("raw", "streamcite (aio"))}
     samples: dict[str, list[float]] = {k: [] for k in clients}
     for _ in range(20):  # warm-up: connections, imports
         for fn in clients.values():
             assert await fn() == "Hello"
+    hand: dict[str, list[float]] = {k: [] for k in clients if k.startswith("streamcite")}
     for _ in range(args.requests):
         for k, fn in clients.items():
+            in_hand.clear()
             t0 = time.perf_counter()
             await fn()
             samples[k].append((time.perf_counter() - t0) * 1000)
+            if in_hand:
+                hand[k].append((in_hand[0] - t0) * 1000)
     floor = statistics.median(samples["raw aiohttp + orjson"])
     print(
         f"\nTime to first token on loopback, {args.requests} interleaved requests each, pooled connections"
@@ -163,6 +222,13 @@ async def main() -> None:
         med = statistics.median(v)
         p90 = statistics.quantiles(v, n=10)[-1]
         print(f"{k:32} {med:10.3f} {p90:8.3f} {med - floor:+12.3f}")
+
+    print("\nstreamcite, token in hand (the time above also closes the stream)")
+    base = statistics.median(hand["streamcite (aiohttp transport)"])
+    for k, v in hand.items():
+        med = statistics.median(v)
+        p90 = statistics.quantiles(v, n=10)[-1]
+        print(f"{k:42} {med:10.3f} {p90:8.3f} {med - base:+12.3f}")
 
     await session.close()
     await client.aclose()

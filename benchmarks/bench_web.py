@@ -15,7 +15,8 @@ import time
 
 import orjson
 
-from streamcite import ChatStreamParser, TokenEvent
+from streamcite.core.api import ChatStreamParser
+from streamcite.events import TokenEvent
 from streamcite.web import UIMessageEncoder
 
 BUDGET_US = 1.0

@@ -34,7 +34,7 @@ import timeit
 from pathlib import Path
 from typing import Any
 
-from streamcite import ChatStreamParser, TokenEvent, stream_chat
+from streamcite import stream_chat
 from streamcite.bench import (
     BenchTarget,
     LoadSpec,
@@ -44,6 +44,8 @@ from streamcite.bench import (
     summarize,
     write_results,
 )
+from streamcite.core.api import ChatStreamParser
+from streamcite.events import TokenEvent
 from streamcite.logs import configure_logging
 
 QUESTION = "How many days of remote work are allowed per week?"
@@ -249,8 +251,7 @@ def parse_us_per_chunk() -> float:
 
 
 async def demo_sweep(out: Path) -> dict[str, Any]:
-    from streamcite.enrich.wikit import WikitSources
-    from streamcite.local.checker import LocalGrounding
+    from streamcite.enrich import LocalGrounding, WikitSources
 
     config = {"first_token_delay": 0.15, "token_delay": 0.01, "faults": "sources_delay=0.05"}
     async with (

@@ -9,8 +9,7 @@ import os
 from fastapi import FastAPI, HTTPException, Request
 
 from streamcite import stream_chat
-from streamcite.enrich.wikit import WikitSources
-from streamcite.local.checker import LocalGrounding
+from streamcite.enrich import LocalGrounding, WikitSources
 from streamcite.web.asgi import UIMessageStreamResponse, question_from_request
 
 ROOT = os.environ.get("STREAMCITE_LOCAL_URL", "http://127.0.0.1:8765")  # serve-local default

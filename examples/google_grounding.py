@@ -24,10 +24,10 @@ import argparse
 import asyncio
 import os
 
-from streamcite import CitedAnswer, GroundingResult, stream_chat
-from streamcite.enrich.google import GoogleGrounding
-from streamcite.enrich.wikit import WikitSources
+from streamcite import CitedAnswer, stream_chat
+from streamcite.enrich import GoogleGrounding, WikitSources
 from streamcite.logs import configure_logging
+from streamcite.models import GroundingResult
 
 CONFIG = "projects/{project}/locations/global/groundingConfigs/default_grounding_config"
 
@@ -58,7 +58,7 @@ def show(result: GroundingResult, text: str, answer: CitedAnswer | None = None) 
 
 
 async def offline(question: str) -> None:
-    from streamcite.local.server import LocalBackend
+    from streamcite.local import LocalBackend
 
     async with LocalBackend() as backend:
         checker = GoogleGrounding(

@@ -10,9 +10,9 @@ import asyncio
 import openai
 
 from streamcite import Timeouts, stream_chat
-from streamcite.enrich.wikit import WikitSources, by_document
-from streamcite.local.checker import LocalGrounding
-from streamcite.local.server import MODEL, BackendConfig, LocalBackend
+from streamcite.enrich import LocalGrounding, WikitSources
+from streamcite.enrich.wikit import by_document
+from streamcite.local import MODEL, BackendConfig, LocalBackend
 from streamcite.logs import configure_logging
 
 QUESTION = (

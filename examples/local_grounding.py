@@ -17,9 +17,10 @@ import argparse
 import asyncio
 import json
 
-from streamcite import GroundingResult
-from streamcite.local.checker import LocalGrounding, check_google_request
+from streamcite.enrich import LocalGrounding
+from streamcite.local.checker import check_google_request
 from streamcite.logs import configure_logging
+from streamcite.models import GroundingResult
 
 TITANIC_FACTS = [
     "Titanic is a 1997 American epic romantic disaster movie. It was directed, written, and "
@@ -85,7 +86,7 @@ async def main() -> None:
 
     if args.pipeline:
         from streamcite import stream_chat
-        from streamcite.local.server import LocalBackend
+        from streamcite.local import LocalBackend
 
         print(f"\n4. {args.pipeline}")
         async with LocalBackend() as backend:

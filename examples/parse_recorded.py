@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from streamcite import CitationRefEvent, DoneEvent, TokenEvent, iter_events
+from streamcite import iter_events
+from streamcite.events import CitationRefEvent, DoneEvent, TokenEvent
 
 data = (Path(__file__).parent / "data" / "magisterium_stream.sse").read_bytes()
 reads = [data[i : i + 7] for i in range(0, len(data), 7)]

@@ -77,7 +77,7 @@ async def stream_answer(
 @contextlib.asynccontextmanager
 async def embedded_relay() -> AsyncIterator[str]:
     """The embedded backend and a relay in this process; yields the WebSocket URL."""
-    from streamcite.local.server import BackendConfig, LocalBackend
+    from streamcite.local import BackendConfig, LocalBackend
     from streamcite.relay.server import RelayConfig, RelayServer
 
     async with contextlib.AsyncExitStack() as stack:

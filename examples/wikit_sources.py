@@ -20,9 +20,11 @@ import argparse
 import asyncio
 import os
 
-from streamcite import CitedAnswer, QuotedSource, stream_chat
-from streamcite.enrich.wikit import WikitSources, by_document, match_refs, page_label
+from streamcite import CitedAnswer, stream_chat
+from streamcite.enrich import WikitSources
+from streamcite.enrich.wikit import by_document, match_refs, page_label
 from streamcite.logs import configure_logging
+from streamcite.models import QuotedSource
 
 
 def show_sources(sources: list[QuotedSource], answer: CitedAnswer | None = None) -> None:
@@ -52,7 +54,7 @@ def show_sources(sources: list[QuotedSource], answer: CitedAnswer | None = None)
 
 
 async def offline(question: str) -> None:
-    from streamcite.local.server import BackendConfig, LocalBackend
+    from streamcite.local import BackendConfig, LocalBackend
 
     config = BackendConfig(wikit_org_id="org-demo", wikit_api_key="demo-key")
     async with LocalBackend(config) as backend:

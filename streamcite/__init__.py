@@ -12,15 +12,18 @@ The five that matter::
     CitedAnswer                          # the final answer: text, citations, sources, grounding
     iter_events / aiter_events           # the sans-I/O core over recorded (async) byte chunks
 
-Everything else lives in its module: ``streamcite.events`` (event classes),
-``streamcite.enrich`` (Wikit, Google), ``streamcite.local`` (embedded backend, offline
-checker), ``streamcite.relay``, ``streamcite.core`` (decoder, interpreter, markers).
-Names load on first use, so ``import streamcite`` pulls in no I/O library.
+Everything else has one home (docs/imports.md): ``streamcite.events`` (event classes),
+``streamcite.models`` (citations, sources, grounding), ``streamcite.enrich`` (Wikit,
+Google, the offline checker), ``streamcite.local`` (embedded backend),
+``streamcite.relay``, ``streamcite.core.*`` (decoder, interpreter, markers). Names load
+on first use, so ``import streamcite`` pulls in no I/O library.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
+import warnings
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
@@ -50,8 +53,7 @@ __all__ = [
     "stream_chat",
 ]
 
-# Public names -> the module that defines them. The first block is __all__; the rest
-# stay importable from the top level for code written against 0.1 (not in dir()).
+# Public names -> the module that defines them (the ten of __all__).
 _LAZY: dict[str, str] = {
     "ChatStream": "streamcite.pipeline",
     "Timeouts": "streamcite.pipeline",
@@ -62,62 +64,65 @@ _LAZY: dict[str, str] = {
     "StreamciteError": "streamcite.core.errors",
     "aiter_events": "streamcite.core.api",
     "iter_events": "streamcite.core.api",
-    # 0.1 names
+}
+
+# Names of 0.1 that imported from the top level: each has one public path now (the
+# table in docs/imports.md). They still work from here, with a DeprecationWarning
+# naming that path; they go in 0.3.
+_MOVED: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "CitationRefEvent", "CitationsEvent", "DoneEvent", "ErrorEvent", "FinishEvent",
+            "GroundingEvent", "MetaEvent", "SourcesEvent", "TokenEvent", "UsageEvent",
+            "ReasoningEvent", "ToolCallEvent", "RefusalEvent", "event_to_json",
+        ),
+        "streamcite.events",
+    ),
+    **dict.fromkeys(
+        (
+            "Citation", "CitationRef", "CitationSpan", "Timings", "Usage", "ToolCall",
+            "CitedChunk", "GroundingClaim", "GroundingFact", "GroundingResult",
+            "DataSource", "QuotedSource", "SourceChunk", "SourceDocument",
+        ),
+        "streamcite.models",
+    ),
+    **dict.fromkeys(("EnrichContext", "WikitSources", "GoogleGrounding", "LocalGrounding"),
+                    "streamcite.enrich"),
+    **dict.fromkeys(("LocalBackend", "BackendConfig"), "streamcite.local"),
     "AnswerBuilder": "streamcite.core.answer",
     "ChatStreamParser": "streamcite.core.api",
     "ChunkInterpreter": "streamcite.core.chunks",
     "EventTooLarge": "streamcite.core.errors",
     "MalformedResponse": "streamcite.core.errors",
     "UpstreamError": "streamcite.core.errors",
-    "CitationRefEvent": "streamcite.core.events",
-    "CitationsEvent": "streamcite.core.events",
-    "DoneEvent": "streamcite.core.events",
-    "ErrorEvent": "streamcite.core.events",
-    "FinishEvent": "streamcite.core.events",
-    "GroundingEvent": "streamcite.core.events",
-    "MetaEvent": "streamcite.core.events",
-    "SourcesEvent": "streamcite.core.events",
-    "TokenEvent": "streamcite.core.events",
-    "UsageEvent": "streamcite.core.events",
-    "ReasoningEvent": "streamcite.core.events",
-    "ToolCallEvent": "streamcite.core.events",
-    "RefusalEvent": "streamcite.core.events",
-    "event_to_json": "streamcite.core.events",
-    "CitedChunk": "streamcite.core.grounding",
-    "GroundingClaim": "streamcite.core.grounding",
-    "GroundingFact": "streamcite.core.grounding",
-    "GroundingResult": "streamcite.core.grounding",
     "FootnoteDetector": "streamcite.core.markers",
     "MarkerMode": "streamcite.core.markers",
     "render_superscript": "streamcite.core.markers",
-    "Citation": "streamcite.core.models",
-    "CitationRef": "streamcite.core.models",
-    "Timings": "streamcite.core.models",
-    "Usage": "streamcite.core.models",
-    "CitationSpan": "streamcite.core.models",
-    "ToolCall": "streamcite.core.models",
-    "DataSource": "streamcite.core.sources",
-    "QuotedSource": "streamcite.core.sources",
-    "SourceChunk": "streamcite.core.sources",
-    "SourceDocument": "streamcite.core.sources",
     "ServerSentEvent": "streamcite.core.sse",
     "SSEDecoder": "streamcite.core.sse",
-    "EnrichContext": "streamcite.enrich.base",
-    "WikitSources": "streamcite.enrich.wikit",
-    "GoogleGrounding": "streamcite.enrich.google",
-    "LocalGrounding": "streamcite.local.checker",
-    "LocalBackend": "streamcite.local.server",
-    "BackendConfig": "streamcite.local.server",
-}
+}  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
-    if module is None:
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    moved = _MOVED.get(name)
+    if moved is None:
         raise AttributeError(f"module 'streamcite' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+    if sys._getframe(1).f_code.co_name == "_handle_fromlist":
+        # ``from streamcite import X`` asks twice (importlib's hasattr, then the import
+        # itself): the warning is given once, for the importing line.
+        return getattr(importlib.import_module(moved), name)
+    warnings.warn(
+        f"'from streamcite import {name}' is deprecated: use 'from {moved} import {name}' "
+        "(docs/imports.md); the top-level name goes in 0.3",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(importlib.import_module(moved), name)  # not cached: each use warns
 
 
 def __dir__() -> list[str]:

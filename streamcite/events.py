@@ -11,6 +11,7 @@ b'{"type":"token","index":0,"text":"Hi","display":""}'
 from streamcite.core.events import (
     CitationRefEvent,
     CitationsEvent,
+    ClaimEvent,
     DoneEvent,
     ErrorEvent,
     Event,
@@ -32,6 +33,7 @@ from streamcite.core.events import (
 __all__ = [
     "CitationRefEvent",
     "CitationsEvent",
+    "ClaimEvent",
     "DoneEvent",
     "ErrorEvent",
     "Event",

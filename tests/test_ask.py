@@ -185,3 +185,41 @@ def test_ask_a_remote_provider_with_wikit(served: str, monkeypatch: pytest.Monke
     errors = [e for e in events_of(result) if e["type"] == "error"]
     assert errors and errors[0]["stage"] == "sources"
     assert "wrong" not in result.stdout
+
+
+def test_demo_marks_claims_as_they_are_checked() -> None:
+    result = run("--demo", "--json")
+    assert result.exit_code == 0, result.output
+    events = events_of(result)
+    claims = [e for e in events if e["type"] == "claim"]
+    kinds = [e["type"] for e in events]
+    assert claims and all(c["checker"] == "local" for c in claims)
+    # Checked as the finish chunk's citations arrive: before the grounding event.
+    assert kinds.index("claim") < kinds.index("grounding")
+    text = events[-1]["answer"]["text"]
+    assert [c["text"] for c in claims if c["supported"] is False] == [
+        c["text"] for c in claims if "five days" in c["text"]
+    ]
+    assert all(text[c["start"] : c["end"]] == c["text"] for c in claims)
+    assert events[-1]["answer"]["claims"] == claims
+    assert events[-1]["answer"]["timings"]["first_claim_ms"] > 0
+
+    out = run("--demo").stdout
+    assert "‹✗1›" in out and "‹✓2›" in out  # marked in the text as they come
+    assert "first claim" in out
+
+
+def test_azure_groundedness_through_the_local_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CONTENT_SAFETY_ENDPOINT", raising=False)
+    monkeypatch.delenv("CONTENT_SAFETY_KEY", raising=False)
+    result = run(
+        "How many days of remote work per week?",
+        *("--json", "--grounding", "azure", "--no-sources", "--fault", "hallucinate=1"),
+    )
+    assert result.exit_code == 0, result.output
+    events = events_of(result)
+    grounding = next(e for e in events if e["type"] == "grounding")
+    assert grounding["provider"] == "azure" and 0 < grounding["support_score"] < 1
+    [claim] = [e for e in events if e["type"] == "claim"]
+    assert claim["checker"] == "azure" and claim["supported"] is False
+    assert "five days" in claim["text"]

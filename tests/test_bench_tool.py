@@ -137,6 +137,7 @@ async def test_sources_and_grounding_are_timed_after_the_citations() -> None:
     s = summarize(run)
     assert s["ok"] == 4, s["errors_by_code"]
     assert s["sources_ms"]["count"] == 4 and s["grounding_ms"]["count"] == 4
+    assert s["first_claim_ms"]["count"] == 4
     for r in run.records:
         assert r.sources > 0 and r.citations > 0 and r.support_score is not None
         assert r.ttft_ms is not None and r.citations_ms is not None
@@ -145,6 +146,8 @@ async def test_sources_and_grounding_are_timed_after_the_citations() -> None:
         # The sources endpoint was told to wait 50 ms after the finish chunk.
         assert r.sources_ms >= r.citations_ms + 50.0
         assert max(r.sources_ms, r.grounding_ms) <= r.total_ms
+        # Google's claims come on the claim channel just before its grounding event.
+        assert r.first_claim_ms is not None and r.first_claim_ms <= r.grounding_ms
         # The pipeline's own durations are consistent with the times since send.
         assert r.pipeline["sources_ms"] is not None and r.pipeline["sources_ms"] >= 50.0
 
@@ -386,6 +389,7 @@ SUMMARY_KEYS = {
     "achieved_rps",
     "nothing_to_check",
     "warnings",
+    "first_claim_ms",  # live claims (additive)
 }
 REQUEST_KEYS = {
     "index",
@@ -429,8 +433,17 @@ REQUEST_KEYS = {
     "output_tokens_per_s",
     "e2e_ms",
     "nothing_to_check",
+    "first_claim_ms",  # live claims (additive)
 }
-PIPELINE_KEYS = {"ttft_ms", "stream_ms", "citations_ms", "sources_ms", "grounding_ms", "total_ms"}
+PIPELINE_KEYS = {
+    "ttft_ms",
+    "stream_ms",
+    "citations_ms",
+    "sources_ms",
+    "grounding_ms",
+    "total_ms",
+    "first_claim_ms",
+}
 VERSION_KEYS = {
     "python",
     "implementation",
@@ -538,7 +551,7 @@ def test_compare_rows_give_b_over_a() -> None:
         )
     }
     assert rows["TTFT p50 (ms)"] == (100.0, 150.0, 1.5)
-    assert rows["throughput (req/s)"] == (2.0, 1.0, 0.5)
+    assert rows["throughput (ok req/s)"] == (2.0, 1.0, 0.5)
     assert rows["TTFT p99 (ms)"] == (None, None, None)
     assert rows["error rate"] == (0.0, 0.0, None)  # no ratio against zero
 
@@ -640,6 +653,7 @@ def test_cli_end_to_end_with_the_local_backend(
     )
     assert result.exit_code == 0, result.output
     assert "TTFT (ms)" in result.output and "sweep" in result.output
+    assert "first claim (ms)" in result.output
     raw = (out / "results.json").read_bytes()
     assert b"sk-very-secret-value" not in raw
     doc = orjson.loads(raw)
@@ -651,6 +665,7 @@ def test_cli_end_to_end_with_the_local_backend(
         s = run["summary"]
         assert s["ok"] == 3, s["errors_by_code"]
         assert s["sources_ms"]["count"] == 3 and s["grounding_ms"]["count"] == 3
+        assert s["first_claim_ms"]["count"] == 3
         assert s["ttft_ms"]["min"] >= 20.0
         assert all(r["support_score"] is not None and r["sources"] > 0 for r in run["requests"])
     assert cfg["grounding"] == "local" and cfg["grounding_facts"] == "both"

@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streamcite import ChatStreamParser, Event
+from streamcite import Event
+from streamcite.core.api import ChatStreamParser
 from tests._upstream import chunk
 
 try:
@@ -22,22 +23,19 @@ try:
 except ImportError:  # tests/ imported as a package
     from tests import _streams as S
 
-from streamcite import (
-    Citation,
+from streamcite import CitedAnswer, aiter_events, iter_events
+from streamcite.events import (
     CitationRefEvent,
     CitationsEvent,
-    CitedAnswer,
     DoneEvent,
     ErrorEvent,
     FinishEvent,
     MetaEvent,
     TokenEvent,
-    Usage,
     UsageEvent,
-    aiter_events,
     event_to_json,
-    iter_events,
 )
+from streamcite.models import Citation, Usage
 
 
 def run(data: bytes | Sequence[bytes], **kw: Any) -> list[Any]:

@@ -22,8 +22,8 @@ try:
 except ImportError:  # tests/ imported as a package
     from tests._streams import general_path_events, normalise
 
-from streamcite import ChatStreamParser
 from streamcite.core.answer import AnswerBuilder
+from streamcite.core.api import ChatStreamParser
 from streamcite.core.chunks import ChunkInterpreter
 from streamcite.core.events import (
     CitationRefEvent,

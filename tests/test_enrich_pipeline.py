@@ -187,7 +187,7 @@ def google(be: Backend, **kw: Any) -> GoogleGrounding:
 
 async def run(be: Backend, after: list[Any], transport: str = "aiohttp", **kw: Any) -> list[Any]:
     request = {
-        "model": "m",
+        "model": "streamcite-local",
         "messages": [{"role": "user", "content": "Télétravail ?"}],
         "stream": True,
     }

@@ -16,7 +16,7 @@ except ImportError:  # tests/ imported as a package
     from tests._streams import general_path_events as _general
     from tests._streams import normalise
 
-from streamcite import ChatStreamParser
+from streamcite.core.api import ChatStreamParser
 from streamcite.core.events import Event, TokenEvent
 
 _MARKERY = [

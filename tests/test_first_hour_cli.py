@@ -230,7 +230,10 @@ async def test_cited_document_page_is_styled_and_anchored() -> None:
     from streamcite.local.server import BackendConfig, LocalBackend
 
     async with LocalBackend(BackendConfig()) as be, httpx.AsyncClient() as client:
-        body = {"model": "m", "messages": [{"role": "user", "content": "How many remote days?"}]}
+        body = {
+            "model": "streamcite-local",
+            "messages": [{"role": "user", "content": "How many remote days?"}],
+        }
         reply = (await client.post(be.base_url + "/chat/completions", json=body)).json()
         url = reply["citations"][0]["source_url"]
         assert "#chunk-" in url

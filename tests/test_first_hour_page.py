@@ -53,11 +53,12 @@ async def test_hebrew_reads_right_to_left_and_passages_show_no_markdown() -> Non
             await page.goto(server.url + "/")
             await ask(page, "כמה ימים אפשר לעבוד מהבית?")
             await wait_done(page)
-            await page.wait_for_selector(".wikit blockquote.cited")
+            # Wikit's passages are the cited ones: shown once, under Sources (issue 27)
+            await page.wait_for_selector(".sources blockquote.cited")
             direction = "el => getComputedStyle(el).direction"
             assert await page.locator(".question").first.evaluate(direction) == "rtl"
             assert await page.locator(".turn .text").first.evaluate(direction) == "rtl"
-            quoted = await page.locator(".wikit blockquote.cited").all_text_contents()
+            quoted = await page.locator(".sources blockquote.cited").all_text_contents()
             assert quoted and not any(q.lstrip().startswith("#") for q in quoted)
             assert not any("\n#" in q for q in quoted)
             # the footnote is tied to the word before it (a word joiner before the number)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamcite import LocalGrounding
+from streamcite.enrich import LocalGrounding
 from streamcite.local.grounding.answer import (
     DEFAULT_ANSWER_CONFIG,
     answer_support,

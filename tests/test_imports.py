@@ -50,8 +50,9 @@ def test_top_level_names_resolve_lazily() -> None:
         assert getattr(streamcite, name) is not None
     assert len(streamcite.__all__) <= 12
     assert sorted(dir(streamcite)) == sorted(streamcite.__all__)
-    # names of 0.1 still resolve (not listed)
-    assert streamcite.TokenEvent.__name__ == "TokenEvent"
+    # names of 0.1 still resolve (not listed), with a DeprecationWarning (issue 27)
+    with pytest.warns(DeprecationWarning, match="streamcite.events"):
+        assert streamcite.TokenEvent.__name__ == "TokenEvent"
     with pytest.raises(AttributeError):
         _ = streamcite.NoSuchName
 

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streamcite import DoneEvent, ErrorEvent, Timeouts, TokenEvent, stream_chat
+from streamcite import Timeouts, stream_chat
+from streamcite.events import DoneEvent, ErrorEvent, TokenEvent
 from streamcite.local.answerer import token_pieces
 from streamcite.local.faults import FaultSpec, FaultSpecError, request_faults
 from streamcite.local.server import MODEL, BackendConfig, LocalBackend

@@ -22,15 +22,10 @@ try:
 except ImportError:  # tests/ imported as a package
     from tests import _streams as S
 
-from streamcite import (
-    CitationRef,
-    CitationRefEvent,
-    DoneEvent,
-    FinishEvent,
-    TokenEvent,
-    iter_events,
-)
+from streamcite import iter_events
 from streamcite.core import markers
+from streamcite.events import CitationRefEvent, DoneEvent, FinishEvent, TokenEvent
+from streamcite.models import CitationRef
 
 
 def stream_of(deltas: Sequence[str], *, citations: bool = True, index: int = 0) -> bytes:

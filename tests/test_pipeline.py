@@ -10,24 +10,15 @@ import pytest
 from aiohttp import web
 from structlog.testing import capture_logs
 
-from streamcite import (
-    CitationsEvent,
-    DoneEvent,
-    ErrorEvent,
-    Event,
-    SourcesEvent,
-    Timeouts,
-    TokenEvent,
-    iter_events,
-    stream_chat,
-)
+from streamcite import Event, Timeouts, iter_events, stream_chat
 from streamcite.enrich.base import EnrichContext
+from streamcite.events import CitationsEvent, DoneEvent, ErrorEvent, SourcesEvent, TokenEvent
 from tests._upstream import WORDS, Upstream, chunk, full_stream
 from tests._wait import wait_until
 from tests.conftest import ServeFn
 
 TRANSPORTS = ["httpx", "aiohttp"]
-REQ = {"model": "m", "messages": [{"role": "user", "content": "q"}], "stream": True}
+REQ = {"model": "streamcite-local", "messages": [{"role": "user", "content": "q"}], "stream": True}
 FAST = Timeouts(connect=2, first_token=2, idle=0.5, total=10)
 
 

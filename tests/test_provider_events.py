@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import orjson
 
-from streamcite import (
-    AnswerBuilder,
+from streamcite.core.answer import MAX_ERRORS, AnswerBuilder
+from streamcite.core.models import Citation
+from streamcite.events import (
     CitationsEvent,
-    CitationSpan,
     ErrorEvent,
     ReasoningEvent,
     RefusalEvent,
     ToolCallEvent,
 )
-from streamcite.core.answer import MAX_ERRORS
-from streamcite.core.models import Citation
+from streamcite.models import CitationSpan
 
 
 def test_wire_forms_type_first_unknown_null() -> None:

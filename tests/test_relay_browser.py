@@ -75,7 +75,11 @@ async def wait_done(page: Any, index: int = 0, limit_ms: float = 30_000) -> dict
 
 
 async def backend_answer(base_url: str, question: str = QUESTION) -> str:
-    req = {"model": "m", "messages": [{"role": "user", "content": question}], "stream": True}
+    req = {
+        "model": "streamcite-local",
+        "messages": [{"role": "user", "content": question}],
+        "stream": True,
+    }
     async with stream_chat(req, base_url=base_url, transport="aiohttp") as s:
         return (await s.until_done()).text
 
@@ -150,6 +154,42 @@ async def test_tokens_stream_footnotes_link_sources_and_claims_are_highlighted()
                 save_screenshot(await page.screenshot(full_page=True), "relay-page.png")
 
 
+_WATCH_FIRST_TINT = """
+window.__firstTint = null;
+new MutationObserver(() => {
+  const mark = document.querySelector("mark.claim");
+  if (window.__firstTint !== null || !mark) return;
+  const s = window.streamcite.streams()[0];
+  window.__firstTint = {
+    done: Boolean(s && s.done), chars: s ? s.text.length : 0,
+    cls: mark.className, checker: mark.dataset.checker || null, text: mark.textContent,
+  };
+}).observe(document.body, { subtree: true, childList: true });
+"""
+
+
+async def test_a_sentence_is_tinted_as_its_claim_arrives_before_done() -> None:
+    async with LocalBackend(BackendConfig(token_delay=0.03)) as be:
+        req = {"model": "m", "messages": [{"role": "user", "content": QUESTION}], "stream": True}
+        async with stream_chat(req, base_url=be.base_url) as s:
+            first = await s.until_done()
+        facts = [c.cited_text for c in first.citations if c.cited_text]
+        assert facts
+        grounding = LocalGrounding(facts=facts)
+        async with relay(be.base_url, enrichers=[grounding]) as server, browser_page() as page:
+            await page.goto(server.url + "/")
+            await page.evaluate(_WATCH_FIRST_TINT)
+            await ask(page, QUESTION)
+            stream = await wait_done(page)
+            tint = await page.evaluate("window.__firstTint")
+    assert tint is not None, "no claim was tinted"
+    # The first sentence was tinted while the answer was still streaming.
+    assert tint["done"] is False and 0 < tint["chars"] < len(stream["text"])
+    assert tint["checker"] == "local" and "supported" in tint["cls"]
+    assert tint["text"].startswith(stream["text"][:40])  # the first sentence (footnote as <sup>)
+    assert stream["claims"] >= 2
+
+
 async def test_hostile_citation_is_rendered_inert() -> None:
     async with (
         fake_upstream(citations=HOSTILE_CITATIONS) as up,
@@ -197,7 +237,8 @@ async def test_connection_cut_mid_answer_resumes_without_loss_or_repeat() -> Non
             assert stream["verified"] is True
             # what is on screen is the answer, footnote markers shown as superscripts
             shown = await page.locator(".turn .text").first.text_content()
-            assert shown == re.sub(r"\[(\d+)\]", r"\1", expected)
+            # (a space before a marker goes with it: "manager [1]." shows "manager¹.")
+            assert shown == re.sub(r"[ \t]*\[(\d+)\]", r"\1", expected)
             # a second cut, from the page this time, mid-way through a new answer
             await ask(page, "Quali spese di trasferta sono rimborsate?")
             await page.wait_for_function("window.streamcite.streams().length === 2")

@@ -62,7 +62,11 @@ async def backend(**kw: Any) -> AsyncIterator[LocalBackend]:
 
 async def direct_answer(be: LocalBackend, question: str = QUESTION) -> str:
     """The backend's answer, asked directly (no relay), as the reference text."""
-    req = {"model": "m", "messages": [{"role": "user", "content": question}], "stream": True}
+    req = {
+        "model": "streamcite-local",
+        "messages": [{"role": "user", "content": question}],
+        "stream": True,
+    }
     async with stream_chat(req, base_url=be.base_url, transport="aiohttp") as s:
         return (await s.until_done()).text
 

@@ -217,7 +217,11 @@ async def test_retry_after_beyond_the_deadline_is_rate_limited_at_once(
     base = await serve(app)
     loop = asyncio.get_running_loop()
     started = loop.time()
-    request = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+    request = {
+        "model": "streamcite-local",
+        "messages": [{"role": "user", "content": "hi"}],
+        "stream": True,
+    }
     async with stream_chat(
         request, base_url=base + "/v1", retries=3, timeouts=Timeouts(total=5.0)
     ) as s:
@@ -277,7 +281,11 @@ async def test_the_chat_stream_follows_no_redirect(serve: Any, transport: str, s
     other = _Recorder()
     other_url = await serve(other.app())
     base = await serve(_redirecting(other_url + "/steal?key=sk-secret", status))
-    request = {"model": "m", "messages": [{"role": "user", "content": "private"}], "stream": True}
+    request = {
+        "model": "streamcite-local",
+        "messages": [{"role": "user", "content": "private"}],
+        "stream": True,
+    }
     async with stream_chat(
         request,
         base_url=base + "/v1",
@@ -406,7 +414,7 @@ async def test_a_key_cut_by_truncation_is_still_masked(serve: Any, cut: int) -> 
     app = web.Application()
     app.router.add_post("/v1/chat/completions", chat)
     base = await serve(app)
-    request = {"model": "m", "messages": [], "stream": True}
+    request = {"model": "streamcite-local", "messages": [], "stream": True}
     async with stream_chat(request, base_url=base + "/v1", api_key=API_KEY) as s:
         events = [e async for e in s]
     errors = [e for e in events if isinstance(e, ErrorEvent)]
@@ -491,7 +499,7 @@ async def test_url_userinfo_and_header_credentials_never_appear(serve: ServeFn) 
     base = url.replace("http://", "http://alice:s3cretpw@") + "/v1"
     with capture_logs() as logs:
         async with stream_chat(
-            {"model": "m", "messages": [], "stream": True},
+            {"model": "streamcite-local", "messages": [], "stream": True},
             base_url=base,
             transport="httpx",
             headers={"Authorization": f"Bearer {token}"},

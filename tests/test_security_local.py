@@ -23,7 +23,11 @@ Q = "How many days of remote work per week?"
 
 def _chat(question: str) -> bytes:
     return orjson.dumps(
-        {"model": "m", "messages": [{"role": "user", "content": question}], "stream": True}
+        {
+            "model": "streamcite-local",
+            "messages": [{"role": "user", "content": question}],
+            "stream": True,
+        }
     )
 
 
@@ -182,6 +186,9 @@ async def test_dns_rebinding_host_is_refused_in_each_apis_shape() -> None:
         assert r.status == 403 and (await r.json())["error"]["status"] == "PERMISSION_DENIED"
         r = await session.get(backend.root_url + WIKIT_V2, headers=evil)
         assert r.status == 403 and set(await r.json()) == {"detail"}
+        azure = "/contentsafety/text:detectGroundedness?api-version=2024-09-15-preview"
+        r = await session.post(backend.root_url + azure, data=b"{}", headers=evil)
+        assert r.status == 403 and set((await r.json())["error"]) == {"code", "message"}
         doc = backend.corpus.documents[0].id
         r = await session.get(f"{backend.root_url}/documents/{doc}", headers=evil)
         assert r.status == 403 and "Remote" not in await r.text()
@@ -380,7 +387,7 @@ async def test_dns_rebinding_from_chromium_is_refused() -> None:
                     """async (url) => {
                         try {
                             const r = await fetch(url, {method: "POST", mode: "no-cors",
-                                body: '{"model":"m","messages":[{"role":"user","content":"q"}]}'});
+                                body: '{"model": "streamcite-local","messages":[{"role":"user","content":"q"}]}'});
                             return r.type;
                         } catch (e) { return "error"; }
                     }""",

@@ -18,8 +18,10 @@ try:
 except ImportError:  # tests/ imported as a package
     from tests.conftest import ServeFn
 
-from streamcite import ChatStreamParser, EventTooLarge, SSEDecoder, TokenEvent
-from streamcite.core.sse import OVERFLOW
+from streamcite.core.api import ChatStreamParser
+from streamcite.core.errors import EventTooLarge
+from streamcite.core.sse import OVERFLOW, SSEDecoder
+from streamcite.events import TokenEvent
 from streamcite.transports.aiohttp import AiohttpTransport
 from streamcite.transports.base import TransportError
 

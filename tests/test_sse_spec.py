@@ -16,8 +16,8 @@ try:
 except ImportError:  # tests/ imported as a package
     from tests._streams import reference_sse, split_at
 
-from streamcite import EventTooLarge, ServerSentEvent, SSEDecoder
-from streamcite.core.errors import StreamciteError
+from streamcite.core.errors import EventTooLarge, StreamciteError
+from streamcite.core.sse import ServerSentEvent, SSEDecoder
 
 Ev = tuple[str, str, str, int | None]
 

@@ -9,18 +9,19 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from streamcite import (
-    Citation,
+from streamcite import stream_chat
+from streamcite.events import (
     CitationsEvent,
+    ClaimEvent,
     DoneEvent,
     ErrorEvent,
     FinishEvent,
     GroundingEvent,
     SourcesEvent,
     TokenEvent,
-    stream_chat,
 )
 from streamcite.local.server import BackendConfig, LocalBackend
+from streamcite.models import Citation
 from streamcite.web import UIMessageEncoder, question_from_ui_messages, ui_message_stream
 from streamcite.web.aiohttp import ui_message_handler
 
@@ -94,15 +95,17 @@ def test_tokens_citations_sources_grounding_map_to_chunks() -> None:
             CitationsEvent(citations=cites),
             SourcesEvent(query_id="q"),
             GroundingEvent(support_score=0.5),
+            ClaimEvent(index=0, end=18, end_utf16=18, text="Hello [1] and [2].", score=0.9),
             DoneEvent(),
         ]
     )
     types = [c["type"] for c in got]
     assert types == [
         "start", "start-step", "text-start", "text-delta", "text-delta", "text-end",
-        "source-url", "source-document", "data-sources", "data-grounding",
+        "source-url", "source-document", "data-sources", "data-grounding", "data-claim",
         "finish-step", "finish",
     ]  # fmt: skip
+    assert got[10]["id"] == "claim-local-0" and got[10]["data"]["score"] == 0.9
     assert got[0]["messageId"] == "m1"
     assert "".join(c["delta"] for c in got if c["type"] == "text-delta") == "Hello [1] and [2]."
     assert got[6]["sourceId"] == "cite-1" and got[6]["url"] == "http://x/a"

@@ -14,7 +14,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Route
 
-from streamcite import DoneEvent, TokenEvent
+from streamcite.events import DoneEvent, TokenEvent
 from streamcite.local.server import BackendConfig, LocalBackend
 from streamcite.relay.memlog import MemoryStreamLog
 from streamcite.web.asgi import EventStreamResponse, UIMessageStreamResponse

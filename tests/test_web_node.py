@@ -71,3 +71,14 @@ async def test_default_chat_transport_reads_text_sources_and_grounding(serve: An
     assert len({p["sourceId"] for p in sources}) == len(sources)
     assert [p["type"] for p in parts].count("data-grounding") == 1
     assert [p["type"] for p in parts].count("data-sources") == 1
+    # One data-claim part per claim (the AI SDK keeps each by its id), UTF-16 offsets
+    # into the JavaScript text.
+    claims = [p for p in parts if p["type"] == "data-claim"]
+    assert claims and len({p["id"] for p in claims}) == len(claims)
+    for p in claims:
+        c = p["data"]
+        assert c["checker"] == "local" and c["supported"] in (True, False, None)
+        assert (
+            text.encode("utf-16-le")[2 * c["start_utf16"] : 2 * c["end_utf16"]].decode("utf-16-le")
+            == c["text"]
+        )

@@ -3,6 +3,7 @@ the claims coloured by support (rich renderables; the console is the caller's)."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,8 @@ class _DocRow:
     sections: list[str]
     score: float | None
     link: str
+    links: dict[str, list[int]]
+    """Each distinct link of the document (one per cited chunk) -> its footnotes."""
 
 
 def _doc_rows(answer: CitedAnswer) -> list[_DocRow]:
@@ -63,9 +66,18 @@ def _doc_rows(answer: CitedAnswer) -> list[_DocRow]:
         row = rows.get(doc_key)
         if row is None:
             row = rows[doc_key] = _DocRow(
-                [], title, byline, (cit.document_reference if cit else None) or "", [], None, link
+                [],
+                title,
+                byline,
+                (cit.document_reference if cit else None) or "",
+                [],
+                None,
+                link,
+                {},
             )
         row.numbers.append(n)
+        if link != "—":
+            row.links.setdefault(link, []).append(n)
         if label and label not in row.sections:
             row.sections.append(label)
         if src and src.score is not None:
@@ -103,13 +115,19 @@ def sources_table(answer: CitedAnswer) -> Any:
     return table
 
 
-def source_links(answer: CitedAnswer) -> list[str]:
-    """``¹ ³ URL`` lines, one per document (URLs are too long for a table cell)."""
-    return [
-        f"  [cyan]{' '.join(render_superscript(n) for n in r.numbers)}[/cyan] {console_text(r.link)}"
-        for r in _doc_rows(answer)
-        if r.link != "—"
-    ]
+def source_links(answer: CitedAnswer, link: Callable[[str], str] | None = None) -> list[str]:
+    """``¹ ³ URL`` lines, one per cited place (URLs are too long for a table cell): a
+    document cited at two chunks has two lines. ``link`` rewrites each URL (the local
+    backend's pages into corpus files)."""
+    out = []
+    for row in _doc_rows(answer):
+        shown: dict[str, list[int]] = {}
+        for url, numbers in row.links.items():
+            shown.setdefault(link(url) if link else url, []).extend(numbers)
+        for target, numbers in shown.items():
+            refs = " ".join(render_superscript(n) for n in numbers)
+            out.append(f"  [cyan]{refs}[/cyan] {console_text(target)}")
+    return out
 
 
 def support_label(g: GroundingResult) -> str:

@@ -6,17 +6,25 @@ Both end cleanly after Ctrl-C (:meth:`Renderer.cancelled`): the terminal says
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
 import orjson
 
 from streamcite.apps._answer_summary import print_claims, source_links, sources_table
+from streamcite.apps._local_links import LIVE_PAGES_HINT
 from streamcite.apps._provider_render import ProviderRender
-from streamcite.apps._terminal import console_text, terminal_safe
+from streamcite.apps._terminal import (
+    console_text,
+    json_line_escaped,
+    pipe_console,
+    terminal_safe,
+)
 from streamcite.apps._usage import base_url_hint
 from streamcite.core.events import (
     CitationRefEvent,
+    ClaimEvent,
     DoneEvent,
     ErrorEvent,
     Event,
@@ -45,6 +53,9 @@ class RenderSettings:
     fault: str | None
     marker_mode: str
     show_reasoning: bool = True
+    link: Callable[[str], str] | None = None
+    """Rewrites a citation link for after the command (the local backend's pages become
+    corpus files, see :mod:`streamcite.apps._local_links`); None keeps links as sent."""
 
 
 class Renderer:
@@ -67,7 +78,8 @@ class JsonRenderer(Renderer):
         self._text = out
 
     def event(self, event: Event) -> None:
-        line = orjson.dumps(event, option=orjson.OPT_APPEND_NEWLINE)
+        # C1 controls and bidi overrides escaped (orjson writes them raw).
+        line = json_line_escaped(orjson.dumps(event, option=orjson.OPT_APPEND_NEWLINE))
         if self._out is not None:
             self._out.write(line)
             self._out.flush()
@@ -89,12 +101,10 @@ class RichRenderer(Renderer):
     """Tokens as they arrive, then the sources table and the claims coloured by support."""
 
     def __init__(self, settings: RenderSettings):
-        from rich.console import Console
-
         self.opts = settings
         self.local_root = settings.local_root
-        self.console = Console(highlight=False, soft_wrap=True)
-        self.err = Console(stderr=True, highlight=False)
+        self.console = pipe_console(highlight=False, soft_wrap=True)
+        self.err = pipe_console(stderr=True, highlight=False)
         self._streaming = False
         self._provider = ProviderRender(self.console, show_reasoning=settings.show_reasoning)
 
@@ -131,10 +141,26 @@ class RichRenderer(Renderer):
             hint = base_url_hint(self.opts.base_url, event.status) if self.opts.base_url else None
             if hint:
                 self.console.print(f"[yellow]{console_text(hint)}[/yellow]")
+        elif isinstance(event, ClaimEvent):
+            self._claim(event)
         elif isinstance(
             event, MetaEvent | CitationRefEvent | DoneEvent | SourcesEvent | GroundingEvent
         ):
             return
+
+    def _claim(self, event: ClaimEvent) -> None:
+        """A claim checked while the answer streams: marked where the text has got to
+        (``✓n`` supported, ``✗n`` not, n = the sentence's number); the claims table
+        at the end has the details. Claims after the stream show only there."""
+        if not self._streaming or event.supported is None:
+            return
+        mark = (
+            f"[green]✓{event.index + 1}[/green]"
+            if event.supported
+            else f"[red]✗{event.index + 1}[/red]"
+        )
+        self.console.print(f"[dim]‹[/dim]{mark}[dim]›[/dim]", end="")
+        self.console.file.flush()
 
     def cancelled(self, answer: CitedAnswer) -> None:
         if self._streaming:
@@ -154,13 +180,19 @@ class RichRenderer(Renderer):
                 parts.append(f"sources {answer.timings.sources_ms:.0f} ms")
             if answer.timings.grounding_ms is not None:
                 parts.append(f"grounding {answer.timings.grounding_ms:.0f} ms")
+            if answer.timings.first_claim_ms is not None:
+                parts.append(f"first claim {answer.timings.first_claim_ms:.0f} ms")
             c.print(f"[dim]{' · '.join(parts)}[/dim]")
         c.print()
         self._provider.finish(answer)
         if answer.citations or answer.sources:
             c.print(sources_table(answer))
-            for line in source_links(answer):
+            links = source_links(answer, self.opts.link)
+            for line in links:
                 c.print(line, overflow="fold")
+            if links and self.opts.link is not None:
+                for line in LIVE_PAGES_HINT.split("\n"):
+                    c.print(f"  [dim]{console_text(line)}[/dim]", soft_wrap=False)
         elif answer.complete and not answer.refusal and not answer.tool_calls:
             c.print("[yellow]No sources: the answer cites nothing.[/yellow]")
         if answer.dangling_refs:

@@ -22,6 +22,8 @@ __all__ = [
     "build_enrichers",
 ]
 
+# The values of WikitSources' own defaults against the embedded backend (not imported:
+# the Wikit client loads aiohttp, which the CLI loads only when a command needs it).
 LOCAL_WIKIT_APP = "streamcite-demo"
 LOCAL_WIKIT_ORG = "streamcite-local"
 LOCAL_GOOGLE_CONFIG = (
@@ -38,7 +40,7 @@ class EnricherOptions:
     wikit_api_key: str | None = None
     wikit_base_url: str | None = None
     grounding: str = "none"
-    """``none``, ``local`` or ``google``."""
+    """``none``, ``local``, ``google`` or ``azure``."""
     grounding_facts: str = "citations"
     google_config: str | None = None
     google_endpoint: str | None = None
@@ -86,4 +88,26 @@ def build_enrichers(opts: EnricherOptions, local_root: str | None) -> list[Enric
         if endpoint:
             kwargs["endpoint"] = endpoint
         out.append(GoogleGrounding(opts.google_config or LOCAL_GOOGLE_CONFIG, **kwargs))
+    elif opts.grounding == "azure":
+        out.append(_azure(opts, local_root))
     return out
+
+
+AZURE_ENDPOINT_ENV = "CONTENT_SAFETY_ENDPOINT"
+AZURE_KEY_ENV = "CONTENT_SAFETY_KEY"
+
+
+def _azure(opts: EnricherOptions, local_root: str | None) -> Any:
+    """Azure groundedness detection: the resource named by ``CONTENT_SAFETY_ENDPOINT`` and
+    ``CONTENT_SAFETY_KEY`` (Azure's sample names), else the embedded backend's endpoint."""
+    import os
+
+    from streamcite.enrich.azure import AzureGroundedness
+
+    endpoint = os.environ.get(AZURE_ENDPOINT_ENV) or local_root
+    key = os.environ.get(AZURE_KEY_ENV) or ("local" if endpoint == local_root else None)
+    if not endpoint or not key:
+        raise click.UsageError(
+            f"--grounding azure needs {AZURE_ENDPOINT_ENV} and {AZURE_KEY_ENV} in the environment"
+        )
+    return AzureGroundedness(endpoint, key, facts_from=opts.grounding_facts)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,10 @@ import click
 
 from streamcite.apps._ask_render import JsonRenderer, Renderer, RenderSettings, RichRenderer
 from streamcite.apps._enrichers import EnricherOptions, build_enrichers
+from streamcite.apps._terminal import one_line
 from streamcite.apps._usage import check_base_url, warn_unset_key
 from streamcite.apps.options import (
+    ArgumentHintCommand,
     api_key_env_option,
     base_url_option,
     corpus_options,
@@ -77,7 +80,7 @@ class AskOptions:
     no_reasoning: bool = False
 
 
-@click.command("ask")
+@click.command("ask", cls=ArgumentHintCommand)
 @click.argument("question", required=False)
 @option(
     "--demo",
@@ -195,10 +198,13 @@ class _Upstream:
     model: str | None
     api_key: str | None = None
     local_root: str | None = None
+    link: Callable[[str], str] | None = None
+    """The local backend's page links as corpus files (they outlive the command)."""
 
 
 async def _start_local(stack: contextlib.AsyncExitStack, opts: AskOptions) -> _Upstream:
     """Start the embedded backend for the duration of ``stack``."""
+    from streamcite.apps._local_links import offline_links
     from streamcite.local.corpus import CorpusError
     from streamcite.local.server import MODEL, BackendConfig, LocalBackend
 
@@ -214,10 +220,11 @@ async def _start_local(stack: contextlib.AsyncExitStack, opts: AskOptions) -> _U
     try:
         backend = await stack.enter_async_context(LocalBackend(config))
     except CorpusError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(one_line(str(exc))) from None
     for warning in backend.corpus.skipped:
         click.echo(f"streamcite: warning: {warning}", err=True)
-    return _Upstream(backend.base_url, opts.model or MODEL, local_root=backend.root_url)
+    link = offline_links(backend.corpus, opts.corpus, backend.root_url)
+    return _Upstream(backend.base_url, opts.model or MODEL, local_root=backend.root_url, link=link)
 
 
 def _request(opts: AskOptions, model: str | None) -> dict[str, Any]:
@@ -233,16 +240,17 @@ def _request(opts: AskOptions, model: str | None) -> dict[str, Any]:
     }
 
 
-def _renderer(opts: AskOptions, local_root: str | None) -> Renderer:
+def _renderer(opts: AskOptions, upstream: _Upstream) -> Renderer:
     if opts.as_json:
         return JsonRenderer(sys.stdout)
     settings = RenderSettings(
         question=opts.question,
         base_url=opts.base_url,
-        local_root=local_root,
+        local_root=upstream.local_root,
         fault=opts.fault,
         marker_mode=opts.marker_mode,
         show_reasoning=not opts.no_reasoning,
+        link=upstream.link,
     )
     return RichRenderer(settings)
 
@@ -255,7 +263,7 @@ async def _ask(opts: AskOptions) -> int:
             upstream = await _start_local(stack, opts)
         else:
             upstream = _Upstream(opts.base_url, opts.model, api_key=env_value(opts.api_key_env))
-        renderer = _renderer(opts, upstream.local_root)
+        renderer = _renderer(opts, upstream)
         renderer.start()
         headers = {"X-Streamcite-Fault": opts.fault} if opts.fault else None
         stream = stream_chat(

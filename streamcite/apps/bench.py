@@ -26,6 +26,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from streamcite.apps._enrichers import EnricherOptions, build_enrichers
+from streamcite.apps._terminal import pipe_console
 from streamcite.apps.bench_options import LOCAL_MODEL, bench_options
 from streamcite.apps.options import env_secret, log_level
 from streamcite.bench.csvout import write_csv
@@ -85,7 +86,7 @@ def command(**kw: Any) -> None:
 
     Exit codes: 0 done, 1 error, 2 usage error, 3 an --slo objective was missed.
     """
-    console = Console()
+    console = pipe_console()
     if kw["compare"]:
         _compare(console, kw["compare"])
         return

@@ -11,6 +11,7 @@ Each factory returns a decorator; defaults and help that differ by command (a se
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -22,6 +23,7 @@ __all__ = [
     "GOOGLE_TOKEN_ENV",
     "LEGACY_ENV",
     "AliasedOption",
+    "ArgumentHintCommand",
     "api_key_env_option",
     "apply",
     "base_url_option",
@@ -72,6 +74,42 @@ class AliasedOption(click.Option):
             return super().get_help_record(ctx)
         finally:
             self.opts, self.secondary_opts = opts, secondary
+
+
+_ARGUMENT_SPELLINGS: dict[str, tuple[str, ...]] = {
+    "question": ("question", "query", "prompt", "q", "message", "text", "ask"),
+    "file": ("file", "input", "in", "path", "i", "f"),
+}
+"""An argument -> the option names a newcomer types for it (``ask --question``)."""
+_ARGUMENT_EXAMPLES = {"question": '"How many remote days?"', "file": "recorded.sse"}
+
+
+class ArgumentHintCommand(click.Command):
+    """A command whose unknown option, when it names one of its arguments
+    (``ask --question …``), gets that answer instead of click's nearest spelling
+    ("Did you mean '--json'?")."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            typed = exc.option_name.split("=", 1)[0].lstrip("-").lower()
+            for param in self.params:
+                if not isinstance(param, click.Argument) or param.name is None:
+                    continue
+                spellings = _ARGUMENT_SPELLINGS.get(param.name, (param.name,))
+                if difflib.get_close_matches(typed, spellings, n=1, cutoff=0.75):
+                    meta = param.make_metavar(ctx).strip("[]. ")
+                    example = _ARGUMENT_EXAMPLES.get(param.name, meta)
+                    raise click.NoSuchOption(
+                        exc.option_name,
+                        message=(
+                            f"No such option '{exc.option_name}'. {meta} is an argument, "
+                            f"not an option: {ctx.command_path} {example}"
+                        ),
+                        ctx=ctx,
+                    ) from None
+            raise
 
 
 def option(*param_decls: str, hidden_aliases: Sequence[str] = (), **attrs: Any) -> Decorator:
@@ -294,7 +332,7 @@ def wikit_options(
 def grounding_option(default: str, help: str = "Grounding check after each answer.") -> Decorator:
     return option(
         "--grounding",
-        type=click.Choice(["local", "google", "none"]),
+        type=click.Choice(["local", "google", "azure", "none"]),
         default=default,
         show_default=True,
         help=help,

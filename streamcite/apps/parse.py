@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
+import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import click
 import orjson
 
 from streamcite.apps._io import read_chunks
-from streamcite.apps._terminal import console_text, json_for_terminal, terminal_safe
-from streamcite.apps.options import marker_mode_option
+from streamcite.apps._terminal import (
+    console_text,
+    json_for_terminal,
+    json_line_escaped,
+    pipe_console,
+    terminal_safe,
+)
+from streamcite.apps.options import ArgumentHintCommand, marker_mode_option
 from streamcite.core.api import iter_events
 from streamcite.core.events import CitationRefEvent, ErrorEvent, Event, TokenEvent
 from streamcite.core.markers import MarkerMode
 
 
-@click.command("parse")
+@click.command("parse", cls=ArgumentHintCommand)
 @click.argument(
     "file", required=False, type=click.Path(exists=True, dir_okay=False, allow_dash=True)
 )
@@ -28,24 +35,58 @@ from streamcite.core.markers import MarkerMode
 )
 def command(file: str | None, marker_mode: str, jsonl: bool | None) -> None:
     """Interpret a recorded chat.completion.chunk SSE stream (FILE or stdin) and print
-    its events (meta, token, citation_ref, finish, citations, usage, error, done)."""
+    its events (meta, token, citation_ref, finish, citations, usage, error, done).
+
+    Exit codes: 0 the input was an SSE stream (its faults are error events), 1 it was
+    not one at all (empty, or no data:/event:/id:/retry: line), 2 usage error."""
     if jsonl is None:
         jsonl = not sys.stdout.isatty()
     mode: MarkerMode = marker_mode  # validated by click.Choice
-    events = iter_events(read_chunks(file), marker_mode=mode)
+    sniff = SseSniffer(read_chunks(file))
+    events = iter_events(sniff, marker_mode=mode)
     if jsonl:
         out = sys.stdout.buffer
         for ev in events:
-            out.write(orjson.dumps(ev, option=orjson.OPT_APPEND_NEWLINE))
+            out.write(json_line_escaped(orjson.dumps(ev, option=orjson.OPT_APPEND_NEWLINE)))
         out.flush()
-        return
-    _pretty(events)
+    else:
+        _pretty(events)
+    if not sniff.looks_like_sse:
+        # The events above say what the decoder made of it; the exit code says the
+        # input was not a stream at all (a README, an HTML error page, a JSON body).
+        what = "is empty" if sniff.empty else "has no SSE field line (data:, event:, id:, retry:)"
+        name = "stdin" if file in (None, "-") else click.format_filename(file)
+        click.echo(f"streamcite: error: {name} {what}: not an SSE stream", err=True)
+        sys.exit(1)
+
+
+class SseSniffer:
+    """The input's chunks, passed through, noting whether any line is an SSE field
+    (``data:``, ``event:``, ``id:``, ``retry:``, or a ``:`` comment). Lines are looked at
+    only until the first one is found, so a real stream pays one search."""
+
+    _FIELD = re.compile(rb"(?:^|[\r\n])(?:(?:data|event|id|retry)(?::|[\r\n])|:)")
+
+    def __init__(self, chunks: Iterable[bytes]):
+        self._chunks = chunks
+        self.looks_like_sse = False
+        self.empty = True
+
+    def __iter__(self) -> Iterator[bytes]:
+        tail = b""
+        for chunk in self._chunks:
+            if chunk:
+                self.empty = False
+            if not self.looks_like_sse:
+                # The last partial line of the previous chunk goes with this one.
+                window = tail + chunk
+                self.looks_like_sse = self._FIELD.search(window) is not None
+                tail = window[max(window.rfind(b"\n"), window.rfind(b"\r")) :][-64:]
+            yield chunk
 
 
 def _pretty(events: Iterator[Event]) -> None:
-    from rich.console import Console
-
-    console = Console(highlight=False)
+    console = pipe_console(highlight=False)
     for ev in events:
         if type(ev) is TokenEvent:
             console.print(terminal_safe(ev.display), end="", markup=False)

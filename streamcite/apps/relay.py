@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from streamcite.apps._enrichers import EnricherOptions, build_enrichers
+from streamcite.apps._terminal import one_line
 from streamcite.apps._usage import bind_error, check_base_url
 from streamcite.apps.options import (
     allow_client_faults_option,
@@ -159,7 +160,7 @@ def command(**opts: Any) -> None:
         with contextlib.suppress(KeyboardInterrupt):  # pragma: no cover - interactive
             asyncio.run(_serve(opts, upstream, secrets))
     except CorpusError as exc:  # --strict and a file that is not UTF-8, or an empty folder
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(one_line(str(exc))) from None
     except OSError as exc:
         raise bind_error(exc, opts["host"], opts["port"]) from None
 
@@ -241,7 +242,7 @@ async def _serve(opts: dict[str, Any], upstream: str, secrets: dict[str, str | N
         base_url = backend.base_url if backend is not None else opts["base_url"]
         tokens = [t for t in opts["tokens"] if t]
         for warning in backend.corpus.skipped if backend is not None else []:
-            print(f"streamcite: warning: {warning}", file=sys.stderr, flush=True)
+            print(f"streamcite: warning: {one_line(warning)}", file=sys.stderr, flush=True)
         config = RelayConfig(
             base_url=base_url,
             api_key=secrets["api_key"],

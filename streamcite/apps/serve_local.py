@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from streamcite.apps._terminal import one_line
 from streamcite.apps._usage import bind_error
 from streamcite.apps.options import (
     allow_client_faults_option,
@@ -153,7 +154,7 @@ def command(
     try:
         asyncio.run(_serve(config, host, port))
     except CorpusError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(one_line(str(exc))) from None
     except OSError as exc:
         raise bind_error(exc, host, port) from None
     except KeyboardInterrupt:  # pragma: no cover - interactive
@@ -169,7 +170,7 @@ async def _serve(config: BackendConfig, host: str, port: int) -> None:
     async with LocalBackend(config, host=host, port=port) as backend:
         corpus = backend.corpus
         for warning in corpus.skipped:
-            print(f"streamcite: warning: {warning}", file=sys.stderr, flush=True)
+            print(f"streamcite: warning: {one_line(warning)}", file=sys.stderr, flush=True)
         for note in _notes(config, host):
             print(f"streamcite: note: {note}", file=sys.stderr, flush=True)
         # One line on stdout with the URL, so scripts (and tests) can find a port-0 server.

@@ -10,6 +10,8 @@ import click
 import orjson
 
 from streamcite.apps._io import read_chunks
+from streamcite.apps._terminal import json_line_escaped
+from streamcite.apps.options import ArgumentHintCommand
 from streamcite.core.errors import EventTooLarge
 from streamcite.core.sse import DEFAULT_MAX_EVENT_SIZE, SSEDecoder
 
@@ -18,12 +20,12 @@ def _json_line(event: dict[str, Any]) -> bytes:
     """One JSON line. A ``retry`` beyond 64 bits (the standard sets no bound; the decoder
     keeps it exactly) is beyond orjson: that line is written by the standard library."""
     try:
-        return orjson.dumps(event, option=orjson.OPT_APPEND_NEWLINE)
+        return json_line_escaped(orjson.dumps(event, option=orjson.OPT_APPEND_NEWLINE))
     except TypeError:
-        return json.dumps(event, ensure_ascii=False).encode() + b"\n"
+        return json_line_escaped(json.dumps(event, ensure_ascii=False).encode() + b"\n")
 
 
-@click.command("sse")
+@click.command("sse", cls=ArgumentHintCommand)
 @click.argument(
     "file", required=False, type=click.Path(exists=True, dir_okay=False, allow_dash=True)
 )

@@ -31,6 +31,7 @@ CSV_COLUMNS: tuple[str, ...] = (
     "citations_ms",
     "sources_ms",
     "grounding_ms",
+    "first_claim_ms",
     "stream_ms",
     "total_ms",
     "e2e_ms",

@@ -52,7 +52,7 @@ def _chunks(run: RunResult, s: Mapping[str, Any]) -> list[str]:
     if one_write:
         out.append(
             f"{len(one_write)} of {len(multi)} answers arrived in one write (every chunk gap "
-            f"under {ONE_WRITE_GAP_MS} ms): inter-token latency and tokens/s measure the "
+            f"under {ONE_WRITE_GAP_MS} ms): inter-token latency and chunks/s measure the "
             "client's parsing, not the model's decoding"
         )
     itl = (s.get("itl_ms") or {}).get("p50")
@@ -60,7 +60,7 @@ def _chunks(run: RunResult, s: Mapping[str, Any]) -> list[str]:
         out.append(
             f"inter-token p50 {itl:.3f} ms is faster than any model streams: the upstream "
             "sent its chunks back to back (the local backend has no token delay unless "
-            "--fault token_delay=0.02 or similar), so tokens/s is not a decode rate"
+            "--fault token_delay=0.02 or similar), so chunks/s is not a decode rate"
         )
     return out
 

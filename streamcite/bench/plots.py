@@ -9,7 +9,10 @@ Plots, from a ``results.json`` document:
 * ``ttft_cdf.png`` — distribution (CDF) of time to first token, one line per run;
 * ``itl_cdf.png`` — distribution of inter-token latency, one line per run;
 * ``timeline.png`` — per request: sent, first token, citations, sources, grounding,
-  done (with several runs: one panel per run, and ``timeline-<n>.png`` for each);
+  done (with several runs: one panel per run, and ``timeline-<n>.png`` for each).
+  Up to 120 requests are drawn one per row; a longer run is drawn as every k-th
+  request over the whole run, and the title says so ("every 43rd request: 119 of
+  5,084"); the overview panel shows the first six runs of a sweep and says so;
 * ``latency_vs_concurrency.png`` — when runs differ in concurrency.
 
 A plot with nothing to show (a CDF when no request reached its first token) is not
@@ -25,9 +28,10 @@ from typing import Any
 from streamcite.bench.records import RequestRecord
 from streamcite.bench.report import records_of
 
-__all__ = ["PlotsUnavailable", "write_plots"]
+__all__ = ["PlotsUnavailable", "timeline_sample", "write_plots"]
 
-# Enough requests to see the pattern; more would make an unreadable smear.
+# Enough rows to see the pattern; more would make an unreadable smear. A longer run is
+# sampled evenly (every k-th request, so the whole run is shown), and the title says so.
 _TIMELINE_MAX = 120
 _OVERVIEW_MAX = 6
 _DPI = 110
@@ -101,10 +105,29 @@ def _itl(records: Sequence[RequestRecord]) -> list[float]:
     return out
 
 
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def timeline_sample(n: int, limit: int = _TIMELINE_MAX) -> tuple[range, str]:
+    """Which of ``n`` requests (in the order sent) the timeline draws, and the note the
+    title carries when that is not all of them: every k-th request, over the whole run."""
+    if n <= limit:
+        return range(n), ""
+    step = -(-n // limit)  # ceil: at most ``limit`` rows
+    rows = range(0, n, step)
+    return rows, f"every {_ordinal(step)} request: {len(rows):,} of {n:,}"
+
+
 def _draw_timeline(ax: Any, run: Mapping[str, Any], title: str, legend: bool) -> None:
     from matplotlib.ticker import MaxNLocator
 
-    records = records_of(run)[:_TIMELINE_MAX]
+    everything = records_of(run)
+    rows, note = timeline_sample(len(everything))
+    if note:
+        title = f"{title} ({note})"
+    records = [everything[i] for i in rows]
     marks: dict[str, tuple[list[float], list[int], str, str]] = {
         "first reasoning": ([], [], "x", "tab:gray"),
         "first token": ([], [], "o", "tab:blue"),
@@ -114,7 +137,7 @@ def _draw_timeline(ax: Any, run: Mapping[str, Any], title: str, legend: bool) ->
         "done": ([], [], "|", "black"),
     }
     failed = False
-    for y, r in enumerate(records):
+    for y, r in zip(rows, records, strict=True):
         start = r.start_ms / 1000.0
         if r.queue_ms:  # waited for a slot: the wait is drawn thin before the send
             ax.hlines(y, start - r.queue_ms / 1000.0, start, color="tab:red", linewidth=0.5)
@@ -142,7 +165,8 @@ def _draw_timeline(ax: Any, run: Mapping[str, Any], title: str, legend: bool) ->
     if failed:
         ax.plot([], [], color="tab:red", label="failed request")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_ylim(len(records) - 0.5 if records else 1, -0.5)  # first request on top
+    top = rows[-1] + rows.step / 2 if records else 1
+    ax.set_ylim(top, -rows.step / 2)  # first request on top
     ax.set_xlim(left=0)
     ax.set_ylabel("request (in order sent)")
     ax.set_title(title, fontsize=10)
@@ -154,7 +178,7 @@ def _draw_timeline(ax: Any, run: Mapping[str, Any], title: str, legend: bool) ->
 def _timeline(run: Mapping[str, Any], title: str, path: Path) -> Path:
     from matplotlib.figure import Figure
 
-    n = min(len(run["requests"]), _TIMELINE_MAX)
+    n = len(timeline_sample(len(run["requests"]))[0])
     height = min(9.0, 2.0 + 0.09 * n)
     fig = Figure(figsize=(9.0, height), dpi=_DPI, layout="constrained")
     ax = fig.add_subplot()
@@ -169,12 +193,16 @@ def _timeline_overview(runs: Sequence[Mapping[str, Any]], path: Path) -> Path:
     from matplotlib.figure import Figure
 
     shown = list(runs)[:_OVERVIEW_MAX]
+    more = len(runs) - len(shown)
+    title = "Per-request timelines of the sweep"
+    if more:
+        title += f" (the first {len(shown)} of {len(runs)} runs; each run has timeline-<n>.png)"
     fig = Figure(figsize=(9.0, 1.2 + 2.3 * len(shown)), dpi=_DPI, layout="constrained")
     axes = fig.subplots(len(shown), 1, sharex=True, squeeze=False)[:, 0]
     for i, (ax, run) in enumerate(zip(axes, shown, strict=True)):
         _draw_timeline(ax, run, _label(run), legend=i == 0)
     axes[-1].set_xlabel("seconds since the start of each run's measured phase")
-    fig.suptitle("Per-request timelines of the sweep")
+    fig.suptitle(title)
     fig.savefig(path, format="png")
     return path
 

@@ -25,6 +25,7 @@ class Probe:
         "n_reasoning",
         "question",
         "scheduled",
+        "t_claim",
         "t_done",
         "t_end",
         "t_finish",
@@ -57,6 +58,7 @@ class Probe:
         self.t_finish: float | None = None
         self.t_sources: float | None = None
         self.t_grounding: float | None = None
+        self.t_claim: float | None = None
         self.t_done: float | None = None
         self.t_end: float | None = None
         self.answer: CitedAnswer | None = None
@@ -87,6 +89,7 @@ class Probe:
                 ("sources_ms", answer.timings.sources_ms),
                 ("grounding_ms", answer.timings.grounding_ms),
                 ("total_ms", answer.timings.total_ms),
+                ("first_claim_ms", answer.timings.first_claim_ms),
             )
         }
         usage = answer.usage
@@ -121,6 +124,7 @@ class Probe:
             reasoning_chunks=self.n_reasoning,
             prompt_tokens=usage.prompt_tokens if usage else None,
             nothing_to_check=nothing,
+            first_claim_ms=ms(self.t_claim),
         )
         _count_tokens(rec, answer, counter)
         return rec

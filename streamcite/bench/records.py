@@ -99,6 +99,9 @@ class RequestRecord:
     output_tokens_source: TokenSource | None = None
     nothing_to_check: bool | None = None
     """The grounding check found no claim to check (its score says nothing then)."""
+    first_claim_ms: float | None = None
+    """First ``claim`` event received (a sentence checked while the answer streams, or
+    a cloud checker's claims after it)."""
 
     @property
     def ok(self) -> bool:
@@ -205,6 +208,7 @@ class RequestRecord:
             "output_tokens_per_s": _r(self.output_tps),
             "e2e_ms": _r(self.e2e_ms),
             "nothing_to_check": self.nothing_to_check,
+            "first_claim_ms": self.first_claim_ms,
         }
 
     @classmethod
@@ -246,6 +250,7 @@ class RequestRecord:
             output_tokens=d.get("output_tokens"),
             output_tokens_source=d.get("output_tokens_source"),
             nothing_to_check=d.get("nothing_to_check"),
+            first_claim_ms=_opt(d.get("first_claim_ms")),
         )
 
 

@@ -34,6 +34,7 @@ from streamcite.bench.schedule import LoadSpec, Schedule
 from streamcite.bench.tokens import TokenCounter
 from streamcite.bench.workload import Prompt, as_prompts, load_questions
 from streamcite.core.events import (
+    ClaimEvent,
     DoneEvent,
     FinishEvent,
     GroundingEvent,
@@ -160,22 +161,8 @@ class _Runner:
                     if t is TokenEvent:
                         if ev.index == 0:  # type: ignore[union-attr]
                             add_token(perf())
-                    elif t is ReasoningEvent:
-                        if ev.index == 0:  # type: ignore[union-attr]
-                            probe.t_reasoning_last = now = perf()
-                            if probe.t_reasoning is None:
-                                probe.t_reasoning = now
-                            probe.n_reasoning += 1
-                    elif t is FinishEvent:
-                        if ev.index == 0 and probe.t_finish is None:  # type: ignore[union-attr]
-                            probe.t_finish = perf()
-                    elif t is SourcesEvent:
-                        probe.t_sources = perf()
-                    elif t is GroundingEvent:
-                        probe.t_grounding = perf()
-                    elif t is DoneEvent:
-                        probe.t_done = perf()
-                        probe.answer = ev.answer  # type: ignore[union-attr]
+                    else:
+                        _stamp(probe, ev, t, perf())
         except Exception as exc:
             # The pipeline reports faults as events; an exception here is a bug or a
             # misconfiguration, still counted rather than ending the whole run.
@@ -392,3 +379,26 @@ async def run_rate_sweep(
 
     ordered = sorted(loads, key=lambda ld: ld.rate or 0.0)
     return await run_sweep(target, questions, ordered, keep_going=keep_going, **kwargs)
+
+
+def _stamp(probe: Probe, ev: Any, t: type, now: float) -> None:
+    """Stamp one event other than a token on ``probe`` (first of a kind, or the last)."""
+    if t is ReasoningEvent:
+        if ev.index == 0:
+            probe.t_reasoning_last = now
+            if probe.t_reasoning is None:
+                probe.t_reasoning = now
+            probe.n_reasoning += 1
+    elif t is FinishEvent:
+        if ev.index == 0 and probe.t_finish is None:
+            probe.t_finish = now
+    elif t is SourcesEvent:
+        probe.t_sources = now
+    elif t is GroundingEvent:
+        probe.t_grounding = now
+    elif t is ClaimEvent:
+        if probe.t_claim is None:
+            probe.t_claim = now
+    elif t is DoneEvent:
+        probe.t_done = now
+        probe.answer = ev.answer

@@ -41,6 +41,7 @@ SLO_METRICS = (
     "citations_ms",
     "sources_ms",
     "grounding_ms",
+    "first_claim_ms",
     "error_rate",
 )
 

@@ -10,6 +10,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from streamcite.apps._terminal import one_line
 from streamcite.bench.cells import cell as _cell
 from streamcite.bench.cells import fmt as _fmt
 from streamcite.bench.stats import pct_key
@@ -31,6 +32,7 @@ _STAGE_ROWS: tuple[tuple[str, str], ...] = (
     ("citations_ms", "→ citations (ms)"),
     ("sources_ms", "→ sources (ms)"),
     ("grounding_ms", "→ grounding (ms)"),
+    ("first_claim_ms", "→ first claim (ms)"),
 )
 _TAIL_ROWS: tuple[tuple[str, str], ...] = (
     ("total_ms", "total (ms)"),
@@ -105,12 +107,16 @@ def _table(s: Mapping[str, Any], load: Mapping[str, Any]) -> Table | Text:
 
 
 def _lines(s: Mapping[str, Any]) -> Text:
-    errors = ", ".join(f"{k}×{n}" for k, n in s.get("errors_by_code", {}).items()) or "none"
+    # Error codes may come from the provider (an in-stream error's code): made inert.
+    errors = (
+        ", ".join(f"{one_line(str(k))}×{n}" for k, n in s.get("errors_by_code", {}).items())
+        or "none"
+    )
     source = s.get("token_count_source")
     parts = [
         f"ok {s['ok']}/{s['requests']}",
         f"error rate {100 * s['error_rate']:.1f}%",
-        f"{_fmt(s.get('throughput_rps'), 2)} req/s",
+        f"throughput {_fmt(s.get('throughput_rps'), 2)} req/s",
     ]
     if s.get("goodput_rps") is not None:
         parts.append(f"goodput {_fmt(s['goodput_rps'], 2)} req/s")
@@ -121,7 +127,11 @@ def _lines(s: Mapping[str, Any]) -> Text:
     text = Text(" · ".join(_nb(p) for p in parts) + "\n")
     if s.get("offered_rps") is not None:
         achieved = s.get("achieved_rps")
-        text.append(f"offered {s['offered_rps']:g} req/s · achieved {_fmt(achieved, 2)} req/s\n")
+        # The open loop's arrival rate (sends over the send span), not a second throughput.
+        text.append(
+            f"offered {s['offered_rps']:g} req/s · sent at {_fmt(achieved, 2)} req/s "
+            "(the send rate achieved)\n"
+        )
     text.append(_answers_line(s))
     client = s.get("client", {})
     lag = client.get("loop_lag_ms", {})
@@ -163,7 +173,7 @@ def _answers_line(s: Mapping[str, Any]) -> str:
 def _sweep(runs: Sequence[Mapping[str, Any]]) -> Table:
     has_slo = any("goodput_rps" in r["summary"] for r in runs)
     has_rate = any(r["load"].get("rate") is not None for r in runs)
-    cols = ["C", "rate"] + (["achieved"] if has_rate else []) + ["req/s"]
+    cols = ["C", "rate"] + (["sent/s"] if has_rate else []) + ["ok req/s"]
     cols += (["goodput"] if has_slo else []) + ["TTFT p50", "TTFT p99", "ITL p50"]
     cols += ["total p50", "total p99", "errors"]
     sweep = Table(title="sweep", title_justify="left")

@@ -8,13 +8,19 @@ from typing import Any
 import orjson
 
 from streamcite.core.answer import COMPACT_EVERY, AnswerBuilder
+from streamcite.core.bounds import DEFAULT_BOUNDS, StreamBounds
 from streamcite.core.chunks import ChunkInterpreter
 from streamcite.core.events import DoneEvent, ErrorEvent, Event
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import CitedAnswer
 from streamcite.core.sse import DEFAULT_MAX_EVENT_SIZE, SSEDecoder
+from streamcite.core.surrogates import loads_lone_surrogates, scrub_surrogates
 
-__all__ = ["ChatStreamParser", "aiter_events", "iter_events"]
+__all__ = ["SIZE_CHECK_BYTES", "ChatStreamParser", "aiter_events", "iter_events"]
+
+SIZE_CHECK_BYTES = 1024 * 1024
+"""The parser checks the answer's size at least once per this many bytes fed (and at
+each compaction), so an answer goes beyond its cap by at most this and one read."""
 
 
 class ChatStreamParser:
@@ -25,15 +31,19 @@ class ChatStreamParser:
     ['token']
     """
 
-    __slots__ = ("_decoder", "_interpreter", "builder", "closed")
+    __slots__ = ("_decoder", "_fed", "_interpreter", "builder", "closed")
 
     def __init__(
-        self, marker_mode: MarkerMode = "keep", max_event_size: int = DEFAULT_MAX_EVENT_SIZE
+        self,
+        marker_mode: MarkerMode = "keep",
+        max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+        bounds: StreamBounds = DEFAULT_BOUNDS,
     ) -> None:
         self._decoder = SSEDecoder(max_event_size)
-        self.builder = AnswerBuilder()
+        self.builder = AnswerBuilder(bounds)
         self._interpreter = ChunkInterpreter(self.builder, marker_mode)
         self.closed = False
+        self._fed = 0  # bytes fed since the last size check
 
     @property
     def finished(self) -> bool:
@@ -42,7 +52,8 @@ class ChatStreamParser:
 
     @property
     def done(self) -> bool:
-        """``[DONE]`` (or a whole non-streaming body) has been seen."""
+        """``[DONE]`` (or a whole non-streaming body) has been seen, or the answer went
+        beyond ``bounds.max_answer_chars`` (``answer_too_large``: nothing more is read)."""
         return self._interpreter.done
 
     @property
@@ -50,30 +61,52 @@ class ChatStreamParser:
         return self.builder.snapshot()
 
     def feed(self, data: bytes) -> list[Event]:
-        """Events completed by ``data`` (any split of the stream)."""
+        """Events completed by ``data`` (any split of the stream).
+
+        The answer's size is checked at each compaction (every :data:`COMPACT_EVERY`
+        parts) and after each :data:`SIZE_CHECK_BYTES` fed: beyond
+        ``bounds.max_answer_chars`` an ``answer_too_large`` error ends the stream (the
+        answer kept so far, ``complete: false``, nothing more decoded)."""
         out: list[Event] = []
+        if self._interpreter.done:
+            return out
         raw = self._decoder.feed_raw(data)
         if raw:
             self._interpreter.feed_raw(raw, out)
-            if self.builder.uncompacted > COMPACT_EVERY:
-                self.builder.compact()
+            self._fed += len(data)
+            if self.builder.uncompacted > COMPACT_EVERY or self._fed > SIZE_CHECK_BYTES:
+                self._fed = 0
+                if (too_large := self.builder.check_size()) is not None:
+                    self._interpreter.cut_for_size(too_large, out)
+                    self._decoder = SSEDecoder()  # the bytes it holds dropped
         return out
 
     def feed_body(self, body: bytes) -> list[Event]:
-        """A non-streaming ``chat.completion`` JSON body → the same events as a stream."""
+        """A non-streaming ``chat.completion`` JSON body → the same events as a stream
+        (held to the same caps: beyond ``max_answer_chars``, ``answer_too_large``)."""
+        out: list[Event] = []
         try:
             obj: Any = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
-            return [
-                self.add_error(
-                    ErrorEvent(
-                        code="invalid_json",
-                        message=f"response body is not JSON: {exc}",
-                        stage="chunk",
+            obj = loads_lone_surrogates(body)  # JSON but for lone surrogate escapes?
+            if obj is None:
+                return [
+                    self.add_error(
+                        ErrorEvent(
+                            code="invalid_json",
+                            message=f"response body is not JSON: {exc}",
+                            stage="chunk",
+                        )
                     )
-                )
-            ]
-        return self._interpreter.feed_completion(obj)
+                ]
+            obj, lone = scrub_surrogates(obj)  # a whole body: a lone one is alone
+            if lone:
+                msg = f"{lone} lone UTF-16 surrogate(s) in the response: replaced by U+FFFD"
+                out.append(self.add_error(ErrorEvent(code="lone_surrogate", message=msg)))
+        self._interpreter.feed_completion(obj, out)
+        if (too_large := self.builder.check_size()) is not None:
+            out.append(too_large)
+        return out
 
     def close(self) -> list[Event]:
         """End of input: held markers released, truncation reported as an error event."""

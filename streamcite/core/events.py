@@ -33,6 +33,7 @@ from streamcite.core.sources import QuotedSource
 __all__ = [
     "CitationRefEvent",
     "CitationsEvent",
+    "ClaimEvent",
     "DoneEvent",
     "ErrorEvent",
     "Event",
@@ -215,6 +216,37 @@ class GroundingEvent(_Wire):
 
 
 @dataclass(slots=True)
+class ClaimEvent(_Wire):
+    """One claim (a sentence, or a span a checker flagged) of the answer and its verdict.
+
+    Emitted as soon as it is known: by the offline checker while the answer streams
+    (each sentence once it is complete and facts to check it against are known), by
+    the cloud checkers (``google``, ``azure``) after the stream. ``start``/``end`` are
+    CHARACTER offsets into ``answer.text`` (end exclusive), ``start_utf16``/``end_utf16``
+    the same in UTF-16 units (JavaScript). ``score`` is in [0, 1], ``None`` when no
+    check was needed (a question, filler) or the checker gives none; ``supported`` is
+    ``None`` when no check was needed. ``citation_indices`` index ``answer.citations``.
+    ``index`` is the claim's ordinal among its checker's claims.
+
+    >>> ClaimEvent(index=0, start=0, end=3, start_utf16=0, end_utf16=3, text="Hi.").type
+    'claim'
+    """
+
+    type: str = field(default="claim", init=False)
+    index: int = 0
+    start: int = 0
+    end: int = 0
+    start_utf16: int = 0
+    end_utf16: int = 0
+    text: str = ""
+    score: float | None = None
+    supported: bool | None = None
+    citation_indices: list[int] = field(default_factory=list)
+    checker: str = "local"
+    """``local``, ``google``, ``azure``, or a custom checker's name."""
+
+
+@dataclass(slots=True)
 class ErrorEvent(_Wire):
     """A fault. The stream goes on where it can; ``done`` always follows eventually."""
 
@@ -248,6 +280,7 @@ Event: TypeAlias = (
     | RefusalEvent
     | SourcesEvent
     | GroundingEvent
+    | ClaimEvent
     | ErrorEvent
     | DoneEvent
 )
@@ -310,6 +343,7 @@ def answer_from_dict(obj: Any) -> CitedAnswer:
     kw["tool_calls"] = _list(ToolCall, obj.get("tool_calls"))
     kw["sources"] = [QuotedSource.from_dict(x) for x in obj.get("sources") or ()]
     kw["errors"] = [_flat(ErrorEvent, x) for x in obj.get("errors") or ()]
+    kw["claims"] = [_flat(ClaimEvent, x) for x in obj.get("claims") or ()]
     for name in ("dangling_refs", "uncited_documents", "references"):
         kw[name] = list(obj.get(name) or ())
     g = obj.get("grounding")
@@ -375,6 +409,7 @@ _DECODERS: dict[str, Any] = {
         ("tool_call", ToolCallEvent),
         ("refusal", RefusalEvent),
         ("error", ErrorEvent),
+        ("claim", ClaimEvent),
     )
 }
 _DECODERS["citations"] = _citations

@@ -69,6 +69,8 @@ class GroundingClaim:
     """Indices into ``GroundingResult.cited_chunks``."""
     grounding_check_required: bool | None = None
     score: float | None = None
+    reason: str | None = None
+    """Why the checker found it unsupported, when it says (Azure with ``reasoning``)."""
 
     @property
     def supported(self) -> bool:

@@ -128,6 +128,8 @@ class Timings:
     """Duration of the grounding check."""
     total_ms: float | None = None
     """Request sent → ``done``."""
+    first_claim_ms: float | None = None
+    """Request sent → first ``claim`` event (None when no claim was emitted)."""
 
 
 @dataclass(slots=True)
@@ -170,6 +172,8 @@ class CitedAnswer:
     """Errors beyond the first 1,000 are counted here, not kept in ``errors``."""
     enrichment_skipped: str | None = None
     """Why post-stream enrichers did not run: ``"refusal"`` or ``"incomplete"``."""
+    claims: list[Any] = field(default_factory=list)
+    """``ClaimEvent`` objects, in the order they were emitted (every checker's)."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = _plain(self)

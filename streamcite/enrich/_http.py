@@ -21,24 +21,32 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Self, TypeVar
+from urllib.parse import quote
 
 import aiohttp
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
+from yarl import URL
 
 from streamcite.core.errors import StreamciteError, UpstreamError
 from streamcite.core.redact import Redactor, header_secrets
 from streamcite.core.retry_after import parse_retry_after
 from streamcite.logs import get_logger
+from streamcite.telemetry.switch import note_retry
 from streamcite.transports.base import is_redirect, redirect_message
 
 __all__ = [
+    "MAX_ERROR_MESSAGE",
     "HttpResponse",
     "PooledClient",
     "RetryPolicy",
     "Secret",
     "SessionHolder",
+    "bound_error",
+    "bound_message",
     "parse_retry_after",
+    "path_segment",
     "send",
+    "url_with_segments",
     "with_retries",
 ]
 
@@ -105,6 +113,29 @@ class RetryPolicy:
         return wait
 
 
+MAX_ERROR_MESSAGE = 1000
+"""Characters kept of an error message built from upstream data (the rest: ``…``)."""
+
+
+def bound_message(message: str, limit: int = MAX_ERROR_MESSAGE) -> str:
+    """``message`` cut to ``limit`` characters (an ellipsis marks the cut).
+
+    >>> bound_message("x" * 5, 3)
+    'xxx… (5 characters)'
+    """
+    if len(message) <= limit:
+        return message
+    return f"{message[:limit]}… ({len(message)} characters)"
+
+
+def bound_error(exc: StreamciteError, limit: int = MAX_ERROR_MESSAGE) -> StreamciteError:
+    """``exc`` with its message bounded by :func:`bound_message`, in place (returned)."""
+    if len(exc.message) > limit:
+        exc.message = bound_message(exc.message, limit)
+        exc.args = (exc.message,)
+    return exc
+
+
 async def with_retries(
     attempt: Callable[[float], Awaitable[T]],
     policy: RetryPolicy,
@@ -144,6 +175,9 @@ async def _attempt_once(attempt: Callable[[float], Awaitable[T]], budget: float,
     try:
         async with asyncio.timeout(budget):
             return await attempt(budget)
+    except StreamciteError as e:  # messages quote upstream data: bounded before any log
+        bound_error(e)
+        raise
     except TimeoutError:
         raise UpstreamError(
             f"{what}: no answer within {budget:.2f} s",
@@ -189,6 +223,13 @@ def _retrying(
             code=getattr(exc, "code", None),
             status=getattr(exc, "status", None),
         )
+        # A "retry" event on the enricher's span, when telemetry is on.
+        note_retry(
+            state.attempt_number,
+            getattr(exc, "code", None),
+            getattr(exc, "status", None),
+            state.upcoming_sleep,
+        )
 
     return AsyncRetrying(
         retry=retry_if_exception(lambda e: isinstance(e, StreamciteError) and e.retryable),
@@ -216,10 +257,39 @@ class HttpResponse:
         return None
 
 
+def path_segment(value: str) -> str:
+    """``value`` as one percent-encoded path segment that no URL normalisation changes.
+
+    ``/``, ``?``, ``#`` and ``%`` are encoded; a segment of dots only (``.``, ``..``) has
+    its dots written ``%2E``, so it never walks up the path. Send the URL built with it
+    as ``yarl.URL(..., encoded=True)`` (:func:`url_with_segments`): yarl would decode
+    ``%2E`` and remove the segment again.
+
+    >>> path_segment(".."), path_segment("a/b?c"), path_segment("v1.2")
+    ('%2E%2E', 'a%2Fb%3Fc', 'v1.2')
+    """
+    out = quote(value, safe="")
+    if not out.strip("."):
+        out = out.replace(".", "%2E")
+    return out
+
+
+def url_with_segments(base_url: str, template: str, *values: str) -> URL:
+    """``base_url`` + ``template`` with each ``{}`` replaced by :func:`path_segment` of
+    a value, as an already-encoded URL (sent as is: ``..`` or ``/`` in a value never
+    changes the path).
+
+    >>> str(url_with_segments("http://h/api/", "/apps/{}/items/{}/get", "a", ".."))
+    'http://h/api/apps/a/items/%2E%2E/get'
+    """
+    base = str(URL(base_url.rstrip("/")))
+    return URL(base + template.format(*(path_segment(v) for v in values)), encoded=True)
+
+
 async def send(
     session: aiohttp.ClientSession,
     method: str,
-    url: str,
+    url: str | URL,
     *,
     headers: dict[str, str],
     body: bytes | None = None,
@@ -231,7 +301,7 @@ async def send(
     ) as resp:
         if is_redirect(resp.status):
             raise UpstreamError(
-                redirect_message(resp.status, resp.headers.get("Location"), url),
+                redirect_message(resp.status, resp.headers.get("Location"), str(url)),
                 code="redirected",
                 retryable=False,
                 status=resp.status,

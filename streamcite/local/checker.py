@@ -36,7 +36,9 @@ from streamcite.core.sources import QuotedSource
 from streamcite.enrich.base import EnrichContext
 from streamcite.enrich.facts import MAX_FACT_CHARS, MAX_FACTS, build_facts
 from streamcite.enrich.limits import (
+    MAX_ANSWER_TOKENS,
     InvalidGroundingRequest,
+    count_answer_tokens,
     validate_answer,
     validate_citation_threshold,
     validate_fact_text,
@@ -44,13 +46,17 @@ from streamcite.enrich.limits import (
     validate_user_labels,
 )
 from streamcite.local.grounding.answer import answer_support
+from streamcite.local.grounding.live import ENGINE_LOCK
 from streamcite.local.grounding_engine import ClaimVerdict, evaluate
+from streamcite.local.live_claims import LocalClaimSession
 from streamcite.logs import get_logger
 
 __all__ = [
+    "MAX_CHECK_CHARS",
     "InvalidGroundingRequest",
     "LocalGrounding",
     "acheck_google_request",
+    "bound_answer",
     "check_google_request",
 ]
 
@@ -61,7 +67,45 @@ INLINE_MAX_CHARS = 64_000
 """Above this many characters (answer + facts) a check runs in a worker thread, so the
 event loop is not held for more than a few milliseconds."""
 
+MAX_CHECK_CHARS = 64_000
+"""Characters of an answer :meth:`LocalGrounding.check` looks at, at most: its first
+4,096 tokens (Google's own limit, counted as Google does) within these characters.
+The rest is not checked (reported in ``result.warnings``), so a check of any answer
+ends in well under a second even in a worker thread no timeout can stop."""
+
 _log = get_logger("streamcite.local.checker")
+
+
+def bound_answer(answer: str) -> tuple[str, str | None]:
+    """The part of ``answer`` a local check looks at, and the warning when it is not all.
+
+    The longest prefix of at most :data:`MAX_CHECK_CHARS` characters and
+    ``MAX_ANSWER_TOKENS`` (4,096) tokens. Claim offsets stay those of ``answer``.
+
+    >>> bound_answer("Rome is in Italy.")
+    ('Rome is in Italy.', None)
+    >>> part, why = bound_answer("word " * 5000)
+    >>> count_answer_tokens(part), why.split(":")[0]
+    (4096, 'only the first 4,096 tokens of the answer were checked (20,480 characters)')
+    """
+    part = answer[:MAX_CHECK_CHARS]
+    if len(part) == len(answer) and len(answer) <= MAX_ANSWER_TOKENS:
+        return answer, None  # fewer characters than the limit's tokens: within it
+    if count_answer_tokens(part) > MAX_ANSWER_TOKENS:
+        lo, hi = 0, len(part)  # the longest prefix within the limit (tokens grow with it)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if count_answer_tokens(part[:mid]) <= MAX_ANSWER_TOKENS:
+                lo = mid
+            else:
+                hi = mid - 1
+        part = part[:lo]
+    if len(part) == len(answer):
+        return answer, None
+    return part, (
+        f"only the first {MAX_ANSWER_TOKENS:,} tokens of the answer were checked"
+        f" ({len(part):,} characters): {len(answer) - len(part):,} characters not checked"
+    )
 
 
 class LocalGrounding:
@@ -86,6 +130,8 @@ class LocalGrounding:
         citation_threshold: float = 0.6,
         claim_level_scores: bool = True,
         lang: str | None = None,
+        live_claims: bool = True,
+        claim_timeout: float = 2.0,
     ) -> None:
         """
         :param timeout: seconds the pipeline allows :meth:`enrich`.
@@ -96,6 +142,10 @@ class LocalGrounding:
         :param citation_threshold: threshold used by :meth:`enrich`.
         :param claim_level_scores: whether :meth:`enrich` reports claim scores.
         :param lang: ``en``, ``fr``, ``it`` or ``he``; detected from the answer if None.
+        :param live_claims: in a pipeline, also check each sentence as soon as it ends
+            (``claim`` events while the answer streams; :meth:`claim_session`).
+        :param claim_timeout: seconds one live check may take (queue wait included);
+            past it the claim goes out unchecked with a ``claim_timeout`` error.
         """
         if facts_from not in _FACTS_FROM:
             raise ValueError(f"facts_from must be one of {_FACTS_FROM}, got {facts_from!r}")
@@ -108,6 +158,8 @@ class LocalGrounding:
         self.citation_threshold = validate_citation_threshold(citation_threshold)
         self.claim_level_scores = claim_level_scores
         self.lang = lang
+        self.live_claims = live_claims
+        self.claim_timeout = claim_timeout
 
     def __repr__(self) -> str:
         return (
@@ -132,15 +184,20 @@ class LocalGrounding:
 
         Facts longer than 10,000 characters are split into windows and only the
         first 200 facts are used, as with Google (each policy applied is reported in
-        ``result.warnings``). ``cited_chunks[i].fact_index`` indexes ``result.facts``.
+        ``result.warnings``). Only the answer's first 4,096 tokens are checked
+        (:func:`bound_answer`; a warning says so). ``cited_chunks[i].fact_index``
+        indexes ``result.facts``.
         Large inputs are scored in a worker thread; small ones inline.
         """
         threshold = validate_citation_threshold(citation_threshold)
         if isinstance(answer, CitedAnswer):
             answer = answer.text
+        answer, cut = bound_answer(answer)
         prepared, warnings = _prepare_facts(facts)
+        if cut:
+            warnings.append(cut)
         size = len(answer) + sum(len(f.text) for f in prepared)
-        if size > INLINE_MAX_CHARS:
+        if size > INLINE_MAX_CHARS or ENGINE_LOCK.locked():  # never wait for the lock on the loop
             return await asyncio.to_thread(
                 self._run, answer, prepared, threshold, claim_level_scores, warnings
             )
@@ -158,7 +215,10 @@ class LocalGrounding:
         threshold = validate_citation_threshold(citation_threshold)
         if isinstance(answer, CitedAnswer):
             answer = answer.text
+        answer, cut = bound_answer(answer)
         prepared, warnings = _prepare_facts(facts)
+        if cut:
+            warnings.append(cut)
         return self._run(answer, prepared, threshold, claim_level_scores, warnings)
 
     def _run(
@@ -183,6 +243,31 @@ class LocalGrounding:
         return result
 
     # ------------------------------------------------------------------ enricher
+
+    def claim_session(self, request: Mapping[str, Any]) -> LocalClaimSession | None:
+        """The live claims of one stream (the pipeline calls this when it starts).
+
+        With explicit ``facts``, each sentence is checked as soon as it ends; with facts
+        from the answer's citations, once citations anchoring it arrive, else at the
+        finish chunk. None when ``live_claims`` is off or the facts only come after the
+        stream (``facts_from="sources"``: the ``grounding`` event's claims are then
+        delivered as ``claim`` events instead).
+        """
+        if not self.live_claims:
+            return None
+        if self.facts is not None:
+            facts = build_facts(self.facts)
+        elif self.facts_from == "citations":
+            facts = []
+        else:
+            return None
+        return LocalClaimSession(
+            facts,
+            citation_threshold=self.citation_threshold,
+            lang=self.lang,
+            sample=_question(request),
+            timeout=self.claim_timeout,
+        )
 
     async def enrich(self, ctx: EnrichContext) -> GroundingEvent:
         """Check the streamed answer; the result becomes the ``grounding`` event."""
@@ -209,6 +294,24 @@ class LocalGrounding:
         )
         result.warnings[:0] = warnings
         return GroundingEvent.from_result(result)
+
+
+def _question(request: Mapping[str, Any]) -> str:
+    """The last user message's text of a chat request (a language sample), or ""."""
+    messages = request.get("messages")
+    if not isinstance(messages, list):
+        return ""
+    for m in reversed(messages):
+        if isinstance(m, Mapping) and m.get("role") == "user":
+            content = m.get("content")
+            if isinstance(content, str):
+                return content[:2000]
+            if isinstance(content, list):
+                return " ".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))[
+                    :2000
+                ]
+            return ""
+    return ""
 
 
 def _text_of(item: FactLike) -> str:
@@ -274,7 +377,8 @@ def _check(
     claim_level_scores: bool,
     lang: str | None,
 ) -> GroundingResult:
-    verdicts = evaluate(answer, [f.text for f in facts], lang=lang)
+    with ENGINE_LOCK:  # the live claim checks run in a worker thread
+        verdicts = evaluate(answer, [f.text for f in facts], lang=lang)
     cited: dict[int, list[int]] = {}  # claim position -> fact indices
     cited_facts: set[int] = set()
     for pos, v in enumerate(verdicts):
@@ -428,7 +532,7 @@ async def acheck_google_request(body: dict[str, Any]) -> dict[str, Any]:
     """:func:`check_google_request` for async servers: large requests run in a thread."""
     answer, facts, threshold, claim_scores = _parse_google_request(body)
     size = len(answer) + sum(len(f.text) for f in facts)
-    if size > INLINE_MAX_CHARS:
+    if size > INLINE_MAX_CHARS or ENGINE_LOCK.locked():
         result = await asyncio.to_thread(_check, answer, facts, threshold, claim_scores, None)
     else:
         result = _check(answer, facts, threshold, claim_scores, None)

@@ -57,6 +57,11 @@ class BackendConfig:
     allowed_origins: tuple[str, ...] = ()
     """Browser ``Origin`` allow-list (``*``: any); empty: the http(s) origins of the
     allowed hosts. Requests without ``Origin`` (not a browser) are not affected."""
+    header_timeout: float = 10.0
+    """Seconds a connection may take to send a complete request head (after opening or
+    after its previous response); closed after (slowloris)."""
+    body_timeout: float = 30.0
+    """Seconds a request's body may take to arrive whole after its head; closed after."""
     max_check_body_bytes: int = 8 * 1024 * 1024
     """Largest ``:check`` request body (HTTP 413 beyond): Google's own limits (200 facts
     of 10,000 characters) make a legitimate request of 2 to 6 MB of JSON."""

@@ -69,7 +69,25 @@ def _parse_chat(raw: bytes) -> _ChatRequest | web.Response:
     ):
         return openai_error(400, "'max_tokens' must be a positive integer", param="max_tokens")
     include_usage = bool(options and options.get("include_usage"))
+    model = body.get("model")
+    if model is None:
+        return openai_error(400, "you must provide a model parameter", param="model")
+    if model != MODEL:
+        return _model_not_found(model)
     return _ChatRequest(body, messages, stream, include_usage, max_tokens)
+
+
+def _model_not_found(model: object) -> web.Response:
+    """OpenAI's 404 for a model it does not serve, word for word (``code``
+    ``model_not_found``), with the one model this backend does serve."""
+    shown = model if isinstance(model, str) else orjson.dumps(model).decode()
+    shown = "".join(c if c.isprintable() else "?" for c in shown[:80])  # inert when echoed
+    return openai_error(
+        404,
+        f"The model `{shown}` does not exist or you do not have access to it. "
+        f"This backend serves `{MODEL}` (GET /v1/models lists it).",
+        code="model_not_found",
+    )
 
 
 def _usage(request_body: dict[str, Any], completion_tokens: int) -> dict[str, int]:

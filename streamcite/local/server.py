@@ -28,6 +28,7 @@ from types import TracebackType
 
 from aiohttp import web
 
+from streamcite.local.azure_api import add_azure_routes, azure_error
 from streamcite.local.config import MODEL, BackendConfig
 from streamcite.local.corpus import Corpus
 from streamcite.local.dialect_routes import add_dialect_routes, dialect_refusal
@@ -49,6 +50,7 @@ from streamcite.local.wikit_api import (
     wikit_v1_citations,
     wikit_v2_sources,
 )
+from streamcite.web.deadlines import ReadDeadlines
 
 __all__ = [
     "MODEL",
@@ -60,6 +62,8 @@ __all__ = [
 ]
 
 _STATE = STATE  # the name tests and older callers use
+DEADLINES = web.AppKey("deadlines", ReadDeadlines)
+"""The read deadlines :class:`LocalBackend` runs (``/healthz`` reports ``half_open``)."""
 
 
 def create_app(
@@ -84,6 +88,7 @@ def create_app(
     add_google_routes(app, grounding_check)  # v1, v1alpha, v1beta
     add_dialect_routes(app)  # Responses, Anthropic Messages, Gemini, Cohere v2
     app.middlewares.append(google_error_middleware)
+    add_azure_routes(app)  # POST /contentsafety/text:detectGroundedness
     return app
 
 
@@ -104,14 +109,18 @@ async def _host_guard(request: web.Request, handler: Handler) -> web.StreamRespo
         return google_error(403, message)
     if path.startswith("/v1/"):
         return openai_error(403, message, code=code)
+    if path.startswith("/contentsafety/"):
+        return azure_error(403, "403", message)
     return detail_error(403, message)
 
 
 async def _healthz(request: web.Request) -> web.Response:
     state = request.app[STATE]
+    deadlines = request.app.get(DEADLINES)
     return json_response(
         {
             "status": "ok",
+            "half_open": deadlines.half_open if deadlines is not None else 0,
             "model": MODEL,
             "documents": len(state.corpus.documents),
             "chunks": len(state.corpus.chunks),
@@ -158,6 +167,8 @@ class LocalBackend:
         self._runner: web.AppRunner | None = None
         self._app: web.Application | None = None
         self.port: int = 0
+        self.deadlines: ReadDeadlines | None = None
+        """Header/body read deadlines while started (``config.header_timeout``, ...)."""
 
     @property
     def app(self) -> web.Application:
@@ -185,19 +196,25 @@ class LocalBackend:
         if self._runner is not None:
             return
         self._app = create_app(self.config, self._corpus)
+        cfg = self.config
+        deadlines = ReadDeadlines(header_timeout=cfg.header_timeout, body_timeout=cfg.body_timeout)
+        self._app[DEADLINES] = self.deadlines = deadlines
         runner = web.AppRunner(
             self._app,
             access_log=None,
             handler_cancellation=True,
             shutdown_timeout=self._shutdown_timeout,
+            **deadlines.runner_kwargs(),
         )
         await runner.setup()
+        deadlines.start(runner)
         try:
             # A deep backlog: benchmarks open hundreds of streams at once, and a full
             # accept queue costs a one-second SYN retransmit per dropped connection.
             site = web.TCPSite(runner, self.host, self._requested_port, backlog=4096)
             await site.start()
         except BaseException:
+            deadlines.stop()
             await runner.cleanup()
             raise
         self._runner = runner
@@ -213,6 +230,8 @@ class LocalBackend:
         if runner is None:
             return
         self.app[STATE].closing.set()
+        if self.deadlines is not None:
+            self.deadlines.stop()
         await runner.cleanup()
 
     async def __aenter__(self) -> LocalBackend:

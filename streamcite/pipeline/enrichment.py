@@ -12,13 +12,17 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.errors import StreamciteError
 from streamcite.core.events import ErrorEvent, Event
 from streamcite.enrich.base import EnrichContext, Enricher
 from streamcite.enrich.gate import skip_reason
+from streamcite.telemetry import switch
+
+if TYPE_CHECKING:
+    from streamcite.telemetry.otel import StreamSpan
 
 __all__ = ["EnrichmentStage"]
 
@@ -42,6 +46,8 @@ class EnrichmentStage:
         self._scrub = scrub
         self._tasks: list[asyncio.Task[Event | None]] = []
         self._results: dict[str, asyncio.Future[Event | None]] = {}
+        self.observer: StreamSpan | None = None
+        """The stream's span when telemetry is on: each enricher gets a child span."""
         self._decided = False
         """Started or skipped: the decision is made once per stream (at choice 0's
         finish, or when the stream ends without one)."""
@@ -116,20 +122,17 @@ class EnrichmentStage:
         self, enricher: Enricher, ctx: EnrichContext, builder: AnswerBuilder, started: float
     ) -> Event | None:
         kind = enricher.kind
-        result: Event | None
+        span = None if self.observer is None else self.observer.enricher(kind, enricher)
+        token = None if span is None else switch.enter_enricher(span)
         try:
-            async with asyncio.timeout(enricher.timeout):
-                result = await enricher.enrich(ctx)
-        except Exception as exc:  # TimeoutError included: every failure is an event
-            result = self._failure(enricher, exc)
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
-                raise  # we are being cancelled: let it through
-            # The enricher itself raised CancelledError: a failure like any other.
-            result = ErrorEvent(
-                code=f"{kind}_failed", message="the enricher was cancelled", stage=kind
-            )
+            result = await self._run_one(enricher, ctx)
+        except BaseException:  # cancelled from outside: the span says so
+            if span is not None:
+                span.end(None, cancelled=True)
+            raise
+        if span is not None:
+            switch.leave_enricher(token)
+            span.end(result)
         elapsed = (time.perf_counter() - started) * 1000
         if kind == "sources":
             builder.timings.sources_ms = elapsed
@@ -139,6 +142,24 @@ class EnrichmentStage:
         if fut is not None and not fut.done():
             fut.set_result(None if isinstance(result, ErrorEvent) else result)
         return result
+
+    async def _run_one(self, enricher: Enricher, ctx: EnrichContext) -> Event | None:
+        """The enricher's event, or its failure as an error event (timeouts included)."""
+        try:
+            async with asyncio.timeout(enricher.timeout):
+                return await enricher.enrich(ctx)
+        except Exception as exc:  # TimeoutError included: every failure is an event
+            return self._failure(enricher, exc)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # we are being cancelled: let it through
+            # The enricher itself raised CancelledError: a failure like any other.
+            return ErrorEvent(
+                code=f"{enricher.kind}_failed",
+                message="the enricher was cancelled",
+                stage=enricher.kind,
+            )
 
     def _failure(self, enricher: Enricher, exc: Exception) -> ErrorEvent:
         """The error event of an enricher that timed out or raised."""

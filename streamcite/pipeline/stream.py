@@ -13,24 +13,30 @@ import asyncio
 import itertools
 from collections.abc import AsyncIterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import orjson
 
 from streamcite.core.api import ChatStreamParser
-from streamcite.core.events import ErrorEvent, Event, TokenEvent
+from streamcite.core.bounds import DEFAULT_BOUNDS, StreamBounds
+from streamcite.core.events import ErrorEvent, Event, GroundingEvent, TokenEvent
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import CitedAnswer
 from streamcite.core.redact import Redactor, header_secrets
 from streamcite.enrich.base import Enricher
 from streamcite.logs import get_logger
+from streamcite.pipeline.claims import ClaimStage
 from streamcite.pipeline.enrichment import EnrichmentStage
 from streamcite.pipeline.opening import OpenFailed, make_transport, open_upstream
 from streamcite.pipeline.reading import read_events
 from streamcite.pipeline.recorder import Recorder
 from streamcite.pipeline.timeouts import Budget, Timeouts
+from streamcite.telemetry.switch import active as telemetry_active
 from streamcite.transports.base import Transport, UpstreamResponse
+
+if TYPE_CHECKING:
+    from streamcite.telemetry.otel import StreamSpan
 
 __all__ = ["ChatStream", "stream_chat"]
 
@@ -42,8 +48,8 @@ _DEFAULT_TIMEOUTS = Timeouts()  # frozen: one shared default is safe
 class ChatStream:
     """Stream a chat completion with citations; an async context manager and iterator.
 
-    >>> async with stream_chat({"model": "m", "messages": msgs, "stream": True},
-    ...                        base_url="http://127.0.0.1:8000/v1") as stream:
+    >>> async with stream_chat({"model": "streamcite-local", "messages": msgs, "stream": True},
+    ...                        base_url="http://127.0.0.1:8765/v1") as stream:
     ...     async for event in stream:
     ...         print(event.type)
 
@@ -57,6 +63,9 @@ class ChatStream:
     backoff, honouring Retry-After — only before any byte of the answer, so tokens are
     never duplicated. ``after`` enrichers run concurrently once the finish chunk arrives
     (not on a refusal, nor on an answer cut by an error unless ``enrich_incomplete``).
+    ``bounds`` are the caps the stream is held to (:mod:`streamcite.core.bounds`: an
+    answer beyond ``max_answer_chars`` is cut with ``answer_too_large`` and the
+    connection closed).
     """
 
     def __init__(
@@ -74,6 +83,7 @@ class ChatStream:
         retries: int = 0,
         stream_id: str | None = None,
         enrich_incomplete: bool = False,
+        bounds: StreamBounds = DEFAULT_BOUNDS,
     ) -> None:
         self.request = dict(request)
         self.url = base_url.rstrip("/") + "/chat/completions"
@@ -82,7 +92,7 @@ class ChatStream:
         self.retries = retries
         self.response_headers: Mapping[str, str] = {}
         self._transport = make_transport(transport, session)
-        self._parser = ChatStreamParser(marker_mode)
+        self._parser = ChatStreamParser(marker_mode, bounds=bounds)
         self._headers = {"Content-Type": "application/json", **(headers or {})}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
@@ -107,6 +117,7 @@ class ChatStream:
             enrich_incomplete=enrich_incomplete,
         )
         self._gen: AsyncIterator[Event] | None = None
+        self._claims: ClaimStage | None = None
         self._resp: UpstreamResponse | None = None
         self._started = False
 
@@ -174,6 +185,10 @@ class ChatStream:
         parser, rec, budget = self._parser, self._rec, self._budget
         timings = parser.builder.timings
         budget.start()
+        obs = self._observe()  # None unless streamcite.telemetry.instrument() was called
+        claims = self._claims = ClaimStage(
+            self._claim_sessions(), parser.builder, budget.elapsed_ms
+        )
         self._log.info("stream.start", transport=getattr(self._transport, "name", "custom"))
         try:
             try:
@@ -181,15 +196,22 @@ class ChatStream:
             except OpenFailed as failed:
                 yield rec.error(failed.event)
             else:
-                async for ev in read_events(resp, parser, budget, rec):
+                events = read_events(resp, parser, budget, rec)
+                if claims.sessions:  # live claims interleaved (none: the plain hot path)
+                    events = claims.interleave(events)
+                async for ev in events:
                     yield ev
-                timings.stream_ms = budget.elapsed_ms()
+                if timings.stream_ms is None:
+                    timings.stream_ms = budget.elapsed_ms()
             # Not started at a finish chunk: [DONE] without a finish_reason, a stream cut
             # before its finish (dropped connection, timeout), or no answer at all. The
             # gate decides (a cut answer is enriched only with ``enrich_incomplete``, an
             # empty one never), and ``enrichment_skipped`` says what happened.
             self._start_enrichers()
             async for ev in self._enrichment.collect(parser.builder, rec.error):
+                if type(ev) is GroundingEvent:  # one claim channel: its claims first
+                    for claim in claims.after_stream(ev):
+                        yield claim
                 yield ev
             timings.total_ms = budget.elapsed_ms()
             done = parser.done_event()
@@ -208,7 +230,27 @@ class ChatStream:
             self._log.info("stream.cancelled")
             raise
         finally:
-            await self._cleanup()
+            try:
+                await self._cleanup()
+            finally:
+                if obs is not None:
+                    obs.end(self.answer)  # after the enrichers' spans ended
+
+    def _observe(self) -> StreamSpan | None:
+        """The span of this run when telemetry is on (its traceparent sent if asked)."""
+        tel = telemetry_active()
+        if tel is None:
+            return None
+        obs = tel.stream(
+            stream_id=self.stream_id,
+            request=self.request,
+            url=self.url,
+            t0=self._budget.t0,
+            api=str(getattr(self, "api", "chat")),
+        )
+        obs.inject(self._headers)
+        self._enrichment.observer = obs
+        return obs
 
     async def _open(self) -> UpstreamResponse:
         resp = await open_upstream(
@@ -224,10 +266,22 @@ class ChatStream:
         self.response_headers = resp.headers
         return resp
 
+    def _claim_sessions(self) -> list[Any]:
+        """The live claim sessions of the enrichers that have one (``claim_session``)."""
+        sessions = []
+        for e in self._enrichment.enrichers:
+            make = getattr(e, "claim_session", None)
+            session = make(self.request) if callable(make) else None
+            if session is not None:
+                sessions.append(session)
+        return sessions
+
     def _start_enrichers(self) -> None:
         self._enrichment.start(self._parser.builder, self.request, self.response_headers)
 
     async def _cleanup(self) -> None:
+        if self._claims is not None:
+            self._claims.cancel()
         await self._enrichment.cancel()
         resp, self._resp = self._resp, None
         if resp is not None:

@@ -8,6 +8,12 @@ too). Error events get the same bounds and public messages as on ``/ws`` (at mos
 ``max_stream_errors``, no internal addresses). The answer is streamed straight from
 the upstream (no stream log: the UI message stream has no resume); a browser that
 aborts closes the upstream request at once.
+
+Slow readers get the policy of ``/ws`` and ``/sse``: the socket's write buffer is capped
+(``client_buffer_bytes``, ``client_sndbuf``) and a write blocked past ``send_timeout`` drops
+the connection (counted as ``client_closed_total{reason="too_slow"}``); the upstream
+request is then closed and the quota slot released. These responses count as client
+connections (``max_connections``, ``/healthz`` ``clients``).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from streamcite.core.events import DoneEvent, ErrorEvent
 from streamcite.logs import get_logger
 from streamcite.pipeline import stream_chat
 from streamcite.relay.bounds import StreamErrors, public_error
+from streamcite.relay.clients import AiSdkClient, ClientGone, limit_write_buffer
 from streamcite.relay.protocol import AskMessage, relay_error_frame
 from streamcite.relay.quotas import QUOTA_CODE
 from streamcite.web.stream import question_from_ui_messages, ui_message_stream
@@ -56,6 +63,8 @@ def add_aisdk_route(app: web.Application, relay: Relay) -> None:
                 body=relay_error_frame("bad_message", str(exc)),
                 content_type="application/json",
             )
+        if len(relay.clients) >= cfg.max_connections:
+            return relay.access.reject("too_many_connections", 503, "too many connections")
         if relay.active_streams + active[0] >= cfg.max_streams_total:
             return relay.access.reject("relay_busy", 503, "the relay is at its stream limit")
         key = relay.access.identity(request).quota_key
@@ -88,11 +97,20 @@ async def _serve(relay: Relay, request: web.Request, question: str) -> web.Strea
     resp = web.StreamResponse(headers=dict(UI_MESSAGE_STREAM_HEADERS))
     stream = ui_message_stream(_bounded(events, cfg.max_stream_errors))
     relay.metrics.streams_started += 1
+    limit_write_buffer(request.transport, cfg.client_buffer_bytes, cfg.client_sndbuf)
+    client = AiSdkClient(request, resp, cfg.client_buffer_bytes, relay.access.identity(request))
+    relay.clients.add(client)
+    relay.metrics.connections["aisdk"] += 1
     try:
         await resp.prepare(request)
+        send = client.send
         async for chunk in stream:
-            await resp.write(chunk)
+            await send(chunk)
+    except ClientGone:  # the watchdog dropped a reader that stopped reading
+        pass
     finally:
+        relay.clients.discard(client)
+        relay.metrics.connections["aisdk"] -= 1
         await stream.aclose()  # also on abort: the upstream request closes now
     return resp
 

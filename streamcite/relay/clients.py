@@ -22,11 +22,12 @@ from aiohttp import WSMsgType, web
 
 from streamcite.logs import get_logger
 from streamcite.relay.guard import Identity
-from streamcite.relay.protocol import envelope, heartbeat_frame
+from streamcite.relay.protocol import CloseCode, envelope, heartbeat_frame
 from streamcite.relay.streamlog import LogEntry
 from streamcite.relay.writer import SendGate
 
 __all__ = [
+    "AiSdkClient",
     "Client",
     "ClientGone",
     "OnSent",
@@ -252,6 +253,39 @@ class SseClient(Client):
         if self.gate.busy:
             self.abort()
         self._stop_pumps()
+
+
+class AiSdkClient(Client):
+    """One ``POST /api/chat`` response (the AI SDK UI message stream): no stream log, no
+    resume, the chunks written as the upstream yields them. Under the relay's watchdog
+    like the others: a write blocked past ``send_timeout`` drops the connection, which
+    ends the handler and so closes the upstream request and frees the quota slot."""
+
+    kind = "aisdk"
+    __slots__ = ("resp",)
+
+    def __init__(self, request: web.Request, resp: web.StreamResponse, cap: int, who: Identity):
+        super().__init__(request, cap, who)
+        self.resp = resp
+
+    async def _write(self, frame: bytes, seq: int | None) -> None:
+        await self.resp.write(frame)
+
+    def _encode(self, frame: bytes, seq: int | None) -> bytes:
+        return frame
+
+    async def _write_wire(self, data: bytes) -> None:
+        await self.resp.write(data)
+
+    def close_soon(self, code: int, reason: str) -> None:
+        # No close code to send on a plain HTTP response: a blocked write is ended by
+        # dropping the connection, an idle one at its next write (ClientGone). A shutdown
+        # lets the answer finish (the server's shutdown timeout bounds it), as before.
+        if code != CloseCode.TOO_SLOW:
+            return
+        self.closing = True
+        if self.gate.busy:
+            self.abort()
 
 
 def limit_write_buffer(

@@ -74,6 +74,12 @@ class RelayConfig:
     before it is closed with 4008 (it can reconnect and resume)."""
     send_timeout: float = 10.0
     """Longest any write to a client may wait for its socket to drain."""
+    header_timeout: float = 10.0
+    """A connection without a complete request head this many seconds after it opened
+    (or after its previous response) is closed: slowloris, idle keep-alive."""
+    body_timeout: float = 30.0
+    """A request whose body has not arrived whole this many seconds after its head is
+    closed (see :class:`~streamcite.web.deadlines.ReadDeadlines`)."""
     max_stream_errors: int = 100
     """Error events one stream sends at most (then one ``errors_truncated`` notice);
     also the most errors a ``done`` answer lists."""
@@ -111,7 +117,7 @@ class RelayConfig:
             raise ValueError("tokens must not be empty")
         for host in self.allowed_hosts:
             parse_host_pattern(host)  # ValueError when malformed
-        for name in ("send_timeout", "heartbeat_interval"):
+        for name in ("send_timeout", "heartbeat_interval", "header_timeout", "body_timeout"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0")
         for name in ("resume_grace", "shutdown_grace"):

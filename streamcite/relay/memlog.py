@@ -96,6 +96,23 @@ class _Stream:
             seq += 1
         return out
 
+    def replace(self, seq: int, payload: bytes) -> int:
+        """Put ``payload`` in place of entry ``seq`` (kept); the change in bytes held.
+
+        Costs the bytes and entries after it (a memmove, one offset each): the relay
+        replaces the citations frame a newer one superseded, a few entries back."""
+        i = seq - self.base
+        if i < 0 or i >= len(self.ends):
+            return 0
+        origin, ends = self.origin, self.ends
+        start = (ends[i - 1] if i else origin) - origin
+        end = ends[i] - origin
+        delta = len(payload) - (end - start)
+        self.buf[start:end] = payload
+        for j in range(i, len(ends)):
+            ends[j] += delta
+        return delta
+
     def drop(self, count: int) -> int:
         """Drop the ``count`` oldest entries; the bytes accounted that were freed."""
         count = min(count, len(self.ends))
@@ -190,6 +207,14 @@ class MemoryStreamLog:
         if st.waiters:
             st.wake()
         return seq
+
+    def supersede_nowait(self, stream_id: str, seq: int, payload: bytes) -> None:
+        """Replace entry ``seq`` (still kept) by the smaller ``payload``: a frame a newer
+        one made obsolete (a citations set the next one replaces) stops holding the
+        log's bytes, so it cannot push live events out. Unknown or trimmed: nothing."""
+        st = self._streams.get(stream_id)
+        if st is not None:
+            self._total += st.replace(seq, payload)
 
     async def finish(self, stream_id: str) -> None:
         """Mark the stream finished; it is dropped ``retention`` seconds later."""

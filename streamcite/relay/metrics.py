@@ -1,130 +1,268 @@
-"""The relay's metrics: counters, gauges and histograms, rendered as Prometheus text."""
+"""The relay's metrics, through ``prometheus_client``: a registry per relay, or the
+multiprocess collector when several relay processes share ``PROMETHEUS_MULTIPROC_DIR``.
+
+The relay's code counts as it always did (``metrics.errors[code] += 1``,
+``metrics.streams_started += 1``, ``metrics.ttft.observe(s)``); each count goes to a
+``prometheus_client`` metric, and ``/metrics`` is ``generate_latest`` of them.
+
+Multiprocess mode (several relays on one host, one of them scraped): set
+``PROMETHEUS_MULTIPROC_DIR`` to an empty directory before the relays start (it is read
+when ``prometheus_client`` is imported); every process then writes its values there and
+any relay's ``/metrics`` serves the sum (counters, histograms) or the sum over live
+processes (gauges). Run one relay per process, wipe the directory when they all
+restart; see docs/observability.md.
+"""
 
 from __future__ import annotations
 
-from bisect import bisect_left
+import os
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping
+from typing import Any, ClassVar, Literal, Protocol
 
-__all__ = ["RelayMetrics"]
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client import Counter as PromCounter
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
 
+__all__ = ["CONTENT_TYPE", "RelayMetrics", "multiprocess_dir"]
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+"""The ``Content-Type`` of ``/metrics`` (Prometheus text exposition)."""
+
+_P = "streamcite_relay_"
 _LATENCY_BUCKETS = (
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
 )  # fmt: skip
+_MAX_LABEL_VALUES = 200
+"""Distinct label values kept per metric (error codes come from upstreams); the rest
+are counted under ``other``."""
 
 
-class _Histogram:
-    __slots__ = ("buckets", "count", "counts", "sum")
-
-    def __init__(self, buckets: Sequence[float] = _LATENCY_BUCKETS) -> None:
-        self.buckets = tuple(buckets)
-        self.counts = [0] * (len(self.buckets) + 1)
-        self.sum = 0.0
-        self.count = 0
-
-    def observe(self, value: float) -> None:
-        self.counts[bisect_left(self.buckets, value)] += 1
-        self.sum += value
-        self.count += 1
-
-    def lines(self, name: str, labels: str = "") -> list[str]:
-        sep = "," if labels else ""
-        out: list[str] = []
-        cumulative = 0
-        for bound, n in zip(self.buckets, self.counts, strict=False):
-            cumulative += n
-            out.append(f'{name}_bucket{{{labels}{sep}le="{bound:g}"}} {cumulative}')
-        out.append(f'{name}_bucket{{{labels}{sep}le="+Inf"}} {self.count}')
-        braces = f"{{{labels}}}" if labels else ""
-        out.append(f"{name}_sum{braces} {self.sum:.6f}")
-        out.append(f"{name}_count{braces} {self.count}")
-        return out
+def multiprocess_dir() -> str | None:
+    """The directory of ``prometheus_client``'s multiprocess mode, when it is on."""
+    return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
 
 
-def _label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+class _Counts(Counter[str]):
+    """A ``collections.Counter`` whose changes also go to a labelled metric (a counter
+    only grows; a gauge follows both ways). Label values past the cap become ``other``."""
+
+    def __init__(self, metric: Any, *, initial: tuple[str, ...] = ()) -> None:
+        self._metric = metric
+        super().__init__()
+        for key in initial:
+            metric.labels(key)  # exposed at 0 from the start
+
+    def __setitem__(self, key: str, value: int) -> None:
+        delta = value - self[key]
+        if key not in self and len(self) >= _MAX_LABEL_VALUES:
+            key = "other"
+            value = self[key] + delta
+        super().__setitem__(key, value)
+        if delta:
+            self._metric.labels(key).inc(delta)
+
+
+class _Scalar:
+    """An ``int`` attribute whose increments go to an unlabelled counter."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = "_v_" + name
+
+    def __get__(self, obj: RelayMetrics, objtype: type | None = None) -> int:
+        return int(getattr(obj, self.name))
+
+    def __set__(self, obj: RelayMetrics, value: int) -> None:
+        delta = value - getattr(obj, self.name)
+        object.__setattr__(obj, self.name, value)
+        if delta > 0:
+            obj._counters[self.name].inc(delta)
+
+
+class ReadDeadlineStats(Protocol):
+    """What ``/metrics`` reads of the relay's read deadlines (``web.deadlines``)."""
+
+    @property
+    def half_open(self) -> int: ...
+    @property
+    def closed(self) -> Mapping[str, int]: ...
+
+
+class _DeadlineCollector:
+    """Half-open connections and those a read deadline closed, read at scrape time."""
+
+    def __init__(self) -> None:
+        self.source: ReadDeadlineStats | None = None
+
+    def describe(self) -> list[Metric]:
+        return []  # known only at scrape time (and only when the relay has deadlines)
+
+    def collect(self) -> Iterator[Metric]:
+        d = self.source
+        if d is None:
+            return
+        yield GaugeMetricFamily(
+            _P + "half_open_connections",
+            "Connections waiting for a request head or body.",
+            value=d.half_open,
+        )
+        closed = CounterMetricFamily(
+            _P + "read_deadline_closed",
+            "Connections closed by a read deadline.",
+            labels=["phase"],
+        )
+        for phase in ("header", "body"):
+            closed.add_metric([phase], d.closed.get(phase, 0))
+        yield closed
 
 
 class RelayMetrics:
-    """Counters, gauges and histograms of one relay, rendered as Prometheus text."""
+    """Counters, gauges and histograms of one relay (``prometheus_client`` metrics)."""
 
-    STAGES = ("ttft", "stream", "sources", "grounding", "total")
+    STAGES = ("ttft", "stream", "citations", "sources", "grounding", "first_claim", "total")
+    TIME_TO: ClassVar[dict[str, str]] = {
+        "citations": "citations",
+        "sources": "sources",
+        "grounding": "grounding",
+        "claim": "first_claim",
+    }
+    """Event type → ``time_to_*`` histogram: first such event of a stream, from the ask."""
+
+    streams_started = _Scalar()
+    resumes = _Scalar()
 
     def __init__(self) -> None:
-        self.connections: Counter[str] = Counter()
-        """Open client connections by transport (gauge)."""
-        self.streams_started = 0
-        self.streams_finished: Counter[str] = Counter()
-        """By outcome: ``ok``, ``error``, ``cancelled``, ``abandoned``, ``shutdown``."""
-        self.errors: Counter[str] = Counter()
-        """Error events and relay errors by code."""
-        self.rejected: Counter[str] = Counter()
-        """Refused requests by reason (auth, origin, busy, ...)."""
-        self.client_closed: Counter[str] = Counter()
-        """Connections the relay closed, by reason (``too_slow``, ``shutdown``)."""
-        self.resumes = 0
-        self.events_sent = 0
-        self.ttft = _Histogram()
-        """Ask received → first token appended (seconds), measured by the relay."""
-        self.stages = {stage: _Histogram() for stage in self.STAGES}
-        """The pipeline's own stage timings (``answer.timings``), in seconds."""
-
-    def render(self, *, active_streams: int, log_stats: Mapping[str, int] | None) -> str:
-        p = "streamcite_relay_"
-        lines = [
-            f"# HELP {p}active_streams Upstream requests running now.",
-            f"# TYPE {p}active_streams gauge",
-            f"{p}active_streams {active_streams}",
-            f"# HELP {p}connections Open client connections.",
-            f"# TYPE {p}connections gauge",
-        ]
-        for transport in ("ws", "sse"):
-            lines.append(f'{p}connections{{transport="{transport}"}} {self.connections[transport]}')
-        lines += [
-            f"# HELP {p}streams_started_total Streams started.",
-            f"# TYPE {p}streams_started_total counter",
-            f"{p}streams_started_total {self.streams_started}",
-            f"# HELP {p}streams_finished_total Streams finished, by outcome.",
-            f"# TYPE {p}streams_finished_total counter",
-        ]
-        lines += [
-            f'{p}streams_finished_total{{outcome="{_label(k)}"}} {v}'
-            for k, v in sorted(self.streams_finished.items())
-        ]
-        for name, counter, label, help_ in (
-            ("errors_total", self.errors, "code", "Errors (stream error events and relay errors)."),
-            ("rejected_total", self.rejected, "reason", "Requests refused."),
-            (
-                "client_closed_total",
-                self.client_closed,
-                "reason",
-                "Client connections closed by the relay.",
+        self.multiprocess = multiprocess_dir() is not None
+        self.registry = CollectorRegistry(auto_describe=True)
+        """This relay's registry (in multiprocess mode ``/metrics`` reads the directory)."""
+        reg = self.registry
+        live: Literal["livesum"] = (
+            "livesum"  # gauges in multiprocess mode: the sum over live processes
+        )
+        self._active = Gauge(
+            _P + "active_streams", "Upstream requests running now.",
+            registry=reg, multiprocess_mode=live,
+        )  # fmt: skip
+        self.connections = _Counts(
+            Gauge(
+                _P + "connections", "Open client connections.", ["transport"],
+                registry=reg, multiprocess_mode=live,
             ),
-        ):
-            lines += [f"# HELP {p}{name} {help_}", f"# TYPE {p}{name} counter"]
-            lines += [f'{p}{name}{{{label}="{_label(k)}"}} {v}' for k, v in sorted(counter.items())]
-        lines += [
-            f"# HELP {p}resumes_total Resumes served.",
-            f"# TYPE {p}resumes_total counter",
-            f"{p}resumes_total {self.resumes}",
-            f"# HELP {p}events_sent_total Event frames written to clients.",
-            f"# TYPE {p}events_sent_total counter",
-            f"{p}events_sent_total {self.events_sent}",
-            f"# HELP {p}time_to_first_token_seconds Ask received to first token.",
-            f"# TYPE {p}time_to_first_token_seconds histogram",
-            *self.ttft.lines(f"{p}time_to_first_token_seconds"),
-            f"# HELP {p}stage_seconds Pipeline stage durations (answer.timings).",
-            f"# TYPE {p}stage_seconds histogram",
-        ]
-        for stage, hist in self.stages.items():
-            lines += hist.lines(f"{p}stage_seconds", f'stage="{stage}"')
+            initial=("ws", "sse", "aisdk"),
+        )  # fmt: skip
+        """Open client connections by transport (gauge)."""
+        self._counters = {
+            "_v_streams_started": PromCounter(
+                _P + "streams_started", "Streams started.", registry=reg
+            ),
+            "_v_resumes": PromCounter(_P + "resumes", "Resumes served.", registry=reg),
+        }
+        self._v_streams_started = self._v_resumes = 0
+        self.events_sent = 0
+        """Event frames written to clients: a plain int on the delivery path (an add, not
+        a counter's lock), handed to its counter as streams start and end and at every
+        scrape (other processes see it that late in multiprocess mode)."""
+        self._events_sent = PromCounter(
+            _P + "events_sent", "Event frames written to clients.", registry=reg
+        )
+        self._events_flushed = 0
+
+        def counts(name: str, doc: str, label: str) -> _Counts:
+            return _Counts(PromCounter(_P + name, doc, [label], registry=reg))
+
+        self.streams_finished = counts(
+            "streams_finished", "Streams finished, by outcome.", "outcome"
+        )
+        """By outcome: ``ok``, ``error``, ``cancelled``, ``abandoned``, ``shutdown``."""
+        self.errors = counts("errors", "Errors (stream error events and relay errors).", "code")
+        """Error events and relay errors by code."""
+        self.rejected = counts("rejected", "Requests refused.", "reason")
+        """Refused requests by reason (auth, origin, busy, ...)."""
+        self.client_closed = counts(
+            "client_closed", "Client connections closed by the relay.", "reason"
+        )
+        """Connections the relay closed, by reason (``too_slow``, ``shutdown``)."""
+
+        def hist(name: str, doc: str) -> Histogram:
+            return Histogram(_P + name, doc, registry=reg, buckets=_LATENCY_BUCKETS)
+
+        self.ttft = hist("time_to_first_token_seconds", "Ask received to first token.")
+        """Ask received → first token appended (seconds), measured by the relay."""
+        self.time_to = {
+            kind: hist(f"time_to_{name}_seconds", f"Ask received to the first {kind} event.")
+            for kind, name in self.TIME_TO.items()
+        }
+        """Event type → ask received → first event of that type appended (seconds)."""
+        self.stream_seconds = hist("stream_duration_seconds", "Ask received to done appended.")
+        stages = Histogram(
+            _P + "stage_seconds",
+            "Pipeline stage durations (answer.timings).",
+            ["stage"],
+            registry=reg,
+            buckets=_LATENCY_BUCKETS,
+        )
+        self.stages = {stage: stages.labels(stage) for stage in self.STAGES}
+        """The pipeline's own stage timings (``answer.timings``), in seconds."""
+        self._log_streams = Gauge(
+            _P + "log_streams", "Streams kept in the event log (live and retained).",
+            registry=reg, multiprocess_mode=live,
+        )  # fmt: skip
+        self._log_bytes = Gauge(
+            _P + "log_bytes", "Event payload bytes kept in the log.",
+            registry=reg, multiprocess_mode=live,
+        )  # fmt: skip
+        self._deadlines = _DeadlineCollector()
+        reg.register(self._deadlines)
+
+    def set_active(self, streams: int) -> None:
+        """Upstream requests running now (called as streams start and end)."""
+        self._active.set(streams)
+        self._flush()
+
+    def _flush(self) -> None:
+        due = self.events_sent - self._events_flushed
+        if due > 0:
+            self._events_sent.inc(due)
+            self._events_flushed = self.events_sent
+
+    def close(self) -> None:
+        """The relay stops: pending counts are handed over, and in multiprocess mode its
+        live gauges (active streams, connections, log size) leave the sums
+        (``mark_process_dead``)."""
+        self._flush()
+        if self.multiprocess:
+            from prometheus_client import multiprocess
+
+            multiprocess.mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]
+
+    def render(
+        self,
+        *,
+        active_streams: int,
+        log_stats: Mapping[str, int] | None,
+        deadlines: ReadDeadlineStats | None = None,
+    ) -> bytes:
+        """The Prometheus text exposition (``CONTENT_TYPE``) of this relay, or of every
+        relay process sharing the multiprocess directory (``deadlines``: this process's
+        read deadlines, when the relay has them)."""
+        self._deadlines.source = deadlines
+        self._flush()
+        self._active.set(active_streams)
         if log_stats:
-            lines += [
-                f"# HELP {p}log_streams Streams kept in the event log (live and retained).",
-                f"# TYPE {p}log_streams gauge",
-                f"{p}log_streams {log_stats.get('streams', 0)}",
-                f"# HELP {p}log_bytes Event payload bytes kept in the log.",
-                f"# TYPE {p}log_bytes gauge",
-                f"{p}log_bytes {log_stats.get('bytes', 0)}",
-            ]
-        return "\n".join(lines) + "\n"
+            self._log_streams.set(log_stats.get("streams", 0))
+            self._log_bytes.set(log_stats.get("bytes", 0))
+        if not self.multiprocess:
+            return generate_latest(self.registry)
+        from prometheus_client import multiprocess
+
+        merged = CollectorRegistry()
+        multiprocess.MultiProcessCollector(merged)  # type: ignore[no-untyped-call]
+        merged.register(self._deadlines)  # this process's own
+        return generate_latest(merged)

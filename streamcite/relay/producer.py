@@ -20,7 +20,7 @@ import aiohttp
 import orjson
 
 from streamcite.core.errors import StreamciteError
-from streamcite.core.events import DoneEvent, ErrorEvent, Event, TokenEvent
+from streamcite.core.events import CitationsEvent, DoneEvent, ErrorEvent, Event, TokenEvent
 from streamcite.core.models import CitedAnswer
 from streamcite.logs import LibraryLogger
 from streamcite.pipeline import ChatStream, stream_chat
@@ -34,7 +34,11 @@ from streamcite.relay.readers import ReaderHeartbeat
 from streamcite.relay.replay import rebuild_answer
 from streamcite.relay.streamlog import StreamLog
 
-__all__ = ["OnEvent", "ProducedStream", "Producer", "SyncAppendLog"]
+__all__ = ["SUPERSEDED", "OnEvent", "ProducedStream", "Producer", "SupersedeLog", "SyncAppendLog"]
+
+SUPERSEDED = b'{"type":"superseded","by":%d}'
+"""What a citations frame becomes in the log once a newer one (``seq`` ``by``) replaced
+it: the newer frame carries the whole set, so a reader that arrives later loses nothing."""
 
 OnEvent = Callable[[str, int, float], None]
 """Benchmark hook: ``(stream_id, seq, perf_counter())``."""
@@ -54,6 +58,16 @@ class SyncAppendLog(Protocol):
     on the hot path. A log without it is appended to with ``await log.append``."""
 
     def append_nowait(self, stream_id: str, payload: bytes) -> int: ...
+
+
+@runtime_checkable
+class SupersedeLog(Protocol):
+    """A log that can replace an entry a newer one made obsolete (the in-memory one).
+
+    A stream that re-sends a changed citations list on every chunk would otherwise fill
+    the log with sets nobody needs any more and push live tokens out of it."""
+
+    def supersede_nowait(self, stream_id: str, seq: int, payload: bytes) -> None: ...
 
 
 @dataclass(slots=True, eq=False)
@@ -115,6 +129,7 @@ class Producer:
         self.on_event: OnEvent | None = None
         """Benchmark hook for every event the pipeline yields, taken before it is logged."""
         self._append_nowait = log.append_nowait if isinstance(log, SyncAppendLog) else None
+        self._supersede = log.supersede_nowait if isinstance(log, SupersedeLog) else None
         log.on_cancel(self.on_cancel_request)
 
     # -- start, cancel -------------------------------------------------------------
@@ -146,6 +161,7 @@ class Producer:
         stream = ProducedStream(sid, quota_key=key)
         self.streams[sid] = stream
         self.metrics.streams_started += 1
+        self.metrics.set_active(len(self.streams))
         stream.task = asyncio.create_task(self._run(stream, msg), name=f"relay-stream:{sid}")
         return stream
 
@@ -300,7 +316,10 @@ class Producer:
         append_nowait = self._append_nowait
         on_event = self.on_event
         metrics = self.metrics
+        supersede = self._supersede
         first_token = True
+        time_to = dict(metrics.time_to)  # the first event of each kind, then dropped
+        citations_seq = 0  # the citations frame in the log that a newer one supersedes
         async for event in upstream:
             t = time.perf_counter()
             if type(event) is ErrorEvent or type(event) is DoneEvent:  # cold path
@@ -321,10 +340,22 @@ class Producer:
                 if first_token:
                     first_token = False
                     metrics.ttft.observe(t - stream.started)
+            elif kind is CitationsEvent:
+                hist = time_to.pop("citations", None)  # the first one only
+                if hist is not None:
+                    hist.observe(t - stream.started)
+                if citations_seq and supersede is not None:
+                    supersede(sid, citations_seq, SUPERSEDED % seq)
+                citations_seq = seq
             elif kind is ErrorEvent:
                 metrics.errors[event.code] += 1  # type: ignore[union-attr]
             elif kind is DoneEvent:
                 run.done = event  # type: ignore[assignment]
+                metrics.stream_seconds.observe(t - stream.started)
+            elif time_to:
+                hist = time_to.pop(event.type, None)
+                if hist is not None:
+                    hist.observe(t - stream.started)
 
     async def _log_end(
         self, stream: ProducedStream, answer: CitedAnswer, bounds: StreamBounds, run: _Run
@@ -346,6 +377,7 @@ class Producer:
         """The stream is over: free its slot and quota, record its outcome."""
         metrics = self.metrics
         self.streams.pop(stream.stream_id, None)
+        metrics.set_active(len(self.streams))
         if stream.quota_key is not None:
             self.quotas.release(stream.quota_key)
         if stream.grace is not None:
@@ -361,8 +393,10 @@ class Producer:
             for stage, value in (
                 ("ttft", timings.ttft_ms),
                 ("stream", timings.stream_ms),
+                ("citations", timings.citations_ms),
                 ("sources", timings.sources_ms),
                 ("grounding", timings.grounding_ms),
+                ("first_claim", getattr(timings, "first_claim_ms", None)),
                 ("total", timings.total_ms),
             ):
                 if value is not None:

@@ -28,6 +28,8 @@ def rebuild_answer(entries: Sequence[LogEntry], error: ErrorEvent | None) -> Cit
     rebuilt is skipped (it cannot be, short of a bug: the relay wrote it)."""
     builder = AnswerBuilder()
     for entry in entries:
+        if entry.payload.startswith(b'{"type":"superseded"'):
+            continue  # a citations set a later entry replaced (see relay.producer)
         try:
             event = event_from_json(entry.payload)
         except StreamciteError:

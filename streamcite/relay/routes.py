@@ -17,9 +17,10 @@ from aiohttp import web
 
 from streamcite.relay.config import TOKEN_COOKIE, RelayConfig
 from streamcite.relay.guard import Guard, Identity
-from streamcite.relay.metrics import RelayMetrics
+from streamcite.relay.metrics import CONTENT_TYPE, RelayMetrics
 from streamcite.relay.protocol import relay_error_frame
 from streamcite.relay.streamlog import StreamLog
+from streamcite.web.deadlines import ReadDeadlines
 
 __all__ = ["SECURITY_HEADERS", "Access", "LogWithStats", "PlainEndpoints", "security_headers"]
 
@@ -113,6 +114,7 @@ class PlainEndpoints:
         *,
         streams: Collection[str],
         clients: Collection[object],
+        deadlines: ReadDeadlines | None = None,
     ) -> None:
         self.config = config
         self.access = access
@@ -122,6 +124,8 @@ class PlainEndpoints:
         """The streams this relay produces (live view)."""
         self.clients = clients
         """The open client connections (live view)."""
+        self.deadlines = deadlines
+        """Read deadlines (half-open connections counted, closed ones by phase)."""
 
     def add_routes(self, app: web.Application) -> None:
         app.router.add_get("/healthz", self.healthz)
@@ -136,6 +140,7 @@ class PlainEndpoints:
                 "instance": self.config.instance_id,
                 "active_streams": len(self.streams),
                 "clients": len(self.clients),
+                "half_open": self.deadlines.half_open if self.deadlines else 0,
             },
             status=200 if accepting else 503,
             dumps=lambda o: orjson.dumps(o).decode(),
@@ -145,9 +150,11 @@ class PlainEndpoints:
         if not self.access.token_ok(request):
             return self.access.reject("unauthorized", 401, "a valid relay token is required")
         stats = self.log_stats() if self.log_stats is not None else None
-        text = self.metrics.render(active_streams=len(self.streams), log_stats=stats)
-        return web.Response(text=text, content_type="text/plain", charset="utf-8",
-                            headers={"X-Content-Type-Options": "nosniff"})  # fmt: skip
+        body = self.metrics.render(
+            active_streams=len(self.streams), log_stats=stats, deadlines=self.deadlines
+        )
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE,
+                                                "X-Content-Type-Options": "nosniff"})  # fmt: skip
 
     async def index(self, request: web.Request) -> web.StreamResponse:
         resp = web.FileResponse(self.config.static_dir / "index.html")

@@ -39,6 +39,7 @@ from streamcite.relay.routes import Access, PlainEndpoints, security_headers
 from streamcite.relay.sse import SseEndpoint
 from streamcite.relay.streamlog import StreamLog
 from streamcite.relay.websocket import WsEndpoint
+from streamcite.web.deadlines import ReadDeadlines
 
 __all__ = ["STATIC_DIR", "Relay", "RelayConfig", "RelayMetrics", "RelayServer"]
 
@@ -78,6 +79,11 @@ class Relay:
         self._shutdown_started = False
         self._shutdown_done = asyncio.Event()
         self._watchdog: asyncio.TimerHandle | None = None
+        self.deadlines = ReadDeadlines(
+            header_timeout=config.header_timeout, body_timeout=config.body_timeout
+        )
+        """Header/body read deadlines: :class:`RelayServer` runs them; serving :attr:`app`
+        with your own runner, pass ``deadlines.runner_kwargs()`` and call ``start``."""
         self.guard = Guard(
             tokens=([config.token] if config.token else []) + list(config.tokens),
             allowed_hosts=config.allowed_hosts,
@@ -131,6 +137,11 @@ class Relay:
     @property
     def client_count(self) -> int:
         return len(self._clients)
+
+    @property
+    def clients(self) -> set[Client]:
+        """The open client connections (``/ws``, ``/sse``, ``/api/chat``), live."""
+        return self._clients
 
     @property
     def on_event(self) -> OnEvent | None:
@@ -199,6 +210,7 @@ class Relay:
             self.log,
             streams=self.producer.streams,
             clients=self._clients,
+            deadlines=self.deadlines,
         ).add_routes(app)
         add_aisdk_route(app, self)  # POST /api/chat (AI SDK)
         app.router.add_static("/static/", cfg.static_dir, show_index=False)
@@ -246,6 +258,7 @@ class Relay:
             self._session = None
         if self._owns_log:
             await self.log.aclose()
+        self.metrics.close()
 
     # -- shutdown ----------------------------------------------------------------------
 
@@ -334,17 +347,21 @@ class RelayServer:
     async def start(self) -> None:
         if self._runner is not None:
             return
+        deadlines = self.relay.deadlines
         runner = web.AppRunner(
             self.relay.app,
             access_log=None,
             handler_cancellation=True,
             shutdown_timeout=self._shutdown_timeout,
+            **deadlines.runner_kwargs(),
         )
         await runner.setup()
+        deadlines.start(runner)
         try:
             site = web.TCPSite(runner, self.host, self._requested_port)
             await site.start()
         except BaseException:
+            deadlines.stop()
             await runner.cleanup()
             raise
         self._runner = runner
@@ -356,6 +373,7 @@ class RelayServer:
         if runner is None:
             return
         await self.relay.shutdown()
+        self.relay.deadlines.stop()
         await runner.cleanup()
 
     async def __aenter__(self) -> RelayServer:

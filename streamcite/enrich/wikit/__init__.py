@@ -19,7 +19,12 @@ Modules: ``client`` (:class:`WikitSources`), ``errors`` (typed errors, status
 mapping), ``v1`` (:class:`WikitCitationV1`), ``practices`` (the helpers above).
 """
 
-from streamcite.enrich.wikit.client import DEFAULT_BASE_URL, WikitSources
+from streamcite.enrich.wikit.client import (
+    DEFAULT_BASE_URL,
+    LOCAL_APP_ID,
+    LOCAL_ORGANIZATION_ID,
+    WikitSources,
+)
 from streamcite.enrich.wikit.errors import SourcesNotReady, WikitAuthError
 from streamcite.enrich.wikit.practices import (
     DocumentGroup,
@@ -33,6 +38,8 @@ from streamcite.enrich.wikit.v1 import WikitCitationV1
 
 __all__ = [
     "DEFAULT_BASE_URL",
+    "LOCAL_APP_ID",
+    "LOCAL_ORGANIZATION_ID",
     "DocumentGroup",
     "RefMatch",
     "SourcesNotReady",

@@ -6,11 +6,12 @@ map onto the errors of :mod:`.errors`; v1 citations parse into :mod:`.v1`.
 
 from __future__ import annotations
 
+import asyncio
 import warnings
 from collections.abc import Mapping
-from urllib.parse import quote
 
 import aiohttp
+from yarl import URL
 
 from streamcite.core.errors import UpstreamError
 from streamcite.core.events import SourcesEvent
@@ -22,6 +23,7 @@ from streamcite.enrich._http import (
     Secret,
     SessionHolder,
     send,
+    url_with_segments,
     with_retries,
 )
 from streamcite.enrich.base import EnrichContext
@@ -29,9 +31,74 @@ from streamcite.enrich.wikit.errors import json_body, raise_for_status
 from streamcite.enrich.wikit.v1 import WikitCitationV1
 from streamcite.logs import get_logger
 
-__all__ = ["DEFAULT_BASE_URL", "WikitSources"]
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "LOCAL_APP_ID",
+    "LOCAL_ORGANIZATION_ID",
+    "MAX_SOURCES",
+    "WikitSources",
+]
 
 DEFAULT_BASE_URL = "https://apis.wikit.ai"
+LOCAL_APP_ID = "streamcite-demo"
+"""App id used against the embedded backend when none is given (it serves any app)."""
+LOCAL_ORGANIZATION_ID = "streamcite-local"
+"""Organisation id used against the embedded backend when none is given."""
+
+
+def _is_loopback(base_url: str) -> bool:
+    """``base_url`` names this machine (127.0.0.0/8, ::1 or localhost): the embedded
+    backend, never Wikit itself."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(base_url).hostname or "").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+MAX_SOURCES = 1000
+"""Default cap on the sources of one reply (``max_sources``): a reply with more is the
+typed error ``wikit_too_many_sources``, found before the body is parsed."""
+_OFF_LOOP_BYTES = 256 * 1024
+"""Bodies larger than this are parsed in a worker thread, not on the event loop."""
+
+
+def _parse_sources(body: bytes, max_sources: int) -> list[QuotedSource]:
+    """The v2 body → sources, at most ``max_sources`` of them.
+
+    Every source carries the required key ``"quoted_as"`` and a JSON string cannot hold
+    those bytes unescaped, so counting them bounds the sources from above in one C-speed
+    scan: a 30 MB reply of minimal sources is refused without building 500k objects.
+    """
+    keys = body.count(b'"quoted_as"')
+    if keys > max_sources:
+        raise _too_many(keys, max_sources)
+    # A key may also be written with escapes ("quoted\u005fas"): counted again once parsed.
+    data = json_body(HttpResponse(200, {}, body), "Wikit quoted sources")
+    if isinstance(data, list) and len(data) > max_sources:
+        raise _too_many(len(data), max_sources)
+    return QuotedSource.list_from_json(data)
+
+
+def _parse_v1(body: bytes, max_sources: int) -> list[WikitCitationV1]:
+    """The v1 body → citations, at most ``max_sources`` (counted once parsed)."""
+    data = json_body(HttpResponse(200, {}, body), "Wikit v1 citations")
+    if isinstance(data, list) and len(data) > max_sources:
+        raise _too_many(len(data), max_sources)
+    return WikitCitationV1.list_from_json(data)
+
+
+def _too_many(count: int, max_sources: int) -> UpstreamError:
+    return UpstreamError(
+        f"Wikit quoted sources: the reply holds up to {count} sources, more than the "
+        f"{max_sources} accepted (max_sources)",
+        code="wikit_too_many_sources",
+    )
 
 
 class WikitSources(PooledClient):
@@ -52,8 +119,8 @@ class WikitSources(PooledClient):
 
     def __init__(
         self,
-        app_id: str,
-        organization_id: str,
+        app_id: str | None = None,
+        organization_id: str | None = None,
         api_key: str | None = None,
         base_url: str = DEFAULT_BASE_URL,
         *,
@@ -66,8 +133,14 @@ class WikitSources(PooledClient):
         retry: RetryPolicy | None = None,
         session: aiohttp.ClientSession | None = None,
         headers: Mapping[str, str] | None = None,
+        max_sources: int = MAX_SOURCES,
     ) -> None:
-        """``deadline``: how long 404 ("not there yet") and 5xx/429 are retried.
+        """``app_id`` / ``organization_id``: required for Wikit; against the embedded
+        backend (a loopback ``base_url`` such as ``http://127.0.0.1:8765``) they default
+        to :data:`LOCAL_APP_ID` / :data:`LOCAL_ORGANIZATION_ID`, which it accepts
+        (unless it was started with ``--wikit-org``).
+
+        ``deadline``: how long 404 ("not there yet") and 5xx/429 are retried.
 
         ``headers``: extra headers of every sources request (e.g. the local backend's
         ``X-Streamcite-Fault``); they never replace the organisation or key headers.
@@ -75,9 +148,18 @@ class WikitSources(PooledClient):
         ``request_timeout``: one HTTP attempt. ``timeout``: the enricher's overall
         budget the pipeline enforces (default ``deadline + 1``, so this client's own,
         more telling error surfaces first). ``retry`` overrides the whole policy.
+
+        ``max_sources``: the most sources one reply may hold (more: the error
+        ``wikit_too_many_sources``); large replies are parsed off the event loop.
         """
         if not app_id or not organization_id:
-            raise ValueError("app_id and organization_id are required")
+            if not _is_loopback(base_url):
+                raise ValueError(
+                    "app_id and organization_id are required (only the embedded backend, "
+                    "on a loopback base_url, has defaults)"
+                )
+            app_id = app_id or LOCAL_APP_ID
+            organization_id = organization_id or LOCAL_ORGANIZATION_ID
         self.app_id = app_id
         self.organization_id = organization_id
         self._api_key = Secret(api_key) if api_key else None
@@ -89,6 +171,7 @@ class WikitSources(PooledClient):
         self.timeout = float(timeout) if timeout is not None else self.retry.deadline + 1.0
         self._sessions = SessionHolder(session)
         self._extra_headers = dict(headers or {})
+        self.max_sources = max_sources
         self._log = get_logger("streamcite.enrich.wikit").bind(app_id=app_id)
 
     def __repr__(self) -> str:
@@ -100,10 +183,14 @@ class WikitSources(PooledClient):
 
     # -- v2 -----------------------------------------------------------------
 
-    def sources_url(self, query_id: str) -> str:
-        return (
-            f"{self.base_url}/semantics/apps/{quote(self.app_id, safe='')}"
-            f"/query-execution-sources/{quote(query_id, safe='')}/get-quoted-sources"
+    def sources_url(self, query_id: str) -> URL:
+        """The v2 URL; the ids are path segments that ``.``, ``..`` or ``/`` cannot leave
+        (sent encoded as is: see :func:`~streamcite.enrich._http.path_segment`)."""
+        return url_with_segments(
+            self.base_url,
+            "/semantics/apps/{}/query-execution-sources/{}/get-quoted-sources",
+            self.app_id,
+            query_id,
         )
 
     def _headers(self) -> dict[str, str]:
@@ -133,7 +220,9 @@ class WikitSources(PooledClient):
             async with self._sessions.session() as session:
                 resp = await send(session, "GET", url, headers=headers)
             self._check(resp, what="quoted sources", query_id=query_id)
-            return QuotedSource.list_from_json(json_body(resp, "Wikit quoted sources"))
+            if len(resp.body) > _OFF_LOOP_BYTES:
+                return await asyncio.to_thread(_parse_sources, resp.body, self.max_sources)
+            return _parse_sources(resp.body, self.max_sources)
 
         sources = await with_retries(attempt, self.retry, what="Wikit quoted sources", log=log)
         log.debug("sources fetched", count=len(sources))
@@ -141,10 +230,13 @@ class WikitSources(PooledClient):
 
     # -- v1 (deprecated) ----------------------------------------------------
 
-    def citations_v1_url(self, query_execution_id: str) -> str:
-        return (
-            f"{self.base_url}/semantics/apps/{quote(self.app_id, safe='')}"
-            f"/query-executions/{quote(query_execution_id, safe='')}/citations"
+    def citations_v1_url(self, query_execution_id: str) -> URL:
+        """The v1 URL (ids encoded as in :meth:`sources_url`)."""
+        return url_with_segments(
+            self.base_url,
+            "/semantics/apps/{}/query-executions/{}/citations",
+            self.app_id,
+            query_execution_id,
         )
 
     async def fetch_v1(
@@ -179,7 +271,9 @@ class WikitSources(PooledClient):
             async with self._sessions.session() as session:
                 resp = await send(session, "POST", url, headers=headers, body=b"{}")
             self._check(resp, what="v1 citations", query_id=query_execution_id)
-            return WikitCitationV1.list_from_json(json_body(resp, "Wikit v1 citations"))
+            if len(resp.body) > _OFF_LOOP_BYTES:
+                return await asyncio.to_thread(_parse_v1, resp.body, self.max_sources)
+            return _parse_v1(resp.body, self.max_sources)
 
         return await with_retries(attempt, self.retry, what="Wikit v1 citations", log=log)
 

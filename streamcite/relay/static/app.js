@@ -281,6 +281,7 @@ function newStream(id, turn) {
     citations: [],
     sources: [],
     grounding: null,
+    claims: [], // claim events, as they arrive (live checks, then cloud checkers')
     done: false,
     lost: false,
     verified: null,
@@ -379,6 +380,12 @@ function onStreamEvent(ev) {
     case "grounding":
       s.grounding = ev;
       renderSupport(s);
+      queueRender(s);
+      break;
+    case "claim":
+      // A sentence checked while the answer streams: tinted at once (the grounding
+      // event, when it comes, has the final word on the whole answer).
+      if (s.claims.length < 10000) s.claims.push(ev);
       queueRender(s);
       break;
     case "usage":
@@ -486,17 +493,24 @@ function findMarkers(s) {
     const m = MARKER.exec(text.slice(start, start + 40));
     if (!m) continue;
     const numbers = m[1].split(",").map((n) => Number(n.trim()));
-    byStart.set(start, { start, end: start + m[0].length, numbers });
+    // "remote [1]." shows "remote¹.": the spaces before a marker go with it (the core's
+    // superscript mode does the same), unless they start a line.
+    let lead = start;
+    while (lead > 0 && (text[lead - 1] === " " || text[lead - 1] === "\t")) lead -= 1;
+    if (lead > 0 && text[lead - 1] === "\n") lead = start;
+    byStart.set(start, { start: lead, at: start, end: start + m[0].length, numbers });
   }
   return [...byStart.values()].sort((a, b) => a.start - b.start);
 }
 
 function claimRanges(s) {
   const g = s.grounding;
-  if (!g || !Array.isArray(g.claims)) return [];
+  // The grounding event's claims once it came; the live claim events until then.
+  const source = g && Array.isArray(g.claims) && g.claims.length ? g.claims : s.claims;
   const len = s.text.length;
   const out = [];
-  for (const c of g.claims) {
+  for (const c of source) {
+    if (!c || typeof c !== "object") continue;
     let start = c.start_utf16;
     let end = c.end_utf16;
     if (!Number.isInteger(start) || !Number.isInteger(end)) {
@@ -518,18 +532,28 @@ function claimRanges(s) {
 
 function supportClass(claim) {
   if (claim.grounding_check_required === false) return "neutral";
+  const live = claim.type === "claim"; // a claim event: its own verdict
+  if (live && typeof claim.supported !== "boolean") return "neutral";
   const score = typeof claim.score === "number" ? claim.score : null;
   if (score === null) {
+    if (live) return claim.supported ? "supported" : "unsupported";
     return Array.isArray(claim.citation_indices) && claim.citation_indices.length
       ? "supported"
       : "unsupported";
   }
+  if (live && claim.supported === false) return "unsupported";
   if (score >= 0.7) return "supported";
   if (score >= 0.4) return "weak";
   return "unsupported";
 }
 
 function claimTitle(claim) {
+  if (claim.type === "claim") {
+    const by = `checked by ${String(claim.checker)}`;
+    if (typeof claim.supported !== "boolean") return `${by}: no check needed`;
+    const score = typeof claim.score === "number" ? ` (support score ${claim.score.toFixed(2)})` : "";
+    return `${by}: ${claim.supported ? "supported" : "not supported by the sources"}${score}`;
+  }
   const parts = [];
   if (claim.grounding_check_required === false) parts.push("no check needed");
   if (typeof claim.score === "number") parts.push(`support score ${claim.score.toFixed(2)}`);
@@ -556,7 +580,7 @@ function plainText(markdown) {
 
 function footnote(s, marker) {
   const sup = el("sup", "fn");
-  sup.dataset.marker = s.text.slice(marker.start, marker.end);
+  sup.dataset.marker = s.text.slice(marker.at ?? marker.start, marker.end);
   marker.numbers.forEach((n, i) => {
     if (i) sup.appendChild(document.createTextNode(","));
     const a = el("a", null, String(n));
@@ -566,6 +590,19 @@ function footnote(s, marker) {
     sup.appendChild(a);
   });
   return sup;
+}
+
+// A footnote never wraps alone onto the next line: the word before it and the footnote
+// share one span that does not wrap (the word is taken from the text node just before).
+function keptWithWord(target, sup) {
+  const prev = target.lastChild;
+  if (!prev || prev.nodeType !== Node.TEXT_NODE) return sup;
+  const m = /\S+$/u.exec(prev.data);
+  if (!m) return sup;
+  prev.data = prev.data.slice(0, m.index);
+  const keep = el("span", "fn-keep");
+  keep.append(document.createTextNode(m[0]), sup);
+  return keep;
 }
 
 // The direction of a text: that of its first letter (Hebrew and Arabic read right to left).
@@ -609,6 +646,7 @@ function renderText(s) {
       if (markClaim !== claim) {
         mark = el("mark", "claim " + supportClass(claim.claim));
         mark.title = claimTitle(claim.claim);
+        if (claim.claim.type === "claim") mark.dataset.checker = String(claim.claim.checker);
         if (typeof claim.claim.score === "number") mark.dataset.score = String(claim.claim.score);
         frag.appendChild(mark);
         markClaim = claim;
@@ -620,7 +658,7 @@ function renderText(s) {
     while (mi < markers.length && markers[mi].end <= a) mi += 1;
     const marker = mi < markers.length && markers[mi].start <= a ? markers[mi] : null;
     if (marker) {
-      if (marker.start === a) target.appendChild(footnote(s, marker));
+      if (marker.start === a) target.appendChild(keptWithWord(target, footnote(s, marker)));
       continue;
     }
     target.appendChild(document.createTextNode(text.slice(a, b)));
@@ -666,7 +704,7 @@ function renderCitations(s) {
   const groups = new Map();
   for (const c of s.citations) {
     if (!c || typeof c !== "object") continue;
-    const key = [c.document_title, c.document_author, c.document_year, c.source_url].join("\u0000");
+    const key = [c.document_title, c.document_author, c.document_year, documentUrl(c.source_url)].join("\u0000");
     if (!groups.has(key)) groups.set(key, []);
     groups.get(key).push(c);
   }
@@ -676,7 +714,7 @@ function renderCitations(s) {
     const doc = el("article", "doc");
     setLang(doc, items.map((c) => [c.document_title, c.cited_text].join(" ")).join(" "), first.language);
     const h = el("h3", "doc-title");
-    h.appendChild(linkOrText(first.source_url, first.document_title || "Untitled document", "doc-link"));
+    h.appendChild(linkOrText(documentUrl(first.source_url), first.document_title || "Untitled document", "doc-link"));
     doc.appendChild(h);
     const meta = [first.document_author, first.document_year].filter((x) => x !== null && x !== undefined && x !== "");
     if (meta.length) doc.appendChild(el("p", "doc-meta", meta.join(" · ")));
@@ -686,7 +724,8 @@ function renderCitations(s) {
       if (Number.isInteger(c.document_index)) {
         const n = c.document_index + 1;
         li.id = `cite-${s.id}-${n}`;
-        li.appendChild(el("span", "num", `[${n}]`));
+        // each passage links to its own place in the document (the URL's #chunk-N)
+        li.appendChild(c.source_url ? linkOrText(c.source_url, `[${n}]`, "num") : el("span", "num", `[${n}]`));
       }
       if (c.cited_text_heading) li.appendChild(el("strong", "heading", c.cited_text_heading));
       if (c.cited_text) li.appendChild(el("blockquote", "cited", c.cited_text));
@@ -697,6 +736,12 @@ function renderCitations(s) {
     box.appendChild(doc);
   }
   s.turn.sources.hidden = groups.size === 0;
+  if (s.sources.length) renderWikit(s);
+}
+
+// A document's URL without the fragment that points at one passage (#chunk-N).
+function documentUrl(url) {
+  return typeof url === "string" ? url.split("#")[0] : url;
 }
 
 function pageLabel(chunk) {
@@ -710,6 +755,7 @@ function renderWikit(s) {
   const box = s.turn.wikitList;
   box.replaceChildren();
   const groups = new Map();
+  let repeated = 0;
   for (const src of s.sources) {
     if (!src || typeof src !== "object" || !src.document) continue;
     const key = String(src.document.id);
@@ -739,13 +785,45 @@ function renderWikit(s) {
       if (typeof src.score === "number") bits.push(`score ${src.score.toFixed(3)}`);
       if (chunk.id) bits.push(`chunk ${chunk.id}`);
       if (bits.length) li.appendChild(el("span", "chunk-meta", bits.join(" · ")));
-      if (chunk.data) li.appendChild(el("blockquote", "cited", plainText(chunk.data)));
+      const cit = citedAs(s, src);
+      if (cit) {
+        // The Sources panel above quotes this passage: point there, do not repeat it.
+        repeated += 1;
+        const n = cit.document_index + 1;
+        const same = el("a", "same-as", `quoted under Sources [${n}]`);
+        same.href = `#cite-${s.id}-${n}`;
+        li.appendChild(same);
+      } else if (chunk.data) {
+        li.appendChild(el("blockquote", "cited", plainText(chunk.data)));
+      }
       list.appendChild(li);
     }
     doc.appendChild(list);
     box.appendChild(doc);
   }
   s.turn.wikit.hidden = groups.size === 0;
+  s.turn.wikit.dataset.repeated = String(repeated);
+}
+
+const squash = (text) => String(text).replace(/\s+/g, " ").trim().toLowerCase();
+
+// The citation that quotes the same passage as a retrieved one (same footnote, and the
+// same words, or the same document when the citation quotes nothing), or null: its text
+// is shown once, under Sources.
+function citedAs(s, src) {
+  const q = String(src.quoted_as).trim();
+  if (!/^\d{1,4}$/.test(q)) return null;
+  const n = Number(q);
+  const cit = s.citations.find((c) => c && c.document_index === n - 1);
+  if (!cit) return null;
+  const data = src.chunk && src.chunk.data ? squash(plainText(src.chunk.data)) : "";
+  if (cit.cited_text && data) {
+    const cited = squash(cit.cited_text);
+    return data.includes(cited) || cited.includes(data) ? cit : null;
+  }
+  const d = src.document;
+  const same = cit.document_title === (d.title || d.name) || documentUrl(cit.source_url) === documentUrl(d.url);
+  return same ? cit : null;
 }
 
 // -- banner -------------------------------------------------------------------------
@@ -804,6 +882,7 @@ window.streamcite = {
       seqs: s.seqs.slice(),
       done: s.done,
       verified: s.verified,
+      claims: s.claims.length,
       ...partsView(s),
     })),
   connected: () => state.connected,

@@ -1,0 +1,255 @@
+"""Live claims: checks run off the event loop, their ``claim`` events interleaved.
+
+:class:`ClaimStage` wraps the stream's events. Each event is yielded first, then shown
+to the claim sessions (:mod:`streamcite.enrich.claims`); the jobs they return run in a
+worker thread (one shared thread: checks never run on the loop, never in parallel
+with each other), each under ``timeout`` seconds. A finished check is yielded as soon
+as the consumer asks for the next event — while the upstream is silent too: when
+checks are in flight the stage waits for whichever comes first, the next upstream
+event or a check. With none in flight it awaits the upstream directly (no extra task
+per token).
+
+Bounded: at most ``max_in_flight`` checks are queued to the worker per stream (more
+wait in a deque, in order); a check that times out (``timeout``, or the session's
+own ``timeout`` attribute) becomes an unchecked claim (score
+and ``supported`` ``None``) and one ``claim_timeout`` error. The stream's end waits
+for the checks in flight (each within its timeout) before the enrichers' results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from streamcite.core.answer import AnswerBuilder
+from streamcite.core.events import (
+    CitationsEvent,
+    ClaimEvent,
+    ErrorEvent,
+    Event,
+    FinishEvent,
+    GroundingEvent,
+    TokenEvent,
+)
+from streamcite.enrich.claims import ClaimJob, ClaimSession, claims_from_grounding
+
+__all__ = ["CLAIM_TIMEOUT", "MAX_IN_FLIGHT", "ClaimStage", "claim_executor"]
+
+CLAIM_TIMEOUT = 2.0
+"""Seconds one check may take (queue wait included) before its claim goes out unchecked."""
+
+MAX_IN_FLIGHT = 32
+"""Checks queued to the worker per stream; more wait in order."""
+
+_executor: ThreadPoolExecutor | None = None
+
+
+def claim_executor() -> ThreadPoolExecutor:
+    """The one worker thread every live claim check runs in (made on first use)."""
+    global _executor
+    if _executor is None:
+        _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="streamcite-claims")
+    return _executor
+
+
+@dataclass(slots=True)
+class _Check:
+    session: ClaimSession
+    job: ClaimJob
+    future: asyncio.Future[ClaimEvent]
+    deadline: float
+    timeout: float
+
+
+class ClaimStage:
+    """The live claims of one stream (see the module doc)."""
+
+    def __init__(
+        self,
+        sessions: list[ClaimSession],
+        builder: AnswerBuilder,
+        elapsed_ms: Callable[[], float],
+        *,
+        timeout: float = CLAIM_TIMEOUT,
+        max_in_flight: int = MAX_IN_FLIGHT,
+    ) -> None:
+        self.sessions = sessions
+        self.checkers = frozenset(s.checker for s in sessions)
+        self._builder = builder
+        self._elapsed_ms = elapsed_ms
+        self._timeout = timeout
+        self._max_in_flight = max_in_flight
+        self._in_flight: deque[_Check] = deque()
+        self._queued: deque[tuple[ClaimSession, ClaimJob]] = deque()
+        self._finished = False
+
+    async def interleave(self, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
+        """``events``, each as it comes, with ``claim`` events as their checks end."""
+        it = events.__aiter__()
+        upcoming: asyncio.Future[Event] | None = None
+        try:
+            while True:
+                if upcoming is None and not self._in_flight:
+                    try:
+                        ev = await anext(it)
+                    except StopAsyncIteration:
+                        break
+                else:
+                    if upcoming is None:
+                        upcoming = asyncio.ensure_future(anext(it))
+                    waits: list[asyncio.Future[Any]] = [upcoming]
+                    waits.extend(c.future for c in self._in_flight)
+                    await asyncio.wait(
+                        waits,
+                        timeout=self._wait_limit(),
+                        return_when=asyncio.FIRST_COMPLETED,
+                    )
+                    for out in self._done():
+                        yield out
+                    if not upcoming.done():
+                        continue
+                    try:
+                        ev = upcoming.result()
+                    except StopAsyncIteration:
+                        upcoming = None
+                        break
+                    upcoming = None
+                yield ev
+                self._observe(ev)
+                for out in self._done():
+                    yield out
+        finally:
+            if upcoming is not None and not upcoming.done():
+                upcoming.cancel()
+        # The upstream ended (with or without a finish chunk): check the rest.
+        self._builder.timings.stream_ms = self._elapsed_ms()
+        self._finish()
+        async for out in self.drain():
+            yield out
+        dropped = self.dropped_error()
+        if dropped is not None:
+            yield dropped
+
+    def after_stream(self, event: GroundingEvent) -> list[ClaimEvent]:
+        """The ``claim`` events of an after-stream ``grounding`` event whose checker had no
+        live session (Google, Azure; local on Wikit sources), recorded on the answer."""
+        if event.provider in self.checkers:
+            return []
+        text = self._builder.snapshot().text
+        return [self._claim(c) for c in claims_from_grounding(event, text)]
+
+    async def drain(self) -> AsyncIterator[Event]:
+        """The claims still being checked, each within its timeout."""
+        while self._in_flight:
+            await asyncio.wait(
+                [c.future for c in self._in_flight],
+                timeout=self._wait_limit(),
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            for out in self._done():
+                yield out
+
+    def cancel(self) -> None:
+        """Forget the checks not started yet (the stream was closed)."""
+        for c in self._in_flight:
+            c.future.cancel()
+        self._in_flight.clear()
+        self._queued.clear()
+
+    # -- internals -------------------------------------------------------------------
+
+    def _observe(self, ev: Event) -> None:
+        t = type(ev)
+        if t is TokenEvent:
+            if ev.index == 0:  # type: ignore[union-attr]
+                text = ev.text  # type: ignore[union-attr]
+                for s in self.sessions:
+                    self._submit(s, s.on_token(text))
+        elif t is CitationsEvent:
+            for s in self.sessions:
+                self._submit(s, s.on_citations(ev))  # type: ignore[arg-type]
+        elif t is FinishEvent and ev.index == 0:  # type: ignore[union-attr]
+            self._finish()
+
+    def _finish(self) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        for s in self.sessions:
+            self._submit(s, s.on_finish())
+
+    def _submit(self, session: ClaimSession, jobs: list[ClaimJob]) -> None:
+        for job in jobs:
+            self._queued.append((session, job))
+        self._start_queued()
+
+    def _start_queued(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._queued and len(self._in_flight) < self._max_in_flight:
+            session, job = self._queued.popleft()
+            fut = loop.run_in_executor(claim_executor(), session.run, job)
+            timeout = getattr(session, "timeout", None) or self._timeout
+            self._in_flight.append(_Check(session, job, fut, time.monotonic() + timeout, timeout))
+
+    def _wait_limit(self) -> float | None:
+        if not self._in_flight:
+            return None
+        return max(0.0, min(c.deadline for c in self._in_flight) - time.monotonic())
+
+    def _done(self) -> list[Event]:
+        """The claims ready, in the order their checks were made (a later one waits for
+        an earlier one; a check past its deadline goes out unchecked)."""
+        out: list[Event] = []
+        now = time.monotonic()
+        while self._in_flight:
+            c = self._in_flight[0]
+            if c.future.done():
+                self._in_flight.popleft()
+                exc = None if c.future.cancelled() else c.future.exception()
+                if c.future.cancelled() or exc is not None:
+                    out.append(self._error(c, "claim_failed", f"the check failed: {exc!r}"[:300]))
+                    out.append(self._claim(c.job.unchecked(c.session.checker)))
+                else:
+                    out.append(self._claim(c.future.result()))
+            elif now >= c.deadline:
+                self._in_flight.popleft()
+                c.future.cancel()  # not started yet: never runs; running: result ignored
+                out.append(self._error(c, "claim_timeout", f"the check took over {c.timeout} s"))
+                out.append(self._claim(c.job.unchecked(c.session.checker)))
+            else:
+                break
+        if out:
+            self._start_queued()
+        return out
+
+    def _claim(self, ev: ClaimEvent) -> ClaimEvent:
+        timings = self._builder.timings
+        if timings.first_claim_ms is None:
+            timings.first_claim_ms = self._elapsed_ms()
+        self._builder.add(ev)
+        return ev
+
+    def _error(self, c: _Check, code: str, message: str) -> ErrorEvent:
+        ev = ErrorEvent(
+            code=code, message=message, retryable=code == "claim_timeout", stage="grounding"
+        )
+        self._builder.error(ev)
+        return ev
+
+    def dropped_error(self) -> ErrorEvent | None:
+        """One error when sessions could not keep some sentences waiting (else None)."""
+        dropped = sum(s.dropped for s in self.sessions)
+        if not dropped:
+            return None
+        ev = ErrorEvent(
+            code="claims_dropped",
+            message=f"{dropped} sentence(s) not checked live: too many waiting for facts",
+            stage="grounding",
+        )
+        self._builder.error(ev)
+        return ev
