@@ -342,6 +342,16 @@ def _responses_output(items: Sequence[ResponsesItem]) -> list[Obj]:
     return out
 
 
+def _responses_usage(usage: tuple[int, int]) -> Obj:
+    return {
+        "input_tokens": usage[0],
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens": usage[1],
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": usage[0] + usage[1],
+    }
+
+
 def _response_obj(
     rid: str, model: str, status: str, output: list[Obj], usage: Obj | None, **extra: Any
 ) -> Obj:
@@ -354,6 +364,9 @@ def _response_obj(
         "incomplete_details": None,
         "model": model,
         "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
         "usage": usage,
     }
     obj.update(extra)
@@ -576,11 +589,7 @@ def responses_stream(
         out.append(seq({"type": "response.output_item.done", "output_index": k, "item": full[k]}))
     out.append(tail)
     if end:
-        u = {
-            "input_tokens": usage[0],
-            "output_tokens": usage[1],
-            "total_tokens": usage[0] + usage[1],
-        }
+        u = _responses_usage(usage)
         extra: Obj = {}
         if incomplete_reason is not None:
             extra["incomplete_details"] = {"reason": incomplete_reason}
@@ -599,7 +608,7 @@ def responses_body(
     model: str = "gpt-4.1-mini",
 ) -> bytes:
     """The non-streaming Responses body of the same answer."""
-    u = {"input_tokens": usage[0], "output_tokens": usage[1], "total_tokens": usage[0] + usage[1]}
+    u = _responses_usage(usage)
     return orjson.dumps(_response_obj(rid, model, "completed", _responses_output(items), u))
 
 

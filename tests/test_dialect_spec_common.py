@@ -145,7 +145,7 @@ def test_explicit_dialect_given_another_dialects_stream_is_a_typed_error(dialect
 def test_unknown_dialect_name_is_rejected_at_call() -> None:
     from streamcite import iter_events
 
-    with pytest.raises((ValueError, TypeError)):
+    with pytest.raises(ValueError):
         list(iter_events([STREAMS["chat"]], dialect="klingon"))  # type: ignore[arg-type]
 
 

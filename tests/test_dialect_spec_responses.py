@@ -205,6 +205,28 @@ def test_error_event_is_error() -> None:
     assert a.complete is False
 
 
+def test_error_event_with_nested_error_object_is_error() -> None:
+    # as recorded from the API (the error fields under "error"), beside the documented flat form
+    err = sse(
+        {
+            "type": "error",
+            "sequence_number": 2,
+            "error": {
+                "type": "server_error",
+                "code": "server_error",
+                "message": "Try again.",
+                "param": None,
+            },
+        },
+        "error",
+    )
+    events = run(responses_stream([R("message", ["a"])], tail=err, end=False), "responses")
+    a = check_run(events)
+    errs = collect(events)["error"]
+    assert errs and "server_error" in errs[0].code + errs[0].message
+    assert a.complete is False
+
+
 def test_refusal_delta_is_refusal() -> None:
     events = run(responses_stream([R("refusal", ["I'm sorry, ", "I can't help."])]), "responses")
     a = check_run(events)
