@@ -152,15 +152,19 @@ def anthropic_stream(
                 start["citations"] = []
         elif b.kind == "thinking":
             start = {"type": "thinking", "thinking": "", "signature": ""}
-        else:
+        elif b.kind == "tool_use":
             start = {"type": "tool_use", "id": b.id, "name": b.name, "input": {}}
+        elif b.kind == "server_tool_use":
+            start = {"type": "server_tool_use", "id": b.id, "name": b.name, "input": {}}
+        else:  # a result block sent whole at its start (web_search_tool_result)
+            start = {"type": b.kind, "tool_use_id": b.id, "content": list(b.citations)}
         out.append(
             sse(
                 {"type": "content_block_start", "index": i, "content_block": start},
                 "content_block_start",
             )
         )
-        for c in b.citations:
+        for c in b.citations if b.kind == "text" else ():
             out.append(
                 sse(
                     {
@@ -238,13 +242,11 @@ def anthropic_body(
                 block["citations"] = list(b.citations)
         elif b.kind == "thinking":
             block = {"type": "thinking", "thinking": "".join(b.deltas), "signature": "EqQBCgIYAhIM"}
+        elif b.kind in ("tool_use", "server_tool_use"):
+            args = orjson.loads("".join(b.deltas))
+            block = {"type": b.kind, "id": b.id, "name": b.name, "input": args}
         else:
-            block = {
-                "type": "tool_use",
-                "id": b.id,
-                "name": b.name,
-                "input": orjson.loads("".join(b.deltas)),
-            }
+            block = {"type": b.kind, "tool_use_id": b.id, "content": list(b.citations)}
         content.append(block)
     return orjson.dumps(
         {
@@ -318,6 +320,15 @@ def _responses_output(items: Sequence[ResponsesItem]) -> list[Obj]:
                     "status": "completed",
                     "role": "assistant",
                     "content": [{"type": "refusal", "refusal": "".join(it.deltas)}],
+                }
+            )
+        elif it.kind == "web_search":
+            out.append(
+                {
+                    "type": "web_search_call",
+                    "id": iid,
+                    "status": "completed",
+                    "action": {"type": "search", "query": "spec suite"},
                 }
             )
         elif it.kind == "reasoning":
@@ -504,6 +515,31 @@ def responses_stream(
                     }
                 )
             )
+        elif it.kind == "web_search":
+            out.append(
+                seq(
+                    {
+                        "type": "response.output_item.added",
+                        "output_index": k,
+                        "item": {
+                            "type": "web_search_call",
+                            "id": iid,
+                            "status": "in_progress",
+                            "action": {"type": "search", "query": "spec suite"},
+                        },
+                    }
+                )
+            )
+            for phase in ("in_progress", "searching", "completed"):
+                out.append(
+                    seq(
+                        {
+                            "type": f"response.web_search_call.{phase}",
+                            "item_id": iid,
+                            "output_index": k,
+                        }
+                    )
+                )
         elif it.kind == "reasoning":
             out.append(
                 seq(

@@ -286,3 +286,89 @@ def test_answer_from_response_equals_stream() -> None:
         assert [(t.id, t.name) for t in body.tool_calls] == [("toolu_9", "search")]
         assert body.finish_reason == "stop"
         assert body.usage.prompt_tokens == 21 and body.usage.completion_tokens == 34
+
+
+SERVER = [
+    B("server_tool_use", ['{"query":', ' "ירושלים"}'], id="srvtoolu_01", name="web_search"),
+    B(
+        "web_search_tool_result",
+        id="srvtoolu_01",
+        citations=[
+            {
+                "type": "web_search_result",
+                "title": "ירושלים – ויקיפדיה",
+                "url": WIKI,
+                "encrypted_content": "Eo4UCioICRgCIiRi",
+                "page_age": None,
+            }
+        ],
+    ),
+    B("text", ["Voici: "]),
+    B("text", ["Jérusalem 🇮🇱"], citations=[_web(WIKI, "ירושלים – ויקיפדיה", "ירושלים")]),
+]
+
+
+def test_server_web_search_blocks_are_not_text_and_not_errors() -> None:
+    events = run(anthropic_stream(SERVER), "anthropic")
+    a = check_run(events)
+    assert a.text == "Voici: Jérusalem 🇮🇱"
+    assert "error" not in collect(events)
+    assert [c.source_url for c in a.citations] == [WIKI]
+    assert anchored(a) == [("Jérusalem 🇮🇱", WIKI)]
+
+
+def test_all_five_location_types_become_citations() -> None:
+    cits = [
+        _web(WIKI, "W", "w"),
+        {
+            "type": "char_location",
+            "cited_text": "c",
+            "document_index": 0,
+            "document_title": "Doc0",
+            "start_char_index": 0,
+            "end_char_index": 1,
+        },
+        {
+            "type": "page_location",
+            "cited_text": "p",
+            "document_index": 1,
+            "document_title": "Doc1",
+            "start_page_number": 2,
+            "end_page_number": 3,
+        },
+        {
+            "type": "content_block_location",
+            "cited_text": "b",
+            "document_index": 2,
+            "document_title": "Doc2",
+            "start_block_index": 0,
+            "end_block_index": 1,
+        },
+        {
+            "type": "search_result_location",
+            "cited_text": "s",
+            "source": "https://docs.example.org/result",
+            "title": "Result",
+            "search_result_index": 0,
+            "start_block_index": 0,
+            "end_block_index": 1,
+        },
+    ]
+    events = run(anthropic_stream([B("text", ["Tout ", "ça."], citations=cits)]), "anthropic")
+    a = check_run(events)
+    assert "error" not in collect(events)
+    assert len(a.citations) == 5
+    assert {c.document_title for c in a.citations} == {"W", "Doc0", "Doc1", "Doc2", "Result"}
+    assert {c.cited_text for c in a.citations} == {"w", "c", "p", "b", "s"}
+    assert len(a.citation_spans) == 5
+    assert {a.text[s.start : s.end] for s in a.citation_spans} == {"Tout ça."}
+
+
+def test_server_blocks_body_equals_stream() -> None:
+    from streamcite import answer_from_response
+
+    streamed = check_run(run(anthropic_stream(SERVER), "anthropic"))
+    body = answer_from_response(anthropic_body(SERVER), dialect="anthropic")
+    assert body.text == streamed.text
+    assert body.citations == streamed.citations
+    assert anchored(body) == anchored(streamed)

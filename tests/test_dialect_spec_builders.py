@@ -50,6 +50,7 @@ def test_anthropic_events_and_body_validate() -> None:
     anthropic = pytest.importorskip("anthropic")
     adapter: TypeAdapter[Any] = TypeAdapter(anthropic.types.RawMessageStreamEvent)
     blocks = [
+        *t_anthropic.SERVER,
         *t_anthropic.CITED,
         t_anthropic.B("thinking", ["θ"]),
         t_anthropic.B("tool_use", ['{"q": 1}'], id="t", name="f"),
@@ -76,6 +77,7 @@ def test_responses_events_and_body_validate() -> None:
         *t_responses.CITED,
         t_responses.R("function_call", ["{}"], call_id="c", name="f"),
         t_responses.R("refusal", ["no"]),
+        t_responses.R("web_search", id="ws_9"),
     ]
     for name, obj in _payloads(responses_stream(items)):
         assert name == obj["type"]

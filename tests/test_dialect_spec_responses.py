@@ -335,3 +335,35 @@ def test_answer_from_response_equals_stream() -> None:
         check_spans(body)
         assert [(t.name, t.arguments) for t in body.tool_calls] == [("search", '{"q": "x"}')]
         assert body.usage.prompt_tokens == 30 and body.usage.completion_tokens == 12
+
+
+def test_annotations_of_a_second_message_index_its_own_text() -> None:
+    # start_index/end_index count within the output_text part: the second message's spans
+    # must be shifted by the text before it
+    first = "Je cherche 🙂 — "
+    second = ["Le Mont Columbia (3 747 m) ", "est le plus haut d’Alberta."]
+    piece = "est le plus haut d’Alberta"
+    i = "".join(second).index(piece)
+    ann = {
+        "type": "url_citation",
+        "url": LEMONDE,
+        "title": "t",
+        "start_index": i,
+        "end_index": i + len(piece),
+    }
+    items = [
+        R("reasoning", ["θ"]),
+        R("message", [first]),
+        R("web_search", id="ws_1"),
+        R("message", second, annotations=[(1, ann)]),
+    ]
+    events = run(responses_stream(items), "responses")
+    a = check_run(events)
+    assert a.text == first + "".join(second)
+    assert "error" not in collect(events)  # web-search progress events are documented-ignored
+    assert anchored(a) == [(piece, LEMONDE)]
+    from streamcite import answer_from_response
+
+    body = answer_from_response(responses_body(items), dialect="responses")
+    assert body.text == a.text
+    assert anchored(body) == [(piece, LEMONDE)]
