@@ -372,3 +372,9 @@ def test_server_blocks_body_equals_stream() -> None:
     assert body.text == streamed.text
     assert body.citations == streamed.citations
     assert anchored(body) == anchored(streamed)
+
+
+def test_empty_text_delta_is_not_a_token() -> None:
+    events = run(anthropic_stream([B("text", ["", "a", ""])]), "anthropic")
+    check_run(events)
+    assert [e.text for e in collect(events)["token"]] == ["a"]

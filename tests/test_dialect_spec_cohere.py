@@ -14,6 +14,7 @@ from tests._dialect_streams import (
     cohere_body,
     cohere_stream,
     collect,
+    flat_values,
     run,
     split_at,
     sse,
@@ -184,3 +185,49 @@ def test_answer_from_response_equals_stream() -> None:
         check_spans(body)
         assert body.finish_reason == "stop"
         assert body.usage.prompt_tokens == 40 and body.usage.completion_tokens == 17
+
+
+def test_tool_source_citation() -> None:
+    text = "The magic number is 5, twice: 5."
+    src = {"type": "tool", "id": "magic_function_yy:0", "tool_output": {"output": "5"}}
+    cits = [
+        {
+            "start": 20,
+            "end": 21,
+            "text": "5",
+            "sources": [src],
+            "type": "TEXT_CONTENT",
+            "content_index": 0,
+        },
+        {
+            "start": 30,
+            "end": 31,
+            "text": "5",
+            "sources": [src],
+            "type": "TEXT_CONTENT",
+            "content_index": 0,
+        },
+    ]
+    tail = b"".join(
+        sse(
+            {"type": "citation-start", "index": k, "delta": {"message": {"citations": c}}},
+            "citation-start",
+        )
+        + sse({"type": "citation-end", "index": k}, "citation-end")
+        for k, c in enumerate(cits)
+    )
+    events = run(cohere_stream([text], tail=tail), "cohere")
+    a = check_run(events)
+    assert "error" not in collect(events)
+    assert len(a.citations) == 1  # one source, cited twice
+    assert (
+        "magic_function_yy:0" in flat_values(a.citations[0].provider_metadata)
+        or a.citations[0].document_title
+    )
+    assert [(a.text[s.start : s.end], s.start) for s in a.citation_spans] == [("5", 20), ("5", 30)]
+
+
+def test_empty_content_delta_is_not_a_token() -> None:
+    events = run(cohere_stream(["", "a"]), "cohere")
+    check_run(events)
+    assert [e.text for e in collect(events)["token"]] == ["a"]

@@ -267,3 +267,57 @@ def test_answer_from_response_equals_stream() -> None:
         check_spans(body)
         assert body.finish_reason == "stop"
         assert body.usage.prompt_tokens == 11 and body.usage.completion_tokens == 29
+
+
+def test_retrieved_context_chunks_are_citations() -> None:
+    text = "Le rapport 2025 indique une hausse de 3 %."
+    g = {
+        "groundingChunks": [
+            {
+                "retrievedContext": {
+                    "uri": "gs://bucket/rapport-2025.pdf",
+                    "title": "rapport-2025.pdf",
+                    "text": "hausse de 3 %",
+                }
+            }
+        ],
+        "groundingSupports": [
+            {
+                "segment": {
+                    "startIndex": len(b"Le rapport 2025 indique "),
+                    "endIndex": len(text.encode()) - 1,
+                    "text": "une hausse de 3 %",
+                },
+                "groundingChunkIndices": [0],
+            }
+        ],
+    }
+    events = run(sse(gemini_chunk([{"text": text}], finish="STOP", grounding=g)), "gemini")
+    a = check_run(events)
+    assert [(c.source_url, c.document_title) for c in a.citations] == [
+        ("gs://bucket/rapport-2025.pdf", "rapport-2025.pdf")
+    ]
+    assert anchored(a) == [("une hausse de 3 %", "gs://bucket/rapport-2025.pdf")]
+
+
+def test_empty_text_parts_are_not_tokens() -> None:
+    data = sse(gemini_chunk([{"text": "a"}])) + sse(
+        gemini_chunk([{"text": ""}], finish="STOP", usage=(1, 1))
+    )
+    events = run(data, "gemini")
+    check_run(events)
+    assert [e.text for e in collect(events)["token"]] == ["a"]
+    assert collect(events)["finish"][0].reason == "stop"
+
+
+def test_text_and_function_call_in_one_chunk() -> None:
+    data = sse(
+        gemini_chunk(
+            [{"text": "Je vérifie."}, {"functionCall": {"name": "f", "args": {"x": "é"}}}],
+            finish="STOP",
+        )
+    )
+    events = run(data, "gemini")
+    a = check_run(events)
+    assert a.text == "Je vérifie."
+    assert [t.name for t in a.tool_calls] == ["f"]
