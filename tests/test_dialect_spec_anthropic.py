@@ -243,7 +243,7 @@ def test_malformed_shapes_are_typed_errors() -> None:
         sse({"type": "message_delta", "delta": "oops", "usage": None}, "message_delta"),
     ]
     for tail in bad:
-        events = run(anthropic_stream([B("text", ["ok"])], tail=tail, stop=False), "anthropic")
+        events = run(anthropic_stream([B("text", ["ok"])], tail=tail), "anthropic")
         a = check_run(events)
         assert collect(events).get("error"), tail
         assert a.text == "ok"
@@ -255,13 +255,13 @@ def test_auto_detects_from_message_start() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(min_value=1, max_value=20_000), max_size=12))
+@given(st.lists(st.integers(min_value=1, max_value=1 << 20), max_size=12))
 def test_any_rechunking_gives_the_same_events(cuts: list[int]) -> None:
     data = anthropic_stream(
         [*CITED, B("thinking", ["θ…"]), B("tool_use", ['{"q":', '"é"}'], id="t1", name="f")]
     )
     whole = wire(run(data, "anthropic"))
-    assert wire(run(split_at(data, cuts), "anthropic")) == whole
+    assert wire(run(split_at(data, [c % len(data) for c in cuts]), "anthropic")) == whole
 
 
 def test_every_byte_split_of_a_multibyte_stream() -> None:

@@ -166,11 +166,11 @@ def test_auto_detects_from_message_start() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.integers(min_value=1, max_value=20_000), max_size=12))
+@given(st.lists(st.integers(min_value=1, max_value=1 << 20), max_size=12))
 def test_any_rechunking_gives_the_same_events(cuts: list[int]) -> None:
     data = cohere_stream(TEXTS, citations=CITS, thinking=["θ"], tools=[("t", "f", ['{"a"', ":1}"])])
     whole = wire(run(data, "cohere"))
-    assert wire(run(split_at(data, cuts), "cohere")) == whole
+    assert wire(run(split_at(data, [c % len(data) for c in cuts]), "cohere")) == whole
 
 
 def test_answer_from_response_equals_stream() -> None:
@@ -231,3 +231,23 @@ def test_empty_content_delta_is_not_a_token() -> None:
     events = run(cohere_stream(["", "a"]), "cohere")
     check_run(events)
     assert [e.text for e in collect(events)["token"]] == ["a"]
+
+
+def test_citation_outside_the_text_is_a_typed_error() -> None:
+    for start, end in ((0, 999), (3, 1)):
+        c = {
+            "start": start,
+            "end": end,
+            "text": "x",
+            "sources": [],
+            "type": "TEXT_CONTENT",
+            "content_index": 0,
+        }
+        tail = sse(
+            {"type": "citation-start", "index": 0, "delta": {"message": {"citations": c}}},
+            "citation-start",
+        )
+        events = run(cohere_stream(["court"], tail=tail), "cohere")
+        a = check_run(events)
+        assert a.text == "court"
+        assert collect(events).get("error"), (start, end)
