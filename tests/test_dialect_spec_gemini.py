@@ -242,7 +242,7 @@ def test_support_beyond_the_text_is_a_typed_error_not_a_wrong_span() -> None:
         ],
     }
     events = run(sse(gemini_chunk([{"text": "short"}], finish="STOP", grounding=g)), "gemini")
-    a = check_run(events)  # every span within the text
+    check_run(events)  # every span within the text
     assert collect(events).get("error")
 
 
