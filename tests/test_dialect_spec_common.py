@@ -227,3 +227,22 @@ def test_citation_span_and_finish_fields_on_the_wire() -> None:
 def test_chat_dialect_keeps_raw_reason() -> None:
     fin = collect(run(STREAMS["chat"], "chat"))["finish"]
     assert (fin[0].reason, fin[0].raw_reason) == ("stop", "stop")
+
+
+@pytest.mark.parametrize(
+    ("dialect", "ident", "model"),
+    [
+        ("anthropic", "msg_01SpecSuite", "claude-sonnet-4-5"),
+        ("responses", "resp_spec01", "gpt-4.1-mini"),
+        ("gemini", "spec-gemini-01", "gemini-2.5-flash"),
+        ("cohere", "c0ffee00-0000-4000-8000-000000000001", None),
+    ],
+)
+def test_meta_event_once_with_id_and_model(dialect: str, ident: str, model: str | None) -> None:
+    events = run(STREAMS[dialect], dialect)
+    a = check_run(events)
+    metas = collect(events).get("meta", [])
+    assert len(metas) == 1
+    assert metas[0].id == ident and a.id == ident
+    if model is not None:
+        assert metas[0].model == model and a.model == model
