@@ -108,6 +108,9 @@ _LAZY: dict[str, str] = {
     "LocalGrounding": "streamcite.local.checker",
     "LocalBackend": "streamcite.local.server",
     "BackendConfig": "streamcite.local.server",
+    # turn 3: dialects
+    "answer_from_response": "streamcite.core.api",
+    "Dialect": "streamcite.core.dialects",
 }
 
 

@@ -386,7 +386,7 @@ def test_annotations_in_one_chunk_cost_linear_copies(n: int) -> None:
     assert len(b.citations) == kept and len(b.citation_spans) == kept
     assert [c.document_index for c in b.citations[:3]] == list(range(min(n, 3)))
     assert [e.type for e in out].count("citations") == 1
-    assert [e.code for e in out if isinstance(e, ErrorEvent)] == ["bad_annotation"] * (n > kept)
+    assert [e.code for e in out if isinstance(e, ErrorEvent)] == ["too_many_citations"] * (n > kept)
     # One list of each per chunk: 2 * kept elements (a rebuild per annotation was n * n).
     assert b.copied == 2 * kept
 

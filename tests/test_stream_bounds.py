@@ -99,7 +99,7 @@ def test_url_citations_beyond_the_cap_are_reported_once_and_dropped() -> None:
     events = list(iter_events([*chunks, _choice(0, {}, "stop"), DONE]))
     answer = events[-1].answer  # type: ignore[attr-defined]
     assert len(answer.citations) == MAX_URL_CITATIONS
-    assert _codes(events) == ["bad_annotation"]
+    assert _codes(events) == ["too_many_citations"]
     # The citations events carry the list so far: bounded by the cap, not the flood.
     sizes = [len(e.citations) for e in events if isinstance(e, CitationsEvent)]
     assert max(sizes) == MAX_URL_CITATIONS and len(sizes) == MAX_URL_CITATIONS

@@ -11,6 +11,12 @@ from dataclasses import replace
 from typing import Any
 
 from streamcite.core._fields import expect_fields
+from streamcite.core.bounds import (
+    ANSWER_TOO_LARGE,
+    DEFAULT_BOUNDS,
+    MAX_ERRORS,
+    StreamBounds,
+)
 from streamcite.core.events import (
     CitationRefEvent,
     CitationsEvent,
@@ -39,7 +45,7 @@ from streamcite.core.models import (
 from streamcite.core.refs import CitationRefs, RefStore
 from streamcite.core.sources import QuotedSource
 
-__all__ = ["COMPACT_EVERY", "MAX_ERRORS", "AnswerBuilder"]
+__all__ = ["COMPACT_EVERY", "MAX_ERRORS", "AnswerBuilder", "StreamBounds"]
 
 COMPACT_EVERY = 128
 """A parser compacts its builder's text when more token texts than this are pending:
@@ -47,18 +53,22 @@ each pending one is a str object of ~50 bytes for a few characters, and a compac
 holds them, their join and the text's growth at once (the fixed part of the memory a
 stream costs beyond its text; 512 made it 55 KiB, 4.9 bytes/char, on a 2k-chunk answer)."""
 
-MAX_ERRORS = 1000
-"""At most this many errors are kept on an answer; the rest are counted (``errors_dropped``)."""
-
 
 class AnswerBuilder:
     """Collects the parts of one answer; :meth:`snapshot` returns the answer so far."""
 
     __slots__ = (
+        "_arg_chars",
+        "_arg_parts",
+        "_arg_pending",
         "_display",
+        "_reasoning_text",
         "_refs_seen",
         "_refs_upto",
+        "_refusal_text",
+        "_size",
         "_text",
+        "bounds",
         "chunk_fields",
         "citation_spans",
         "citations",
@@ -79,11 +89,14 @@ class AnswerBuilder:
         "sources",
         "text_parts",
         "timings",
+        "too_large",
         "tool_calls",
         "usage",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, bounds: StreamBounds = DEFAULT_BOUNDS) -> None:
+        self.bounds = bounds
+        """The caps this answer is held to (:mod:`streamcite.core.bounds`)."""
         self._text = ""  # choice 0's raw text up to the last compaction
         self._display = ""  # and its display text (unused in keep mode)
         self.text_parts: list[str] = []
@@ -112,34 +125,85 @@ class AnswerBuilder:
         """Top-level fields (``choices`` excepted) of the first chunk and of the finish
         chunk, first value kept: where providers put ids such as a Wikit query id."""
         self.reasoning_parts: list[str] = []
-        """Reasoning texts of choice 0."""
+        """Reasoning texts of choice 0 since the last :meth:`compact`."""
         self.refusal_parts: list[str] = []
-        """Refusal texts of choice 0."""
+        """Refusal texts of choice 0 since the last :meth:`compact`."""
+        self._reasoning_text = ""  # reasoning and refusal up to the last compaction
+        self._refusal_text: str | None = None
         self.tool_calls: dict[int, ToolCall] = {}
-        """Choice 0's tool calls by ``tool_index``."""
+        """Choice 0's tool calls by ``tool_index`` (``arguments`` joined up to the last
+        :meth:`compact`; :meth:`tool_call` keeps the fragments since in parts)."""
+        self._arg_parts: dict[int, list[str]] = {}
+        self._arg_pending = 0  # fragments in _arg_parts
+        self._arg_chars = 0  # characters of the joined arguments
+        self._size = 0  # characters of text + reasoning + refusal + arguments, compacted
+        self.too_large = False
+        """The answer went beyond ``bounds.max_answer_chars`` (:meth:`check_size`)."""
         self.references: list[Any] = []
         self.citation_spans: list[CitationSpan] = []
         self.errors_dropped = 0
         self.enrichment_skipped: str | None = None
 
     def error(self, ev: ErrorEvent) -> None:
-        """Keep one error (bounded: beyond :data:`MAX_ERRORS` only counted)."""
-        if len(self.errors) < MAX_ERRORS:
+        """Keep one error (bounded: beyond ``bounds.max_errors`` only counted)."""
+        if len(self.errors) < self.bounds.max_errors:
             self.errors.append(ev)
         else:
             self.errors_dropped += 1
 
     def tool_call(self, ev: ToolCallEvent) -> None:
-        """Fold one tool-call fragment of choice 0: id/name first seen kept, arguments joined."""
-        tc = self.tool_calls.get(ev.tool_index)
+        """Fold one tool-call fragment of choice 0: id/name first seen kept, arguments
+        kept in parts and joined at the next :meth:`compact` (linear, as the text is)."""
+        tidx = ev.tool_index
+        tc = self.tool_calls.get(tidx)
         if tc is None:
-            tc = self.tool_calls[ev.tool_index] = ToolCall()
+            tc = self.tool_calls[tidx] = ToolCall()
         if tc.id is None:
             tc.id = ev.id
         if tc.name is None:
             tc.name = ev.name
         if ev.arguments:
-            tc.arguments += ev.arguments
+            parts = self._arg_parts.get(tidx)
+            if parts is None:
+                parts = self._arg_parts[tidx] = []
+            parts.append(ev.arguments)
+            self._arg_pending += 1
+
+    def has_reasoning(self) -> bool:
+        """Choice 0 has some reasoning text."""
+        return bool(self._reasoning_text or self.reasoning_parts)
+
+    def has_refusal(self) -> bool:
+        """Choice 0 has a refusal (even an empty one)."""
+        return self._refusal_text is not None or bool(self.refusal_parts)
+
+    def answer_chars(self) -> int:
+        """Characters of text + reasoning + refusal + tool arguments (compacts first)."""
+        self.compact()
+        return self._size
+
+    def check_size(self) -> ErrorEvent | None:
+        """Compact, then the ``answer_too_large`` error if the answer just went beyond
+        ``bounds.max_answer_chars`` (recorded, the answer marked incomplete and
+        :attr:`too_large` set: the interpreter feeding this builder stops there); else
+        ``None``. Interpreters call it at least every :data:`COMPACT_EVERY` parts (the
+        parser does, per read), so what is held stays within the cap and one read."""
+        self.compact()
+        if self.too_large or self._size <= self.bounds.max_answer_chars:
+            return None
+        self.too_large = True
+        self.complete = False
+        ev = ErrorEvent(
+            code=ANSWER_TOO_LARGE,
+            message=(
+                f"the answer went beyond {self.bounds.max_answer_chars:,} characters"
+                " (text, reasoning, refusal and tool arguments): the stream was cut"
+            ),
+            retryable=False,
+            stage="chunk",
+        )
+        self.error(ev)
+        return ev
 
     def add(self, ev: Event) -> None:
         """Fold one event into the answer (events already folded by the interpreter are
@@ -196,8 +260,15 @@ class AnswerBuilder:
         The text is one string grown in place (CPython resizes a string nobody else
         holds instead of copying it), so memory stays at the text's own size and
         each character is copied about once: flat at any length. The part lists are
-        emptied in place, because the chunk interpreter holds references to them."""
+        emptied in place, because the chunk interpreter holds references to them.
+        Reasoning, refusal and tool arguments are compacted the same way."""
         self.refs.flush()
+        if self.reasoning_parts:
+            self._compact_reasoning()
+        if self.refusal_parts:
+            self._compact_refusal()
+        if self._arg_pending:
+            self._compact_arguments()
         parts = self.text_parts
         if parts:
             text, self._text = self._text, ""
@@ -210,6 +281,38 @@ class AnswerBuilder:
             display += "".join(dparts)
             self._display = display
             dparts.clear()
+        self._size = len(self._text) + len(self._reasoning_text) + len(self._refusal_text or "")
+        self._size += self._arg_chars
+
+    def _compact_reasoning(self) -> None:
+        parts = self.reasoning_parts
+        text, self._reasoning_text = self._reasoning_text, ""
+        text += "".join(parts)
+        self._reasoning_text = text
+        parts.clear()
+
+    def _compact_refusal(self) -> None:
+        parts = self.refusal_parts
+        text, self._refusal_text = self._refusal_text or "", None
+        text += "".join(parts)
+        self._refusal_text = text
+        parts.clear()
+
+    def _compact_arguments(self) -> None:
+        for tidx, parts in self._arg_parts.items():
+            tc = self.tool_calls[tidx]
+            args, tc.arguments = tc.arguments, ""
+            more = "".join(parts)
+            args += more  # grown in place: this local holds the only reference
+            tc.arguments = args
+            self._arg_chars += len(more)
+        self._arg_parts.clear()
+        self._arg_pending = 0
+
+    def text_so_far(self) -> str:
+        """Choice 0's raw text so far (compacts first; a cold path: citation spans)."""
+        self.compact()
+        return self._text
 
     def text_length(self) -> int:
         """Characters of choice 0's raw text so far (a cold path: checks at the end)."""
@@ -217,8 +320,13 @@ class AnswerBuilder:
 
     @property
     def uncompacted(self) -> int:
-        """Text parts added since the last :meth:`compact`."""
-        return len(self.text_parts)
+        """Parts (text, reasoning, refusal, tool arguments) added since the last :meth:`compact`."""
+        return (
+            len(self.text_parts)
+            + len(self.reasoning_parts)
+            + len(self.refusal_parts)
+            + self._arg_pending
+        )
 
     def snapshot(self) -> CitedAnswer:
         """The answer as known now (compacts the text and shares it with the answer: the
@@ -247,9 +355,9 @@ class AnswerBuilder:
             errors=list(self.errors),
             timings=_copy_timings(self.timings),
             complete=self.complete,
-            reasoning_text="".join(self.reasoning_parts),
+            reasoning_text=self._reasoning_text,
             tool_calls=[replace(self.tool_calls[k]) for k in sorted(self.tool_calls)],
-            refusal="".join(self.refusal_parts) if self.refusal_parts else None,
+            refusal=self._refusal_text,
             references=list(self.references),
             citation_spans=list(self.citation_spans),
             errors_dropped=self.errors_dropped,
@@ -301,6 +409,9 @@ def _specialise_compaction() -> None:
     for _ in range(16):
         b.text_parts.append("x")
         b.display_parts.append("x")
+        b.reasoning_parts.append("x")
+        b.refusal_parts.append("x")
+        b.tool_call(ToolCallEvent(0, 0, None, None, "x"))
         b.compact()
 
 

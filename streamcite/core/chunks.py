@@ -13,7 +13,8 @@ from typing import Any
 import orjson
 
 from streamcite.core.answer import AnswerBuilder
-from streamcite.core.citations import citations_from_chunk
+from streamcite.core.bounds import MAX_CHOICES, TOO_MANY_CITATIONS, clip_message
+from streamcite.core.citations import bounded_citations
 from streamcite.core.deltas import (
     ToolPlacer,
     check_spans,
@@ -37,13 +38,11 @@ from streamcite.core.markers import FootnoteDetector, MarkerMode
 from streamcite.core.models import Usage
 from streamcite.core.named_events import named_event
 from streamcite.core.sse import OVERFLOW, RawEvent
+from streamcite.core.surrogates import SurrogateJoiner, loads_lone_surrogates, scrub_surrogates
 from streamcite.core.template import ContentTemplate
 
-__all__ = ["ChunkInterpreter", "error_from_payload"]
+__all__ = ["MAX_CHOICES", "ChunkInterpreter", "error_from_payload"]
 
-MAX_CHOICES = 128
-"""Choices a stream may carry (OpenAI's ``n`` is at most 128): the per-choice state
-(footnote detectors, tool-call placement) stays bounded whatever index a stream sends."""
 
 _loads = orjson.loads
 _new = object.__new__
@@ -57,6 +56,10 @@ def _choice_usage(choices: list[Any]) -> Any:
         if type(ch) is dict and (usage := ch.get("usage")):
             return usage
     return None
+
+
+def _citation_lists(obj: dict[str, Any]) -> tuple[Any, Any]:
+    return obj.get("citations"), obj.get("search_results")
 
 
 def _has_extra(delta: dict[str, Any]) -> bool:
@@ -78,10 +81,14 @@ class ChunkInterpreter:
         "_mode_keep",
         "_raw0",
         "_refs",
+        "_surr",
+        "_surr_held",
         "_tools",
         "_tpl",
+        "_tpl_off",
         "_usage_pending",
         "annotations_dropped",
+        "citations_dropped",
         "cut",
         "done",
         "spans_checked",
@@ -102,9 +109,17 @@ class ChunkInterpreter:
         self._finished: set[int] = set()
         self._usage_pending: UsageEvent | None = None
         self._tools: dict[int, ToolPlacer] = {}
+        self._surr: SurrogateJoiner | None = None
+        """Choices' content texts ending in a high surrogate (``core.surrogates``)."""
+        self._surr_held = False
+        """Some high surrogate is held (the template is off meanwhile)."""
+        self._tpl_off = False
+        """The template was turned off for a held surrogate (back on once released)."""
         """Per choice: which call a tool-call delta continues (``deltas.ToolPlacer``)."""
         self.annotations_dropped = 0
         """``url_citation`` annotations beyond ``deltas.MAX_URL_CITATIONS`` (reported once)."""
+        self.citations_dropped = 0
+        """Chunks whose citation list went beyond its cap (reported once: ``too_many_citations``)."""
         self.spans_checked = 0
         """``url_citation`` spans already checked against the final text."""
         self.cut = False
@@ -141,6 +156,10 @@ class ChunkInterpreter:
         try:
             obj = _loads(payload)
         except _JSONDecodeError as exc:
+            obj = loads_lone_surrogates(payload)  # JSON but for lone surrogate escapes?
+            if type(obj) is dict:
+                self._lenient(obj, out)
+                return out
             return self._fault(
                 out, "invalid_json", f"chunk is not valid JSON ({exc}): {payload[:120]!r}"
             )
@@ -313,8 +332,9 @@ class ChunkInterpreter:
         if type(idx) is not int:
             self._fault(out, "bad_chunk", f"choice index is not an integer: {idx!r:.40}")
             return None
-        if not 0 <= idx < MAX_CHOICES:
-            msg = f"choice index {idx} is outside 0-{MAX_CHOICES - 1}: choice skipped"
+        limit = self._builder.bounds.max_choices
+        if not 0 <= idx < limit:
+            msg = f"choice index {idx} is outside 0-{limit - 1}: choice skipped"
             self._fault(out, "bad_chunk", msg)
             return None
         return idx
@@ -336,6 +356,8 @@ class ChunkInterpreter:
     def _token(self, idx: int, content: str, out: list[Event]) -> None:
         # Meta comes before the first token or not at all: stop looking for it.
         self._meta_seen = True
+        if self._surr_held:
+            content = self._unhold(idx, out) + content
         det = self._detectors.get(idx)
         if det is None:
             det = self._detectors[idx] = FootnoteDetector(self._mode)
@@ -370,6 +392,8 @@ class ChunkInterpreter:
             keep(idx, number, number - 1, offset)
 
     def _flush(self, idx: int, out: list[Event]) -> None:
+        if self._surr_held:
+            self._release_held(out, idx)
         det = self._detectors.get(idx)
         if det is None or not det.held:
             return
@@ -404,16 +428,24 @@ class ChunkInterpreter:
         out.append(ev)
 
     def _citations(self, obj: dict[str, Any], out: list[Event]) -> None:
-        raw = (obj.get("citations"), obj.get("search_results"))
+        # Compared (and kept) up to one item beyond the caps: what is beyond them is
+        # never used, and a 10^6-item list is neither kept alive nor compared whole.
+        b = self._builder.bounds
+        cap = max(b.max_citations, b.max_search_results, b.max_citation_urls) + 1
+        raw = tuple(x[:cap] if type(x) is list else x for x in _citation_lists(obj))
         if raw == self._last_citations:
             return  # Perplexity repeats the set on every chunk
         self._last_citations = raw
-        parsed = citations_from_chunk(obj)
+        parsed = bounded_citations(obj, b)
         if parsed is None:
             return
-        citations, problems = parsed
+        citations, problems, over = parsed
         if problems:
-            self._fault(out, "bad_citations", "; ".join(problems[:5]))
+            self._fault(out, "bad_citations", clip_message("; ".join(problems[:5])))
+        if over:
+            if not self.citations_dropped:  # reported once per stream, then counted
+                self._fault(out, TOO_MANY_CITATIONS, over)
+            self.citations_dropped += 1
         if citations:
             self._builder.citations = citations
             out.append(CitationsEvent(citations=citations))
@@ -443,10 +475,81 @@ class ChunkInterpreter:
 
     def _done(self, out: list[Event]) -> None:
         """``[DONE]``: the answer is complete unless a provider error cut it."""
+        self._release_held(out)
         self.done = True
         self._builder.complete = not self.cut
         check_spans(self, out)
         self._flush_usage(out)
+
+    def _lenient(self, obj: dict[str, Any], out: list[Event]) -> None:
+        """A chunk orjson refused for its lone surrogate escapes (cold). Each choice's
+        content joins a high half held from its previous content, and holds back a high
+        half it ends with (the template is off while one is held, so the next token
+        comes through :meth:`_token`); any other surrogate left alone becomes U+FFFD,
+        reported as ``lone_surrogate``."""
+        joiner = self._surr
+        if joiner is None:
+            joiner = self._surr = SurrogateJoiner()
+        lone = 0
+        choices = obj.get("choices")
+        for ch in choices if type(choices) is list else ():
+            delta = ch.get("delta") if type(ch) is dict else None
+            if type(delta) is not dict or type(c := delta.get("content")) is not str:
+                continue
+            idx = ch.get("index", 0)
+            if type(idx) is int and 0 <= idx < self._builder.bounds.max_choices:
+                delta["content"], n = joiner.join(idx, c)
+                lone += n
+        obj, n = scrub_surrogates(obj)
+        lone += n
+        if lone:
+            self._lone_surrogates(lone, out)
+        self._surr_held = False  # this chunk's tokens were joined above
+        self._interpret(obj, "delta", out)
+        self._surr_held = bool(joiner.held)
+        self._hold_template()
+
+    def _hold_template(self) -> None:
+        """The template is off while a high surrogate is held, back on after (cold)."""
+        if self._surr_held:
+            if self._tpl.on:
+                self._tpl.on = False
+                self._tpl_off = True
+        elif self._tpl_off:
+            self._tpl.on = True
+            self._tpl_off = False
+
+    def _release_held(self, out: list[Event], idx: int | None = None) -> None:
+        """High halves still held at a choice's finish (``idx``) or the end: U+FFFD."""
+        if self._surr is not None and self._surr_held:
+            for k in [idx] if idx is not None else list(self._surr.held):
+                if k in self._surr.held:
+                    self._token(k, "", out)
+
+    def _unhold(self, idx: int, out: list[Event]) -> str:
+        """A token of ``idx`` that did not start with the low half of the high one held:
+        that one was alone (U+FFFD, reported). ``""`` when nothing is held for ``idx``."""
+        assert self._surr is not None
+        lone = self._surr.release(idx)
+        self._surr_held = bool(self._surr.held)
+        if lone is None:
+            return ""
+        self._lone_surrogates(1, out)
+        self._hold_template()
+        return lone
+
+    def _lone_surrogates(self, n: int, out: list[Event]) -> None:
+        msg = f"{n} lone UTF-16 surrogate(s) in the stream's JSON: replaced by U+FFFD"
+        self._fault(out, "lone_surrogate", msg)
+
+    def cut_for_size(self, ev: ErrorEvent, out: list[Event]) -> None:
+        """The builder's ``answer_too_large`` (already recorded): the answer ends here,
+        incomplete; nothing more of the stream is interpreted (as after ``[DONE]``)."""
+        out.append(ev)
+        self.cut = True
+        self.done = True
+        self._builder.complete = False
+        self._usage_pending = None
 
     def _sse_error(self, payload: bytes, out: list[Event]) -> None:
         try:
@@ -482,6 +585,8 @@ class ChunkInterpreter:
     def close(self, *, truncated_block: bool = False) -> list[Event]:
         """End of input: release held markers; report truncation (never a clean stop)."""
         out: list[Event] = []
+        if not self.done:
+            self._release_held(out)
         for idx in list(self._detectors):
             self._flush(idx, out)
         self._flush_usage(out)

@@ -10,9 +10,10 @@ from collections.abc import Callable
 from typing import Any
 
 from streamcite.core._fields import expect_fields
+from streamcite.core.bounds import DEFAULT_BOUNDS, StreamBounds
 from streamcite.core.models import Citation
 
-__all__ = ["citations_from_chunk", "parse_citation"]
+__all__ = ["ChunkCitations", "bounded_citations", "citations_from_chunk", "parse_citation"]
 
 _STR_FIELDS = (
     "cited_text",
@@ -25,7 +26,7 @@ _STR_FIELDS = (
 )
 expect_fields(
     Citation,
-    [*_STR_FIELDS[:3], "document_index", *_STR_FIELDS[3:]],
+    [*_STR_FIELDS[:3], "document_index", *_STR_FIELDS[3:], "provider_metadata"],
     "citations.py (parse_citation)",
 )
 _STR_OR_NONE = {str: True, type(None): True}
@@ -99,13 +100,30 @@ def _from_search_result(item: Any, position: int) -> Citation:
     )
 
 
+ChunkCitations = tuple[list[Citation], list[str], str | None]
+"""A chunk's citations, the problems of its items, and what went beyond a cap (or None)."""
+
+
 def citations_from_chunk(obj: dict[str, Any]) -> tuple[list[Citation], list[str]] | None:
-    """Citations carried by a chunk (None if it carries none) and the problems found.
+    """Citations carried by a chunk (None if it carries none) and the problems found
+    (with the default caps; a list beyond its cap is a problem too, the first kept).
 
     Magisterium: ``citations`` is a list of objects. Perplexity: ``citations`` is a
     list of URL strings and ``search_results`` a list of objects; search results,
     being richer, win when both are present.
     """
+    got = bounded_citations(obj, DEFAULT_BOUNDS)
+    if got is None:
+        return None
+    citations, problems, over = got
+    return citations, [*problems, over] if over else problems
+
+
+def bounded_citations(obj: dict[str, Any], bounds: StreamBounds) -> ChunkCitations | None:
+    """:func:`citations_from_chunk` held to ``bounds``: only the first
+    ``max_search_results`` / ``max_citation_urls`` / ``max_citations`` items of a list
+    are looked at (linear in the cap, not in the list); the third value says what went
+    beyond (``too_many_citations``), else ``None``."""
     raw = obj.get("citations")
     results = obj.get("search_results")
     problems: list[str] = []
@@ -113,18 +131,29 @@ def citations_from_chunk(obj: dict[str, Any]) -> tuple[list[Citation], list[str]
     build: Callable[[Any, int], Citation]
     source: list[Any]
     if isinstance(results, list) and results:
-        source, build = results, _from_search_result
+        source, build, cap, what = (
+            results,
+            _from_search_result,
+            bounds.max_search_results,
+            "search_results",
+        )
     elif raw is None:
         return None
     elif not isinstance(raw, list):
-        return [], [f"citations: expected an array, got {type(raw).__name__}"]
-    elif raw and all(isinstance(x, str) for x in raw):
-        source, build = raw, _from_url
+        return [], [f"citations: expected an array, got {type(raw).__name__}"], None
     else:
-        source, build = raw, parse_citation
+        head = raw[: bounds.max_citation_urls + 1]
+        if head and all(isinstance(x, str) for x in head):
+            source, build, cap, what = raw, _from_url, bounds.max_citation_urls, "citation URLs"
+        else:
+            source, build, cap, what = raw, parse_citation, bounds.max_citations, "citations"
+    over = None
+    if len(source) > cap:
+        over = f"{len(source):,} {what} in one chunk: the first {cap} kept"
+        source = source[:cap]
     for i, item in enumerate(source):
         try:
             out.append(build(item, i))
         except ValueError as exc:
             problems.append(str(exc))
-    return out, problems
+    return out, problems, over

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from streamcite.core.bounds import MAX_CITATIONS, MAX_TOOL_CALLS, TOO_MANY_CITATIONS
 from streamcite.core.events import (
     CitationsEvent,
     ErrorEvent,
@@ -20,11 +21,20 @@ from streamcite.core.events import (
     ToolCallEvent,
 )
 from streamcite.core.models import Citation, CitationSpan
+from streamcite.core.offsets import OffsetMap
 
 if TYPE_CHECKING:
     from streamcite.core.chunks import ChunkInterpreter
 
-__all__ = ["ToolPlacer", "check_spans", "check_tool_arguments", "http_status", "interpret_delta"]
+__all__ = [
+    "MAX_TOOL_CALLS",
+    "MAX_URL_CITATIONS",
+    "ToolPlacer",
+    "check_spans",
+    "check_tool_arguments",
+    "http_status",
+    "interpret_delta",
+]
 
 
 def http_status(code: Any) -> int | None:
@@ -110,14 +120,11 @@ def _content_parts(it: ChunkInterpreter, idx: int, parts: list[Any], out: list[E
         it._fault(out, "bad_content_part", f"content part not understood: {part!r:.120}")
 
 
-MAX_TOOL_CALLS = 1024
-"""Tool calls per choice (OpenAI allows 128 tools): what a choice's calls and their
-placement hold stays bounded whatever a hostile stream numbers or names."""
-MAX_URL_CITATIONS = 256
-"""``url_citation`` citations per answer. Each annotation chunk's ``citations`` event
-carries the whole list so far (consumers replace theirs), so a flood of one-annotation
-chunks would grow the events quadratically; beyond this, annotations are reported once
-and dropped."""
+MAX_URL_CITATIONS = MAX_CITATIONS
+"""``url_citation`` citations per answer (``bounds.max_citations``). Each annotation
+chunk's ``citations`` event carries the whole list so far (consumers replace theirs), so
+a flood of one-annotation chunks would grow the events quadratically; beyond this,
+annotations are reported once (``too_many_citations``) and dropped."""
 
 
 class ToolPlacer:
@@ -132,9 +139,11 @@ class ToolPlacer:
     has one already (a second call, not a fragment).
     """
 
-    __slots__ = ("by_id", "last", "named", "next")
+    __slots__ = ("by_id", "last", "limit", "named", "next")
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = MAX_TOOL_CALLS) -> None:
+        self.limit = limit
+        """Calls of the choice (``bounds.max_tool_calls``)."""
         self.by_id: dict[str, int] = {}
         self.named: set[int] = set()
         self.last = -1
@@ -142,7 +151,7 @@ class ToolPlacer:
 
     def place(self, tidx: int | None, cid: str | None, name: str | None, pos: int = -1) -> int:
         """The call of one entry; ``pos``: its position in a delta of several (else -1).
-        -1 for a call beyond :data:`MAX_TOOL_CALLS` (not placed, nothing remembered)."""
+        -1 for a call beyond :attr:`limit` (not placed, nothing remembered)."""
         if tidx is None:
             if cid:
                 tidx = self.by_id.get(cid, self.next)
@@ -152,7 +161,7 @@ class ToolPlacer:
                 tidx = self.next
             else:
                 tidx = self.last
-        if tidx >= MAX_TOOL_CALLS:
+        if tidx >= self.limit:
             return -1
         if cid and cid not in self.by_id:
             self.by_id[cid] = tidx
@@ -193,7 +202,7 @@ def _tool_calls(it: ChunkInterpreter, idx: int, calls: Any, out: list[Event]) ->
         return
     placer = it._tools.get(idx)
     if placer is None:
-        placer = it._tools[idx] = ToolPlacer()
+        placer = it._tools[idx] = ToolPlacer(it.builder.bounds.max_tool_calls)
     several = len(calls) > 1
     for pos, call in enumerate(calls):
         entry = _tool_entry(call)
@@ -204,7 +213,7 @@ def _tool_calls(it: ChunkInterpreter, idx: int, calls: Any, out: list[Event]) ->
         tidx, cid, kind, name, args = entry
         tool_index = placer.place(tidx, cid, name, pos if several else -1)
         if tool_index < 0:
-            msg = f"tool call beyond the {MAX_TOOL_CALLS:,} of a choice: {call!r:.120}"
+            msg = f"tool call beyond the {placer.limit:,} of a choice: {call!r:.120}"
             it._fault(out, "bad_tool_call", msg)
             continue
         ev = ToolCallEvent(idx, tool_index, cid or None, name or None, args or "")
@@ -239,7 +248,7 @@ def _annotations(it: ChunkInterpreter, notes: Any, out: list[Event]) -> None:
         it._fault(out, "bad_chunk", f"annotations is not an array: {notes!r:.120}")
         return
     b = it.builder
-    n = len(b.citations)
+    n, cap = len(b.citations), b.bounds.max_citations
     # The event holds the lists it was given (events are never changed afterwards), so
     # the new ones are built once per chunk, not once per annotation (that was quadratic).
     citations, spans = list(b.citations), list(b.citation_spans)
@@ -248,21 +257,32 @@ def _annotations(it: ChunkInterpreter, notes: Any, out: list[Event]) -> None:
         if isinstance(got, str):
             it._fault(out, "bad_annotation", f"annotation {got}: {note!r:.120}")
             continue
-        if n >= MAX_URL_CITATIONS:
+        if n >= cap:
             if not it.annotations_dropped:  # reported once per stream, then counted
-                msg = f"more than {MAX_URL_CITATIONS} url_citation annotations: the rest dropped"
-                it._fault(out, "bad_annotation", msg)
+                msg = f"more than {cap} url_citation annotations: the rest dropped"
+                it._fault(out, TOO_MANY_CITATIONS, msg)
             it.annotations_dropped += 1
             continue
         url, title, start, end = got
         citations.append(Citation(document_title=title, document_index=n, source_url=url))
-        spans.append(CitationSpan(n, start, end))
+        spans.append(CitationSpan(n, start, end, *_utf16(it, start, end)))
         n += 1
     if n > len(b.citations):
         b.citations, b.citation_spans = citations, spans
         out.append(CitationsEvent(citations=citations, spans=spans))
         if it.finished or it.done:
             check_spans(it, out)  # the text is final already
+
+
+def _utf16(it: ChunkInterpreter, start: int | None, end: int | None) -> tuple[int | None, ...]:
+    """A span's offsets in UTF-16 units, when the text it indexes has arrived (else None)."""
+    if start is None or end is None or end > it.builder.text_length():
+        return (None, None)
+    text = it.builder.text_so_far()
+    if text.isascii():
+        return (start, end)
+    m = OffsetMap(text)
+    return (m.char_to_utf16(start), m.char_to_utf16(end))
 
 
 def check_spans(it: ChunkInterpreter, out: list[Event]) -> None:
@@ -287,6 +307,7 @@ def check_spans(it: ChunkInterpreter, out: list[Event]) -> None:
 
 def check_tool_arguments(it: ChunkInterpreter, out: list[Event]) -> None:
     """At choice 0's finish: tool arguments that are not valid JSON are an error (kept)."""
+    it.builder.compact()  # the arguments' fragments joined
     for tidx, tc in sorted(it.builder.tool_calls.items()):
         if not tc.arguments:
             continue  # a call without parameters

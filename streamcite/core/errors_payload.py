@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from streamcite.core.bounds import clip_message
 from streamcite.core.deltas import http_status
 from streamcite.core.events import ErrorEvent
 
@@ -26,7 +27,10 @@ _RETRYABLE_CODES = frozenset(
 
 
 def error_from_payload(err: Any, stage: str) -> ErrorEvent:
-    """An OpenAI/Anthropic-style ``{"error": ...}`` object (or a bare string) → ErrorEvent."""
+    """An OpenAI/Anthropic-style ``{"error": ...}`` object (or a bare string) → ErrorEvent.
+
+    The message and code come from upstream: each is cut to ``MAX_ERROR_MESSAGE``
+    characters (:func:`~streamcite.core.bounds.clip_message`)."""
     if isinstance(err, dict):
         code = err.get("code") or err.get("type") or "upstream_error"
         message = err.get("message") or ""
@@ -35,10 +39,14 @@ def error_from_payload(err: Any, stage: str) -> ErrorEvent:
             status = http_status(err.get("code"))
     else:
         code, message, status = "upstream_error", str(err), None
-    code = str(code)
+    code = clip_message(str(code), 100)
     retryable = code in _RETRYABLE_CODES or (
         status is not None and (status == 429 or status >= 500)
     )
     return ErrorEvent(
-        code=code, message=str(message), retryable=retryable, stage=stage, status=status
+        code=code,
+        message=clip_message(str(message)),
+        retryable=retryable,
+        stage=stage,
+        status=status,
     )

@@ -19,7 +19,7 @@ def skip_reason(builder: AnswerBuilder, *, enrich_incomplete: bool) -> str | Non
     An incomplete answer with nothing in it (the stream was cut before its first token,
     reasoning or tool call) is never enriched, even with ``enrich_incomplete``: there is
     nothing to ground or to find sources for, and a remote check would be paid for."""
-    if builder.refusal_parts:
+    if builder.has_refusal():
         return "refusal"
     if not builder.complete and (not enrich_incomplete or _empty(builder)):
         return "incomplete"
@@ -27,4 +27,4 @@ def skip_reason(builder: AnswerBuilder, *, enrich_incomplete: bool) -> str | Non
 
 
 def _empty(builder: AnswerBuilder) -> bool:
-    return not builder.text_length() and not builder.tool_calls and not builder.reasoning_parts
+    return not builder.text_length() and not builder.tool_calls and not builder.has_reasoning()

@@ -36,7 +36,9 @@ from streamcite.core.sources import QuotedSource
 from streamcite.enrich.base import EnrichContext
 from streamcite.enrich.facts import MAX_FACT_CHARS, MAX_FACTS, build_facts
 from streamcite.enrich.limits import (
+    MAX_ANSWER_TOKENS,
     InvalidGroundingRequest,
+    count_answer_tokens,
     validate_answer,
     validate_citation_threshold,
     validate_fact_text,
@@ -48,9 +50,11 @@ from streamcite.local.grounding_engine import ClaimVerdict, evaluate
 from streamcite.logs import get_logger
 
 __all__ = [
+    "MAX_CHECK_CHARS",
     "InvalidGroundingRequest",
     "LocalGrounding",
     "acheck_google_request",
+    "bound_answer",
     "check_google_request",
 ]
 
@@ -61,7 +65,45 @@ INLINE_MAX_CHARS = 64_000
 """Above this many characters (answer + facts) a check runs in a worker thread, so the
 event loop is not held for more than a few milliseconds."""
 
+MAX_CHECK_CHARS = 64_000
+"""Characters of an answer :meth:`LocalGrounding.check` looks at, at most: its first
+4,096 tokens (Google's own limit, counted as Google does) within these characters.
+The rest is not checked (reported in ``result.warnings``), so a check of any answer
+ends in well under a second even in a worker thread no timeout can stop."""
+
 _log = get_logger("streamcite.local.checker")
+
+
+def bound_answer(answer: str) -> tuple[str, str | None]:
+    """The part of ``answer`` a local check looks at, and the warning when it is not all.
+
+    The longest prefix of at most :data:`MAX_CHECK_CHARS` characters and
+    ``MAX_ANSWER_TOKENS`` (4,096) tokens. Claim offsets stay those of ``answer``.
+
+    >>> bound_answer("Rome is in Italy.")
+    ('Rome is in Italy.', None)
+    >>> part, why = bound_answer("word " * 5000)
+    >>> count_answer_tokens(part), why.split(":")[0]
+    (4096, 'only the first 4,096 tokens of the answer were checked (20,480 characters)')
+    """
+    part = answer[:MAX_CHECK_CHARS]
+    if len(part) == len(answer) and len(answer) <= MAX_ANSWER_TOKENS:
+        return answer, None  # fewer characters than the limit's tokens: within it
+    if count_answer_tokens(part) > MAX_ANSWER_TOKENS:
+        lo, hi = 0, len(part)  # the longest prefix within the limit (tokens grow with it)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if count_answer_tokens(part[:mid]) <= MAX_ANSWER_TOKENS:
+                lo = mid
+            else:
+                hi = mid - 1
+        part = part[:lo]
+    if len(part) == len(answer):
+        return answer, None
+    return part, (
+        f"only the first {MAX_ANSWER_TOKENS:,} tokens of the answer were checked"
+        f" ({len(part):,} characters): {len(answer) - len(part):,} characters not checked"
+    )
 
 
 class LocalGrounding:
@@ -132,13 +174,18 @@ class LocalGrounding:
 
         Facts longer than 10,000 characters are split into windows and only the
         first 200 facts are used, as with Google (each policy applied is reported in
-        ``result.warnings``). ``cited_chunks[i].fact_index`` indexes ``result.facts``.
+        ``result.warnings``). Only the answer's first 4,096 tokens are checked
+        (:func:`bound_answer`; a warning says so). ``cited_chunks[i].fact_index``
+        indexes ``result.facts``.
         Large inputs are scored in a worker thread; small ones inline.
         """
         threshold = validate_citation_threshold(citation_threshold)
         if isinstance(answer, CitedAnswer):
             answer = answer.text
+        answer, cut = bound_answer(answer)
         prepared, warnings = _prepare_facts(facts)
+        if cut:
+            warnings.append(cut)
         size = len(answer) + sum(len(f.text) for f in prepared)
         if size > INLINE_MAX_CHARS:
             return await asyncio.to_thread(
@@ -158,7 +205,10 @@ class LocalGrounding:
         threshold = validate_citation_threshold(citation_threshold)
         if isinstance(answer, CitedAnswer):
             answer = answer.text
+        answer, cut = bound_answer(answer)
         prepared, warnings = _prepare_facts(facts)
+        if cut:
+            warnings.append(cut)
         return self._run(answer, prepared, threshold, claim_level_scores, warnings)
 
     def _run(

@@ -130,7 +130,8 @@ async def _open_once(
     try:
         # The connect timeout covers the socket; this one covers a server that
         # accepts the request and never sends its response headers.
-        async with asyncio.timeout(budget.bounded(timeouts.first_token)):
+        budget.mark_sent()
+        async with asyncio.timeout(budget.first_token_left()):
             resp = await transport.open(url, headers, body, connect)
     except TimeoutError as exc:
         raise OpenFailed(budget.timeout_error(waiting_first=True)) from exc

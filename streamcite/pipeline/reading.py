@@ -67,7 +67,7 @@ async def _read_json(
 ) -> AsyncIterator[Event]:
     timings = parser.builder.timings
     try:
-        async with asyncio.timeout(budget.bounded(budget.timeouts.first_token)):
+        async with asyncio.timeout(budget.first_token_left()):
             body = await resp.read(_MAX_JSON_BODY)
     except TimeoutError:
         yield rec.error(
@@ -111,12 +111,16 @@ async def _read_sse(
     timings = parser.builder.timings
     reads = resp.aiter_bytes().__aiter__()
     feed, note, bounded = parser.feed, rec.note, budget.bounded
-    first_token, idle = budget.timeouts.first_token, budget.timeouts.idle
+    idle = budget.timeouts.idle
     t0 = budget.t0
     waiting_first = True
     while True:
         try:
-            async with asyncio.timeout(bounded(first_token if waiting_first else idle)):
+            # Until the first token, one deadline from the request's sending: reads that
+            # bring no token (keep-alive comments, a byte at a time) do not restart it.
+            async with asyncio.timeout(
+                budget.first_token_left() if waiting_first else bounded(idle)
+            ):
                 data = await anext(reads)
         except StopAsyncIteration:
             break

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from streamcite.core.api import ChatStreamParser
+from streamcite.core.bounds import DEFAULT_BOUNDS, StreamBounds
 from streamcite.core.events import ErrorEvent, Event, TokenEvent
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import CitedAnswer
@@ -57,6 +58,9 @@ class ChatStream:
     backoff, honouring Retry-After — only before any byte of the answer, so tokens are
     never duplicated. ``after`` enrichers run concurrently once the finish chunk arrives
     (not on a refusal, nor on an answer cut by an error unless ``enrich_incomplete``).
+    ``bounds`` are the caps the stream is held to (:mod:`streamcite.core.bounds`: an
+    answer beyond ``max_answer_chars`` is cut with ``answer_too_large`` and the
+    connection closed).
     """
 
     def __init__(
@@ -74,6 +78,7 @@ class ChatStream:
         retries: int = 0,
         stream_id: str | None = None,
         enrich_incomplete: bool = False,
+        bounds: StreamBounds = DEFAULT_BOUNDS,
     ) -> None:
         self.request = dict(request)
         self.url = base_url.rstrip("/") + "/chat/completions"
@@ -82,7 +87,7 @@ class ChatStream:
         self.retries = retries
         self.response_headers: Mapping[str, str] = {}
         self._transport = make_transport(transport, session)
-        self._parser = ChatStreamParser(marker_mode)
+        self._parser = ChatStreamParser(marker_mode, bounds=bounds)
         self._headers = {"Content-Type": "application/json", **(headers or {})}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"

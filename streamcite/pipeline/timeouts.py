@@ -22,7 +22,10 @@ class Timeouts:
     connect: float | None = 10.0
     """TCP/TLS connect and request send."""
     first_token: float | None = 60.0
-    """Request sent → first byte of a token (providers may think for a while)."""
+    """Request sent → first byte of a token (providers may think for a while): one
+    deadline for the response headers and the body's first token together. Bytes that
+    complete no token (``: keep-alive`` comments, empty or role-only chunks, a byte
+    at a time) do not restart it."""
     idle: float | None = 30.0
     """Longest silence between two reads once tokens flow."""
     total: float | None = 600.0
@@ -32,15 +35,29 @@ class Timeouts:
 class Budget:
     """One run's deadline: ``start()`` once, then every wait asks ``bounded(limit)``."""
 
-    __slots__ = ("t0", "timeouts")
+    __slots__ = ("sent", "t0", "timeouts")
 
     def __init__(self, timeouts: Timeouts) -> None:
         self.timeouts = timeouts
         self.t0 = 0.0
+        self.sent = 0.0
+        """When the request (its last attempt) was sent: ``first_token`` counts from here."""
 
     def start(self) -> float:
-        self.t0 = time.perf_counter()
+        self.t0 = self.sent = time.perf_counter()
         return self.t0
+
+    def mark_sent(self) -> None:
+        """A request is being sent (each attempt): the first-token deadline starts over."""
+        self.sent = time.perf_counter()
+
+    def first_token_left(self) -> float | None:
+        """Seconds left until the first-token deadline (``sent + first_token``), clipped
+        to what is left of ``total``; never negative."""
+        limit = self.timeouts.first_token
+        if limit is not None:
+            limit = max(limit - (time.perf_counter() - self.sent), 0.0)
+        return self.bounded(limit)
 
     def elapsed_ms(self) -> float:
         return (time.perf_counter() - self.t0) * 1000
