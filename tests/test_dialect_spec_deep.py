@@ -19,6 +19,7 @@ from tests._dialect_streams import (
     ResponsesItem,
     anchored,
     anthropic_body,
+    anthropic_error,
     anthropic_stream,
     check_run,
     check_spans,
@@ -573,3 +574,95 @@ def test_anthropic_mismatched_input_json_delta_is_not_silent(index: int) -> None
     a = check_run(events)
     seen = a.text + a.reasoning_text + "".join(t.arguments for t in a.tool_calls)
     assert "ZZ" in seen or collect(events).get("error")
+
+
+# --- truncation and retryable errors ---------------------------------------------------------
+
+TRUNCATED = {
+    "anthropic": anthropic_stream([B("text", ["Coupé ", "net"])], stop=False),
+    "responses": responses_stream([R("message", ["Coupé ", "net"])], end=False),
+    "gemini": sse(gemini_chunk([{"text": "Coupé "}])) + sse(gemini_chunk([{"text": "net"}])),
+    "cohere": cohere_stream(["Coupé ", "net"])[
+        : cohere_stream(["Coupé ", "net"]).index(b"event: message-end")
+    ],
+}
+
+
+@pytest.mark.parametrize("dialect", sorted(TRUNCATED))
+def test_stream_cut_before_its_end_is_incomplete_and_retryable(dialect: str) -> None:
+    for d in (dialect, "auto"):
+        events = run(TRUNCATED[dialect], d)
+        a = check_run(events)
+        assert a.text == "Coupé net"
+        assert a.complete is False
+        errs = collect(events)["error"]
+        assert errs and errs[-1].retryable is True
+
+
+@pytest.mark.parametrize(
+    ("kind", "retryable"),
+    [
+        ("overloaded_error", True),
+        ("api_error", True),
+        ("rate_limit_error", True),
+        ("authentication_error", False),
+        ("permission_error", False),
+    ],
+)
+def test_anthropic_error_types_retryable(kind: str, retryable: bool) -> None:
+    events = run(
+        anthropic_stream([B("text", ["x"])], tail=anthropic_error(kind, "m"), stop=False),
+        "anthropic",
+    )
+    errs = collect(events)["error"]
+    assert errs[0].retryable is retryable
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "retryable"),
+    [
+        ("RESOURCE_EXHAUSTED", 429, True),
+        ("UNAVAILABLE", 503, True),
+        ("INTERNAL", 500, True),
+        ("PERMISSION_DENIED", 403, False),
+        ("INVALID_ARGUMENT", 400, False),
+    ],
+)
+def test_gemini_error_status_retryable(status: str, code: int, retryable: bool) -> None:
+    for err in (
+        {"code": code, "message": "m", "status": status},
+        {"message": "m", "status": status},
+    ):
+        events = run(sse(gemini_chunk([{"text": "x"}])) + sse({"error": err}), "gemini")
+        errs = collect(events)["error"]
+        assert errs[0].retryable is retryable, err
+
+
+def test_responses_refusal_only_finishes_as_refusal() -> None:
+    events = run(responses_stream([R("refusal", ["Non."])]), "responses")
+    fin = collect(events)["finish"]
+    assert fin[0].reason in ("refusal", "content_filter")
+
+
+def test_responses_incomplete_content_filter() -> None:
+    events = run(
+        responses_stream(
+            [R("message", ["x"])], status="incomplete", incomplete_reason="content_filter"
+        ),
+        "responses",
+    )
+    fin = collect(events)["finish"]
+    assert (fin[0].reason, fin[0].raw_reason) == ("content_filter", "content_filter")
+
+
+def test_cohere_timeout_is_a_retryable_error() -> None:
+    events = run(
+        cohere_stream(["x"], error=("TIMEOUT", "timed out")).replace(
+            b'"finish_reason":"ERROR"', b'"finish_reason":"TIMEOUT"'
+        ),
+        "cohere",
+    )
+    a = check_run(events)
+    errs = collect(events)["error"]
+    assert errs and errs[0].retryable is True
+    assert a.complete is False
