@@ -247,3 +247,49 @@ def test_meta_event_once_with_id_and_model(dialect: str, ident: str, model: str 
     assert metas[0].id == ident and a.id == ident
     if model is not None:
         assert metas[0].model == model and a.model == model
+
+
+def _cited() -> dict[str, bytes]:
+    from tests.test_dialect_spec_deep import CITED
+
+    return CITED
+
+
+@pytest.mark.parametrize("dialect", ["anthropic", "cohere", "responses"])
+def test_stream_without_event_lines_reads_the_same(dialect: str) -> None:
+    # each of these APIs repeats the event name as the data's "type": a proxy that drops the
+    # event: lines changes nothing ("auto decides from its event: name or its JSON keys")
+    import re
+
+    data = _cited()[dialect]
+    stripped = re.sub(rb"event: [^\n]*\n", b"", data)
+    whole = wire(run(data, dialect))
+    for d in (dialect, "auto"):
+        assert wire(run(stripped, d)) == whole
+
+
+@pytest.mark.parametrize("dialect", ["anthropic", "cohere", "gemini", "responses"])
+def test_strip_mode_hides_markers_in_every_dialect(dialect: str) -> None:
+    from streamcite import iter_events
+
+    parts = ["Paris [", "1] est", " belle[2]."]
+    data = {
+        "anthropic": anthropic_stream([AnthropicBlock("text", parts)]),
+        "gemini": gemini_stream(parts),
+        "responses": responses_stream([ResponsesItem("message", parts)]),
+        "cohere": cohere_stream(parts),
+    }[dialect]
+    events = list(iter_events([data], dialect=dialect, marker_mode="strip"))  # type: ignore[call-arg]
+    a = events[-1].answer
+    assert a.text == "".join(parts)
+    assert a.display_text == "Paris est belle."
+    assert "".join(e.display for e in events if e.type == "token") == "Paris est belle."
+    assert [r.number for r in a.citation_refs] == [1, 2]
+
+
+@pytest.mark.parametrize("dialect", ["anthropic", "cohere", "gemini", "responses"])
+def test_events_round_trip_through_their_json(dialect: str) -> None:
+    from streamcite.core.events import event_from_json, event_to_json
+
+    for e in run(_cited()[dialect], dialect):
+        assert event_from_json(event_to_json(e)).to_dict() == e.to_dict()
