@@ -666,3 +666,51 @@ def test_cohere_timeout_is_a_retryable_error() -> None:
     errs = collect(events)["error"]
     assert errs and errs[0].retryable is True
     assert a.complete is False
+
+
+# --- an answer within the bounds is read whole in every dialect ------------------------------
+
+
+def _parse(data: bytes, dialect: str, max_event_size: int) -> Any:
+    from streamcite import ChatStreamParser
+
+    p = ChatStreamParser(max_event_size=max_event_size, dialect=dialect)  # type: ignore[call-arg]
+    events = p.feed(data) + p.close()
+    events.append(p.done_event())
+    return check_run(events), collect(events)
+
+
+@pytest.mark.parametrize(
+    "dialect",
+    [
+        "anthropic",
+        "cohere",
+        "gemini",
+        pytest.param(
+            "responses",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="Responses repeats the whole text in its ignored echo events and in "
+                "response.completed: once the answer's bytes pass max_event_size (16 MiB by "
+                "default: 5.6 M CJK characters, under the 8 M-character answer cap) those events "
+                "are dropped by the decoder (event_too_large) and the answer ends truncated, "
+                "incomplete, without finish or usage",
+            ),
+        ),
+    ],
+)
+def test_answer_larger_than_max_event_size_in_small_deltas_is_read_whole(dialect: str) -> None:
+    parts = ["中文字" * 300] * 40  # 36,000 characters, 108 kB, in 900-character deltas
+    data = {
+        "anthropic": anthropic_stream([B("text", parts)]),
+        "cohere": cohere_stream(parts),
+        "gemini": b"".join(
+            sse(gemini_chunk([{"text": p}], finish="STOP" if i == len(parts) - 1 else None))
+            for i, p in enumerate(parts)
+        ),
+        "responses": responses_stream([R("message", parts)]),
+    }[dialect]
+    a, g = _parse(data, dialect, 1 << 16)
+    assert a.text == "".join(parts)
+    assert "error" not in g
+    assert a.complete is True and a.finish_reason == "stop"
