@@ -346,7 +346,11 @@ class RedisStreamLog:
             if got or not block or o.finished:
                 return got
             await o.waiters.wait(block, self._wheel)
-            return o.slice(after_seq)
+            if o.first_seq <= after_seq + 1:
+                return o.slice(after_seq)
+            # The memory copy was trimmed past after_seq while waiting (a batch of more than
+            # about maxlen / 4 entries): Redis still has them.
+            block = None
         if not valid_stream_id(stream_id):
             return []
         return await self._follow.read(stream_id, after_seq, block)
