@@ -388,10 +388,18 @@ def _citations(round_: int, size: int = 20_000) -> bytes:
     return b'{"type":"citations","round":%d,"pad":"%s"}' % (round_, b"x" * size)
 
 
-async def _supersede_rounds(a: Any, sid: str, rounds: int, base: int = 0) -> list[bytes]:
+async def _supersede_rounds(
+    a: Any,
+    sid: str,
+    rounds: int,
+    base: int = 0,
+    settle: Callable[[], Awaitable[None]] | None = None,
+) -> list[bytes]:
     """``rounds`` of (token, changed citations set), each set superseding the previous one
     as the relay's producer does; the payloads every reader must then see, in seq order
-    (``base``: entries the stream held before)."""
+    (``base``: entries the stream held before). ``settle``, when given, is awaited before
+    every other replacement (Redis: the set is then written, and followed, before it is
+    replaced; otherwise it is replaced while still queued)."""
     expected: list[bytes] = []
     prev = 0
     for r in range(rounds):
@@ -400,6 +408,8 @@ async def _supersede_rounds(a: Any, sid: str, rounds: int, base: int = 0) -> lis
         seq = await a.append(sid, _citations(r))
         expected.append(_citations(r))
         if prev:
+            if settle is not None and r % 2:
+                await settle()
             a.supersede_nowait(sid, prev, SUPERSEDED % seq)
             expected[prev - 1 - base] = SUPERSEDED % seq
         prev = seq
@@ -415,10 +425,18 @@ async def test_a_superseded_entry_reads_as_its_replacement_everywhere(make_logs:
     await a.open_stream("sup", owner="a")
     await a.append("sup", b"first")
     await logs.flush()
-    for reader in logs.readers:  # followers before the replacements (Redis: fan-out buffers)
-        assert [e.seq for e in await reader.read("sup", 0, block=1.0)] == [1]
-    expected = [b"first", *await _supersede_rounds(a, "sup", 30, base=1)]
+    for reader in logs.readers:
+        assert [e.seq for e in await reader.read("sup", 0)] == [1]
+        # A blocked read past the end: on Redis, B now follows the live tail (fan-out), so
+        # it holds the sets as first sent and must take the replacements from the channel.
+        assert await reader.read("sup", 1, block=0.1) == []
+    expected = [b"first", *await _supersede_rounds(a, "sup", 30, base=1, settle=logs.flush)]
     await logs.flush()
+
+    async def followed() -> bool:
+        return [e.payload for e in await logs.other.read("sup", 1)] == expected[1:]
+
+    await wait_until(followed, timeout=GUARD, what="the replacements on the live tail")
     late = await logs.spawn()
     for reader in [*logs.readers, late]:
         for cut in (0, 1, 2, 3, 30, 59, 60):
