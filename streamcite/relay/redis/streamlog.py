@@ -270,8 +270,8 @@ class RedisStreamLog:
         and ``payload`` read in its place by every instance (see :data:`~.scripts.APPEND`).
         Unknown, finished or trimmed entries: nothing."""
         o = self._owned.get(stream_id)
-        if o is None or o.finished or o.lost or seq < o.first_seq or seq >= o.next_seq:
-            return
+        if o is None or o.finished or o.lost or seq < 1 or seq >= o.next_seq:
+            return  # (an entry gone from the memory copy may still be in Redis: replaced there)
         o.supersede(seq, payload)
         if o.error is None:
             self._writer.supersede(o, LogEntry(seq, payload))
