@@ -22,7 +22,7 @@ import pytest
 from streamcite import stream_chat
 from streamcite.enrich.wikit import WikitSources
 from streamcite.local.checker import LocalGrounding
-from streamcite.local.server import BackendConfig, LocalBackend
+from streamcite.local.server import MODEL, BackendConfig, LocalBackend
 from tests._relay_fixtures import (
     CHROMIUM_ARGS,
     HOSTILE_CITATIONS,
@@ -170,7 +170,7 @@ new MutationObserver(() => {
 
 async def test_a_sentence_is_tinted_as_its_claim_arrives_before_done() -> None:
     async with LocalBackend(BackendConfig(token_delay=0.03)) as be:
-        req = {"model": "m", "messages": [{"role": "user", "content": QUESTION}], "stream": True}
+        req = {"model": MODEL, "messages": [{"role": "user", "content": QUESTION}], "stream": True}
         async with stream_chat(req, base_url=be.base_url) as s:
             first = await s.until_done()
         facts = [c.cited_text for c in first.citations if c.cited_text]
