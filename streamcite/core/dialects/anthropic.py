@@ -230,7 +230,10 @@ class AnthropicInterpreter(StreamState):
                     self.tool(idx, None, None, part, out)
             elif block is None:
                 self.fault(out, "bad_chunk", f"input_json_delta of an unknown block {idx}")
-            # a server tool's input (web search query): ignored with its block
+            elif block[0] not in _IGNORED_BLOCKS:
+                msg = f"input_json_delta of {block[0]!r:.40} block {idx} (not a tool use): dropped"
+                self.fault(out, "bad_chunk", msg)
+            # else a server tool's input (web search query): ignored with its block
         elif kind == "citations_delta":
             self._cite(idx, delta.get("citation"), out)
         elif kind != "signature_delta":
@@ -250,7 +253,7 @@ class AnthropicInterpreter(StreamState):
             return
         if doc not in block[2]:
             block[2].append(doc)
-        self.emit_citations(out)  # live: the source as soon as it is cited
+        self.emit_citations(out)  # live: a new source as soon as it is cited (once)
 
     def _block_stop(self, obj: dict[str, Any], out: list[Event]) -> None:
         idx = obj.get("index")
