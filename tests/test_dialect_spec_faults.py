@@ -128,6 +128,7 @@ BODIES = [
     b"{}",
 ]
 
+
 def _body_cases() -> list[Any]:
     out = []
     for d in ("chat", "anthropic", "responses", "gemini", "cohere", "auto"):
