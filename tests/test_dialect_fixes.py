@@ -7,7 +7,6 @@ import tracemalloc
 
 from streamcite.core.api import ChatStreamParser
 from streamcite.core.bounds import StreamBounds
-from streamcite.core.dialects.responses import REPEAT_BYTES_PER_CHAR, event_limit
 from streamcite.core.sse import DEFAULT_MAX_EVENT_SIZE
 from tests._dialect_streams import (
     ResponsesItem,
@@ -74,6 +73,8 @@ def test_gemini_segment_beyond_the_answer_message_has_no_none() -> None:
 
 
 def test_responses_event_limit_covers_an_answer_at_the_cap() -> None:
+    from streamcite.core.dialects.responses import REPEAT_BYTES_PER_CHAR, event_limit
+
     b = StreamBounds(max_answer_chars=1000)
     assert event_limit(1 << 16, b) == (1 << 16) + REPEAT_BYTES_PER_CHAR * 1000
     p = ChatStreamParser(dialect="responses", bounds=b, max_event_size=1 << 16)
