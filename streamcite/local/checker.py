@@ -45,6 +45,7 @@ from streamcite.enrich.limits import (
     validate_facts_count,
     validate_user_labels,
 )
+from streamcite.local.grounding import lexicon
 from streamcite.local.grounding.answer import answer_support
 from streamcite.local.grounding.live import ENGINE_LOCK
 from streamcite.local.grounding_engine import ClaimVerdict, evaluate
@@ -197,7 +198,9 @@ class LocalGrounding:
         if cut:
             warnings.append(cut)
         size = len(answer) + sum(len(f.text) for f in prepared)
-        if size > INLINE_MAX_CHARS or ENGINE_LOCK.locked():  # never wait for the lock on the loop
+        # Never wait on the loop: for the engine's lock, or for a first read of the
+        # lexicon's data (0.2-3 s per language).
+        if size > INLINE_MAX_CHARS or ENGINE_LOCK.locked() or not lexicon.ready():
             return await asyncio.to_thread(
                 self._run, answer, prepared, threshold, claim_level_scores, warnings
             )

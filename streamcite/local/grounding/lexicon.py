@@ -398,7 +398,17 @@ def antonyms(key: str, lang: str) -> frozenset[str]:
     return _index(lang).antonyms(root(key, lang))
 
 
-def warm(langs: tuple[str, ...] = ("en", "fr", "it", "he")) -> None:
+LANGS = ("en", "fr", "it", "he")
+"""The languages the lexicon holds."""
+
+
+def ready() -> bool:
+    """Every language's data is read (or there is none to read): a check no longer risks
+    a first load (0.2-3 s), so it may run on the event loop."""
+    return len(_INDEXES) == len(LANGS) or not available()
+
+
+def warm(langs: tuple[str, ...] = LANGS) -> None:
     """Read the data of ``langs`` now (0.2-0.9 s each), not at the first check in that
     language: for a service whose first answer must not wait."""
     for lang in langs:
