@@ -134,6 +134,9 @@ class ClaimStage:
         dropped = self.dropped_error()
         if dropped is not None:
             yield dropped
+        cut = self.cut_error()
+        if cut is not None:
+            yield cut
 
     def after_stream(self, event: GroundingEvent) -> list[ClaimEvent]:
         """The ``claim`` events of an after-stream ``grounding`` event whose checker had no
@@ -237,6 +240,20 @@ class ClaimStage:
     def _error(self, c: _Check, code: str, message: str) -> ErrorEvent:
         ev = ErrorEvent(
             code=code, message=message, retryable=code == "claim_timeout", stage="grounding"
+        )
+        self._builder.error(ev)
+        return ev
+
+    def cut_error(self) -> ErrorEvent | None:
+        """One error when sessions checked only the start of a long answer (else None)."""
+        chars = sum(getattr(s, "unchecked_chars", 0) for s in self.sessions)
+        if not chars:
+            return None
+        ev = ErrorEvent(
+            code="claims_cut",
+            message=f"the last {chars:,} character(s) of the answer not checked live: "
+            "beyond the checked part",
+            stage="grounding",
         )
         self._builder.error(ev)
         return ev

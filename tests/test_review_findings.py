@@ -1,0 +1,111 @@
+"""Defects found by this round's hostile review, each pinned by a test that failed on
+the code before its fix (see docs/security.md for the security ones)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from streamcite.core.events import ClaimEvent, ErrorEvent
+from streamcite.core.grounding import GroundingFact
+from streamcite.local.checker import MAX_CHECK_CHARS, LocalGrounding
+from streamcite.local.live_claims import MAX_LIVE_CHARS, LocalClaimSession
+from streamcite.pipeline import stream_chat
+from tests._upstream import chunk
+
+FACTS = ["Paris is the capital of France and its largest city."]
+REQUEST = {"model": "m", "messages": [{"role": "user", "content": "Where is Paris?"}]}
+
+# ------------------------------------------------------------ live claims: bounded work
+
+
+def test_live_claims_split_and_check_only_the_checked_part_of_the_answer() -> None:
+    """A 2 MB answer of short sentences made 100,000 live checks (the whole-answer check
+    looks at its first 64,000 characters only), each one queued for the one worker
+    thread every stream shares, and 3 s of splitting on the event loop."""
+    s = LocalClaimSession([GroundingFact(f) for f in FACTS])
+    piece = "Paris is in France. " * 50  # 1,000 characters
+    jobs = []
+    for _ in range(2000):
+        jobs += s.on_token(piece)
+    jobs += s.on_finish()
+    assert MAX_LIVE_CHARS == MAX_CHECK_CHARS
+    assert all(j.end <= MAX_LIVE_CHARS for j in jobs)
+    assert len(jobs) == MAX_LIVE_CHARS // 20  # every sentence of the checked part
+    assert s.unchecked_chars == 2_000_000 - MAX_LIVE_CHARS
+
+
+def test_a_token_across_the_limit_is_split_up_to_it() -> None:
+    s = LocalClaimSession([GroundingFact(f) for f in FACTS], max_chars=30)
+    jobs = s.on_token("Paris is in France. Rome is in Italy. ")
+    jobs += s.on_finish()
+    assert [j.text for j in jobs] == ["Paris is in France.", "Rome is in"]
+    assert s.unchecked_chars == 38 - 30
+
+
+class _Upstream:
+    def __init__(self, parts: list[bytes]) -> None:
+        self.parts = parts
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        for part in self.parts:
+            await resp.write(part)
+        return resp
+
+
+@pytest.fixture
+async def serve() -> AsyncIterator[Any]:
+    runners: list[web.AppRunner] = []
+
+    async def start(parts: list[bytes]) -> str:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", _Upstream(parts).handle)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        runners.append(runner)
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        return f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
+
+    try:
+        yield start
+    finally:
+        for r in runners:
+            await r.cleanup()
+
+
+async def test_a_long_answer_reports_the_part_not_checked_live(serve: Any) -> None:
+    body = b"".join(chunk("Paris is in France. " * 50) for _ in range(200))  # 200,000 chars
+    base = await serve([body, chunk(None, "stop"), b"data: [DONE]\n\n"])
+    async with asyncio.timeout(60):
+        async with stream_chat(REQUEST, base_url=base, after=[LocalGrounding(facts=FACTS)]) as s:
+            events = [e async for e in s]
+    claims = [e for e in events if isinstance(e, ClaimEvent)]
+    cut = [e for e in events if isinstance(e, ErrorEvent) and e.code == "claims_cut"]
+    assert len(claims) == MAX_LIVE_CHARS // 20
+    assert len(cut) == 1 and "136,000" in cut[0].message and cut[0].stage == "grounding"
+    assert s.answer.claims == claims
+
+
+def test_an_answer_within_the_limit_is_checked_whole() -> None:
+    s = LocalClaimSession([GroundingFact(f) for f in FACTS])
+    jobs = s.on_token("Paris is in France. " * 100) + s.on_finish()
+    assert len(jobs) == 100 and s.unchecked_chars == 0
+
+
+def test_splitting_past_the_limit_costs_nothing_on_the_loop() -> None:
+    s = LocalClaimSession([GroundingFact(f) for f in FACTS])
+    s.on_token("x" * MAX_LIVE_CHARS)
+    piece = "Paris is in France. " * 50
+    t0 = time.perf_counter()
+    for _ in range(8000):  # 8 MB past the limit
+        assert s.on_token(piece) == []
+    # ~5 ms with the cap (a length check per token); some 12 s before it.
+    assert time.perf_counter() - t0 < 2.0
