@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from hypothesis import given
+from hypothesis import strategies as st
 
 from streamcite.core.events import ClaimEvent, ErrorEvent
 from streamcite.core.grounding import GroundingFact
@@ -109,3 +111,85 @@ def test_splitting_past_the_limit_costs_nothing_on_the_loop() -> None:
         assert s.on_token(piece) == []
     # ~5 ms with the cap (a length check per token); some 12 s before it.
     assert time.perf_counter() - t0 < 2.0
+
+
+# ------------------------------------------------------------ Azure: a hostile response
+
+
+def _azure_request() -> Any:
+    from streamcite.enrich.azure.request import build_detect_request
+
+    text = "Rome is the capital of Italy 🇮🇹 and of Lazio. " * 150
+    return build_detect_request(
+        text, ["fact"], domain="Generic", task="QnA", query="q", reasoning=False
+    )
+
+
+def test_azure_response_with_20000_segments_is_parsed_quickly_and_bounded() -> None:
+    """2.2 MB of segments pointing near the end of a non-ASCII text: each one walked the
+    text in Python (UTF-16) on the event loop: 16.5 s blocked, 20,000 claims and 20,000
+    warnings kept."""
+    from streamcite.enrich.azure.request import MAX_SEGMENTS, parse_detect_response
+
+    req = _azure_request()
+    near_end = len(req.sent) - 10
+    seg = {"offset": {"utf16": near_end + 5, "utf8": 10**12, "codePoint": 10**12}}
+    seg |= {"text": "zz", "length": {"utf16": 1, "utf8": 1, "codePoint": 1}}
+    data = {"ungroundedPercentage": 0.5, "ungroundedDetails": [seg] * 20_000}
+    t0 = time.perf_counter()
+    result = parse_detect_response(data, req)
+    assert time.perf_counter() - t0 < 3.0  # ~0.02 s fixed
+    assert len(result.claims) == MAX_SEGMENTS
+    assert len(result.warnings) <= MAX_SEGMENTS + 2
+    assert any("19,000 ungrounded segment(s) beyond" in w for w in result.warnings)
+
+
+def test_azure_hostile_segment_text_and_reason_are_clipped() -> None:
+    from streamcite.enrich.azure.request import MAX_REASON_CHARS, parse_detect_response
+
+    req = _azure_request()
+    data = {
+        "ungroundedPercentage": 0.5,
+        "ungroundedDetails": [
+            {"text": "x" * 5_000_000, "reason": "r" * 5_000_000},
+            {"text": req.sent[:4], "reason": "y" * 5_000_000},
+        ],
+    }
+    result = parse_detect_response(data, req)
+    unmatched, matched = result.claims
+    assert len(unmatched.claim_text) < 7_600 and unmatched.start is None
+    assert unmatched.reason is not None and len(unmatched.reason) < MAX_REASON_CHARS + 40
+    assert matched.start == 0 and matched.reason is not None
+    assert len(matched.reason) < MAX_REASON_CHARS + 40
+
+
+def _old_utf16_to_char(text: str, unit: int) -> int | None:
+    u = 0
+    for i, ch in enumerate(text):
+        if u == unit:
+            return i
+        u += 2 if ord(ch) > 0xFFFF else 1
+        if u > unit:
+            return None
+    return len(text) if u == unit else None
+
+
+def _old_utf8_to_char(text: str, byte: int) -> int | None:
+    raw = text.encode("utf-8")
+    if byte > len(raw):
+        return None
+    try:
+        return len(raw[:byte].decode("utf-8"))
+    except UnicodeDecodeError:
+        return None
+
+
+@given(st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=40))
+def test_azure_offset_tables_agree_with_the_per_segment_walk(text: str) -> None:
+    from streamcite.enrich.azure.request import _Units
+
+    units = _Units(text)
+    for unit in range(len(text) * 2 + 2):
+        assert units.of_utf16(unit) == _old_utf16_to_char(text, unit)
+    for byte in range(len(text) * 4 + 2):
+        assert units.of_utf8(byte) == _old_utf8_to_char(text, byte)
