@@ -193,3 +193,37 @@ def test_azure_offset_tables_agree_with_the_per_segment_walk(text: str) -> None:
         assert units.of_utf16(unit) == _old_utf16_to_char(text, unit)
     for byte in range(len(text) * 4 + 2):
         assert units.of_utf8(byte) == _old_utf8_to_char(text, byte)
+
+
+# ------------------------------------------------------------ logs: inert on a terminal
+
+
+async def test_a_refused_requests_path_reaches_the_log_inert() -> None:
+    """``serve-local`` logs refused requests at WARNING (on by default) with their path,
+    which aiohttp has percent-decoded: ``%1B]0;…%07`` retitled the operator's terminal,
+    ``%1B[2J`` cleared it."""
+    import io
+
+    import aiohttp
+    import structlog
+
+    from streamcite.local.server import BackendConfig, LocalBackend
+    from streamcite.logs import configure_logging
+
+    out = io.StringIO()
+    configure_logging("WARNING", stream=out)
+    try:
+        async with (
+            LocalBackend(BackendConfig()) as backend,
+            aiohttp.ClientSession() as session,
+        ):
+            url = backend.root_url + "/v1/%1B]0;PWNED%07%1B[2J%E2%80%AE%C2%9B"
+            async with session.get(url, headers={"Host": "evil.example"}) as r:
+                assert r.status == 403
+    finally:
+        structlog.reset_defaults()
+    line = out.getvalue()
+    assert "request_refused" in line and "PWNED" in line
+    assert "\x1b" not in line and "\x07" not in line and "\u202e" not in line
+    assert "\x9b" not in line
+    assert "\\x1b]0;PWNED\\x07" in line  # shown, not obeyed
