@@ -23,10 +23,11 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from streamcite import stream_chat, telemetry
+from streamcite import stream_chat
 from streamcite.enrich.wikit import WikitSources
+from streamcite.local import MODEL, LocalBackend
 from streamcite.local.checker import LocalGrounding
-from streamcite.local.server import MODEL, LocalBackend
+from streamcite.telemetry import instrument
 
 
 def providers(otlp: bool) -> tuple[TracerProvider, MeterProvider, Any, Any]:
@@ -90,7 +91,7 @@ async def main() -> None:
     ap.add_argument("--otlp", action="store_true", help="export to an OTLP collector")
     args = ap.parse_args()
     tracer_provider, meter_provider, spans, reader = providers(args.otlp)
-    telemetry.instrument(tracer_provider=tracer_provider, meter_provider=meter_provider)
+    instrument(tracer_provider=tracer_provider, meter_provider=meter_provider)
     request = {
         "model": MODEL,
         "messages": [{"role": "user", "content": args.question}],
