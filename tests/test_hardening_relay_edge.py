@@ -23,6 +23,7 @@ from aiohttp import web
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from streamcite.core.bounds import MAX_CITATIONS
 from streamcite.core.events import DoneEvent, ErrorEvent
 from streamcite.core.models import Citation, CitedAnswer
 from streamcite.local.config import BackendConfig
@@ -127,8 +128,12 @@ async def test_healthz_answers_during_a_finish_chunk_of_10k_same_document_citati
     assert worst < 1.0, worst
     assert elapsed < 10.0, elapsed
     assert body.endswith(b"data: [DONE]\n\n")
-    assert body.count(b'"type":"source-url"') + body.count(b'"type":"source-document"') == 1000
-    assert b'"type":"data-sources-truncated"' in body
+    # The core keeps the first MAX_CITATIONS (256) of the chunk and says so; the encoder's
+    # own cap (MAX_SOURCE_PARTS, 1,000) is tested on the encoder alone (test_hardening_edge).
+    assert body.count(b'"type":"source-url"') + body.count(b'"type":"source-document"') == (
+        MAX_CITATIONS
+    )
+    assert b"too_many_citations" in body
 
 
 # -- 5. readers that never read, on the SSE endpoints -----------------------------------------------
@@ -325,6 +330,9 @@ async def test_serve_local_closes_partial_heads_and_stalled_bodies() -> None:
 # -- 2 (relay). a changed citations list on every chunk ---------------------------------------------
 
 
+_PAD = "p" * 700  # a long URL path: 256 of them make a ~200 KB citations frame
+
+
 @contextlib.asynccontextmanager
 async def _perplexity_upstream(chunks: int, urls: int) -> AsyncIterator[str]:
     """Each chunk: one token and a different list of ``urls`` citation URLs."""
@@ -334,7 +342,7 @@ async def _perplexity_upstream(chunks: int, urls: int) -> AsyncIterator[str]:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
         for i in range(chunks):
-            cites = [f"https://example.org/{i}/{j}" for j in range(urls)]
+            cites = [f"https://example.org/{i}/{j}/{_PAD}" for j in range(urls)]
             await resp.write(chunk_frame(f"t{i} ", citations=cites))
         await resp.write(chunk_frame(None, "stop"))
         await resp.write(b"data: [DONE]\n\n")
@@ -347,7 +355,8 @@ async def _perplexity_upstream(chunks: int, urls: int) -> AsyncIterator[str]:
 
 
 async def test_citations_resent_on_every_chunk_do_not_push_tokens_out_of_the_log() -> None:
-    chunks, urls = 120, 2000
+    # The core keeps MAX_CITATIONS (256) URLs per list: long URLs make each set ~200 KB.
+    chunks, urls = 120, MAX_CITATIONS
     log = MemoryStreamLog(max_bytes=4 * 1024 * 1024)  # ~20 citations frames of 200 KB
     async with _perplexity_upstream(chunks, urls) as url:
         server = RelayServer(RelayConfig(base_url=url + "/v1", retries=0), log=log)
@@ -372,7 +381,7 @@ async def test_citations_resent_on_every_chunk_do_not_push_tokens_out_of_the_log
     assert text_of(late) == expected
     cits = [f for f in late if f["type"] == "citations"]
     assert len(cits) == 1 and len(cits[0]["citations"]) == urls  # the newest set, whole
-    assert cits[0]["citations"][0]["source_url"] == f"https://example.org/{chunks - 1}/0"
+    assert cits[0]["citations"][0]["source_url"] == f"https://example.org/{chunks - 1}/0/{_PAD}"
     assert sum(1 for f in late if f["type"] == "superseded") == chunks - 1
     assert stats["bytes"] < 1024 * 1024, stats
 
