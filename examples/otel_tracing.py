@@ -24,9 +24,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from streamcite import stream_chat
-from streamcite.enrich.wikit import WikitSources
+from streamcite.enrich import LocalGrounding, WikitSources
 from streamcite.local import MODEL, LocalBackend
-from streamcite.local.checker import LocalGrounding
 from streamcite.telemetry import instrument
 
 

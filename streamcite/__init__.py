@@ -11,6 +11,7 @@ The five that matter::
     ChatStream                           # what stream_chat returns: .text_stream, .until_done()
     CitedAnswer                          # the final answer: text, citations, sources, grounding
     iter_events / aiter_events           # the sans-I/O core over recorded (async) byte chunks
+    answer_from_response(body)           # a non-streaming body of any of the five APIs
 
 Everything else has one home (docs/imports.md): ``streamcite.events`` (event classes),
 ``streamcite.models`` (citations, sources, grounding), ``streamcite.enrich`` (Wikit,
@@ -28,7 +29,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from streamcite.core.api import aiter_events, iter_events
+    from streamcite.core.api import aiter_events, answer_from_response, iter_events
     from streamcite.core.errors import StreamciteError
     from streamcite.core.events import Event
     from streamcite.core.models import CitedAnswer
@@ -49,11 +50,12 @@ __all__ = [
     "Timeouts",
     "__version__",
     "aiter_events",
+    "answer_from_response",
     "iter_events",
     "stream_chat",
 ]
 
-# Public names -> the module that defines them (the ten of __all__).
+# Public names -> the module that defines them (the eleven of __all__).
 _LAZY: dict[str, str] = {
     "ChatStream": "streamcite.pipeline",
     "Timeouts": "streamcite.pipeline",
@@ -63,6 +65,7 @@ _LAZY: dict[str, str] = {
     "Event": "streamcite.core.events",
     "StreamciteError": "streamcite.core.errors",
     "aiter_events": "streamcite.core.api",
+    "answer_from_response": "streamcite.core.api",
     "iter_events": "streamcite.core.api",
 }
 

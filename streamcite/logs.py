@@ -27,6 +27,7 @@ _SECRET_KEYS = frozenset(
         "api_key",
         "apikey",
         "x_api_key",
+        "x_goog_api_key",
         "wikit_semantics_api_key",
         "token",
         "access_token",

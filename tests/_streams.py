@@ -182,8 +182,9 @@ CITATION_FIELDS = (
 
 
 def citation_dict(raw: Chunk) -> dict[str, Any]:
-    """The expected Citation (all eight fields, None where absent) for a raw citation object."""
-    return {f: raw.get(f) for f in CITATION_FIELDS}
+    """The expected Citation (all eight fields, None where absent; ``provider_metadata``
+    None: a Magisterium citation has no field beyond the eight) for a raw citation object."""
+    return {**{f: raw.get(f) for f in CITATION_FIELDS}, "provider_metadata": None}
 
 
 def magisterium_stream(

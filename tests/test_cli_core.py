@@ -67,3 +67,28 @@ def test_parse_recorded_example_runs() -> None:
         timeout=60,
     )
     assert p.returncode == 0 and "Cherishing Life" in p.stdout.decode()
+
+
+def test_parse_dialects() -> None:
+    """`parse --dialect D` (default auto) reads the four other dialects' streams."""
+    fixtures = ROOT / "tests" / "fixtures" / "dialects"
+    for name in ("anthropic__citations_nonascii.sse", "gemini__grounding_split_nonascii.sse"):
+        data = (fixtures / name).read_bytes()
+        auto = run("parse", str(fixtures / name))
+        named = run("parse", "--dialect", name.split("__")[0], stdin=data)
+        assert auto.returncode == named.returncode == 0, auto.stderr
+        events = [orjson.loads(x) for x in auto.stdout.splitlines()]
+        assert [orjson.loads(x)["type"] for x in named.stdout.splitlines()] == [
+            e["type"] for e in events
+        ]
+        answer = events[-1]["answer"]
+        for sp in answer["citation_spans"]:
+            assert sp["start_utf16"] >= sp["start"]
+        assert answer["complete"] and answer["citations"]
+    # Read as the wrong dialect: typed errors, never a crash.
+    wrong = run("parse", "--dialect", "cohere", str(fixtures / "anthropic__tool_use.sse"))
+    events = [orjson.loads(x) for x in wrong.stdout.splitlines()]
+    assert wrong.returncode == 0 and events[-1]["type"] == "done"
+    assert any(e["type"] == "error" for e in events)
+    bad = run("parse", "--dialect", "bard", str(fixtures / "anthropic__tool_use.sse"))
+    assert bad.returncode == 2

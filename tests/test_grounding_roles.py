@@ -14,7 +14,9 @@ from streamcite.local.grounding.roles import (
     claim_roles,
     conflicting_roles,
     could_conflict,
+    fact_bindings,
     fact_roles,
+    other_role,
     role_conflict,
 )
 from streamcite.local.grounding.tokens import raw_tokens, token_table
@@ -160,6 +162,9 @@ def test_fast_role_reading_matches_the_plain_loops(claim: str, fact: str, lang: 
     for packed in (False, True):  # a fact read plain (few facts) or from its codes
         corpus = Facts([fact] * (Facts.FEW + 1 if packed else 1), token_table(lang))
         assert corpus.facts[0].roles() == fact_roles(fact_tokens, lang)
+        assert corpus.facts[0].bindings() == fact_bindings(fact_tokens, lang)
         assert conflicting_roles(pairs, corpus.facts[0].roles()) is expected
         if expected:  # the cheap test never rules out a conflict that is there
             assert could_conflict(pairs, corpus.facts[0].keyset)
+        if other_role(pairs, corpus.facts[0].bindings(), lang):  # another role, nobody's
+            assert could_conflict(pairs, corpus.facts[0].keyset, own_role=True)

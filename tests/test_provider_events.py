@@ -33,7 +33,9 @@ def test_wire_forms_type_first_unknown_null() -> None:
     assert next(iter(ToolCallEvent().to_dict())) == "type"
     assert RefusalEvent(0, "no").to_dict() == {"type": "refusal", "index": 0, "text": "no"}
     ev = CitationsEvent([Citation(source_url="u", document_index=0)], [CitationSpan(0, 3, 9)])
-    assert ev.to_dict()["spans"] == [{"document_index": 0, "start": 3, "end": 9}]
+    assert ev.to_dict()["spans"] == [
+        {"document_index": 0, "start": 3, "end": 9, "start_utf16": None, "end_utf16": None}
+    ]
     assert CitationsEvent().to_dict() == {"type": "citations", "citations": [], "spans": []}
 
 

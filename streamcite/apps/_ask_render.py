@@ -56,6 +56,8 @@ class RenderSettings:
     link: Callable[[str], str] | None = None
     """Rewrites a citation link for after the command (the local backend's pages become
     corpus files, see :mod:`streamcite.apps._local_links`); None keeps links as sent."""
+    api: str = "chat"
+    """``--api``: which API's conventions a hint names."""
 
 
 class Renderer:
@@ -114,6 +116,8 @@ class RichRenderer(Renderer):
         where = (
             f"local backend {self.local_root}" if self.local_root else (self.opts.base_url or "")
         )
+        if self.opts.api != "chat":
+            where += f" · {self.opts.api} API"
         c.print(f"[dim]{console_text(where)}[/dim]")
         if self.opts.fault and "hallucinate" in self.opts.fault:
             c.print(
@@ -138,7 +142,11 @@ class RichRenderer(Renderer):
             self.console.print(
                 f"[red]✗ {event.stage} error[/red] [bold]{console_text(event.code)}[/bold]: {console_text(event.message)}"
             )
-            hint = base_url_hint(self.opts.base_url, event.status) if self.opts.base_url else None
+            hint = (
+                base_url_hint(self.opts.base_url, event.status, self.opts.api)
+                if self.opts.base_url
+                else None
+            )
             if hint:
                 self.console.print(f"[yellow]{console_text(hint)}[/yellow]")
         elif isinstance(event, ClaimEvent):

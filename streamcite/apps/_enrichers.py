@@ -53,6 +53,17 @@ class EnricherOptions:
         return f"<EnricherOptions sources={self.sources} grounding={self.grounding}>"
 
 
+QUOTELESS_APIS = frozenset({"responses"})
+"""APIs whose citations quote nothing (OpenAI Responses' ``url_citation``: a URL and a
+title): a grounding check against the citations alone has no facts."""
+
+
+def default_facts(api: str, sources: bool) -> str:
+    """The grounding facts when none were asked for: the citations' quoted text, or, for
+    an API whose citations quote nothing, the Wikit sources too (when they are fetched)."""
+    return "both" if api in QUOTELESS_APIS and sources else "citations"
+
+
 def build_enrichers(opts: EnricherOptions, local_root: str | None) -> list[Enricher]:
     """The enrichers ``opts`` asks for; ``local_root`` is the embedded backend's root URL
     when it is the upstream (then Wikit and Google default to its endpoints)."""

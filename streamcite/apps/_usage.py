@@ -46,11 +46,29 @@ def check_base_url(url: str | None) -> None:
         )
 
 
-def base_url_hint(base_url: str, status: int | None) -> str | None:
+_API_ROOTS = {  # --api -> the version paths its API root ends with (the first: the usual)
+    "chat": ("/v1",),
+    "responses": ("/v1",),
+    "anthropic": ("/v1",),
+    "gemini": ("/v1beta", "/v1"),
+    "cohere": ("/v2",),
+}
+_API_NAMES = {
+    "chat": "OpenAI-compatible APIs live",
+    "responses": "OpenAI's Responses API lives",
+    "anthropic": "Anthropic's Messages API lives",
+    "gemini": "Gemini's API lives",
+    "cohere": "Cohere's v2 chat API lives",
+}
+
+
+def base_url_hint(base_url: str, status: int | None, api: str = "chat") -> str | None:
     """A hint for an HTTP error status coming back from ``base_url`` (None: nothing to add)."""
-    if status == 404 and not urlsplit(base_url).path.rstrip("/").endswith("/v1"):
+    roots = _API_ROOTS.get(api, ("/v1",))
+    if status == 404 and not urlsplit(base_url).path.rstrip("/").endswith(roots):
         return (
-            f"hint: OpenAI-compatible APIs live under /v1; try --base-url {base_url.rstrip('/')}/v1"
+            f"hint: {_API_NAMES.get(api, 'the API lives')} under {roots[0]}; "
+            f"try --base-url {base_url.rstrip('/')}{roots[0]}"
         )
     if status == 401:
         return (

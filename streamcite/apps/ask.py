@@ -21,12 +21,14 @@ from typing import Any
 import click
 
 from streamcite.apps._ask_render import JsonRenderer, Renderer, RenderSettings, RichRenderer
-from streamcite.apps._enrichers import EnricherOptions, build_enrichers
+from streamcite.apps._enrichers import EnricherOptions, build_enrichers, default_facts
 from streamcite.apps._terminal import one_line
 from streamcite.apps._usage import check_base_url, warn_unset_key
 from streamcite.apps.options import (
+    API_KEY_ENVS,
     ArgumentHintCommand,
     api_key_env_option,
+    api_option,
     base_url_option,
     corpus_options,
     env_value,
@@ -56,6 +58,7 @@ DEMO_QUESTION = (
 class AskOptions:
     question: str
     base_url: str | None
+    api: str
     api_key_env: str | None
     model: str | None
     system_prompt: str | None
@@ -87,8 +90,15 @@ class AskOptions:
     is_flag=True,
     help="Ask a built-in question of the built-in corpus, with sources and grounding.",
 )
-@base_url_option("OpenAI-compatible API root (…/v1). Default: the embedded local backend.")
-@api_key_env_option("OPENAI_API_KEY")
+@base_url_option(
+    "API root with its version (…/v1; Gemini …/v1beta, Cohere …/v2). "
+    "Default: the embedded local backend."
+)
+@api_option()
+@api_key_env_option(
+    help="Environment variable holding the provider's API key (default by --api: "
+    "OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, CO_API_KEY)."
+)
 @model_option("Model name (default: streamcite-local for the local backend).")
 @system_prompt_option()
 @wikit_options(
@@ -156,6 +166,13 @@ def command(question: str | None, demo: bool, verbose: int, **options: Any) -> N
         raise click.UsageError(
             'give a QUESTION (or --demo), e.g. streamcite ask "How many remote days?"'
         )
+    ctx = click.get_current_context()
+    if ctx.get_parameter_source("grounding_facts") is click.core.ParameterSource.DEFAULT:
+        # --api responses: its citations quote nothing, so the check reads the sources too
+        want_sources = options["sources"]
+        if want_sources is None:
+            want_sources = options["base_url"] is None or options["wikit_app"] is not None
+        options["grounding_facts"] = default_facts(options["api"], want_sources)
     opts = AskOptions(question=question.strip(), **options)
     _check_usage(opts)
     try:
@@ -169,7 +186,7 @@ def _check_usage(opts: AskOptions) -> None:
     """A usage error for options that cannot work together."""
     check_base_url(opts.base_url)
     if opts.base_url is not None:
-        warn_unset_key(opts.api_key_env)
+        warn_unset_key(_key_env(opts))
     if opts.base_url is not None and opts.model is None:
         raise click.UsageError("--model is required with --base-url")
     if opts.base_url is not None and opts.sources and not (opts.wikit_app and opts.wikit_org):
@@ -182,6 +199,11 @@ def _check_usage(opts: AskOptions) -> None:
         and not _wants_sources(opts)
     ):
         raise click.UsageError(f"--grounding-facts {opts.grounding_facts} needs Wikit sources")
+
+
+def _key_env(opts: AskOptions) -> str:
+    """``--api-key-env``, else the variable the vendor's SDK reads for ``--api``."""
+    return opts.api_key_env or API_KEY_ENVS[opts.api]
 
 
 def _wants_sources(opts: AskOptions) -> bool:
@@ -207,6 +229,7 @@ async def _start_local(stack: contextlib.AsyncExitStack, opts: AskOptions) -> _U
     from streamcite.apps._local_links import offline_links
     from streamcite.local.corpus import CorpusError
     from streamcite.local.server import MODEL, BackendConfig, LocalBackend
+    from streamcite.pipeline.apis import api_root
 
     delay = opts.token_delay
     if delay is None:
@@ -223,21 +246,26 @@ async def _start_local(stack: contextlib.AsyncExitStack, opts: AskOptions) -> _U
         raise click.ClickException(one_line(str(exc))) from None
     for warning in backend.corpus.skipped:
         click.echo(f"streamcite: warning: {warning}", err=True)
+    base_url = api_root(backend.root_url, opts.api)  # the backend's endpoint for --api
     link = offline_links(backend.corpus, opts.corpus, backend.root_url)
-    return _Upstream(backend.base_url, opts.model or MODEL, local_root=backend.root_url, link=link)
+    return _Upstream(base_url, opts.model or MODEL, local_root=backend.root_url, link=link)
 
 
 def _request(opts: AskOptions, model: str | None) -> dict[str, Any]:
+    """The request body in the API's own shape (built as a chat request, then rewritten)."""
+    from streamcite.pipeline.bodies import chat_request_as
+
     messages: list[dict[str, str]] = []
     if opts.system_prompt:
         messages.append({"role": "system", "content": opts.system_prompt})
     messages.append({"role": "user", "content": opts.question})
-    return {
+    chat = {
         "model": model,
         "messages": messages,
         "stream": True,
         "stream_options": {"include_usage": True},
     }
+    return chat_request_as(opts.api, chat)
 
 
 def _renderer(opts: AskOptions, upstream: _Upstream) -> Renderer:
@@ -246,6 +274,7 @@ def _renderer(opts: AskOptions, upstream: _Upstream) -> Renderer:
     settings = RenderSettings(
         question=opts.question,
         base_url=opts.base_url,
+        api=opts.api,
         local_root=upstream.local_root,
         fault=opts.fault,
         marker_mode=opts.marker_mode,
@@ -257,18 +286,20 @@ def _renderer(opts: AskOptions, upstream: _Upstream) -> Renderer:
 
 async def _ask(opts: AskOptions) -> int:
     from streamcite.pipeline import Timeouts, stream_chat
+    from streamcite.pipeline.apis import check_api
 
     async with contextlib.AsyncExitStack() as stack:
         if opts.base_url is None:
             upstream = await _start_local(stack, opts)
         else:
-            upstream = _Upstream(opts.base_url, opts.model, api_key=env_value(opts.api_key_env))
+            upstream = _Upstream(opts.base_url, opts.model, api_key=env_value(_key_env(opts)))
         renderer = _renderer(opts, upstream)
         renderer.start()
         headers = {"X-Streamcite-Fault": opts.fault} if opts.fault else None
         stream = stream_chat(
             _request(opts, upstream.model),
             base_url=upstream.base_url,
+            api=check_api(opts.api),
             api_key=upstream.api_key,
             headers=headers,
             transport=opts.transport,

@@ -52,6 +52,7 @@ from streamcite.bench.tokens import TokenizerUnavailable, load_tokenizer
 from streamcite.bench.workload import Prompt, load_prompts, synthetic_prompts
 from streamcite.enrich.base import Enricher
 from streamcite.pipeline import Timeouts
+from streamcite.pipeline.apis import api_root, check_api
 
 __all__ = ["command"]
 
@@ -270,6 +271,7 @@ def _target(kw: Mapping[str, Any], local: bool) -> BenchTarget:
     return BenchTarget(
         base_url=kw["base_url"] or "",
         model=kw["model"] or LOCAL_MODEL,
+        api=check_api(kw.get("api") or "chat"),
         api_key=env_secret(kw["api_key_env"], "--api-key-env"),
         transport=kw["transport"],
         headers=headers,
@@ -306,6 +308,7 @@ def _config(
         "upstream": "local" if local else "remote",
         "base_url": _public_url(target.base_url),
         "model": target.model,
+        "api": target.api,
         "api_key_env": kw["api_key_env"],
         "local_mode": ("inline" if kw["local_in_process"] else "process") if local else None,
         "corpus": str(kw["corpus"]) if kw["corpus"] else None,
@@ -414,7 +417,7 @@ async def _bench(job: _Job, progress_console: Console | None) -> list[RunResult]
             backend_config: dict[str, Any] = {"corpus_dir": job.corpus} if job.corpus else {}
             upstream = LocalUpstream(backend_config, mode="inline" if job.in_process else "process")
             await stack.enter_async_context(upstream)
-            job.target.base_url = upstream.base_url
+            job.target.base_url = api_root(upstream.root_url, job.target.api)
             local_root = upstream.root_url
         enrichers = await _make_enrichers(job.options, stack, local_root)
         if progress_console is None:

@@ -11,6 +11,7 @@ import click
 
 from streamcite.apps.options import (
     api_key_env_option,
+    api_option,
     base_url_option,
     fault_option,
     google_options,
@@ -28,7 +29,10 @@ LOCAL_MODEL = "streamcite-local"
 _Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 _TARGET: list[_Decorator] = [
-    base_url_option("API root of the endpoint (…/v1)."),
+    base_url_option(
+        "API root of the endpoint, with its version (…/v1; Gemini …/v1beta, Cohere …/v2)."
+    ),
+    api_option(),
     api_key_env_option(help="Environment variable holding the endpoint's key."),
     model_option(f"Model name (default with --upstream local: {LOCAL_MODEL})."),
     click.option(

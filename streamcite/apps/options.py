@@ -20,11 +20,14 @@ from typing import Any
 import click
 
 __all__ = [
+    "API_CHOICES",
+    "API_KEY_ENVS",
     "GOOGLE_TOKEN_ENV",
     "LEGACY_ENV",
     "AliasedOption",
     "ArgumentHintCommand",
     "api_key_env_option",
+    "api_option",
     "apply",
     "base_url_option",
     "corpus_options",
@@ -158,8 +161,37 @@ def log_level(verbose: int, explicit: str | None = None) -> str:
 
 # --------------------------------------------------------------------------- upstream
 
+API_CHOICES = ("chat", "responses", "anthropic", "gemini", "cohere")
+"""``--api``: :data:`streamcite.pipeline.apis.APIS`, spelt here so that ``--help`` does not
+import the pipeline."""
 
-def base_url_option(help: str = "OpenAI-compatible API root (…/v1).") -> Decorator:
+API_KEY_ENVS = {
+    "chat": "OPENAI_API_KEY",
+    "responses": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+    "cohere": "CO_API_KEY",
+}
+"""The variable each vendor's SDK reads its key from (``ask``'s default ``--api-key-env``)."""
+
+
+def api_option(
+    help: str = "Provider API spoken upstream: the request body, path, auth header and "
+    "stream dialect of OpenAI Chat Completions, OpenAI Responses, Anthropic Messages, "
+    "Gemini or Cohere v2. With the embedded backend: its endpoint for that API.",
+) -> Decorator:
+    return option(
+        "--api",
+        type=click.Choice(API_CHOICES),
+        default="chat",
+        show_default=True,
+        help=help,
+    )
+
+
+def base_url_option(
+    help: str = "API root with its version (…/v1; Gemini …/v1beta, Cohere …/v2).",
+) -> Decorator:
     return option("--base-url", default=None, metavar="URL", help=help)
 
 

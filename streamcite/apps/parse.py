@@ -1,4 +1,4 @@
-"""``streamcite parse [FILE]``: a recorded chat SSE stream → events as JSON Lines."""
+"""``streamcite parse [FILE]``: a recorded SSE stream (any dialect) → events as JSON Lines."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from streamcite.apps._terminal import (
 )
 from streamcite.apps.options import ArgumentHintCommand, marker_mode_option
 from streamcite.core.api import iter_events
+from streamcite.core.dialects import DIALECTS, Dialect
 from streamcite.core.events import CitationRefEvent, ErrorEvent, Event, TokenEvent
 from streamcite.core.markers import MarkerMode
 
@@ -29,21 +30,30 @@ from streamcite.core.markers import MarkerMode
 )
 @marker_mode_option("keep", "How footnote markers appear in each token's `display`.")
 @click.option(
+    "--dialect",
+    type=click.Choice(["auto", *DIALECTS]),
+    default="auto",
+    show_default=True,
+    help="The stream's wire dialect; auto decides from its first event.",
+)
+@click.option(
     "--jsonl/--pretty",
     default=None,
     help="JSON Lines (default when stdout is not a terminal) or a readable rendering.",
 )
-def command(file: str | None, marker_mode: str, jsonl: bool | None) -> None:
-    """Interpret a recorded chat.completion.chunk SSE stream (FILE or stdin) and print
-    its events (meta, token, citation_ref, finish, citations, usage, error, done).
+def command(file: str | None, marker_mode: str, dialect: str, jsonl: bool | None) -> None:
+    """Interpret a recorded SSE stream (FILE or stdin) and print its events (meta, token,
+    citation_ref, finish, citations, usage, error, done). Chat Completions, OpenAI
+    Responses, Anthropic Messages, Gemini and Cohere v2 streams are read alike.
 
     Exit codes: 0 the input was an SSE stream (its faults are error events), 1 it was
     not one at all (empty, or no data:/event:/id:/retry: line), 2 usage error."""
     if jsonl is None:
         jsonl = not sys.stdout.isatty()
     mode: MarkerMode = marker_mode  # validated by click.Choice
+    chosen: Dialect = dialect  # type: ignore[assignment]  # validated by click.Choice
     sniff = SseSniffer(read_chunks(file))
-    events = iter_events(sniff, marker_mode=mode)
+    events = iter_events(sniff, marker_mode=mode, dialect=chosen)
     if jsonl:
         out = sys.stdout.buffer
         for ev in events:

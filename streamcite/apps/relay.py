@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from streamcite.apps._enrichers import EnricherOptions, build_enrichers
+from streamcite.apps._enrichers import EnricherOptions, build_enrichers, default_facts
 from streamcite.apps._terminal import one_line
 from streamcite.apps._usage import bind_error, check_base_url
 from streamcite.apps.options import (
     allow_client_faults_option,
     api_key_env_option,
+    api_option,
     base_url_option,
     corpus_options,
     env_secret,
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     help="local: run the embedded backend in-process (default unless --base-url is given).",
 )
 @base_url_option()
+@api_option()
 @api_key_env_option(help="Environment variable holding the API key.")
 @model_option("Model to ask (default: the local backend's).")
 @system_prompt_option()
@@ -177,14 +179,16 @@ async def _local_backend(opts: dict[str, Any]) -> AsyncIterator[Any]:
 
 
 def _enrichers(opts: dict[str, Any], backend: Any, secrets: dict[str, str | None]) -> list[Any]:
+    sources = bool(opts["wikit_app"]) or (backend is not None and opts["sources"])
     return build_enrichers(
         EnricherOptions(
-            sources=bool(opts["wikit_app"]) or (backend is not None and opts["sources"]),
+            sources=sources,
             wikit_app=opts["wikit_app"],
             wikit_org=opts["wikit_org"],
             wikit_api_key=secrets["wikit_key"],
             wikit_base_url=opts["wikit_base_url"],
             grounding=opts["grounding"],
+            grounding_facts=default_facts(opts.get("api", "chat"), sources),
             google_config=opts["google_config"],
             google_endpoint=opts["google_endpoint"],
             google_token=secrets["google_token"],
@@ -228,6 +232,7 @@ async def _make_log(
 
 
 async def _serve(opts: dict[str, Any], upstream: str, secrets: dict[str, str | None]) -> None:
+    from streamcite.pipeline.apis import api_root, check_api
     from streamcite.relay.server import RelayConfig, RelayServer
 
     stop = asyncio.Event()
@@ -239,12 +244,14 @@ async def _serve(opts: dict[str, Any], upstream: str, secrets: dict[str, str | N
         backend = (
             await stack.enter_async_context(_local_backend(opts)) if upstream == "local" else None
         )
-        base_url = backend.base_url if backend is not None else opts["base_url"]
+        api = opts.get("api", "chat")
+        base_url = api_root(backend.root_url, api) if backend is not None else opts["base_url"]
         tokens = [t for t in opts["tokens"] if t]
         for warning in backend.corpus.skipped if backend is not None else []:
             print(f"streamcite: warning: {one_line(warning)}", file=sys.stderr, flush=True)
         config = RelayConfig(
             base_url=base_url,
+            api=check_api(api),
             api_key=secrets["api_key"],
             model=opts["model"] or "streamcite-local",
             system_prompt=opts["system_prompt"],
@@ -273,6 +280,8 @@ async def _serve(opts: dict[str, Any], upstream: str, secrets: dict[str, str | N
             page += "?token=…"
         print(f"streamcite relay on {server.url}", flush=True)
         upstream_desc = "embedded local backend" if backend is not None else base_url
+        if api != "chat":
+            upstream_desc += f" ({api} API)"
         print(
             f"  chat page: {page}  ·  WebSocket: {server.ws_url}  ·  upstream: {upstream_desc}"
             f"  ·  log: {'redis' if log is not None else 'memory'}  ·  Ctrl-C to stop",

@@ -45,6 +45,8 @@ from streamcite.core.events import (
 from streamcite.enrich.base import Enricher
 from streamcite.logs import get_logger
 from streamcite.pipeline import Timeouts, stream_chat
+from streamcite.pipeline.apis import Api
+from streamcite.pipeline.bodies import chat_request_as
 
 __all__ = [
     "BenchTarget",
@@ -74,8 +76,11 @@ class BenchTarget:
     """Where and how requests are sent."""
 
     base_url: str
-    """API root; ``/chat/completions`` is appended."""
+    """API root; ``api`` sets the path appended (``/chat/completions`` for ``chat``)."""
     model: str = "streamcite-local"
+    api: Api = "chat"
+    """The endpoint's API: each prompt is sent in that API's own body
+    (:func:`~streamcite.pipeline.bodies.chat_request_as`)."""
     api_key: str | None = field(default=None, repr=False)
     transport: TransportName = "aiohttp"
     headers: dict[str, str] = field(default_factory=dict, repr=False)
@@ -88,7 +93,7 @@ class BenchTarget:
 
     def body(self, question: str | Prompt) -> dict[str, Any]:
         prompt = question if isinstance(question, Prompt) else Prompt.question(question)
-        return prompt.body(self.model, self.extra_body)
+        return chat_request_as(self.api, prompt.body(self.model, self.extra_body))
 
 
 class _Phase:
@@ -145,6 +150,7 @@ class _Runner:
         stream = stream_chat(
             self.bodies[probe.question],
             base_url=target.base_url,
+            api=target.api,
             api_key=target.api_key,
             transport=target.transport,
             headers=target.headers,

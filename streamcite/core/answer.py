@@ -320,6 +320,11 @@ class AnswerBuilder:
         self._arg_parts.clear()
         self._arg_pending = 0
 
+    def text_so_far(self) -> str:
+        """Choice 0's raw text so far (compacts first; a cold path: citation spans)."""
+        self.compact()
+        return self._text
+
     def text_length(self) -> int:
         """Characters of choice 0's raw text so far (a cold path: checks at the end)."""
         return len(self._text) + sum(map(len, self.text_parts))

@@ -1,4 +1,4 @@
-"""The sans-I/O entry points: bytes of a chat SSE stream in, typed events out."""
+"""The sans-I/O entry points: bytes of an SSE stream in (any dialect), typed events out."""
 
 from __future__ import annotations
 
@@ -9,41 +9,164 @@ import orjson
 
 from streamcite.core.answer import COMPACT_EVERY, AnswerBuilder
 from streamcite.core.bounds import DEFAULT_BOUNDS, StreamBounds
-from streamcite.core.chunks import ChunkInterpreter
+from streamcite.core.dialects import (
+    DIALECTS,
+    Dialect,
+    DialectInterpreter,
+    DialectName,
+    detect_body,
+    detect_stream,
+    make_interpreter,
+)
 from streamcite.core.events import DoneEvent, ErrorEvent, Event
-from streamcite.core.markers import MarkerMode
+from streamcite.core.markers import FootnoteDetector, MarkerMode
 from streamcite.core.models import CitedAnswer
-from streamcite.core.sse import DEFAULT_MAX_EVENT_SIZE, SSEDecoder
+from streamcite.core.sse import DEFAULT_MAX_EVENT_SIZE, OVERFLOW, RawEvent, SSEDecoder
 from streamcite.core.surrogates import loads_lone_surrogates, scrub_surrogates
 
-__all__ = ["SIZE_CHECK_BYTES", "ChatStreamParser", "aiter_events", "iter_events"]
+__all__ = [
+    "SIZE_CHECK_BYTES",
+    "ChatStreamParser",
+    "Dialect",
+    "aiter_events",
+    "answer_from_response",
+    "iter_events",
+]
 
 SIZE_CHECK_BYTES = 1024 * 1024
 """The parser checks the answer's size at least once per this many bytes fed (and at
 each compaction), so an answer goes beyond its cap by at most this and one read."""
 
 
+_HOLD_ERRORS = 8
+"""Leading error (or empty) events an ``auto`` parser holds while it waits for a telling
+event."""
+
+
+def _is_error(name: bytes, data: bytes) -> bool:
+    return name == b"error" or data.startswith(b'{"type":"error"')
+
+
+class _Undecided:
+    """The interpreter of an ``auto`` parser until its first event: that event decides
+    the dialect (:func:`~streamcite.core.dialects.detect_stream`), the real interpreter
+    takes this one's place in the parser, and nothing is guessed again.
+
+    An error event tells little (every dialect has one, and a chat server may send one
+    in another's shape), an event without data nothing (``event: ping`` + ``data``):
+    leading ones are held, the first other event decides, and the
+    held ones go first to the interpreter it chose. A stream of nothing but errors is
+    read as a chat stream."""
+
+    __slots__ = ("_held", "_mode", "_parser", "builder")
+
+    def __init__(self, parser: ChatStreamParser, builder: AnswerBuilder, mode: MarkerMode):
+        self._parser = parser
+        self.builder = builder
+        self._mode = mode
+        self._held: list[RawEvent] = []
+
+    @property
+    def finished(self) -> bool:
+        return False
+
+    @property
+    def done(self) -> bool:
+        return False
+
+    def _decide(self, dialect: DialectName) -> DialectInterpreter:
+        it = make_interpreter(dialect, self.builder, self._mode)
+        self._parser._interpreter = it
+        self._parser._dialect = dialect
+        return it
+
+    def _decide_by(self, item: RawEvent) -> DialectInterpreter:
+        name, data = (b"", item) if isinstance(item, bytes) else (item[0], item[1])
+        return self._decide(detect_stream(name, data))
+
+    def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:
+        for k, item in enumerate(raw):
+            if item is OVERFLOW:
+                msg = "an SSE event exceeded max_event_size and was dropped"
+                ev = ErrorEvent(code="event_too_large", message=msg, stage="sse")
+                self.builder.error(ev)
+                out.append(ev)
+                continue
+            name, data = (b"", item) if isinstance(item, bytes) else (item[0], item[1])
+            if len(self._held) < _HOLD_ERRORS and (not data.strip() or _is_error(name, data)):
+                self._held.append(item)
+                continue
+            it = self._decide_by(item)
+            it.feed_raw([*self._held, *raw[k:]], out)
+            return
+
+    def feed_completion(self, obj: Any, out: list[Event] | None = None) -> list[Event]:
+        return self._decide(detect_body(obj)).feed_completion(obj, out)
+
+    def cut_for_size(self, ev: ErrorEvent, out: list[Event]) -> None:
+        self._held.clear()
+        self._decide("chat").cut_for_size(ev, out)
+
+    def close(self, *, truncated_block: bool = False) -> list[Event]:
+        # Nothing but errors (or nothing) was decoded: the chat dialect, as before
+        # dialects (Anthropic and Responses send their own events before any error in a
+        # stream; an error before them is an HTTP error response, not an event).
+        out: list[Event] = []
+        it = self._decide("chat")
+        if self._held:
+            it.feed_raw(self._held, out)
+        return out + it.close(truncated_block=truncated_block)
+
+
 class ChatStreamParser:
-    """SSE decoder + chunk interpreter + answer accumulator, fed bytes.
+    """SSE decoder + dialect interpreter + answer accumulator, fed bytes.
+
+    ``dialect`` is one of ``chat``, ``responses``, ``anthropic``, ``gemini``, ``cohere``,
+    or ``auto`` (the default): decided from the first SSE event (its ``event:`` name or
+    its JSON keys), never guessed again.
 
     >>> p = ChatStreamParser()
     >>> [e.type for e in p.feed(b'data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}\\n\\n')]
     ['token']
+    >>> p.dialect
+    'chat'
+    >>> p = ChatStreamParser(dialect="anthropic")
+    >>> ev = p.feed(b'event: content_block_delta\\ndata: {"type":"content_block_delta",'
+    ...     b'"index":0,"delta":{"type":"text_delta","text":"Bonjour"}}\\n\\n')
+    >>> [(e.type, e.text) for e in ev]
+    [('token', 'Bonjour')]
     """
 
-    __slots__ = ("_decoder", "_fed", "_interpreter", "builder", "closed")
+    __slots__ = ("_decoder", "_dialect", "_fed", "_interpreter", "builder", "closed")
 
     def __init__(
         self,
         marker_mode: MarkerMode = "keep",
         max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
         bounds: StreamBounds = DEFAULT_BOUNDS,
+        *,
+        dialect: Dialect = "auto",
     ) -> None:
         self._decoder = SSEDecoder(max_event_size)
         self.builder = AnswerBuilder(bounds)
-        self._interpreter = ChunkInterpreter(self.builder, marker_mode)
+        self._interpreter: DialectInterpreter
+        self._dialect: Dialect = dialect
+        if dialect == "auto":
+            FootnoteDetector(marker_mode)  # validate the mode now, not at the first event
+            self._interpreter = _Undecided(self, self.builder, marker_mode)
+        elif dialect in DIALECTS:
+            self._interpreter = make_interpreter(dialect, self.builder, marker_mode)
+        else:
+            raise ValueError(
+                f"unknown dialect {dialect!r}: expected auto or one of {', '.join(DIALECTS)}"
+            )
         self.closed = False
         self._fed = 0  # bytes fed since the last size check
+
+    @property
+    def dialect(self) -> Dialect:
+        """The dialect read: ``auto`` until the first event decided it."""
+        return self._dialect
 
     @property
     def finished(self) -> bool:
@@ -82,8 +205,9 @@ class ChatStreamParser:
         return out
 
     def feed_body(self, body: bytes) -> list[Event]:
-        """A non-streaming ``chat.completion`` JSON body → the same events as a stream
-        (held to the same caps: beyond ``max_answer_chars``, ``answer_too_large``)."""
+        """A non-streaming JSON body of the parser's dialect (``auto``: decided from its
+        keys) → the same events as the stream of the same answer (held to the same caps:
+        beyond ``max_answer_chars``, ``answer_too_large``)."""
         out: list[Event] = []
         try:
             obj: Any = orjson.loads(body)
@@ -125,9 +249,17 @@ class ChatStreamParser:
         return DoneEvent(answer=self.builder.snapshot())
 
 
-def iter_events(chunks: Iterable[bytes], *, marker_mode: MarkerMode = "keep") -> Iterator[Event]:
-    """Events of a recorded chat SSE stream given as byte chunks; the last is ``done``."""
-    parser = ChatStreamParser(marker_mode)
+def iter_events(
+    chunks: Iterable[bytes], *, marker_mode: MarkerMode = "keep", dialect: Dialect = "auto"
+) -> Iterator[Event]:
+    """Events of a recorded SSE stream given as byte chunks; the last is ``done``.
+
+    >>> body = [b'event: message_start\\ndata: {"type":"message_start","message":',
+    ...         b'{"id":"msg_1","model":"claude"}}\\n\\n']
+    >>> [e.type for e in iter_events(body)]
+    ['meta', 'error', 'done']
+    """
+    parser = ChatStreamParser(marker_mode, dialect=dialect)
     for chunk in chunks:
         yield from parser.feed(chunk)
     yield from parser.close()
@@ -135,10 +267,10 @@ def iter_events(chunks: Iterable[bytes], *, marker_mode: MarkerMode = "keep") ->
 
 
 async def aiter_events(
-    chunks: AsyncIterable[bytes], *, marker_mode: MarkerMode = "keep"
+    chunks: AsyncIterable[bytes], *, marker_mode: MarkerMode = "keep", dialect: Dialect = "auto"
 ) -> AsyncIterator[Event]:
     """Async twin of :func:`iter_events`, for byte streams read from a socket."""
-    parser = ChatStreamParser(marker_mode)
+    parser = ChatStreamParser(marker_mode, dialect=dialect)
     for_events = parser.feed
     async for chunk in chunks:
         for ev in for_events(chunk):
@@ -146,3 +278,35 @@ async def aiter_events(
     for ev in parser.close():
         yield ev
     yield parser.done_event()
+
+
+def answer_from_response(
+    body: bytes | str | dict[str, Any],
+    *,
+    dialect: Dialect = "auto",
+    marker_mode: MarkerMode = "keep",
+) -> CitedAnswer:
+    """The :class:`CitedAnswer` of a non-streaming response body of any dialect.
+
+    ``body`` is the JSON (bytes, str, or already parsed); ``auto`` decides the dialect
+    from its keys. The text and citations are those the stream of the same answer gives.
+
+    >>> a = answer_from_response({"type": "message", "id": "msg_1", "model": "claude",
+    ...     "content": [{"type": "text", "text": "Paris."}], "stop_reason": "end_turn",
+    ...     "usage": {"input_tokens": 5, "output_tokens": 2}})
+    >>> a.text, a.finish_reason, a.complete, a.usage.total_tokens
+    ('Paris.', 'stop', True, 7)
+    """
+    parser = ChatStreamParser(marker_mode, dialect=dialect)
+    if isinstance(body, dict):
+        obj: Any = body
+    else:
+        try:
+            obj = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            msg = f"response body is not JSON: {exc}"
+            parser.add_error(ErrorEvent(code="invalid_json", message=msg, stage="chunk"))
+            return parser.answer  # nothing to interpret, nothing cut short: no truncation
+    parser._interpreter.feed_completion(obj)
+    parser.close()
+    return parser.answer

@@ -26,7 +26,7 @@ _STR_FIELDS = (
 )
 expect_fields(
     Citation,
-    [*_STR_FIELDS[:3], "document_index", *_STR_FIELDS[3:]],
+    [*_STR_FIELDS[:3], "document_index", *_STR_FIELDS[3:], "provider_metadata"],
     "citations.py (parse_citation)",
 )
 _STR_OR_NONE = {str: True, type(None): True}

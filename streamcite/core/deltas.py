@@ -21,6 +21,7 @@ from streamcite.core.events import (
     ToolCallEvent,
 )
 from streamcite.core.models import Citation, CitationSpan
+from streamcite.core.offsets import OffsetMap
 
 if TYPE_CHECKING:
     from streamcite.core.chunks import ChunkInterpreter
@@ -264,13 +265,24 @@ def _annotations(it: ChunkInterpreter, notes: Any, out: list[Event]) -> None:
             continue
         url, title, start, end = got
         citations.append(Citation(document_title=title, document_index=n, source_url=url))
-        spans.append(CitationSpan(n, start, end))
+        spans.append(CitationSpan(n, start, end, *_utf16(it, start, end)))
         n += 1
     if n > len(b.citations):
         b.citations, b.citation_spans = citations, spans
         out.append(CitationsEvent(citations=citations, spans=spans))
         if it.finished or it.done:
             check_spans(it, out)  # the text is final already
+
+
+def _utf16(it: ChunkInterpreter, start: int | None, end: int | None) -> tuple[int | None, ...]:
+    """A span's offsets in UTF-16 units, when the text it indexes has arrived (else None)."""
+    if start is None or end is None or end > it.builder.text_length():
+        return (None, None)
+    text = it.builder.text_so_far()
+    if text.isascii():
+        return (start, end)
+    m = OffsetMap(text)
+    return (m.char_to_utf16(start), m.char_to_utf16(end))
 
 
 def check_spans(it: ChunkInterpreter, out: list[Event]) -> None:

@@ -100,9 +100,15 @@ class CitationRefEvent(_Wire):
 
 @dataclass(slots=True)
 class FinishEvent(_Wire):
+    """A choice finished. ``reason`` is in the chat vocabulary (``stop``, ``length``,
+    ``tool_calls``, ``content_filter``, ``refusal``, ``error``); ``raw_reason`` is the
+    provider's own value in the other dialects (Anthropic ``end_turn``, Gemini ``STOP``...),
+    ``None`` in the chat dialect, whose vocabulary this is."""
+
     type: str = field(default="finish", init=False)
     index: int = 0
     reason: str | None = None
+    raw_reason: str | None = None
 
 
 @dataclass(slots=True)
@@ -317,7 +323,7 @@ def event_from_dict(obj: Any) -> Event:
     older streamcite reads a newer stream.
 
     >>> event_from_dict({"type": "finish", "index": 0, "reason": "stop"})
-    FinishEvent(type='finish', index=0, reason='stop')
+    FinishEvent(type='finish', index=0, reason='stop', raw_reason=None)
     """
     if not isinstance(obj, dict):
         raise MalformedResponse(f"event: expected a JSON object, got {type(obj).__name__}")

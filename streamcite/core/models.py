@@ -49,6 +49,9 @@ class Citation:
     document_year: str | None = None
     document_reference: str | None = None
     source_url: str | None = None
+    provider_metadata: dict[str, Any] | None = None
+    """The provider's own fields that have no place above (``file_id``,
+    ``encrypted_index``, ``page``...), as sent; ``None`` when there are none."""
 
     @property
     def footnote(self) -> int | None:
@@ -65,6 +68,7 @@ class Citation:
             "document_year": self.document_year,
             "document_reference": self.document_reference,
             "source_url": self.source_url,
+            "provider_metadata": self.provider_metadata,
         }
 
 
@@ -84,14 +88,29 @@ class CitationRef:
 
 @dataclass(slots=True)
 class CitationSpan:
-    """Where a citation anchors in the answer text (OpenAI ``url_citation`` annotations)."""
+    """Where a citation anchors in the answer text.
+
+    ``answer.text[span.start:span.end]`` is exactly what the provider anchored: OpenAI
+    ``url_citation`` ``start_index:end_index``; the Anthropic text block a
+    ``citations_delta`` belongs to; the Gemini ``groundingSupports`` segment (its UTF-8
+    byte offsets converted); the Cohere ``start:end``. ``start_utf16``/``end_utf16`` are
+    the same offsets in UTF-16 code units, for JavaScript strings (``None`` for the chat
+    dialect's ``url_citation`` spans, which index text that may not have arrived yet).
+
+    >>> CitationSpan(0, 2, 5, 2, 6)
+    CitationSpan(document_index=0, start=2, end=5, start_utf16=2, end_utf16=6)
+    """
 
     document_index: int | None
     """The ``document_index`` of the citation it anchors."""
     start: int | None
-    """``start_index`` as sent: character offset into the choice's text."""
+    """Character offset into the choice's text."""
     end: int | None
-    """``end_index`` as sent (exclusive)."""
+    """Character offset, exclusive."""
+    start_utf16: int | None = None
+    """``start`` in UTF-16 code units."""
+    end_utf16: int | None = None
+    """``end`` in UTF-16 code units."""
 
 
 @dataclass(slots=True)

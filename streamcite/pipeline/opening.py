@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -71,34 +72,82 @@ def make_transport(kind: str | Transport, session: Any) -> Transport:
 
 
 def http_error(status: int, body: bytes, headers: Mapping[str, str]) -> ErrorEvent:
-    """An HTTP error response → ErrorEvent with the provider's own message."""
+    """An HTTP error response → ErrorEvent with the provider's own message and code.
+
+    Reads each API's error body: OpenAI (Chat Completions, Responses) and Anthropic
+    ``{"error": {"message", "type"|"code"}}``, Gemini ``{"error": {"code", "message",
+    "status", "details"}}`` (also inside a one-element array, and its ``RetryInfo``
+    ``retryDelay`` when there is no ``Retry-After``), Cohere ``{"message"}``. Retryable:
+    408, 409, 429 and 5xx (Anthropic's 529 ``overloaded_error``, Gemini's 429
+    ``RESOURCE_EXHAUSTED`` and 503 ``UNAVAILABLE``), except OpenAI's 429
+    ``insufficient_quota`` (billing: waiting does not help).
+    """
     message = ""
     provider_code: str | None = None
+    retry_delay: float | None = None
     try:
         obj = orjson.loads(body)
     except orjson.JSONDecodeError:
         message = body[:500].decode("utf-8", "replace").strip()
     else:
+        if isinstance(obj, list) and obj:
+            obj = obj[0]  # Gemini's JSON-array answers wrap the error too
         err = obj.get("error", obj) if isinstance(obj, dict) else obj
         if isinstance(err, dict):
             message = str(err.get("message") or err.get("detail") or "")
-            code = err.get("code") or err.get("type")
-            provider_code = str(code) if code else None
+            provider_code = _provider_code(err, status)
+            retry_delay = _google_retry_delay(err.get("details"))
         elif isinstance(err, str):
             message = err
     code = _STATUS_CODES.get(status) or (
         "upstream_unavailable" if status >= 500 else f"http_{status}"
     )
-    if provider_code and provider_code != code:
+    retryable = status in (408, 409, 429) or status >= 500
+    if provider_code in _NOT_RETRYABLE:
+        code, retryable = provider_code, False
+    elif provider_code and provider_code != code:
         message = f"{message} ({provider_code})" if message else provider_code
+    retry_after = parse_retry_after(headers.get("retry-after") or headers.get("Retry-After"))
     return ErrorEvent(
         code=code,
         message=f"HTTP {status}: {message}" if message else f"HTTP {status}",
-        retryable=status in (408, 409, 429) or status >= 500,
+        retryable=retryable,
         stage="http",
         status=status,
-        retry_after=parse_retry_after(headers.get("retry-after") or headers.get("Retry-After")),
+        retry_after=retry_after if retry_after is not None else retry_delay,
     )
+
+
+_NOT_RETRYABLE = frozenset({"insufficient_quota"})
+"""Provider codes that a retry cannot fix although their status (429) says retryable."""
+
+
+def _provider_code(err: Mapping[str, Any], status: int) -> str | None:
+    """The provider's own error code: Google's ``status`` name, else ``code``, else ``type``
+    (a numeric ``code`` that only repeats the HTTP status says nothing more)."""
+    for key in ("status", "code", "type"):
+        value = err.get(key)
+        if isinstance(value, str) and value and value != str(status):
+            return value[:100]
+        if isinstance(value, int) and not isinstance(value, bool) and value != status:
+            return str(value)
+    return None
+
+
+_DELAY = re.compile(r"([0-9]{1,9})(?:\.([0-9]{1,9}))?s")
+
+
+def _google_retry_delay(details: Any) -> float | None:
+    """``retryDelay`` of a ``google.rpc.RetryInfo`` detail (``"17s"``, ``"0.5s"``), else None."""
+    if not isinstance(details, list):
+        return None
+    for d in details[:16]:
+        if isinstance(d, dict) and str(d.get("@type", "")).endswith("google.rpc.RetryInfo"):
+            delay = d.get("retryDelay")
+            m = _DELAY.fullmatch(delay) if isinstance(delay, str) else None
+            if m is not None:
+                return float(f"{m[1]}.{m[2] or 0}")
+    return None
 
 
 async def open_upstream(

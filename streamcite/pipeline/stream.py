@@ -16,8 +16,6 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import orjson
-
 from streamcite.core.api import ChatStreamParser
 from streamcite.core.bounds import DEFAULT_BOUNDS, StreamBounds
 from streamcite.core.events import ErrorEvent, Event, GroundingEvent, TokenEvent
@@ -26,6 +24,7 @@ from streamcite.core.models import CitedAnswer
 from streamcite.core.redact import Redactor, header_secrets
 from streamcite.enrich.base import Enricher
 from streamcite.logs import get_logger
+from streamcite.pipeline.apis import Api, check_api, prepare_request
 from streamcite.pipeline.claims import ClaimStage
 from streamcite.pipeline.enrichment import EnrichmentStage
 from streamcite.pipeline.opening import OpenFailed, make_transport, open_upstream
@@ -52,11 +51,20 @@ class ChatStream:
     ...                        base_url="http://127.0.0.1:8765/v1") as stream:
     ...     async for event in stream:
     ...         print(event.type)
+    >>> claude = {"model": "claude-sonnet-4-5", "max_tokens": 1024, "stream": True,
+    ...           "messages": [{"role": "user", "content": "Who won?"}]}
+    >>> async with stream_chat(claude, base_url="https://api.anthropic.com/v1",
+    ...                        api="anthropic", api_key=key) as stream:
+    ...     answer = await stream.until_done()  # answer.citation_spans slice answer.text
 
     Iterate it for events (the last is always ``done``); ``answer`` is the
     :class:`CitedAnswer` so far and, after ``done``, the final one.
 
-    ``base_url`` is the API root (``/chat/completions`` is appended). ``session`` is an
+    ``api`` is the provider API ``request`` is written for (``chat``, ``responses``,
+    ``anthropic``, ``gemini``, ``cohere``): it sets the path appended to ``base_url`` (the
+    API root with its version: ``…/v1`` for OpenAI and Anthropic, Gemini ``…/v1beta`` or
+    ``…/v1``, Cohere ``…/v2``), the header ``api_key`` goes in, and the core dialect that
+    reads the answer (see :mod:`~streamcite.pipeline.apis`). ``session`` is an
     optional ``httpx.AsyncClient`` (transport ``httpx``) or ``aiohttp.ClientSession``
     (transport ``aiohttp``) to reuse; otherwise one is made and closed per stream.
     ``retries`` retries retryable failures (429, 5xx, connect errors) with jittered
@@ -73,6 +81,7 @@ class ChatStream:
         request: Mapping[str, Any],
         *,
         base_url: str,
+        api: Api = "chat",
         api_key: str | None = None,
         transport: str | Transport = "aiohttp",
         headers: Mapping[str, str] | None = None,
@@ -86,16 +95,19 @@ class ChatStream:
         bounds: StreamBounds = DEFAULT_BOUNDS,
     ) -> None:
         self.request = dict(request)
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.api: Api = check_api(api)
+        prepared = prepare_request(
+            self.api, self.request, base_url=base_url, api_key=api_key, headers=headers
+        )
+        self.url = prepared.url
         self.stream_id = stream_id or f"s{next(_ids)}"
         self.timeouts = timeouts
         self.retries = retries
         self.response_headers: Mapping[str, str] = {}
         self._transport = make_transport(transport, session)
-        self._parser = ChatStreamParser(marker_mode, bounds=bounds)
-        self._headers = {"Content-Type": "application/json", **(headers or {})}
-        if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._parser = ChatStreamParser(marker_mode, dialect=self.api, bounds=bounds)
+        self._headers = prepared.headers
+        self._body = prepared.body
         secrets = header_secrets(self._headers.items())
         parts = urlsplit(self.url)
         host = f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
@@ -103,7 +115,7 @@ class ChatStream:
         if parts.password:
             secrets.append(parts.password)
         self._log = _log.bind(
-            stream_id=self.stream_id, upstream=host, model=self.request.get("model")
+            stream_id=self.stream_id, upstream=host, model=prepared.model, api=self.api
         )
         self._budget = Budget(timeouts)
         self._rec = Recorder(
@@ -257,7 +269,7 @@ class ChatStream:
             self._transport,
             self.url,
             self._headers,
-            orjson.dumps(self.request),
+            self._body,
             self._budget,
             retries=self.retries,
             log=self._log,

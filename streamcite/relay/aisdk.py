@@ -86,6 +86,7 @@ async def _serve(relay: Relay, request: web.Request, question: str) -> web.Strea
     events: Any = stream_chat(
         relay.producer.request_body(AskMessage(question=question)),
         base_url=cfg.base_url,
+        api=cfg.api,
         api_key=cfg.api_key,
         transport="aiohttp",
         session=relay.producer.session(),

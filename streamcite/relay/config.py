@@ -13,6 +13,7 @@ from pathlib import Path
 
 from streamcite.enrich.base import Enricher
 from streamcite.pipeline import Timeouts
+from streamcite.pipeline.apis import Api, check_api
 from streamcite.relay.guard import norm_origin, parse_host_pattern
 
 __all__ = ["STATIC_DIR", "TOKEN_COOKIE", "RelayConfig"]
@@ -32,7 +33,10 @@ class RelayConfig:
     """Everything the relay needs. Secrets (``api_key``, ``token``) never appear in reprs."""
 
     base_url: str
-    """Upstream API root (``/chat/completions`` is appended)."""
+    """Upstream API root with its version (``…/v1``; ``api`` sets the path appended)."""
+    api: Api = "chat"
+    """The upstream's API (``chat``, ``responses``, ``anthropic``, ``gemini``, ``cohere``):
+    the relay sends each question in that API's own request body."""
     api_key: str | None = field(default=None, repr=False)
     model: str = "streamcite-local"
     system_prompt: str | None = None
@@ -98,6 +102,7 @@ class RelayConfig:
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
             raise ValueError("base_url must be an http:// or https:// URL")
+        self.api = check_api(self.api)
         for name in (
             "max_message_bytes",
             "max_question_chars",

@@ -24,6 +24,7 @@ from streamcite.core.events import CitationsEvent, DoneEvent, ErrorEvent, Event,
 from streamcite.core.models import CitedAnswer
 from streamcite.logs import LibraryLogger
 from streamcite.pipeline import ChatStream, stream_chat
+from streamcite.pipeline.bodies import chat_request_as
 from streamcite.relay.bounds import StreamBounds
 from streamcite.relay.config import RelayConfig
 from streamcite.relay.guard import Identity, StreamBinder
@@ -135,17 +136,19 @@ class Producer:
     # -- start, cancel -------------------------------------------------------------
 
     def request_body(self, msg: AskMessage) -> dict[str, Any]:
-        """The upstream chat request for an ask (model and system prompt: the config's)."""
+        """The upstream request for an ask (model and system prompt: the config's), in the
+        body of the config's ``api``."""
         messages: list[dict[str, str]] = []
         if self.config.system_prompt:
             messages.append({"role": "system", "content": self.config.system_prompt})
         messages.append({"role": "user", "content": msg.question})
-        return {
+        chat = {
             "model": self.config.model,
             "messages": messages,
             "stream": True,
             "stream_options": {"include_usage": True},
         }
+        return chat_request_as(self.config.api, chat)
 
     async def start(self, msg: AskMessage, who: Identity) -> ProducedStream:
         """Start a stream for ``who`` (its quota was checked by the caller, with no await
@@ -250,6 +253,7 @@ class Producer:
         return stream_chat(
             self.request_body(msg),
             base_url=cfg.base_url,
+            api=cfg.api,
             api_key=cfg.api_key,
             transport="aiohttp",
             session=self.session(),

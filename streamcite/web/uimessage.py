@@ -21,9 +21,14 @@ refusal        ``data-refusal`` (id ``refusal-<index>``, the text so far: sent w
 citation_ref   nothing: the marker is in the ``text-delta``
 finish         ``reasoning-end`` / ``text-end`` of the choice, its tool inputs
 citations      ``source-url`` per citation with a URL, else ``source-document``;
-               ``sourceId`` ``cite-<n>`` for footnote ``n = document_index + 1``;
+               ``sourceId`` ``cite-<n>`` for footnote ``n = document_index + 1``
+               (a citation an earlier event already sent is not sent again);
                at most ``max_sources`` per message, then one
-               ``data-sources-truncated`` (``{limit, dropped}``, replaced in place)
+               ``data-sources-truncated`` (``{limit, dropped}``, replaced in place);
+               then, when the event has spans, ``data-citation-spans`` (id
+               ``citation-spans``, so a later one replaces it): ``{"spans":
+               [{"sourceId", "start", "end"}]}``, offsets in UTF-16 code units
+               (spans whose UTF-16 offsets are not known yet are left out)
 usage          ``message-metadata`` ``{"usage": {...}}``
 sources        ``data-sources`` (``data``: the event's wire form)
 grounding      ``data-grounding`` (``data``: the event's wire form)
@@ -44,7 +49,7 @@ no class for (or plain mappings in the wire form) map by their documented fields
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any
 
@@ -125,10 +130,12 @@ class UIMessageEncoder:
 
     __slots__ = (
         "_blocks",
+        "_cited",
         "_closed",
         "_reason",
         "_reasoning",
         "_refusals",
+        "_sids",
         "_source_counts",
         "_sources",
         "_sources_dropped",
@@ -153,6 +160,10 @@ class UIMessageEncoder:
         self._sources = 0
         self._sources_dropped = 0
         self.max_sources = max_sources
+        self._cited: Sequence[Any] = ()
+        """The last citations list (the reference a live stream's next one continues)."""
+        self._sids: list[str | None] = []
+        """The ``sourceId`` each of its citations was sent as (None: over ``max_sources``)."""
         self._reason: str | None = None
         self._closed = False
 
@@ -340,10 +351,28 @@ class UIMessageEncoder:
         citations = ev.citations or ()
         if not isinstance(citations, list | tuple):
             citations = list(citations)
+        sids = self._sids
+        # A live stream's citations events each carry the list so far: those already
+        # handled are not sent again (a list that is not a continuation is sent whole,
+        # and becomes the reference). Identity first: the core re-sends the same objects.
+        known = len(sids)
+        prev = self._cited
+        if known > len(citations) or (
+            citations is not prev
+            and any(a is not b and a != b for a, b in zip(prev, citations, strict=False))
+        ):
+            known = 0
+            sids = self._sids = []
+        self._cited = citations
         room = max(self.max_sources - self._sources, 0)
-        out = [self._source(c, i) for i, c in enumerate(citations[:room])]
+        new = citations[known:] if known else citations
+        sent = new[:room] if len(new) > room else new
+        source = self._source
+        out = [source(c, i, sids) for i, c in enumerate(sent, known)]
+        if len(new) > len(sent):
+            sids.extend([None] * (len(new) - len(sent)))
         self._sources += len(out)
-        dropped = len(citations) - len(out)
+        dropped = len(citations) - known - len(out)
         if dropped > 0:
             self._sources_dropped += dropped
             out.append(
@@ -355,9 +384,13 @@ class UIMessageEncoder:
                     }
                 )
             )
+        spans = getattr(ev, "spans", None)
+        if spans:
+            out.append(_spans(spans, sids))
         return b"".join(out)
 
-    def _source(self, c: Any, position: int) -> bytes:
+    def _source(self, c: Any, position: int, sids: list[str | None]) -> bytes:
+        """The source part of ``c``; its ``sourceId`` is appended to ``sids``."""
         doc = getattr(c, "document_index", None)
         n = doc + 1 if isinstance(doc, int) and doc >= 0 else position + 1
         # Two citations of one document: both kept, the second as cite-<n>-2. Ids of one
@@ -380,6 +413,7 @@ class UIMessageEncoder:
                 "title": str(title or f"Document {n}"),
             }
         chunk["providerMetadata"] = meta
+        sids.append(sid)
         return _frame(chunk)
 
     def _on_data(self, ev: Any) -> bytes:
@@ -427,6 +461,28 @@ class UIMessageEncoder:
         if self._closed:
             return b""
         return self._error(code, message) + self._finish("error")
+
+
+def _spans(spans: Any, sids: list[str | None]) -> bytes:
+    """``data-citation-spans``: each span's ``sourceId`` (``sids``: the event's citations')
+    and its UTF-16 offsets into the text. A span without them (the chat dialect's, until
+    the text it indexes has arrived) is left out: a later citations event carries it."""
+    out = []
+    for sp in spans:
+        doc = _get(sp, "document_index")
+        start, end = _get(sp, "start_utf16"), _get(sp, "end_utf16")
+        if type(doc) is int and 0 <= doc < len(sids) and type(start) is int and type(end) is int:
+            sid = sids[doc]
+            if sid is not None:  # a dropped source (over max_sources) anchors nothing
+                out.append({"sourceId": sid, "start": start, "end": end})
+    if not out:
+        return b""
+    return _frame({"type": "data-citation-spans", "id": "citation-spans", "data": {"spans": out}})
+
+
+def _get(obj: Any, name: str) -> Any:
+    """A field of a span given as a dataclass or as a mapping (an event's wire form)."""
+    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
 
 
 _HANDLERS = {

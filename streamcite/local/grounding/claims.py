@@ -16,6 +16,10 @@ __all__ = ["Claim", "question_keys", "structured_claim", "without_enumerators"]
 
 class Claim:
     __slots__ = (
+        "antonyms",
+        "any_antonym",
+        "any_synonym",
+        "appositions",
         "comparisons",
         "done",
         "features",
@@ -26,7 +30,9 @@ class Claim:
         "neighbours",
         "numbers",
         "order",
+        "question",
         "roles",
+        "synonyms",
         "total",
         "unique",
         "unknown_name",
@@ -37,6 +43,7 @@ class Claim:
         self, features: TextFeatures, cfg: EngineConfig, question: frozenset[str] = frozenset()
     ) -> None:
         self.features = features
+        self.question = question
         # The question of a "question: answer" claim frames the topic: its names and
         # numbers need not be in the fact ("Who won best actor in 1969: X").
         self.names = {k for k in features.salient if k[0] != "#"} - question
@@ -48,9 +55,22 @@ class Claim:
         """The claim's raw tokens when it states something done (status check)."""
         self.roles: list[tuple[str, str]] = []
         """(name, role) pairs the claim states ("Globex was the buyer"; role check)."""
+        self.appositions: list[tuple[str, str]] = []
+        """(name, role) pairs the claim states by apposition with a definite article,
+        outside its question ("Anna Weber, the treasurer, …"; role-swap check)."""
         self.order: list[Clause] = []
         """Who did what to whom ("Globex bought Acme"; word-order check)."""
         self.unknown_name = False
+        self.synonyms: dict[str, frozenset[str]] = {}
+        """Claim key -> the keys that share a synset with it (:mod:`~.lexicon`; only
+        the keys that have any): a fact holding one holds the claim's word."""
+        self.antonyms: dict[str, frozenset[str]] = {}
+        self.any_synonym: frozenset[str] = frozenset()
+        """All the keys of :attr:`synonyms` (a fact holding none is passed over at once)."""
+        self.any_antonym: frozenset[str] = frozenset()
+        """All the keys of :attr:`antonyms`."""
+        """Claim key -> its antonyms' keys (:mod:`~.lexicon`): a fact window holding one
+        where the claim's word is missing says the opposite."""
         """A name of the claim is in no fact at all (set by :func:`evaluate`)."""
         self.unique = unique = list(dict.fromkeys(features.stems))
         self.keyset = set(unique)

@@ -31,6 +31,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from streamcite.local.grounding import lexicon
 from streamcite.local.grounding.answer import rarity_weights
 from streamcite.local.grounding.bm25 import BM25
 from streamcite.local.grounding.claims import (
@@ -42,7 +43,7 @@ from streamcite.local.grounding.claims import (
 from streamcite.local.grounding.comparators import comparisons
 from streamcite.local.grounding.config import DEFAULT_CONFIG, EngineConfig
 from streamcite.local.grounding.facts import Facts
-from streamcite.local.grounding.roles import claim_clauses, claim_roles
+from streamcite.local.grounding.roles import apposition_roles, claim_clauses, claim_roles
 from streamcite.local.grounding.rules import status_conflict
 from streamcite.local.grounding.scoring import calibrate, score_with_coverage
 from streamcite.local.grounding.tokens import (
@@ -119,6 +120,18 @@ def _claim(
         claim.done = tokens
     claim.roles = claim_roles(tokens, table.lang)
     claim.order = claim_clauses(tokens, claim.names, table.lang)
+    if cfg.role_swap:
+        q = claim.question
+        claim.appositions = [p for p in apposition_roles(tokens, table.lang) if p[0] not in q]
+    if cfg.synonym_weight and lexicon.available():
+        # A name has no synonyms; a question's words restate the topic.
+        skip = claim.names | claim.question
+        words = [k for k in claim.unique if k not in skip] if skip else claim.unique
+        claim.synonyms, claim.antonyms = syn, ant = lexicon.relations(words, table.lang)
+        if syn:
+            claim.any_synonym = frozenset().union(*syn.values()) - claim.keyset
+        if ant:
+            claim.any_antonym = frozenset().union(*ant.values())
     return claim
 
 

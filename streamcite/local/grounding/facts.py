@@ -12,7 +12,8 @@ from operator import countOf, rshift
 import numpy as np
 from numpy.typing import NDArray
 
-from streamcite.local.grounding.roles import fact_roles
+from streamcite.local.grounding.lexicon import root
+from streamcite.local.grounding.roles import fact_bindings, fact_roles
 from streamcite.local.grounding.tokens import (
     CODE_ENDS,
     CODE_NEGATION,
@@ -55,6 +56,7 @@ class Fact:
     """
 
     __slots__ = (
+        "_bindings",
         "_codes",
         "_grams",
         "_keys",
@@ -63,6 +65,7 @@ class Fact:
         "_packed",
         "_plain",
         "_roles",
+        "_rooted",
         "_sentences",
         "_sets",
         "_tokens",
@@ -90,6 +93,8 @@ class Fact:
         self._negs: list[int] | None = None
         self._grams: dict[int, str] | None = None  # built when asked: most facts never are
         self._roles: dict[str, str] | None = None
+        self._rooted: dict[str, list[str]] | None = None
+        self._bindings: dict[str, str] | None = None
 
     @classmethod
     def _of(
@@ -217,6 +222,26 @@ class Fact:
         if self._roles is None:
             self._roles = fact_roles(self.tokens, self.table.lang)
         return self._roles
+
+    def bindings(self) -> dict[str, str]:
+        """Its names bound to roles by apposition or by a copula
+        (:func:`~.roles.fact_bindings`), read once per check and only for a claim's
+        apposition whose name it holds."""
+        if self._bindings is None:
+            self._bindings = fact_bindings(self.tokens, self.table.lang)
+        return self._bindings
+
+    def rooted(self) -> dict[str, list[str]]:
+        """Its keys by their root (:func:`~.lexicon.root`: French and Italian verbs'
+        endings off, so that "vendu" meets the lemma "vendre"), built when a claim with
+        synonyms asks, once per check."""
+        if self._rooted is None:
+            lang = self.table.lang
+            out: dict[str, list[str]] = {}
+            for k in self.keyset:
+                out.setdefault(root(k, lang), []).append(k)
+            self._rooted = out
+        return self._rooted
 
     def window_keys(self, window: Sequence[int]) -> list[str]:
         """Content keys of the window's sentences, in order."""

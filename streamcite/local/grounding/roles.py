@@ -31,12 +31,15 @@ if TYPE_CHECKING:  # facts.py imports this module (a fact's roles, Fact.roles)
 __all__ = [
     "Clause",
     "RolePair",
+    "apposition_roles",
     "claim_clauses",
     "claim_roles",
     "conflicting_roles",
     "could_conflict",
+    "fact_bindings",
     "fact_roles",
     "order_conflict",
+    "other_role",
     "role_conflict",
 ]
 
@@ -53,6 +56,13 @@ _COPULAS = frozenset(map(fold, _COPULA_WORDS))
 _RAW_COPULAS = frozenset(w.encode() for w in _COPULA_WORDS)
 _ARTICLES = frozenset(str.split("the a an le la les un une il lo gli i una uno"))
 _ELISIONS = ("l'", "l’", "un'", "un’")
+# Italian and French prepositions fused with an elided article ("dell'associazione",
+# "d'Italia"): past the role, like the separate "of" that is a stopword.
+_ELIDED_PREPOSITIONS = tuple(
+    (p + q).encode()
+    for p in ("dell", "dall", "nell", "sull", "all", "coll", "d", "qu")
+    for q in ("'", "’")
+)
 _HEBREW_ARTICLE = fold("ה")
 _HEBREW_AND = fold("ו")
 _EDGE = "\"'“”‘’«»()[]*_"
@@ -126,6 +136,8 @@ def _role_after(tokens: list[bytes], j: int, lang: str) -> tuple[str, int]:
         return "", j
     role, end = "", j
     for k in range(j, min(n, j + _MAX_ROLE_WORDS)):
+        if k > j and tokens[k].startswith(_ELIDED_PREPOSITIONS):
+            break  # "il portiere dell'associazione": the role ends before "of"
         key = _key(tokens[k], lang)
         # In Hebrew every word of a definite phrase carries the article ("הקונה הראשי");
         # a word with another proclitic ("בחוזה", in the contract) is past the role.
@@ -157,7 +169,67 @@ def claim_roles(tokens: list[bytes], lang: str) -> list[RolePair]:
     or an apposition."""
     if _RAW_COPULAS.isdisjoint(tokens) and not any(map(bytes.endswith, tokens, _COMMA)):
         return []
+    out = _copula_roles(tokens, lang)
+    out.extend(fact_roles(tokens, lang).items())
+    return out
+
+
+_DEFINITE = frozenset(str.split("the le la les il lo gli i"))
+
+
+def _definite(token: bytes) -> bool:
+    """A definite article (``the``, ``l'acheteur``) or a Hebrew definite word."""
+    w = _word(token)
+    return w in _DEFINITE or token.startswith((b"l'", "l’".encode())) or _hebrew_definite(token)
+
+
+def apposition_roles(tokens: list[bytes], lang: str) -> list[RolePair]:
+    """The claim's ``NAME, the ROLE,`` pairs with a **definite** article: the role that
+    identifies the name ("Anna Weber, the treasurer,"), not a class it belongs to
+    ("Globex, a company,"). :func:`other_role` reads only these."""
+    if not any(map(bytes.endswith, tokens, _COMMA)):
+        return []
     out: list[RolePair] = []
+    for i in compress(range(len(tokens) - 1), map(bytes.endswith, tokens, _COMMA)):
+        if not _definite(tokens[i + 1]):
+            continue
+        name = _key(tokens[i], lang)
+        if not name:
+            continue
+        role, end = _role_after(tokens, i + 1, lang)
+        if role and (end == len(tokens) or tokens[end - 1].endswith(_CLOSERS)):
+            out.append((name, role))
+    return out
+
+
+def other_role(pairs: list[RolePair], roles: dict[str, str], lang: str) -> bool:
+    """Some pair's name has another role in the fact (``roles``: :func:`fact_bindings`),
+    not a synonym of the claim's (:func:`~.lexicon.synonyms`), whoever else holds the
+    claim's role: "Anna Weber, the secretary" against "Anna Weber, the treasurer" or
+    "Anna Weber is the treasurer"."""
+    for name, role in pairs:
+        other = roles.get(name)
+        if other is not None and other != role and not _same_role(other, role, lang):
+            return True
+    return False
+
+
+def fact_bindings(tokens: list[bytes], lang: str) -> dict[str, str]:
+    """A fact's names bound to roles, by apposition (:func:`fact_roles`) or by a copula
+    ("Anna Weber is the treasurer of the association"): the first binding of a name."""
+    if _RAW_COPULAS.isdisjoint(tokens):
+        return fact_roles(tokens, lang)
+    out = fact_roles(tokens, lang)
+    for name, role in _copula_roles(tokens, lang):
+        out.setdefault(name, role)
+    return out
+
+
+def _copula_roles(tokens: list[bytes], lang: str) -> list[RolePair]:
+    """``NAME was the ROLE`` and ``the ROLE was NAME``."""
+    out: list[RolePair] = []
+    if _RAW_COPULAS.isdisjoint(tokens):
+        return out
     copulas = map(_COPULAS.__contains__, _words(tokens))
     next(copulas, None)  # the first token has no name before it
     for i in compress(range(1, len(tokens)), copulas):
@@ -172,7 +244,6 @@ def claim_roles(tokens: list[bytes], lang: str) -> list[RolePair]:
             name = _key(tokens[i + 1], lang)
             if role and end == i and name:
                 out.append((name, role))
-    out.extend(fact_roles(tokens, lang).items())
     return out
 
 
@@ -184,16 +255,21 @@ def role_conflict(pairs: list[RolePair], fact_tokens: list[bytes], lang: str) ->
     return conflicting_roles(pairs, fact_roles(fact_tokens, lang))
 
 
-def could_conflict(pairs: list[RolePair], fact_keys: Container[str]) -> bool:
+def could_conflict(
+    pairs: list[RolePair], fact_keys: Container[str], *, own_role: bool = False
+) -> bool:
     """False when :func:`conflicting_roles` is surely False for a fact of these content
     keys: a conflict needs the pair's name bound in the fact and its role given there to
-    another name, so both are keys of the fact's tokens. Most candidates name neither,
-    and their tokens and roles need not be read at all."""
+    another name, so both are keys of the fact's tokens (with ``own_role``, the name
+    alone: the fact may give it another role and the claim's role to nobody). Most
+    candidates name neither, and their tokens and roles need not be read at all."""
+    if own_role:
+        return any(name in fact_keys for name, _ in pairs)
     return any(name in fact_keys and role in fact_keys for name, role in pairs)
 
 
 def conflicting_roles(pairs: list[RolePair], roles: dict[str, str]) -> bool:
-    """:func:`role_conflict` of the fact whose :func:`fact_roles` are ``roles`` (the
+    """:func:`role_conflict` of the fact whose :func:`fact_bindings` are ``roles`` (the
     checker reads them once per fact and check, not once per claim)."""
     if not pairs or not roles:
         return False
@@ -205,6 +281,13 @@ def conflicting_roles(pairs: list[RolePair], roles: dict[str, str]) -> bool:
         if other is not None and other != role and holders.get(role, set()) - {name}:
             return True
     return False
+
+
+def _same_role(a: str, b: str, lang: str) -> bool:
+    """Two role keys that name the same role: synonyms (``chairman``, ``president``)."""
+    from streamcite.local.grounding import lexicon  # lexicon -> tokens; no cycle at import
+
+    return b in lexicon.synonyms(a, lang) or a in lexicon.synonyms(b, lang)
 
 
 # ------------------------------------------------------------ who did what to whom

@@ -11,7 +11,13 @@ from streamcite.local.grounding.claims import Claim
 from streamcite.local.grounding.comparators import _scales, fact_dates, fact_numbers, holds
 from streamcite.local.grounding.config import DEFAULT_CONFIG, EngineConfig
 from streamcite.local.grounding.facts import Fact
-from streamcite.local.grounding.roles import conflicting_roles, could_conflict, order_conflict
+from streamcite.local.grounding.lexicon import ROOTED, root
+from streamcite.local.grounding.roles import (
+    conflicting_roles,
+    could_conflict,
+    order_conflict,
+    other_role,
+)
 from streamcite.local.grounding.rules import status_conflict, swapped_number
 
 __all__ = ["calibrate", "score_with_coverage"]
@@ -54,8 +60,10 @@ def _align(
     present: set[str],
     cfg: EngineConfig,
     rare: dict[str, float] | None = None,
+    weights: dict[str, float] | None = None,
 ) -> _Alignment | None:
-    weights = claim.weights
+    if weights is None:
+        weights = claim.weights
     sets = fact.sets()
     # The claim's keys in each sentence; compress keeps the non-empty ones (C-level).
     # Weight sums are exactly rounded (fsum): the sets' order does not matter.
@@ -88,8 +96,11 @@ def _align(
     return best
 
 
-def _ngram_share(claim: Claim, fact: Fact, al: _Alignment) -> float:
-    """Share of the claim's character 4-grams found in the window."""
+def _ngram_share(
+    claim: Claim, fact: Fact, al: _Alignment, alias: dict[str, frozenset[str]] | None = None
+) -> float:
+    """Share of the claim's character 4-grams found in the window (all of a word's when
+    one of its synonyms is there, ``alias``)."""
     contained = 0
     text: str | None = None
     first, last = al.window[0], al.window[-1]
@@ -97,7 +108,7 @@ def _ngram_share(claim: Claim, fact: Fact, al: _Alignment) -> float:
     if last != first:
         inside = inside | al.common.get(last, _NONE)
     for k, grams in claim.grams.items():
-        if k in inside:
+        if k in inside or (alias and not inside.isdisjoint(alias.get(k, _NONE))):
             contained += len(grams)  # the word itself is there: all its grams are
             continue
         if text is None:
@@ -142,18 +153,87 @@ def score_with_coverage(
     """(support of one claim by one fact in [0, 1], before :func:`calibrate`; the most of
     ``rare`` -- the rarity weight of each claim key, :func:`~.answer.rarity_weights` --
     found in one sentence of the fact, 0 without it)."""
-    present = claim.keyset & fact.keyset
+    keyset = fact.keyset
+    present = claim.keyset & keyset
+    alias = _synonyms_found(claim, fact, present) if claim.synonyms else None
+    weights = None
+    if alias:
+        # A fact key standing for a missing claim word takes that word's weight.
+        weights = dict(claim.weights)
+        rare = dict(rare) if rare is not None else None
+        for k, subs in alias.items():
+            for s in subs:
+                weights[s] = weights[k] * cfg.synonym_weight
+                if rare is not None:
+                    # The answer's coverage reads words only (HaluEval dev: synonyms
+                    # there let fabricated summaries pass).
+                    rare.setdefault(s, 0.0)
+        present = present.union(*alias.values())
     if not present:
         return 0.0, 0.0
-    al = _align(claim, fact, present, cfg, rare)
+    al = _align(claim, fact, present, cfg, rare, weights)
     if al is None:
         return 0.0, 0.0
-    score, covers = _score(claim, fact, cfg, present, al)
+    score, covers = _score(claim, fact, cfg, present, al, alias)
     return score, al.covered * covers
 
 
+def _synonyms_found(
+    claim: Claim, fact: Fact, present: set[str]
+) -> dict[str, frozenset[str]] | None:
+    """Claim key missing from the fact -> the fact's keys that are its synonyms (and not
+    words of the claim themselves)."""
+    out: dict[str, frozenset[str]] = {}
+    if fact.table.lang in ROOTED:
+        rooted = fact.rooted()
+        for k, syn in claim.synonyms.items():
+            if k not in present and not syn.isdisjoint(rooted):
+                found = frozenset(x for r in syn & rooted.keys() for x in rooted[r])
+                if found - claim.keyset:
+                    out[k] = found - claim.keyset
+        return out or None
+    # The fact's synonyms of the claim's words (not words of the claim: any_synonym has
+    # none), then the claim words they stand for.
+    hits = claim.any_synonym.intersection(fact.keyset)
+    if not hits:  # most facts hold no synonym of the claim's words
+        return None
+    for k, syn in claim.synonyms.items():
+        if k not in present and not syn.isdisjoint(hits):
+            out[k] = syn.intersection(hits)
+    return out or None
+
+
+def _antonym_found(claim: Claim, fact: Fact, al: _Alignment, present: set[str]) -> bool:
+    """A claim word missing from the window while one of its antonyms is there, and not
+    in the claim ("sold" against "bought", "vendu" against "acheté")."""
+    window: set[str] | None = None
+    mine: set[str] = claim.keyset
+    lang = fact.table.lang
+    rooted = lang in ROOTED  # elsewhere a key is its own root: no call a word
+    for k, ant in claim.antonyms.items():
+        if k in present:
+            continue
+        if window is None:
+            window = set(fact.window_keys(al.window))
+            if rooted:
+                window = {root(w, lang) for w in window}
+                mine = {root(w, lang) for w in claim.keyset}
+        if (
+            not ant.isdisjoint(window)
+            and (root(k, lang) if rooted else k) not in window
+            and ant.isdisjoint(mine)
+        ):
+            return True
+    return False
+
+
 def _score(
-    claim: Claim, fact: Fact, cfg: EngineConfig, present: set[str], al: _Alignment
+    claim: Claim,
+    fact: Fact,
+    cfg: EngineConfig,
+    present: set[str],
+    al: _Alignment,
+    alias: dict[str, frozenset[str]] | None = None,
 ) -> tuple[float, float]:
     """(the score, the factor on the answer-level coverage).
 
@@ -172,7 +252,7 @@ def _score(
         got += fsum(claim.weights[k] for k in vouched - present if k in claim.weights)
     recall = min(got / claim.total, 1.0) if claim.total else 0.0
     if claim.n_grams:
-        share = _ngram_share(claim, fact, al)
+        share = _ngram_share(claim, fact, al, alias)
         recall = (1.0 - cfg.ngram_weight) * recall + cfg.ngram_weight * share
     score = _sigmoid(recall, cfg)
     covers = 1.0
@@ -185,6 +265,12 @@ def _score(
         score *= cfg.negation_veto
     if claim.unknown_name:
         score *= cfg.name_veto
+    if (
+        claim.antonyms
+        and (fact.table.lang in ROOTED or not claim.any_antonym.isdisjoint(fact.keyset))
+        and _antonym_found(claim, fact, al, present)
+    ):
+        score *= cfg.antonym_veto
     if claim.done:
         spans = fact.sentences()
         a, b = spans[al.window[0]][0], spans[al.window[-1]][1]
@@ -193,10 +279,16 @@ def _score(
             covers *= cfg.negation_veto
     # A role given to the wrong name: the fact's appositions may sit outside the window
     # ("signed by Acme Corp, the buyer, …" before the sentence the claim aligns with).
+    # The fact may also give the name another role and the claim's role to nobody
+    # ("Anna Weber, the treasurer" against a claim "Anna Weber, the secretary").
     if (
         claim.roles
         and could_conflict(claim.roles, fact.keyset)
         and conflicting_roles(claim.roles, fact.roles())
+    ) or (
+        claim.appositions
+        and could_conflict(claim.appositions, fact.keyset, own_role=True)
+        and other_role(claim.appositions, fact.bindings(), fact.table.lang)
     ):
         score *= cfg.negation_veto
         covers *= cfg.negation_veto

@@ -279,6 +279,7 @@ function newStream(id, turn) {
     seqs: [],
     refs: [], // {number, offset} (offset in code points)
     citations: [],
+    spans: [], // where citations anchor in the text (answers without [n] markers)
     sources: [],
     grounding: null,
     claims: [], // claim events, as they arrive (live checks, then cloud checkers')
@@ -369,6 +370,7 @@ function onStreamEvent(ev) {
       break;
     case "citations":
       s.citations = Array.isArray(ev.citations) ? ev.citations : [];
+      s.spans = Array.isArray(ev.spans) ? ev.spans : [];
       renderCitations(s);
       queueRender(s);
       break;
@@ -428,6 +430,7 @@ function finish(s, answer) {
     s.citations = answer.citations;
     renderCitations(s);
   }
+  if (!s.spans.length && Array.isArray(answer.citation_spans)) s.spans = answer.citation_spans;
   s.verified = typeof answer.text === "string" ? answer.text === s.text : null;
   s.turn.text.dataset.verified = String(s.verified);
   s.lang = statedLanguage(answer.language);
@@ -501,6 +504,35 @@ function findMarkers(s) {
     byStart.set(start, { start: lead, at: start, end: start + m[0].length, numbers });
   }
   return [...byStart.values()].sort((a, b) => a.start - b.start);
+}
+
+// Footnotes of span-anchored citations (Anthropic, Gemini, Responses, Cohere answers have
+// no [n] in the text): UTF-16 end of each span -> the footnote numbers shown there. A
+// citation a [n] marker already shows is not repeated; a span past the text so far waits.
+function spanAnchors(s) {
+  const at = new Map();
+  if (!s.spans.length) return at;
+  const marked = new Set(s.refs.map((r) => r.number));
+  const chars = s.spans.filter((sp) => sp && !Number.isInteger(sp.end_utf16) && Number.isInteger(sp.end));
+  const map = chars.length ? codePointsToUtf16(s.text, chars.map((sp) => sp.end)) : null;
+  for (const sp of s.spans) {
+    if (!sp || !Number.isInteger(sp.document_index)) continue;
+    const c = s.citations[sp.document_index];
+    const n = c && Number.isInteger(c.document_index) ? c.document_index + 1 : sp.document_index + 1;
+    if (marked.has(n)) continue;
+    const end = Number.isInteger(sp.end_utf16) ? sp.end_utf16 : map && map.get(sp.end);
+    if (!Number.isInteger(end) || end <= 0 || end > s.text.length) continue;
+    if (!at.has(end)) at.set(end, []);
+    if (!at.get(end).includes(n)) at.get(end).push(n);
+  }
+  return at;
+}
+
+function spanFootnote(s, numbers) {
+  const sup = footnote(s, { start: 0, end: 0, numbers });
+  delete sup.dataset.marker;
+  sup.dataset.span = "true";
+  return sup;
 }
 
 function claimRanges(s) {
@@ -627,8 +659,10 @@ function renderText(s) {
   setDirection(s);
   const markers = findMarkers(s);
   const claims = claimRanges(s);
+  const anchors = spanAnchors(s);
   const cuts = new Set([0, text.length]);
   for (const m of markers) cuts.add(m.start).add(m.end);
+  for (const p of anchors.keys()) cuts.add(p);
   for (const c of claims) cuts.add(c.start).add(c.end);
   const points = [...cuts].sort((a, b) => a - b);
   const frag = document.createDocumentFragment();
@@ -636,9 +670,12 @@ function renderText(s) {
   let ci = 0;
   let mark = null;
   let markClaim = null;
+  let prev = frag;
   for (let p = 0; p + 1 < points.length; p += 1) {
     const a = points[p];
     const b = points[p + 1];
+    // a span's footnote follows its last character, in that character's element
+    if (anchors.has(a)) prev.appendChild(spanFootnote(s, anchors.get(a)));
     while (ci < claims.length && claims[ci].end <= a) ci += 1;
     const claim = ci < claims.length && claims[ci].start <= a ? claims[ci] : null;
     let target = frag;
@@ -655,6 +692,7 @@ function renderText(s) {
     } else {
       markClaim = null;
     }
+    prev = target;
     while (mi < markers.length && markers[mi].end <= a) mi += 1;
     const marker = mi < markers.length && markers[mi].start <= a ? markers[mi] : null;
     if (marker) {
@@ -663,6 +701,7 @@ function renderText(s) {
     }
     target.appendChild(document.createTextNode(text.slice(a, b)));
   }
+  if (anchors.has(text.length)) prev.appendChild(spanFootnote(s, anchors.get(text.length)));
   s.tail = document.createTextNode("");
   frag.appendChild(s.tail);
   root.replaceChildren(frag);
@@ -883,6 +922,7 @@ window.streamcite = {
       done: s.done,
       verified: s.verified,
       claims: s.claims.length,
+      spans: s.spans.length,
       ...partsView(s),
     })),
   connected: () => state.connected,

@@ -1,0 +1,333 @@
+"""Anthropic Messages SSE → events. Sans-I/O.
+
+``message_start`` → ``meta`` (and the input tokens); a ``text`` block's ``text_delta`` →
+``token``; ``thinking_delta`` → ``reasoning``; a ``tool_use`` block and its
+``input_json_delta`` → ``tool_call``; ``citations_delta`` → a ``citations`` event at
+once (the new source), and at the block's ``content_block_stop`` its span: the whole
+text block the citation belongs to; ``message_delta`` → ``usage`` and ``finish``;
+``message_stop`` ends the stream; ``error`` (``overloaded_error``...) → ``error``.
+Ignored: ``ping``, ``signature_delta``, ``redacted_thinking``, ``server_tool_use`` and
+``web_search_tool_result`` blocks (the citations carry what an answer needs of them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from streamcite.core.answer import AnswerBuilder
+from streamcite.core.dialects.base import Handler, JSONDecodeError, StreamState, loads, new
+from streamcite.core.events import Event, TokenEvent
+from streamcite.core.markers import MarkerMode
+from streamcite.core.models import Citation
+from streamcite.core.sse import OVERFLOW, RawEvent
+
+__all__ = ["AnthropicInterpreter", "finish_reason", "status_of"]
+
+_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "tool_calls",
+    "refusal": "refusal",
+}
+_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+_IGNORED = frozenset({"ping"})
+_IGNORED_BLOCKS = frozenset(
+    {"redacted_thinking", "server_tool_use", "web_search_tool_result", "web_fetch_tool_result"}
+)
+# Citation fields that have a Citation field of their own (the rest: provider_metadata).
+_MAPPED = frozenset({"cited_text", "title", "document_title", "url", "source"})
+
+
+def finish_reason(stop_reason: str) -> str:
+    """Anthropic's ``stop_reason`` in the chat vocabulary (unknown ones: ``stop``)."""
+    return _REASONS.get(stop_reason, "stop")
+
+
+def status_of(error_type: str) -> int | None:
+    """The HTTP status Anthropic documents for an error type (529 for ``overloaded_error``)."""
+    return _STATUS.get(error_type)
+
+
+def _citation(c: dict[str, Any]) -> tuple[Any, Citation] | str:
+    """A citation object → its source key and :class:`Citation`, or what is wrong."""
+    kind = c.get("type")
+    if type(kind) is not str:
+        return "type is not a string"
+    for k in ("cited_text", "url", "title", "document_title", "source"):
+        v = c.get(k)
+        if v is not None and type(v) is not str:
+            return f"{k} is not a string"
+    url = c.get("url")
+    title = c.get("title") if c.get("title") is not None else c.get("document_title")
+    if kind == "web_search_result_location":
+        key: Any = ("url", url)
+    elif kind == "search_result_location":
+        key = ("search", c.get("source"), c.get("search_result_index"))
+        url = url if url is not None else c.get("source")
+    elif kind in ("char_location", "page_location", "content_block_location"):
+        doc = c.get("document_index")
+        key = ("file", c["file_id"]) if type(c.get("file_id")) is str else ("doc", doc)
+    else:
+        return f"citation type {kind[:40]!r} not understood"
+    meta = {k: v for k, v in c.items() if k not in _MAPPED}
+    cit = Citation(
+        cited_text=c.get("cited_text"),
+        document_title=title,
+        source_url=url,
+        provider_metadata=meta or None,
+    )
+    return key, cit
+
+
+class AnthropicInterpreter(StreamState):
+    """Interprets one Anthropic Messages stream (``/v1/messages``, ``stream: true``)."""
+
+    __slots__ = ("_blocks", "_input_tokens", "_table")
+
+    dialect = "anthropic"
+
+    def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
+        super().__init__(builder, marker_mode)
+        self._blocks: dict[int, list[Any]] = {}
+        """Per block index: [type, start character, cited document indexes]."""
+        self._input_tokens: Any = None
+        self._table: dict[str, Handler] = {
+            "message_start": self._message_start,
+            "content_block_start": self._block_start,
+            "content_block_delta": self._block_delta,
+            "content_block_stop": self._block_stop,
+            "message_delta": self._message_delta,
+            "message_stop": self._message_stop,
+            "error": self._error,
+        }
+
+    def event(self, name: bytes, obj: dict[str, Any], out: list[Event]) -> None:
+        self.dispatch(self._table, _IGNORED, obj, out)
+
+    def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:
+        """The hot path, for a ``text_delta`` of a known block (most events of a stream): parsed once, checked inline,
+        its token made here; every other event (and what orjson refused) goes the general
+        way of :class:`StreamState`."""
+        append, raw0, det, keep = out.append, self._raw0, self._det0, self._det0.keep
+        blocks = self._blocks
+        for item in raw:
+            if self.done:
+                return
+            if item.__class__ is not tuple or item is OVERFLOW:
+                StreamState.feed_raw(self, [item], out)
+                continue
+            data = item[1]
+            try:
+                obj = loads(data)
+            except JSONDecodeError:
+                StreamState.feed_raw(self, [item], out)
+                continue
+            if obj.__class__ is dict:
+                d = obj.get("delta")
+                if (
+                    obj.get("type") == "content_block_delta"
+                    and d.__class__ is dict
+                    and d.get("type") == "text_delta"
+                    and (t := d.get("text")).__class__ is str
+                    and obj.get("index") in blocks
+                ):
+                    if t:
+                        if keep and not det.held and "[" not in t and self._surr is None:
+                            det.offset += len(t)
+                            ev = new(TokenEvent)  # built as new_token does, inline
+                            ev.type = "token"
+                            ev.index = 0
+                            ev.text = ev.display = t
+                            append(ev)
+                            raw0.append(t)
+                        else:
+                            self.token(0, t, out)
+                    continue
+                self.event(item[0], obj, out)
+            else:
+                self.fault(out, "bad_chunk", f"event is not a JSON object: {data[:120]!r}")
+
+    def _message_start(self, obj: dict[str, Any], out: list[Event]) -> None:
+        msg = obj.get("message")
+        if type(msg) is not dict:
+            self.fault(out, "bad_chunk", f"message_start without a message: {obj!r:.120}")
+            return
+        self.meta(msg.get("id"), msg.get("model"), None, out)
+        usage = msg.get("usage")
+        if type(usage) is dict:
+            self._input_tokens = usage.get("input_tokens")
+
+    def _block_start(self, obj: dict[str, Any], out: list[Event]) -> None:
+        idx, block = obj.get("index"), obj.get("content_block")
+        if type(idx) is not int or type(block) is not dict:
+            self.fault(out, "bad_chunk", f"content_block_start not understood: {obj!r:.120}")
+            return
+        kind = block.get("type")
+        self._blocks[idx] = [kind, self.chars0, []]
+        if kind == "text":
+            text = block.get("text")
+            if type(text) is str and text:
+                self.token(0, text, out)
+            cites = block.get("citations")
+            if type(cites) is list:  # a whole body's block carries its citations
+                for c in cites:
+                    self._cite(idx, c, out)
+        elif kind == "thinking":
+            text = block.get("thinking")
+            if type(text) is str and text:
+                self.reasoning(0, text, out)
+        elif kind == "tool_use":
+            cid, name, args = block.get("id"), block.get("name"), block.get("input")
+            if type(cid) is not str or type(name) is not str:
+                self.fault(out, "bad_tool_call", f"tool_use block not understood: {block!r:.120}")
+                return
+            arguments = orjson.dumps(args).decode() if args else ""
+            self.tool(idx, cid, name, arguments, out)
+        elif kind not in _IGNORED_BLOCKS:
+            self.unknown(f"content block {kind}", block, out)
+
+    def _block_delta(self, obj: dict[str, Any], out: list[Event]) -> None:
+        idx, delta = obj.get("index"), obj.get("delta")
+        if type(idx) is not int or type(delta) is not dict:
+            self.fault(out, "bad_chunk", f"content_block_delta not understood: {obj!r:.120}")
+            return
+        kind = delta.get("type")
+        if kind == "text_delta":
+            text = delta.get("text")
+            if type(text) is not str:
+                self.fault(out, "bad_chunk", f"text_delta text is not a string: {obj!r:.120}")
+            elif text:
+                self.token(0, text, out)
+        elif kind == "thinking_delta":
+            text = delta.get("thinking")
+            if type(text) is not str:
+                self.fault(out, "bad_chunk", f"thinking_delta is not a string: {obj!r:.120}")
+            elif text:
+                self.reasoning(0, text, out)
+        elif kind == "input_json_delta":
+            part = delta.get("partial_json")
+            block = self._blocks.get(idx)
+            if type(part) is not str:
+                self.fault(out, "bad_chunk", f"partial_json is not a string: {obj!r:.120}")
+            elif block is not None and block[0] == "tool_use":
+                if part:
+                    self.tool(idx, None, None, part, out)
+            elif block is None:
+                self.fault(out, "bad_chunk", f"input_json_delta of an unknown block {idx}")
+            # a server tool's input (web search query): ignored with its block
+        elif kind == "citations_delta":
+            self._cite(idx, delta.get("citation"), out)
+        elif kind != "signature_delta":
+            self.unknown(f"delta {kind}", delta, out)
+
+    def _cite(self, idx: int, c: Any, out: list[Event]) -> None:
+        block = self._blocks.get(idx)
+        if type(c) is not dict or block is None:
+            self.fault(out, "bad_citations", f"citation not understood: {c!r:.120}")
+            return
+        got = _citation(c)
+        if isinstance(got, str):
+            self.fault(out, "bad_citations", f"citation {got}: {c!r:.120}")
+            return
+        doc = self.cite(got[0], got[1], out)
+        if doc is None:
+            return
+        if doc not in block[2]:
+            block[2].append(doc)
+        self.emit_citations(out)  # live: the source as soon as it is cited
+
+    def _block_stop(self, obj: dict[str, Any], out: list[Event]) -> None:
+        idx = obj.get("index")
+        block = self._blocks.get(idx) if type(idx) is int else None
+        if block is None:
+            self.fault(out, "bad_chunk", f"content_block_stop of an unknown block: {obj!r:.120}")
+            return
+        if block[2]:
+            added = False
+            for doc in block[2]:
+                added = self.span(doc, block[1], self.chars0, out) or added
+            block[2] = []
+            if added:
+                self.emit_citations(out)
+        if len(self._blocks) > 4096:
+            self._blocks = {k: v for k, v in self._blocks.items() if v[0] == "tool_use"}
+
+    def _message_delta(self, obj: dict[str, Any], out: list[Event]) -> None:
+        delta, usage = obj.get("delta"), obj.get("usage")
+        if type(delta) is not dict:
+            self.fault(out, "bad_chunk", f"message_delta without a delta: {obj!r:.120}")
+            delta = {}
+        if type(usage) is dict:
+            prompt = usage.get("input_tokens")
+            if prompt is None:
+                prompt = self._input_tokens
+            self.usage(prompt, usage.get("output_tokens"), None, out)
+        elif usage is not None:
+            self.fault(out, "bad_chunk", f"usage is not an object: {usage!r:.120}")
+        reason = delta.get("stop_reason")
+        if type(reason) is str:
+            self.finish(0, finish_reason(reason), reason, out)
+        elif reason is not None:
+            self.fault(out, "bad_chunk", f"stop_reason is not a string: {reason!r:.60}")
+
+    def _message_stop(self, obj: dict[str, Any], out: list[Event]) -> None:
+        self.end(out)
+
+    def _error(self, obj: dict[str, Any], out: list[Event]) -> None:
+        err = obj.get("error")
+        if type(err) is not dict:
+            err = {"type": "upstream_error", "message": str(err)}
+        kind = err.get("type")
+        code = kind if type(kind) is str else "upstream_error"
+        self.provider_error(code, err.get("message"), status_of(code), out)
+
+    # -- a whole body --------------------------------------------------------------
+
+    def feed_completion(self, obj: Any, out: list[Event] | None = None) -> list[Event]:
+        """A non-streaming ``message`` body, read as the stream it would have been."""
+        if out is None:
+            out = []
+        if type(obj) is not dict:
+            self.fault(out, "bad_chunk", f"response is not a JSON object: {obj!r:.120}")
+            return out
+        if obj.get("type") == "error":
+            self._error(obj, out)
+            self.done = True
+            return out
+        self._message_start({"message": obj}, out)
+        content = obj.get("content")
+        if type(content) is not list:
+            self.fault(out, "bad_chunk", f"content is not an array: {content!r:.120}")
+            content = []
+        for i, block in enumerate(content):
+            if type(block) is dict and block.get("type") == "text":
+                cites = block.get("citations")
+                self._block_start({"index": i, "content_block": {"type": "text"}}, out)
+                for c in cites if type(cites) is list else ():
+                    self._cite(i, c, out)
+                text = block.get("text")
+                delta = {"type": "text_delta", "text": text}
+                self._block_delta({"index": i, "delta": delta}, out)
+            else:
+                self._block_start({"index": i, "content_block": block}, out)
+            self._block_stop({"index": i}, out)
+        delta = {"stop_reason": obj.get("stop_reason")}
+        self._message_delta({"delta": delta, "usage": obj.get("usage")}, out)
+        self.end(out)
+        return out

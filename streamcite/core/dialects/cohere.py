@@ -1,0 +1,325 @@
+"""Cohere v2 chat SSE → events. Sans-I/O.
+
+``message-start`` → ``meta`` (its ``id``); ``content-delta`` → ``token`` (a ``thinking``
+content block: ``reasoning``); ``tool-plan-delta`` → ``reasoning`` (the model's plan, as
+it streams); ``tool-call-start`` / ``tool-call-delta`` → ``tool_call``; ``citation-start``
+→ a ``citations`` event at once, its span ``start:end`` (characters of the content block
+it names, placed in the answer text); ``message-end`` → ``usage`` (``tokens``) and
+``finish`` (``ERROR``: an ``error`` first); ``[DONE]`` ends the stream. Ignored:
+``content-start`` (empty text), ``content-end``, ``tool-call-end``, ``citation-end``,
+``debug``, ``usage.billed_units``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamcite.core.answer import AnswerBuilder
+from streamcite.core.dialects.base import (
+    Handler,
+    JSONDecodeError,
+    StreamState,
+    loads,
+    new,
+    status_retryable,
+)
+from streamcite.core.events import Event, TokenEvent
+from streamcite.core.markers import MarkerMode
+from streamcite.core.models import Citation
+from streamcite.core.sse import OVERFLOW, RawEvent
+
+__all__ = ["CohereInterpreter", "finish_reason"]
+
+_REASONS = {
+    "COMPLETE": "stop",
+    "STOP_SEQUENCE": "stop",
+    "MAX_TOKENS": "length",
+    "TOOL_CALL": "tool_calls",
+    "ERROR": "error",
+    "TIMEOUT": "error",
+}
+_IGNORED = frozenset({"content-end", "tool-call-end", "citation-end", "debug"})
+
+
+def finish_reason(raw: str) -> str:
+    """Cohere's ``finish_reason`` in the chat vocabulary (unknown ones: ``stop``)."""
+    return _REASONS.get(raw, "stop")
+
+
+def _message(obj: dict[str, Any]) -> dict[str, Any] | None:
+    delta = obj.get("delta")
+    msg = delta.get("message") if type(delta) is dict else None
+    return msg if type(msg) is dict else None
+
+
+def _source(src: Any) -> tuple[Any, Citation] | None:
+    """A citation source (``document`` or ``tool``) → its key and citation."""
+    if type(src) is not dict:
+        return None
+    sid, kind = src.get("id"), src.get("type")
+    doc = src.get("document")
+    if type(doc) is dict:
+        title, url, text = doc.get("title"), doc.get("url"), doc.get("text")
+        if any(v is not None and type(v) is not str for v in (title, url, text)):
+            return None
+        meta = {k: v for k, v in doc.items() if k not in ("title", "url", "text")}
+        meta["source_type"] = kind
+        if sid is not None:
+            meta["source_id"] = sid
+        key = ("url", url) if url else ("doc", sid if sid is not None else doc.get("id"))
+        return key, Citation(
+            cited_text=text, document_title=title, source_url=url, provider_metadata=meta
+        )
+    if type(sid) is str:
+        meta = {k: v for k, v in src.items() if k != "id"}
+        meta["source_id"] = sid
+        return ("tool", sid), Citation(provider_metadata=meta)
+    return None
+
+
+class CohereInterpreter(StreamState):
+    """Interprets one Cohere v2 chat stream (``/v2/chat``, ``stream: true``)."""
+
+    __slots__ = ("_blocks", "_table")
+
+    dialect = "cohere"
+
+    def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
+        super().__init__(builder, marker_mode)
+        self._blocks: dict[int, list[Any]] = {}
+        """Per content index: [type, start character]."""
+        self._table: dict[str, Handler] = {
+            "message-start": self._start,
+            "content-start": self._content_start,
+            "content-delta": self._content_delta,
+            "tool-plan-delta": self._plan,
+            "tool-call-start": self._tool_call,
+            "tool-call-delta": self._tool_call,
+            "citation-start": self._citation,
+            "message-end": self._end,
+        }
+
+    def event(self, name: bytes, obj: dict[str, Any], out: list[Event]) -> None:
+        if "type" not in obj and "message" in obj:
+            # An error body sent as an event: {"message": "..."} (HTTP-style).
+            self.provider_error("upstream_error", obj.get("message"), None, out)
+            return
+        self.dispatch(self._table, _IGNORED, obj, out)
+
+    def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:
+        """The hot path, for a ``content-delta`` of a text block (most events of a stream): parsed once, checked inline,
+        its token made here; every other event (and what orjson refused) goes the general
+        way of :class:`StreamState`."""
+        append, raw0, det, keep = out.append, self._raw0, self._det0, self._det0.keep
+        blocks = self._blocks
+        for item in raw:
+            if self.done:
+                return
+            if item.__class__ is not tuple or item is OVERFLOW:
+                StreamState.feed_raw(self, [item], out)
+                continue
+            data = item[1]
+            try:
+                obj = loads(data)
+            except JSONDecodeError:
+                StreamState.feed_raw(self, [item], out)
+                continue
+            if obj.__class__ is dict:
+                d = obj.get("delta")
+                m = d.get("message") if d.__class__ is dict else None
+                c = m.get("content") if m.__class__ is dict else None
+                if (
+                    obj.get("type") == "content-delta"
+                    and c.__class__ is dict
+                    and len(c) == 1
+                    and (t := c.get("text")).__class__ is str
+                    and (b := blocks.get(obj.get("index", 0))) is not None
+                    and b[0] == "text"
+                ):
+                    if t:
+                        if keep and not det.held and "[" not in t and self._surr is None:
+                            det.offset += len(t)
+                            ev = new(TokenEvent)  # built as new_token does, inline
+                            ev.type = "token"
+                            ev.index = 0
+                            ev.text = ev.display = t
+                            append(ev)
+                            raw0.append(t)
+                        else:
+                            self.token(0, t, out)
+                    continue
+                self.event(item[0], obj, out)
+            else:
+                self.fault(out, "bad_chunk", f"event is not a JSON object: {data[:120]!r}")
+
+    def end_marker(self, out: list[Event]) -> None:
+        self.end(out)
+
+    def _start(self, obj: dict[str, Any], out: list[Event]) -> None:
+        self.meta(obj.get("id"), None, None, out)
+
+    def _block(self, obj: dict[str, Any], kind: Any) -> list[Any]:
+        idx = obj.get("index", 0)
+        block = self._blocks.get(idx)
+        if block is None:
+            block = [kind, self.chars0]
+            if len(self._blocks) < 4096:
+                self._blocks[idx] = block
+        return block
+
+    def _content_start(self, obj: dict[str, Any], out: list[Event]) -> None:
+        msg = _message(obj)
+        content = msg.get("content") if msg is not None else None
+        if type(content) is not dict:
+            self.fault(out, "bad_chunk", f"content-start not understood: {obj!r:.120}")
+            return
+        self._block(obj, content.get("type"))
+        self._content_delta(obj, out)
+
+    def _content_delta(self, obj: dict[str, Any], out: list[Event]) -> None:
+        msg = _message(obj)
+        content = msg.get("content") if msg is not None else None
+        if type(content) is not dict:
+            self.fault(out, "bad_chunk", f"content-delta not understood: {obj!r:.120}")
+            return
+        text, thinking = content.get("text"), content.get("thinking")
+        block = self._block(obj, "thinking" if thinking is not None else "text")
+        if type(thinking) is str:
+            if thinking:
+                self.reasoning(0, thinking, out)
+        elif type(text) is str:
+            if text:
+                if block[0] == "thinking":
+                    self.reasoning(0, text, out)
+                else:
+                    self.token(0, text, out)
+        elif text is not None or thinking is not None:
+            self.fault(out, "bad_chunk", f"content text is not a string: {obj!r:.120}")
+
+    def _plan(self, obj: dict[str, Any], out: list[Event]) -> None:
+        msg = _message(obj)
+        plan = msg.get("tool_plan") if msg is not None else None
+        if type(plan) is not str:
+            self.fault(out, "bad_chunk", f"tool-plan-delta not understood: {obj!r:.120}")
+        elif plan:
+            self.reasoning(0, plan, out)
+
+    def _tool_call(self, obj: dict[str, Any], out: list[Event]) -> None:
+        msg = _message(obj)
+        call = msg.get("tool_calls") if msg is not None else None
+        if type(call) is list and len(call) == 1:
+            call = call[0]
+        idx = obj.get("index", 0)
+        fn = call.get("function") if type(call) is dict else None
+        if type(call) is not dict or type(fn) is not dict or type(idx) is not int:
+            self.fault(out, "bad_tool_call", f"{obj.get('type')} not understood: {obj!r:.120}")
+            return
+        cid, name, args = call.get("id"), fn.get("name"), fn.get("arguments")
+        if any(v is not None and type(v) is not str for v in (cid, name, args)):
+            self.fault(out, "bad_tool_call", f"tool call fields not strings: {obj!r:.120}")
+            return
+        if obj.get("type") == "tool-call-delta" and not args:
+            return
+        self.tool(idx, cid, name, args or "", out)
+
+    def _citation(self, obj: dict[str, Any], out: list[Event]) -> None:
+        msg = _message(obj)
+        cit = msg.get("citations") if msg is not None else None
+        if type(cit) is list and len(cit) == 1:
+            cit = cit[0]
+        if type(cit) is not dict:
+            self.fault(out, "bad_citations", f"citation-start not understood: {obj!r:.120}")
+            return
+        self._cite(cit, out)
+
+    def _cite(self, cit: dict[str, Any], out: list[Event]) -> None:
+        start, end, text, sources = (
+            cit.get("start"),
+            cit.get("end"),
+            cit.get("text"),
+            cit.get("sources"),
+        )
+        if type(start) is not int or type(end) is not int or type(sources) is not list:
+            self.fault(out, "bad_citations", f"citation not understood: {cit!r:.120}")
+            return
+        if cit.get("type") == "THINKING_CONTENT":
+            return  # cites the reasoning, not the answer text: no span in answer.text
+        ci = cit.get("content_index")
+        block = self._blocks.get(ci if type(ci) is int else -1)
+        if block is None:
+            # No content index (older servers): the first text block.
+            texts = (b for b in self._blocks.values() if b[0] == "text")
+            first: list[Any] = ["text", 0]
+            block = next(texts, first)
+        base: int = block[1]
+        docs: list[int] = []
+        for src in sources:
+            got = _source(src)
+            if got is None:
+                self.fault(out, "bad_citations", f"citation source: {src!r:.120}")
+                continue
+            doc = self.cite(got[0], got[1], out)
+            if doc is not None and doc not in docs:
+                docs.append(doc)
+        for doc in docs:
+            if type(text) is str and self.text_slice(base + start, base + end) != text:
+                msg = f"citation {start}-{end} does not hold its text {text!r:.60}"
+                self.fault(out, "bad_citation_span", msg)
+                break
+            self.span(doc, base + start, base + end, out)
+        if docs:
+            self.emit_citations(out)
+
+    def _end(self, obj: dict[str, Any], out: list[Event]) -> None:
+        delta = obj.get("delta")
+        if type(delta) is not dict:
+            self.fault(out, "bad_chunk", f"message-end without a delta: {obj!r:.120}")
+            delta = {}
+        usage = delta.get("usage")
+        tokens = usage.get("tokens") if type(usage) is dict else None
+        if type(tokens) is dict:
+            self.usage(tokens.get("input_tokens"), tokens.get("output_tokens"), None, out)
+        reason = delta.get("finish_reason")
+        raw = reason if type(reason) is str else "COMPLETE"
+        mapped = finish_reason(raw)
+        err = delta.get("error")
+        if mapped == "error" or err:
+            etype = delta.get("error_type")
+            kind = etype if type(etype) is str else raw
+            message = err if type(err) is str else f"the message ended with {raw}"
+            again = raw == "TIMEOUT" or status_retryable(kind, None)
+            self.provider_error(kind.lower(), message, None, out, retryable=again)
+        self.finish(0, mapped, raw, out)
+
+    # -- a whole body --------------------------------------------------------------
+
+    def feed_completion(self, obj: Any, out: list[Event] | None = None) -> list[Event]:
+        """A non-streaming ``/v2/chat`` body, read as the stream it would have been."""
+        if out is None:
+            out = []
+        if type(obj) is not dict:
+            self.fault(out, "bad_chunk", f"response is not a JSON object: {obj!r:.120}")
+            return out
+        msg = obj.get("message")
+        if type(msg) is not dict:
+            self.event(b"", obj, out)
+            self.done = True
+            return out
+        self._start(obj, out)
+        plan = msg.get("tool_plan")
+        if type(plan) is str and plan:
+            self.reasoning(0, plan, out)
+        content = msg.get("content")
+        for i, part in enumerate(content if type(content) is list else ()):
+            wrap = {"index": i, "delta": {"message": {"content": part}}}
+            self._content_start(wrap, out)
+        for i, call in enumerate(msg.get("tool_calls") or ()):
+            self._tool_call({"index": i, "delta": {"message": {"tool_calls": call}}}, out)
+        cites = msg.get("citations")
+        for cit in cites if type(cites) is list else ():
+            if type(cit) is dict:
+                self._cite(cit, out)
+        end = {"finish_reason": obj.get("finish_reason"), "usage": obj.get("usage")}
+        self._end({"delta": end}, out)
+        self.end(out)
+        return out

@@ -1,0 +1,387 @@
+"""Gemini ``streamGenerateContent?alt=sse`` → events. Sans-I/O.
+
+Each ``data:`` is a GenerateContentResponse. The first with ``responseId`` /
+``modelVersion`` → ``meta``; a candidate's ``text`` part → ``token`` (``thought: true``:
+``reasoning``); a ``functionCall`` part → one whole ``tool_call``; ``finishReason`` →
+``finish``; ``usageMetadata`` (sent on every chunk) → one ``usage`` at the finish;
+``promptFeedback.blockReason`` → ``finish`` ``content_filter``; an ``error`` object →
+``error``. Candidate 0's ``groundingMetadata`` accumulates — it may come late or split
+across chunks: each new ``groundingChunks`` source is a citation, each
+``groundingSupports`` segment a span, its UTF-8 BYTE offsets into the candidate's text
+converted to characters (a support whose text has not all arrived waits for it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from streamcite.core.answer import AnswerBuilder
+from streamcite.core.dialects.base import MAX_SPANS, JSONDecodeError, StreamState, loads, new
+from streamcite.core.events import Event, TokenEvent
+from streamcite.core.markers import MarkerMode
+from streamcite.core.models import Citation
+from streamcite.core.sse import RawEvent
+
+__all__ = ["GeminiInterpreter", "finish_reason"]
+
+_REASONS = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "SPII": "content_filter",
+    "IMAGE_SAFETY": "content_filter",
+    "LANGUAGE": "content_filter",
+    "MALFORMED_FUNCTION_CALL": "error",
+    "UNEXPECTED_TOOL_CALL": "error",
+}
+_STATUS_CODES = {"RESOURCE_EXHAUSTED": 429, "UNAVAILABLE": 503, "INTERNAL": 500}
+
+
+def finish_reason(raw: str) -> str:
+    """Gemini's ``finishReason`` in the chat vocabulary (unknown ones: ``stop``)."""
+    return _REASONS.get(raw, "stop")
+
+
+def _source(chunk: Any) -> tuple[Any, Citation] | None:
+    """A ``groundingChunks`` entry → its key and citation (``None``: not understood)."""
+    if type(chunk) is not dict:
+        return None
+    for kind in ("web", "retrievedContext", "maps"):
+        src = chunk.get(kind)
+        if type(src) is dict:
+            uri, title, text = src.get("uri"), src.get("title"), src.get("text")
+            if any(v is not None and type(v) is not str for v in (uri, title, text)):
+                return None
+            meta = {k: v for k, v in src.items() if k not in ("uri", "title", "text")}
+            if kind != "web":
+                meta["kind"] = kind
+            key = ("uri", uri) if uri else (kind, title, text)
+            cit = Citation(
+                cited_text=text,
+                document_title=title,
+                source_url=uri,
+                provider_metadata=meta or None,
+            )
+            return key, cit
+    return None
+
+
+class _Bytes:
+    """UTF-8 byte offsets of one text → character offsets, walked forward (supports come
+    in text order): each part of the text is encoded about once, and nothing is kept
+    per character (per-character tables cost some 70 bytes per character of answer).
+
+    >>> b = _Bytes("né 🙂!")
+    >>> b.byte_length, b.to_char(3, end=False), b.to_char(5, end=False), b.to_char(5, end=True)
+    (9, 2, 3, 4)
+    """
+
+    __slots__ = ("byte", "byte_length", "char", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.byte_length = len(text) if text.isascii() else len(text.encode("utf-8"))
+        self.char = 0
+        self.byte = 0
+
+    def to_char(self, b: int, *, end: bool) -> int:
+        """The character at byte ``b``; inside a character: its start, or past it (``end``)."""
+        if b < self.byte:
+            self.char = self.byte = 0
+        need = b - self.byte
+        piece = self.text[self.char : self.char + need].encode("utf-8")[:need]
+        whole = piece.decode("utf-8", "ignore")  # a cut character at the end is left out
+        self.char += len(whole)
+        self.byte += len(piece) if len(whole) == len(piece) else len(whole.encode("utf-8"))
+        return self.char + 1 if end and self.byte < b else self.char
+
+
+class GeminiInterpreter(StreamState):
+    """Interprets one Gemini stream (``:streamGenerateContent?alt=sse``)."""
+
+    __slots__ = ("_docs", "_pending", "_seen_supports", "_sources_seen", "_usage_raw")
+
+    dialect = "gemini"
+
+    def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
+        super().__init__(builder, marker_mode)
+        self._docs: list[int | None] = []
+        """Accumulated ``groundingChunks`` of candidate 0 → their ``document_index``."""
+        self._sources_seen: list[Any] = []
+        self._pending: list[dict[str, Any]] = []
+        """Supports whose segment has not all arrived, or whose sources have not."""
+        self._seen_supports: set[tuple[str, str]] = set()
+        self._usage_raw: Any = None
+
+    def event(self, name: bytes, obj: dict[str, Any], out: list[Event]) -> None:
+        err = obj.get("error")
+        if err is not None:
+            self._error(err, out)
+            return
+        self.meta(obj.get("responseId"), obj.get("modelVersion"), None, out)
+        usage = obj.get("usageMetadata")
+        if usage is not None:
+            self._usage_raw = usage  # sent on every chunk: the last one is read at the end
+        candidates = obj.get("candidates")
+        if type(candidates) is list:
+            for cand in candidates:
+                self._candidate(cand, out)
+        elif candidates is not None:
+            self.fault(out, "bad_chunk", f"candidates is not an array: {candidates!r:.120}")
+        feedback = obj.get("promptFeedback")
+        if type(feedback) is dict and type(block := feedback.get("blockReason")) is str:
+            self.finish(0, "content_filter", block, out)
+            self._usage_out(out)
+
+    def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:
+        """The hot path, for a chunk of one candidate 0 text part and nothing else but usage and ids (most chunks): parsed once, checked inline,
+        its token made here; every other event (and what orjson refused) goes the general
+        way of :class:`StreamState`."""
+        append, raw0, det, keep = out.append, self._raw0, self._det0, self._det0.keep
+
+        for item in raw:
+            if self.done:
+                return
+            if item.__class__ is not bytes:  # OVERFLOW (a tuple) or a named event
+                StreamState.feed_raw(self, [item], out)
+                continue
+            data = item
+            try:
+                obj = loads(data)
+            except JSONDecodeError:
+                StreamState.feed_raw(self, [item], out)
+                continue
+            if obj.__class__ is dict:
+                t = self._plain_text(obj)
+                if t is not None:
+                    if t:
+                        if keep and not det.held and "[" not in t and self._surr is None:
+                            det.offset += len(t)
+                            ev = new(TokenEvent)  # built as new_token does, inline
+                            ev.type = "token"
+                            ev.index = 0
+                            ev.text = ev.display = t
+                            append(ev)
+                            raw0.append(t)
+                        else:
+                            self.token(0, t, out)
+                    continue
+                self.event(b"", obj, out)
+            else:
+                self.fault(out, "bad_chunk", f"event is not a JSON object: {data[:120]!r}")
+
+    def _plain_text(self, obj: dict[str, Any]) -> str | None:
+        """The text of a chunk of one candidate 0 text part and nothing else but usage
+        and ids (most chunks), else None."""
+        c = obj.get("candidates")
+        if c.__class__ is not list or len(c) != 1 or not self.meta_seen:
+            return None
+        cand = c[0]
+        # Only "content" (and "index": 0): a finish reason, grounding, safety ratings or
+        # anything else take the general way.
+        if cand.__class__ is not dict or cand.get("index", 0) != 0:
+            return None
+        if len(cand) != 1 and (len(cand) != 2 or "index" not in cand):
+            return None
+        content = cand.get("content")
+        parts = content.get("parts") if content.__class__ is dict else None
+        if parts.__class__ is not list or len(parts) != 1 or "promptFeedback" in obj:
+            return None
+        part = parts[0]
+        if part.__class__ is not dict or len(part) != 1:
+            return None
+        t = part.get("text")
+        if t.__class__ is not str or "error" in obj:
+            return None
+        usage = obj.get("usageMetadata")
+        if usage is not None:
+            self._usage_raw = usage
+        return t
+
+    def _usage_out(self, out: list[Event]) -> None:
+        """The last ``usageMetadata`` seen, as one ``usage`` event (once)."""
+        usage, self._usage_raw = self._usage_raw, None
+        if usage is None:
+            return
+        if type(usage) is not dict:
+            self.fault(out, "bad_chunk", f"usageMetadata is not an object: {usage!r:.120}")
+            return
+        p, c = usage.get("promptTokenCount"), usage.get("candidatesTokenCount")
+        self.usage(p, c, usage.get("totalTokenCount"), out)
+
+    def _candidate(self, cand: Any, out: list[Event]) -> None:
+        idx = cand.get("index", 0) if type(cand) is dict else None
+        if type(idx) is not int or not 0 <= idx < self.builder.bounds.max_choices:
+            self.fault(out, "bad_chunk", f"candidate not understood: {cand!r:.120}")
+            return
+        content = cand.get("content")
+        if type(content) is dict:
+            parts = content.get("parts")
+            if type(parts) is list:
+                for part in parts:
+                    self._part(idx, part, out)
+            elif parts is not None:
+                self.fault(out, "bad_chunk", f"parts is not an array: {parts!r:.120}")
+        if idx == 0:
+            meta = cand.get("groundingMetadata")
+            if type(meta) is dict:
+                self._grounding(meta, out)
+            elif meta is not None:
+                self.fault(out, "bad_citations", f"groundingMetadata: {meta!r:.120}")
+            if self._pending:
+                self._resolve(out, final=False)
+        reason = cand.get("finishReason")
+        if type(reason) is str:
+            if idx == 0:
+                self._resolve(out, final=True)
+            mapped = finish_reason(reason)
+            if mapped == "stop" and idx == 0 and self.has_tools:
+                mapped = "tool_calls"
+            if mapped == "error" and idx == 0:
+                msg = cand.get("finishMessage")
+                message = msg if type(msg) is str else f"the candidate finished with {reason}"
+                self.provider_error(reason.lower(), message, None, out, retryable=True)
+            self.finish(idx, mapped, reason, out)
+            if idx == 0:
+                self._usage_out(out)
+
+    def _part(self, idx: int, part: Any, out: list[Event]) -> None:
+        if type(part) is not dict:
+            self.fault(out, "bad_chunk", f"part is not an object: {part!r:.120}")
+            return
+        text = part.get("text")
+        if text is not None:
+            if type(text) is not str:
+                self.fault(out, "bad_chunk", f"part text is not a string: {part!r:.120}")
+            elif text:
+                if part.get("thought") is True:
+                    self.reasoning(idx, text, out)
+                else:
+                    self.token(idx, text, out)
+            return
+        call = part.get("functionCall")
+        if call is not None:
+            name = call.get("name") if type(call) is dict else None
+            if type(name) is not str:
+                self.fault(out, "bad_tool_call", f"functionCall not understood: {call!r:.120}")
+                return
+            assert type(call) is dict
+            cid = call.get("id")
+            args = call.get("args")
+            arguments = orjson.dumps(args).decode() if args is not None else ""
+            key = object()  # every functionCall part is a whole call of its own
+            self.tool(key, cid if type(cid) is str else None, name, arguments, out, idx)
+        # thoughtSignature alone, executableCode, codeExecutionResult, inlineData,
+        # fileData: ignored (docs/provider-streams.md)
+
+    def _grounding(self, meta: dict[str, Any], out: list[Event]) -> None:
+        chunks = meta.get("groundingChunks")
+        added = False
+        if type(chunks) is list:
+            seen = self._sources_seen
+            # Cumulative (the whole list again) or split (only the new ones): a list that
+            # starts with what is known adds its tail; another adds all of itself.
+            fresh = chunks[len(seen) :] if chunks[: len(seen)] == seen else chunks
+            for ch in fresh:
+                if len(self._docs) >= 4 * MAX_SPANS:
+                    break
+                seen.append(ch)
+                got = _source(ch)
+                if got is None:
+                    self.fault(out, "bad_citations", f"grounding chunk: {ch!r:.120}")
+                    self._docs.append(None)
+                    continue
+                before = len(self.builder.citations)
+                self._docs.append(self.cite(got[0], got[1], out))
+                added = added or len(self.builder.citations) > before
+        supports = meta.get("groundingSupports")
+        if type(supports) is list:
+            for sup in supports:
+                if type(sup) is not dict:
+                    self.fault(out, "bad_citations", f"grounding support: {sup!r:.120}")
+                    continue
+                # The same support sent again (cumulative metadata) is the same span.
+                key = (repr(sup.get("segment"))[:400], repr(sup.get("groundingChunkIndices"))[:200])
+                if key in self._seen_supports or len(self._seen_supports) >= MAX_SPANS:
+                    continue
+                self._seen_supports.add(key)
+                self._pending.append(sup)
+        if added:
+            self.emit_citations(out)
+
+    def _resolve(self, out: list[Event], *, final: bool) -> None:
+        """Pending supports whose bytes and sources have arrived become spans."""
+        keep: list[dict[str, Any]] = []
+        added = False
+        m = _Bytes(self.builder.text_so_far()) if self._pending else None
+        for sup in self._pending:
+            assert m is not None
+            seg, ids = sup.get("segment"), sup.get("groundingChunkIndices")
+            if type(seg) is not dict or type(ids) is not list:
+                self.fault(out, "bad_citations", f"grounding support: {sup!r:.120}")
+                continue
+            start, end = seg.get("startIndex", 0), seg.get("endIndex")
+            if type(start) is not int or type(end) is not int or not 0 <= start <= end:
+                self.fault(out, "bad_citation_span", f"segment offsets: {seg!r:.120}")
+                continue
+            waiting = end > m.byte_length or any(
+                type(i) is not int or i >= len(self._docs) for i in ids
+            )
+            if waiting:
+                if final:
+                    msg = f"grounding segment {start}-{end} (bytes) of {seg.get('text')!r:.60}"
+                    msg += f" beyond the answer ({m.byte_length} bytes) or its sources"
+                    self.fault(out, "bad_citation_span", msg)
+                else:
+                    keep.append(sup)
+                continue
+            c0, c1 = m.to_char(start, end=False), m.to_char(end, end=True)
+            text = seg.get("text")
+            if type(text) is str and m.text[c0:c1] != text:
+                msg = f"grounding segment {start}-{end} (bytes) does not hold its text {text!r:.60}"
+                self.fault(out, "bad_citation_span", msg)
+                continue
+            for i in ids:
+                doc = self._docs[i]
+                if doc is None:
+                    continue
+                c = self.builder.citations[doc]
+                if c.cited_text is None and type(text) is str:
+                    c.cited_text = text
+                added = self.span(doc, c0, c1, out) or added
+        self._pending = keep
+        if added:
+            self.emit_citations(out)
+
+    def _error(self, err: Any, out: list[Event]) -> None:
+        if type(err) is not dict:
+            self.provider_error("upstream_error", str(err)[:300], None, out)
+            return
+        status, code = err.get("status"), err.get("code")
+        name = status if type(status) is str else "upstream_error"
+        http = code if type(code) is int else _STATUS_CODES.get(name)
+        self.provider_error(name, err.get("message"), http, out)
+
+    def close_extra(self, out: list[Event]) -> None:
+        if self._pending:
+            self._resolve(out, final=True)
+        self._usage_out(out)
+
+    # -- a whole body --------------------------------------------------------------
+
+    def feed_completion(self, obj: Any, out: list[Event] | None = None) -> list[Event]:
+        """A non-streaming ``generateContent`` body: one chunk that is the whole answer."""
+        if out is None:
+            out = []
+        if type(obj) is not dict:
+            self.fault(out, "bad_chunk", f"response is not a JSON object: {obj!r:.120}")
+            return out
+        self.event(b"", obj, out)
+        self._usage_out(out)
+        self.done = True
+        return out

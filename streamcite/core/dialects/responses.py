@@ -1,0 +1,347 @@
+"""OpenAI Responses API SSE → events. Sans-I/O.
+
+``response.created`` → ``meta``; ``response.output_text.delta`` → ``token``;
+``response.reasoning_summary_text.delta`` / ``response.reasoning_text.delta`` →
+``reasoning``; a ``function_call`` item (``response.output_item.added``) and its
+``response.function_call_arguments.delta`` → ``tool_call``; ``response.refusal.delta`` →
+``refusal``; ``response.output_text.annotation.added`` → a ``citations`` event at once
+(``url_citation`` and ``container_file_citation`` with their span ``start_index:end_index``
+of the content part, ``file_citation`` without one); ``response.completed`` /
+``response.incomplete`` → ``usage`` and ``finish``; ``response.failed`` and ``error`` →
+``error`` (the answer cut). The ``.done`` / ``.added`` echoes of what the deltas carried,
+``response.in_progress`` and the hosted tools' progress events are ignored (see
+docs/provider-streams.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamcite.core.answer import AnswerBuilder
+from streamcite.core.dialects.base import Handler, JSONDecodeError, StreamState, loads, new
+from streamcite.core.events import Event, TokenEvent
+from streamcite.core.markers import MarkerMode
+from streamcite.core.models import Citation
+from streamcite.core.sse import OVERFLOW, RawEvent
+
+__all__ = ["ResponsesInterpreter"]
+
+_IGNORED = frozenset(
+    {
+        "response.in_progress",
+        "response.queued",
+        "response.output_item.done",
+        "response.content_part.done",
+        "response.output_text.done",
+        "response.refusal.done",
+        "response.function_call_arguments.done",
+        "response.reasoning_summary_part.added",
+        "response.reasoning_summary_part.done",
+        "response.reasoning_summary_text.done",
+        "response.reasoning_text.done",
+        "response.web_search_call.in_progress",
+        "response.web_search_call.searching",
+        "response.web_search_call.completed",
+        "response.file_search_call.in_progress",
+        "response.file_search_call.searching",
+        "response.file_search_call.completed",
+        "response.code_interpreter_call.in_progress",
+        "response.code_interpreter_call.interpreting",
+        "response.code_interpreter_call.completed",
+        "response.code_interpreter_call_code.delta",
+        "response.code_interpreter_call_code.done",
+        "response.image_generation_call.in_progress",
+        "response.image_generation_call.generating",
+        "response.image_generation_call.partial_image",
+        "response.image_generation_call.completed",
+        "response.mcp_call.in_progress",
+        "response.mcp_call.completed",
+        "response.mcp_call.failed",
+        "response.mcp_call_arguments.delta",
+        "response.mcp_call_arguments.done",
+        "response.mcp_list_tools.in_progress",
+        "response.mcp_list_tools.completed",
+        "response.mcp_list_tools.failed",
+        "response.output_text.logprobs",
+    }
+)
+_INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
+_MAPPED = frozenset({"type", "url", "title", "filename", "start_index", "end_index"})
+
+
+def _str(v: Any) -> str | None:
+    return v if type(v) is str else None
+
+
+class ResponsesInterpreter(StreamState):
+    """Interprets one OpenAI Responses stream (``/v1/responses``, ``stream: true``)."""
+
+    __slots__ = ("_parts", "_table", "_texts", "error_seen")
+
+    dialect = "responses"
+
+    def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
+        super().__init__(builder, marker_mode)
+        self._parts: dict[tuple[Any, Any], int] = {}
+        """(item id, content index) → the character where that text part starts."""
+        self._texts = 0
+        self.error_seen: str | None = None
+        self._table: dict[str, Handler] = {
+            "response.created": self._created,
+            "response.output_item.added": self._item_added,
+            "response.content_part.added": self._part_added,
+            "response.output_text.delta": self._text_delta,
+            "response.output_text.annotation.added": self._annotation,
+            "response.reasoning_summary_text.delta": self._reasoning_delta,
+            "response.reasoning_text.delta": self._reasoning_delta,
+            "response.function_call_arguments.delta": self._arguments_delta,
+            "response.refusal.delta": self._refusal_delta,
+            "response.completed": self._completed,
+            "response.incomplete": self._completed,
+            "response.failed": self._failed,
+            "error": self._error,
+        }
+
+    def event(self, name: bytes, obj: dict[str, Any], out: list[Event]) -> None:
+        self.dispatch(self._table, _IGNORED, obj, out)
+
+    def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:
+        """The hot path, for an ``output_text.delta`` of a known text part (most events of a stream): parsed once, checked inline,
+        its token made here; every other event (and what orjson refused) goes the general
+        way of :class:`StreamState`."""
+        append, raw0, det, keep = out.append, self._raw0, self._det0, self._det0.keep
+        parts = self._parts
+        for item in raw:
+            if self.done:
+                return
+            if item.__class__ is not tuple or item is OVERFLOW:
+                StreamState.feed_raw(self, [item], out)
+                continue
+            data = item[1]
+            try:
+                obj = loads(data)
+            except JSONDecodeError:
+                StreamState.feed_raw(self, [item], out)
+                continue
+            if obj.__class__ is dict:
+                if (
+                    obj.get("type") == "response.output_text.delta"
+                    and (t := obj.get("delta")).__class__ is str
+                    and self._texts
+                    and (obj.get("item_id"), obj.get("content_index")) in parts
+                ):
+                    if t:
+                        if keep and not det.held and "[" not in t and self._surr is None:
+                            det.offset += len(t)
+                            ev = new(TokenEvent)  # built as new_token does, inline
+                            ev.type = "token"
+                            ev.index = 0
+                            ev.text = ev.display = t
+                            append(ev)
+                            raw0.append(t)
+                        else:
+                            self.token(0, t, out)
+                    continue
+                self.event(item[0], obj, out)
+            else:
+                self.fault(out, "bad_chunk", f"event is not a JSON object: {data[:120]!r}")
+
+    def _created(self, obj: dict[str, Any], out: list[Event]) -> None:
+        r = obj.get("response")
+        if type(r) is not dict:
+            self.fault(out, "bad_chunk", f"response.created without a response: {obj!r:.120}")
+            return
+        self.meta(r.get("id"), r.get("model"), r.get("created_at"), out)
+
+    def _item_added(self, obj: dict[str, Any], out: list[Event]) -> None:
+        item = obj.get("item")
+        if type(item) is not dict:
+            self.fault(out, "bad_chunk", f"output item is not an object: {obj!r:.120}")
+            return
+        if item.get("type") == "function_call":
+            iid, cid, name = item.get("id"), _str(item.get("call_id")), _str(item.get("name"))
+            args = item.get("arguments")
+            if type(iid) is not str or cid is None or name is None:
+                self.fault(out, "bad_tool_call", f"function_call not understood: {item!r:.120}")
+                return
+            self.tool(iid, cid, name, args if type(args) is str else "", out)
+        # message, reasoning and hosted tool items: their content comes as deltas
+
+    def _part_key(self, obj: dict[str, Any]) -> tuple[Any, Any]:
+        key = (obj.get("item_id"), obj.get("content_index"))
+        if key not in self._parts and len(self._parts) < 4096:
+            self._parts[key] = self.chars0
+        return key
+
+    def _part_added(self, obj: dict[str, Any], out: list[Event]) -> None:
+        part = obj.get("part")
+        if type(part) is dict and part.get("type") == "output_text":
+            self._part_key(obj)
+
+    def _text_delta(self, obj: dict[str, Any], out: list[Event]) -> None:
+        text = obj.get("delta")
+        if type(text) is not str:
+            self.fault(out, "bad_chunk", f"output_text delta is not a string: {obj!r:.120}")
+            return
+        self._part_key(obj)
+        if text:
+            self._texts += 1
+            self.token(0, text, out)
+
+    def _annotation(self, obj: dict[str, Any], out: list[Event]) -> None:
+        note = obj.get("annotation")
+        if type(note) is not dict:
+            self.fault(out, "bad_annotation", f"annotation is not an object: {obj!r:.120}")
+            return
+        kind = note.get("type")
+        url, title, fid = _str(note.get("url")), _str(note.get("title")), _str(note.get("file_id"))
+        start, end = note.get("start_index"), note.get("end_index")
+        if kind == "url_citation" and url is not None:
+            key: Any = ("url", url)
+        elif kind in ("file_citation", "container_file_citation", "file_path") and fid:
+            key = ("file", fid)
+            title = _str(note.get("filename")) or title
+        else:
+            self.fault(out, "bad_annotation", f"annotation not understood: {note!r:.120}")
+            return
+        meta = {k: v for k, v in note.items() if k not in _MAPPED}
+        if kind != "url_citation":
+            meta["type"] = kind
+        cit = Citation(document_title=title, source_url=url, provider_metadata=meta or None)
+        doc = self.cite(key, cit, out)
+        if doc is None:
+            return
+        if start is not None or end is not None:
+            if type(start) is not int or type(end) is not int:
+                self.fault(out, "bad_annotation", f"span is not integers: {note!r:.120}")
+            else:
+                base = self._parts.get((obj.get("item_id"), obj.get("content_index")), 0)
+                self.span(doc, base + start, base + end, out)
+        self.emit_citations(out)
+
+    def _reasoning_delta(self, obj: dict[str, Any], out: list[Event]) -> None:
+        text = obj.get("delta")
+        if type(text) is not str:
+            self.fault(out, "bad_chunk", f"reasoning delta is not a string: {obj!r:.120}")
+        elif text:
+            self.reasoning(0, text, out)
+
+    def _refusal_delta(self, obj: dict[str, Any], out: list[Event]) -> None:
+        text = obj.get("delta")
+        if type(text) is not str:
+            self.fault(out, "bad_chunk", f"refusal delta is not a string: {obj!r:.120}")
+        elif text:
+            self.refusal(0, text, out)
+
+    def _arguments_delta(self, obj: dict[str, Any], out: list[Event]) -> None:
+        iid, part = obj.get("item_id"), obj.get("delta")
+        if type(part) is not str or type(iid) is not str:
+            self.fault(out, "bad_tool_call", f"arguments delta not understood: {obj!r:.120}")
+        elif part:
+            self.tool(iid, None, None, part, out)
+
+    def _usage_of(self, r: dict[str, Any], out: list[Event]) -> None:
+        u = r.get("usage")
+        if type(u) is dict:
+            self.usage(u.get("input_tokens"), u.get("output_tokens"), u.get("total_tokens"), out)
+        elif u is not None:
+            self.fault(out, "bad_chunk", f"usage is not an object: {u!r:.120}")
+
+    def _completed(self, obj: dict[str, Any], out: list[Event]) -> None:
+        r = obj.get("response")
+        if type(r) is not dict:
+            self.fault(out, "bad_chunk", f"{obj.get('type')} without a response: {obj!r:.120}")
+            r = {}
+        self.meta(r.get("id"), r.get("model"), r.get("created_at"), out)
+        self._usage_of(r, out)
+        status = _str(r.get("status")) or "completed"
+        details = r.get("incomplete_details")
+        why = _str(details.get("reason")) if type(details) is dict else None
+        if status == "incomplete" or why:
+            self.finish(0, _INCOMPLETE.get(why or "", "length"), why or status, out)
+        elif self.has_tools:
+            self.finish(0, "tool_calls", status, out)
+        elif self.builder.has_refusal() and not self._texts:
+            self.finish(0, "refusal", status, out)
+        else:
+            self.finish(0, "stop", status, out)
+        self.end(out)
+
+    def _failed(self, obj: dict[str, Any], out: list[Event]) -> None:
+        r = obj.get("response")
+        r = r if type(r) is dict else {}
+        err = r.get("error")
+        if type(err) is dict:
+            code = _str(err.get("code")) or "response_failed"
+            if code != self.error_seen:
+                self.provider_error(code, err.get("message"), None, out)
+        elif self.error_seen is None:
+            self.provider_error("response_failed", "the response failed", None, out)
+        self.cut = True
+        self._usage_of(r, out)
+        self.finish(0, "error", _str(r.get("status")) or "failed", out)
+        self.end(out)
+
+    def _error(self, obj: dict[str, Any], out: list[Event]) -> None:
+        # Documented shape: code/message at the top; some servers nest an error object.
+        nested = obj.get("error")
+        err: dict[str, Any] = nested if type(nested) is dict else obj
+        code = _str(err.get("code")) or _str(err.get("type")) or "upstream_error"
+        if code == "error":
+            code = "upstream_error"
+        self.error_seen = code
+        self.provider_error(code, err.get("message"), None, out)
+
+    # -- a whole body --------------------------------------------------------------
+
+    def feed_completion(self, obj: Any, out: list[Event] | None = None) -> list[Event]:
+        """A non-streaming ``response`` body, read as the stream it would have been."""
+        if out is None:
+            out = []
+        if type(obj) is not dict:
+            self.fault(out, "bad_chunk", f"response is not a JSON object: {obj!r:.120}")
+            return out
+        if type(obj.get("error")) is dict and obj.get("object") != "response":
+            self._error(obj, out)
+            self.done = True
+            return out
+        self._created({"response": obj}, out)
+        output = obj.get("output")
+        for item in output if type(output) is list else ():
+            if type(item) is not dict:
+                self.fault(out, "bad_chunk", f"output item is not an object: {item!r:.120}")
+                continue
+            self._body_item(item, out)
+        if obj.get("status") == "failed":
+            self._failed({"response": obj}, out)
+        else:
+            self._completed({"response": obj}, out)
+        return out
+
+    def _body_item(self, item: dict[str, Any], out: list[Event]) -> None:
+        kind, iid = item.get("type"), item.get("id")
+        if kind == "function_call":
+            args = item.get("arguments")
+            self._item_added({"item": {**item, "arguments": ""}}, out)
+            if type(args) is str and type(iid) is str:
+                self._arguments_delta({"item_id": iid, "delta": args}, out)
+        elif kind == "reasoning":
+            for part in item.get("summary") or ():
+                if type(part) is dict:
+                    self._reasoning_delta({"delta": part.get("text")}, out)
+            for part in item.get("content") or ():
+                if type(part) is dict and part.get("type") == "reasoning_text":
+                    self._reasoning_delta({"delta": part.get("text")}, out)
+        elif kind == "message":
+            content = item.get("content")
+            for i, part in enumerate(content if type(content) is list else ()):
+                ptype = part.get("type") if type(part) is dict else None
+                if ptype == "output_text":
+                    where = {"item_id": iid, "content_index": i}
+                    self._text_delta({**where, "delta": part.get("text")}, out)
+                    for note in part.get("annotations") or ():
+                        self._annotation({**where, "annotation": note}, out)
+                elif ptype == "refusal":
+                    self._refusal_delta({"delta": part.get("refusal")}, out)
+                else:
+                    self.unknown(f"content part {ptype}", part, out)
