@@ -170,7 +170,11 @@ new MutationObserver(() => {
 
 async def test_a_sentence_is_tinted_as_its_claim_arrives_before_done() -> None:
     async with LocalBackend(BackendConfig(token_delay=0.03)) as be:
-        req = {"model": "m", "messages": [{"role": "user", "content": QUESTION}], "stream": True}
+        req = {
+            "model": "streamcite-local",
+            "messages": [{"role": "user", "content": QUESTION}],
+            "stream": True,
+        }
         async with stream_chat(req, base_url=be.base_url) as s:
             first = await s.until_done()
         facts = [c.cited_text for c in first.citations if c.cited_text]
