@@ -5,7 +5,7 @@ arrive (tokens, reasoning, tool calls, live footnote references) → citations a
 finish chunk → after the stream, quoted sources and grounding checks, concurrently →
 one CitedAnswer.
 
-The five that matter::
+The ones that matter::
 
     stream_chat(request, base_url=...)   # async context manager + async iterator of events
     ChatStream                           # what stream_chat returns: .text_stream, .until_done()
@@ -14,10 +14,9 @@ The five that matter::
     answer_from_response(body)           # a non-streaming body of any of the five APIs
 
 Everything else has one home (docs/imports.md): ``streamcite.events`` (event classes),
-``streamcite.models`` (citations, sources, grounding), ``streamcite.enrich`` (Wikit,
-Google, the offline checker), ``streamcite.local`` (embedded backend),
-``streamcite.relay``, ``streamcite.core.*`` (decoder, interpreter, markers). Names load
-on first use, so ``import streamcite`` pulls in no I/O library.
+``streamcite.models`` (citations, sources, grounding), ``streamcite.enrich`` (Wikit, Google,
+Azure, the offline checker), ``streamcite.local`` (embedded backend), ``streamcite.relay``,
+``streamcite.core.*``. Names load on first use: ``import streamcite`` pulls in no I/O library.
 """
 
 from __future__ import annotations
