@@ -267,3 +267,72 @@ async def test_an_azure_check_at_azures_limits_runs_off_the_event_loop(
         assert r.status == 200, await r.text()
         assert "ungroundedPercentage" in await r.json()
     assert threaded == ["_run"]
+
+
+# ------------------------------------------------------------ a check that never returns
+
+
+class _HangingChecker:
+    """A custom checker whose first check never returns (until the test releases it)."""
+
+    name = "hangs"
+
+    def __init__(self, release: Any) -> None:
+        self.release = release
+
+    def index(self, facts: Any, *, lang: str | None, sample: str) -> list[str]:
+        return list(facts)
+
+    def check(self, index: Any, text: str, *, heading: bool = False) -> Any:
+        from streamcite.enrich.claims import ClaimScore
+
+        self.release.wait(60)
+        return ClaimScore(True, 1.0, [(0, 1.0)])
+
+
+class _Live:
+    kind = "live"
+    timeout = 5.0
+    needs: tuple[str, ...] = ()
+
+    def __init__(self, checker: Any, claim_timeout: float) -> None:
+        self.checker = checker
+        self.claim_timeout = claim_timeout
+
+    def claim_session(self, request: Any) -> LocalClaimSession:
+        return LocalClaimSession(
+            [GroundingFact(f) for f in FACTS], checker=self.checker, timeout=self.claim_timeout
+        )
+
+    async def enrich(self, ctx: Any) -> None:
+        return None
+
+
+async def test_a_check_that_never_returns_does_not_stop_other_streams_live_claims(
+    serve: Any,
+) -> None:
+    """Every live check runs in one worker thread shared by all streams: a custom checker
+    stuck in one check made every later check of every stream time out, for as long as
+    the process lived."""
+    import threading
+
+    release = threading.Event()
+    text = chunk("Paris is in France. ") + chunk("It is large. ")
+    base = await serve([text, chunk(None, "stop"), b"data: [DONE]\n\n"])
+    try:
+        stuck = _Live(_HangingChecker(release), claim_timeout=0.3)
+        async with asyncio.timeout(30):
+            async with stream_chat(REQUEST, base_url=base, after=[stuck]) as s:
+                events = [e async for e in s]
+        timeouts = [e for e in events if isinstance(e, ErrorEvent) and e.code == "claim_timeout"]
+        assert len(timeouts) == 2  # this stream's claims go out unchecked
+        # Another stream, with a checker that answers: its claims are checked.
+        fine = LocalGrounding(facts=FACTS, claim_timeout=5.0)
+        async with asyncio.timeout(30):
+            async with stream_chat(REQUEST, base_url=base, after=[fine]) as s:
+                events = [e async for e in s]
+        claims = [e for e in events if isinstance(e, ClaimEvent)]
+        assert [c.supported for c in claims] == [True, False]
+        assert not [e for e in events if isinstance(e, ErrorEvent) and e.code == "claim_timeout"]
+    finally:
+        release.set()
