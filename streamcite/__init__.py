@@ -5,18 +5,18 @@ arrive (tokens, reasoning, tool calls, live footnote references) → citations a
 finish chunk → after the stream, quoted sources and grounding checks, concurrently →
 one CitedAnswer.
 
-The ones that matter::
+The five that matter::
 
-    stream_chat(request, base_url=...)   # async context manager + async iterator of events
+    stream_chat(request, base_url=..., api=...)  # async context manager + iterator of events
     ChatStream                           # what stream_chat returns: .text_stream, .until_done()
     CitedAnswer                          # the final answer: text, citations, sources, grounding
-    iter_events / aiter_events           # the sans-I/O core over recorded (async) byte chunks
-    answer_from_response(body)           # a non-streaming body of any of the five APIs
+    iter_events / aiter_events / answer_from_response  # the sans-I/O core: bytes or bodies
 
 Everything else has one home (docs/imports.md): ``streamcite.events`` (event classes),
-``streamcite.models`` (citations, sources, grounding), ``streamcite.enrich`` (Wikit, Google,
-Azure, the offline checker), ``streamcite.local`` (embedded backend), ``streamcite.relay``,
-``streamcite.core.*``. Names load on first use: ``import streamcite`` pulls in no I/O library.
+``streamcite.models`` (citations, sources, grounding), ``streamcite.enrich`` (Wikit,
+Google, the offline checker), ``streamcite.local`` (embedded backend),
+``streamcite.relay``, ``streamcite.core.*`` (decoder, interpreter, markers). Names load
+on first use, so ``import streamcite`` pulls in no I/O library.
 """
 
 from __future__ import annotations

@@ -56,6 +56,8 @@ def test_the_same_options_in_every_command_that_has_them() -> None:
     for name in ("ask", "relay", "serve-local", "bench"):
         assert "--verbose" in shown[name], name
     assert {"--fault", "--allow-client-faults"} <= shown["serve-local"]
+    for name in ("relay", "serve-local"):  # the read deadlines of both servers
+        assert {"--header-timeout", "--body-timeout"} <= shown[name], name
     assert "--allow-client-faults" in shown["relay"]
 
 
@@ -147,3 +149,30 @@ def test_a_hidden_alias_must_be_declared() -> None:
 
         @option("--new", hidden_aliases=("--old",))
         def f(new: str) -> None: ...
+
+
+def _option_help(command: click.Command, flag: str) -> str:
+    """The help, default and type of ``flag`` in ``command`` (from click, not the terminal)."""
+    (param,) = [p for p in command.params if flag in p.opts]
+    return f"{param.help} {param.default} {param.type}"
+
+
+def test_read_deadline_flags_are_worded_alike_in_both_servers() -> None:
+    for flag in ("--header-timeout", "--body-timeout"):
+        assert _option_help(relay.command, flag) == _option_help(serve_local.command, flag)
+    assert _params(relay.command, ["--header-timeout", "2.5"])["header_timeout"] == 2.5
+    assert _params(serve_local.command, ["--body-timeout", "4"])["body_timeout"] == 4.0
+
+
+def test_serve_local_passes_the_read_deadlines(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[Any] = []
+
+    async def fake_serve(config: Any, host: str, port: int) -> None:
+        seen.append(config)
+
+    monkeypatch.setattr(serve_local, "_serve", fake_serve)
+    result = CliRunner().invoke(
+        serve_local.command, ["--header-timeout", "3", "--body-timeout", "7"]
+    )
+    assert result.exit_code == 0, result.output
+    assert (seen[0].header_timeout, seen[0].body_timeout) == (3.0, 7.0)

@@ -1,7 +1,7 @@
 """Live claims from citations that arrive mid-stream in the other dialects (Anthropic
 ``citations_delta`` cited text, Cohere ``citation-start`` spans): the recorded-style
-fixtures of tests/fixtures/dialects/ served over loopback at each API's path, read by
-``stream_chat(api=...)`` in that API's dialect. Skips where the dialect interpreters are not present."""
+fixtures of tests/fixtures/dialects/ served over loopback at each API's own path, read
+by ``stream_chat(api=...)``."""
 
 from __future__ import annotations
 
@@ -9,14 +9,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import pytest
 from aiohttp import web
 
 from streamcite import stream_chat
 from streamcite.core.events import ClaimEvent
 from streamcite.local.checker import LocalGrounding
-
-pytest.importorskip("streamcite.core.dialects")
 
 FIXTURES = Path(__file__).parent / "fixtures" / "dialects"
 
@@ -44,19 +41,18 @@ class GatedSSE:
         return resp
 
 
-# Each API's path under its root (stream_chat(api=...) reads the answer in that dialect).
-_PATHS = {"anthropic": ("/v1", "/messages"), "cohere": ("/v2", "/chat")}
-
-
-async def _run(up: GatedSSE, api: str) -> tuple[list[Any], Any]:
-    root, path = _PATHS[api]
+async def _run(up: GatedSSE, api: str, root: str, path: str) -> tuple[list[Any], Any]:
     app = web.Application()
     app.router.add_post(root + path, up.handle)
     runner = web.AppRunner(app)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()
     base = f"http://127.0.0.1:{runner.addresses[0][1]}{root}"
-    request = {"model": "m", "messages": [{"role": "user", "content": "Quelle altitude ?"}]}
+    request = {
+        "model": "m",
+        "max_tokens": 256,
+        "messages": [{"role": "user", "content": "Quelle altitude ?"}],
+    }
     seen: list[Any] = []
     try:
         async with (
@@ -78,7 +74,7 @@ async def test_anthropic_cited_text_checks_its_sentence_before_the_answer_ends()
     # Held back after the second text block starts: the first block's sentence, its
     # cited text known, must be claimed while the upstream is silent.
     up = GatedSSE(FIXTURES / "anthropic__citations_nonascii.sse", b'"text": " Il est')
-    seen, answer = await _run(up, "anthropic")
+    seen, answer = await _run(up, "anthropic", "/v1", "/messages")
     claims = [e for e in seen if isinstance(e, ClaimEvent)]
     types = [e.type for e in seen]
     assert claims and types.index("claim") < types.index("finish")
@@ -94,7 +90,7 @@ async def test_cohere_spans_anchor_the_claims() -> None:
     # Held back once the second sentence starts: the first is complete and its span
     # (citation-start 17-54) known, so it is claimed while the upstream is silent.
     up = GatedSSE(FIXTURES / "cohere__citations_nonascii.sse", b'"text":" Le bulletin')
-    seen, answer = await _run(up, "cohere")
+    seen, answer = await _run(up, "cohere", "/v2", "/chat")
     claims = [e for e in seen if isinstance(e, ClaimEvent)]
     types = [e.type for e in seen]
     assert len(claims) == 2 and types.index("claim") < types.index("finish")

@@ -27,11 +27,25 @@ from streamcite.relay.streamlog import LogEntry
 class _Target:
     key_bulk: bytes
     sid_prefix: bytes
+    meta_bulk: bytes = b""
 
 
 def _target(sid: str) -> _Target:
     raw = sid.encode()
-    return _Target(bulk(b"k:" + raw), b"%d %s" % (len(raw), raw))
+    return _Target(bulk(b"k:" + raw), b"%d %s" % (len(raw), raw), bulk(b"m:" + raw))
+
+
+def _resp_parts(packed: bytes) -> list[bytes]:
+    """The bulk strings of a packed RESP array, in order."""
+    parts: list[bytes] = []
+    i = packed.index(b"\r\n") + 2
+    while i < len(packed):
+        j = packed.index(b"\r\n", i)
+        n = int(packed[i + 1 : j])
+        parts.append(packed[j + 2 : j + 2 + n])
+        i = j + 2 + n + 2
+    assert int(packed[1 : packed.index(b"\r\n")]) == len(parts)  # the array's own count
+    return parts
 
 
 def _fanout_message(packed: bytes) -> bytes:
@@ -76,3 +90,30 @@ def test_a_finish_notice_is_an_empty_entry_of_seq_zero(sid: str) -> None:
     # below its tail and skips it, so a mixed-version deployment keeps working.
     assert unpack_fanout(finish_notice(sid)) == [(sid, LogEntry(FINISH_SEQ, b""))]
     assert FINISH_SEQ == 0
+
+
+@given(
+    st.lists(st.tuples(sids, st.integers(1, 10**9), payloads), max_size=10),
+    st.lists(st.tuples(sids, st.integers(1, 10**9), payloads), min_size=1, max_size=10),
+)
+def test_superseded_entries_follow_the_batch_as_key_pairs_and_replacements(
+    items: list[tuple[str, int, bytes]], replaced: list[tuple[str, int, bytes]]
+) -> None:
+    batch = [(_target(sid), LogEntry(seq, p)) for sid, seq, p in items]
+    sup = [(_target(sid), LogEntry(seq, p)) for sid, seq, p in replaced]
+    parts = _resp_parts(pack_append(batch, bulk(b"100"), bulk(b"chan"), sup))
+    n, s = len(batch), len(sup)
+    assert parts[:3] == [b"EVALSHA", APPEND.sha.encode(), b"%d" % (n + 2 * s)]
+    keys = parts[3 : 3 + n + 2 * s]
+    assert keys[:n] == [b"k:" + sid.encode() for sid, _, _ in items]
+    assert keys[n:] == [
+        k for sid, _, _ in replaced for k in (b"k:" + sid.encode(), b"m:" + sid.encode())
+    ]
+    maxlen, channel, message, count = parts[3 + n + 2 * s : 7 + n + 2 * s]
+    assert (maxlen, channel, count) == (b"100", b"chan", b"%d" % s)
+    args = parts[7 + n + 2 * s :]
+    assert args == [x for _, seq, p in (*items, *replaced) for x in (b"%d" % seq, p)]
+    # Followers get the replacements after the batch (they put them in place).
+    assert unpack_fanout(message) == [
+        (sid, LogEntry(seq, p)) for sid, seq, p in (*items, *replaced)
+    ]

@@ -20,6 +20,7 @@ import pytest
 
 from streamcite.core.errors import StreamciteError
 from streamcite.relay.memlog import MemoryStreamLog
+from streamcite.relay.producer import SUPERSEDED
 from streamcite.relay.streamlog import LogEntry, StreamLog
 from tests._redis_fixtures import (  # noqa: F401  (fixtures, requested by name)
     redis_prefix,
@@ -89,6 +90,7 @@ async def make_logs(request: pytest.FixtureRequest) -> AsyncIterator[Make]:
                 opts["retention"] = kw["retention"]
             if kw.get("max_entries") is not None:
                 opts["maxlen"] = kw["max_entries"]
+            # max_bytes: the memory log's byte bound; Redis bounds by count only.
             names = iter("ABCDEFGH")
 
             async def spawn() -> Any:
@@ -380,6 +382,95 @@ async def test_bounds_keep_the_newest_entries_and_a_late_reader_sees_the_gap(
             assert 100 <= len(seqs) < 1000  # trimmed approximately (MAXLEN ~)
         else:
             assert len(seqs) <= 100  # an upper bound
+
+
+def _citations(round_: int, size: int = 20_000) -> bytes:
+    return b'{"type":"citations","round":%d,"pad":"%s"}' % (round_, b"x" * size)
+
+
+async def _supersede_rounds(
+    a: Any,
+    sid: str,
+    rounds: int,
+    base: int = 0,
+    settle: Callable[[], Awaitable[None]] | None = None,
+) -> list[bytes]:
+    """``rounds`` of (token, changed citations set), each set superseding the previous one
+    as the relay's producer does; the payloads every reader must then see, in seq order
+    (``base``: entries the stream held before). ``settle``, when given, is awaited before
+    every other replacement (Redis: the set is then written, and followed, before it is
+    replaced; otherwise it is replaced while still queued)."""
+    expected: list[bytes] = []
+    prev = 0
+    for r in range(rounds):
+        await a.append(sid, b'{"type":"token","text":"t%d"}' % r)
+        expected.append(b'{"type":"token","text":"t%d"}' % r)
+        seq = await a.append(sid, _citations(r))
+        expected.append(_citations(r))
+        if prev:
+            if settle is not None and r % 2:
+                await settle()
+            a.supersede_nowait(sid, prev, SUPERSEDED % seq)
+            expected[prev - 1 - base] = SUPERSEDED % seq
+        prev = seq
+    return expected
+
+
+async def test_a_superseded_entry_reads_as_its_replacement_everywhere(make_logs: Make) -> None:
+    """``supersede_nowait(sid, seq, payload)`` (what the relay does to a citations set a newer
+    one replaced): every reader, on every instance and from any cut, sees ``payload`` in place
+    of the entry, seqs contiguous — a reader that already followed the stream included."""
+    logs = await make_logs()
+    a = logs.owner
+    await a.open_stream("sup", owner="a")
+    await a.append("sup", b"first")
+    await logs.flush()
+    for reader in logs.readers:
+        assert [e.seq for e in await reader.read("sup", 0)] == [1]
+        # A blocked read past the end: on Redis, B now follows the live tail (fan-out), so
+        # it holds the sets as first sent and must take the replacements from the channel.
+        assert await reader.read("sup", 1, block=0.1) == []
+    expected = [b"first", *await _supersede_rounds(a, "sup", 30, base=1, settle=logs.flush)]
+    await logs.flush()
+
+    async def followed() -> bool:
+        return [e.payload for e in await logs.other.read("sup", 1)] == expected[1:]
+
+    await wait_until(followed, timeout=GUARD, what="the replacements on the live tail")
+    late = await logs.spawn()
+    for reader in [*logs.readers, late]:
+        for cut in (0, 1, 2, 3, 30, 59, 60):
+            entries = await reader.read("sup", cut)
+            assert [e.seq for e in entries] == list(range(cut + 1, 62)), (reader, cut)
+            assert [e.payload for e in entries] == expected[cut:], (reader, cut)
+    # Unknown streams, unknown and future seqs: nothing happens.
+    a.supersede_nowait("nope", 1, b"x")
+    a.supersede_nowait("sup", 0, b"x")
+    a.supersede_nowait("sup", 10_000, b"x")
+    await logs.flush()
+    for reader in logs.readers:
+        assert [e.payload for e in await reader.read("sup", 0)] == expected
+
+
+async def test_superseded_entries_do_not_push_newer_ones_out(make_logs: Make) -> None:
+    """200 rounds of a token and a changed 20 KB citations set (400 entries, 4 MB) under the
+    log's own bound — 1 MiB for memory, 250 entries for Redis (``MAXLEN``): with the old sets
+    superseded, a reader from the start still gets every entry (before: the sets filled the
+    log and the oldest tokens went)."""
+    logs = await make_logs(max_entries=1000, max_bytes=1024 * 1024)
+    if logs.kind == "redis":
+        logs = await make_logs(max_entries=250)
+    a = logs.owner
+    await a.open_stream("keep", owner="a")
+    expected = await _supersede_rounds(a, "keep", 200)
+    await a.finish("keep")
+    late = await logs.spawn()
+    for reader in [*logs.readers, late]:
+        entries = await reader.read("keep", 0)
+        assert [e.seq for e in entries] == list(range(1, 401)), (reader, entries[0].seq)
+        assert [e.payload for e in entries] == expected
+        held = sum(len(e.payload) for e in entries)
+        assert held < 200_000, held  # one 20 KB set, not 200 of them
 
 
 async def test_a_cancel_request_reaches_the_owners_handlers(make_logs: Make) -> None:

@@ -300,6 +300,30 @@ def host_port_options(default_port: int) -> Decorator:
     )
 
 
+def read_deadline_options() -> Decorator:
+    """``--header-timeout`` and ``--body-timeout`` of a server (slowloris read deadlines,
+    see :class:`~streamcite.web.deadlines.ReadDeadlines`)."""
+    return apply(
+        option(
+            "--header-timeout",
+            type=click.FloatRange(0.1, 3600),
+            default=10.0,
+            show_default=True,
+            metavar="S",
+            help="Close a connection whose request head is not complete S seconds after it "
+            "opened or after its previous response (slowloris, idle keep-alive).",
+        ),
+        option(
+            "--body-timeout",
+            type=click.FloatRange(0.1, 3600),
+            default=30.0,
+            show_default=True,
+            metavar="S",
+            help="Close a request whose body has not arrived whole S seconds after its head.",
+        ),
+    )
+
+
 def origin_options() -> Decorator:
     """``--allowed-host`` and ``--allowed-origin`` of a server (DNS rebinding, CORS)."""
     return apply(

@@ -34,6 +34,7 @@ from streamcite.apps.options import (
     model_option,
     option,
     origin_options,
+    read_deadline_options,
     system_prompt_option,
     verbose_option,
     wikit_options,
@@ -86,6 +87,7 @@ if TYPE_CHECKING:
     "streams others cannot resume or cancel; STREAMCITE_RELAY_TOKEN: whitespace-separated).",
 )
 @origin_options()
+@read_deadline_options()
 @click.option(
     "--redis-url",
     default=None,
@@ -266,6 +268,8 @@ async def _serve(opts: dict[str, Any], upstream: str, secrets: dict[str, str | N
             shutdown_grace=opts["shutdown_grace"],
             resume_grace=opts.get("resume_grace", 30.0),
             allow_client_faults=opts["allow_client_faults"] and backend is not None,
+            header_timeout=opts.get("header_timeout", 10.0),
+            body_timeout=opts.get("body_timeout", 30.0),
         )
         log = await _make_log(
             opts["redis_url"], config.instance_id, opts.get("redis_local_delivery", "after_write")

@@ -20,6 +20,7 @@ from streamcite.apps.options import (
     host_port_options,
     log_level,
     origin_options,
+    read_deadline_options,
     verbose_option,
     wikit_options,
 )
@@ -86,6 +87,7 @@ from streamcite.logs import configure_logging
     help="Largest grounding :check request body; HTTP 413 beyond.",
 )
 @origin_options()
+@read_deadline_options()
 @click.option(
     "--public-url",
     default=None,
@@ -111,6 +113,8 @@ def command(
     max_check_body_bytes: int,
     allowed_hosts: tuple[str, ...],
     allowed_origins: tuple[str, ...],
+    header_timeout: float,
+    body_timeout: float,
     public_url: str | None,
     verbose: int,
 ) -> None:
@@ -150,6 +154,8 @@ def command(
         allowed_hosts=allowed_hosts,
         allowed_origins=allowed_origins,
         public_url=public_url.rstrip("/") if public_url else None,
+        header_timeout=header_timeout,
+        body_timeout=body_timeout,
     )
     try:
         asyncio.run(_serve(config, host, port))

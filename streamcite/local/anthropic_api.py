@@ -29,6 +29,7 @@ from typing import Any
 from aiohttp import web
 
 from streamcite.local.answerer import question_from_messages
+from streamcite.local.config import MODEL
 from streamcite.local.dialect_plan import (
     CitedSegment,
     DialectPlan,
@@ -93,9 +94,23 @@ def _parse(body: dict[str, Any]) -> DialectRequest | str:
     return DialectRequest(question, stream, max_tokens, model, words)
 
 
+def _unknown_model(model: str) -> web.Response:
+    """Anthropic's 404 for a model it does not serve (``not_found_error``, ``model: …``)."""
+    return anthropic_error(404, f"model: {model} (this backend serves {MODEL})")
+
+
+def anthropic_models() -> web.Response:
+    """``GET /v1/models`` asked with ``anthropic-version``: Anthropic's model list shape."""
+    created = "2023-11-14T22:13:20Z"  # /v1/models' ``created`` 1_700_000_000
+    model = {"type": "model", "id": MODEL, "display_name": MODEL, "created_at": created}
+    return json_response({"data": [model], "has_more": False, "first_id": MODEL, "last_id": MODEL})
+
+
 async def messages(request: web.Request) -> web.StreamResponse:
     """``POST /v1/messages``: the corpus's answer as a Message, streamed or whole."""
-    plan = await plan_answer(request, anthropic_error, _parse, prefix="msg_")
+    plan = await plan_answer(
+        request, anthropic_error, _parse, unknown_model=_unknown_model, prefix="msg_"
+    )
     if isinstance(plan, web.Response):
         return plan
     log = request.app[STATE].log.bind(message_id=plan.answer_id, stream=plan.stream)

@@ -25,6 +25,7 @@ from typing import Any
 from aiohttp import web
 
 from streamcite.local.answerer import question_from_messages
+from streamcite.local.config import MODEL
 from streamcite.local.dialect_plan import (
     DialectPlan,
     DialectRequest,
@@ -67,9 +68,24 @@ def _parse(body: dict[str, Any]) -> DialectRequest | str:
     return DialectRequest(question, stream, max_tokens, model, word_count(question))
 
 
+def _unknown_model(model: str) -> web.Response:
+    """Cohere's 404 for a model it does not serve (``{"id", "message"}``)."""
+    return cohere_error(
+        404,
+        f"model '{model}' not found, make sure the correct model ID was used and that you"
+        f" have access to the model. This backend serves '{MODEL}'.",
+    )
+
+
 async def cohere_chat(request: web.Request) -> web.StreamResponse:
     """``POST /v2/chat``: the corpus's answer, streamed or whole."""
-    plan = await plan_answer(request, cohere_error, _parse, make_id=lambda: str(uuid.uuid4()))
+    plan = await plan_answer(
+        request,
+        cohere_error,
+        _parse,
+        unknown_model=_unknown_model,
+        make_id=lambda: str(uuid.uuid4()),
+    )
     if isinstance(plan, web.Response):
         return plan
     log = request.app[STATE].log.bind(response_id=plan.answer_id, stream=plan.stream)

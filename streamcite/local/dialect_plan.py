@@ -42,8 +42,10 @@ __all__ = [
     "DialectPlan",
     "DialectRequest",
     "ErrorReply",
+    "UnknownModel",
     "plan_answer",
     "positive_int",
+    "shown_model",
     "split_at",
     "utf8_offset",
     "word_count",
@@ -54,6 +56,17 @@ CHAT_ONLY_FAULTS = ("profile", "tool_call", "provider_error")
 
 ErrorReply = Callable[[int, str, FaultSpec | None], web.Response]
 """An API's error response: ``(status, message, spec)`` (``spec`` adds ``Retry-After``)."""
+
+UnknownModel = Callable[[str], web.Response]
+"""An API's refusal of a model it does not serve (each API's own 404), given the model
+name as shown (see :func:`shown_model`)."""
+
+
+def shown_model(model: object) -> str:
+    """A requested model name as an error message may quote it: at most 80 characters,
+    anything unprintable as ``?`` (inert when echoed to a terminal or a page)."""
+    shown = model if isinstance(model, str) else orjson.dumps(model).decode()
+    return "".join(c if c.isprintable() else "?" for c in shown[:80])
 
 
 @dataclass(slots=True)
@@ -151,6 +164,7 @@ async def plan_answer(
     error: ErrorReply,
     parse: Callable[[Any], DialectRequest | str],
     *,
+    unknown_model: UnknownModel,
     prefix: str = "",
     make_id: Callable[[], str] | None = None,
     stream: bool | None = None,
@@ -158,6 +172,8 @@ async def plan_answer(
     """Read and answer ``request`` for one API; the error to send instead, in its shape.
 
     ``parse`` reads the API's JSON body (an error message for a body it refuses);
+    a model other than :data:`~streamcite.local.config.MODEL` gets ``unknown_model``'s
+    404 (the API's own shape), as ``/v1/chat/completions`` answers ``model_not_found``;
     ``prefix`` starts the response id (``make_id``, when given, makes it); ``stream``, when given, overrides the body's.
     """
     state = request.app[STATE]
@@ -183,6 +199,8 @@ async def plan_answer(
     asked = parse(body)
     if isinstance(asked, str):
         return error(400, asked, None)
+    if asked.model != MODEL:
+        return unknown_model(shown_model(asked.model))
     if len(asked.question) > state.config.max_question_chars:
         return error(
             413, f"the question is longer than {state.config.max_question_chars} characters", None
@@ -214,7 +232,7 @@ async def plan_answer(
     return DialectPlan(
         answer_id=answer_id,
         created=created,
-        model=asked.model or MODEL,
+        model=asked.model,
         stream=asked.stream,
         pieces=pieces,
         text=text,

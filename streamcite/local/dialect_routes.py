@@ -8,7 +8,10 @@
 
 Each accepts its API's auth header (``Authorization: Bearer``, ``x-api-key`` with
 ``anthropic-version``, ``x-goog-api-key``) without checking it, as the chat endpoint
-does; bodies are capped by ``BackendConfig.max_body_bytes``.
+does; bodies are capped by ``BackendConfig.max_body_bytes``. Each refuses a model other
+than ``streamcite.local.MODEL`` with its own 404, and lists it: ``GET /v1/models``
+(Anthropic's shape when asked with ``anthropic-version``), ``GET /v1beta/models``
+(Gemini's; ``GET /v1/models`` is OpenAI's, registered first).
 """
 
 from __future__ import annotations
@@ -19,7 +22,12 @@ from aiohttp import web
 
 from streamcite.local.anthropic_api import anthropic_error, messages
 from streamcite.local.cohere_api import cohere_chat, cohere_error
-from streamcite.local.gemini_api import GEMINI_PATH, generate_content
+from streamcite.local.gemini_api import (
+    GEMINI_MODELS_PATH,
+    GEMINI_PATH,
+    gemini_models,
+    generate_content,
+)
 from streamcite.local.google_api import google_error
 from streamcite.local.responses_api import responses
 
@@ -33,6 +41,8 @@ def add_dialect_routes(app: web.Application) -> None:
     app.router.add_post("/v1/responses", responses)
     app.router.add_post("/v1/messages", messages)
     app.router.add_post(GEMINI_PATH, generate_content)
+    app.router.add_get(GEMINI_MODELS_PATH, gemini_models)
+    app.router.add_get(GEMINI_PATH, gemini_models)
     app.router.add_post("/v2/chat", cohere_chat)
 
 

@@ -29,11 +29,13 @@ from typing import Any
 
 from aiohttp import web
 
+from streamcite.local.config import MODEL
 from streamcite.local.dialect_plan import (
     DialectPlan,
     DialectRequest,
     plan_answer,
     positive_int,
+    shown_model,
     utf8_offset,
     word_count,
 )
@@ -44,7 +46,10 @@ from streamcite.local.replies import json_response, retry_headers
 from streamcite.local.request_guards import injected_delay
 from streamcite.local.state import STATE
 
-__all__ = ["GEMINI_PATH", "gemini_body", "generate_content"]
+__all__ = ["GEMINI_MODELS_PATH", "GEMINI_PATH", "gemini_body", "gemini_models", "generate_content"]
+
+GEMINI_MODELS_PATH = "/{version:v1|v1beta}/models"
+"""``GET``: the model list (``models.list``); ``/v1/models`` is OpenAI's list, registered first."""
 
 GEMINI_PATH = "/{version:v1|v1beta}/models/{target}"
 """``{target}`` is ``MODEL:generateContent`` or ``MODEL:streamGenerateContent``."""
@@ -95,13 +100,46 @@ def _parser(model: str) -> Callable[[dict[str, Any]], DialectRequest | str]:
     return parse
 
 
+def _model_info() -> dict[str, Any]:
+    return {
+        "name": f"models/{MODEL}",
+        "version": "1",
+        "displayName": MODEL,
+        "description": "The streamcite local backend's corpus answerer.",
+        "supportedGenerationMethods": list(_METHODS),
+    }
+
+
+async def gemini_models(request: web.Request) -> web.Response:
+    """``GET /{v1,v1beta}/models``: the one model; ``GET …/models/{model}``: it, or
+    Google's 404 ``NOT_FOUND``."""
+    target = request.match_info.get("target")
+    if target is None:
+        return json_response({"models": [_model_info()]})
+    if target.removeprefix("models/") != MODEL:
+        return google_error(404, f"models/{shown_model(target)} is not found.")
+    return json_response(_model_info())
+
+
 async def generate_content(request: web.Request) -> web.StreamResponse:
     """``POST /{v1,v1beta}/models/{model}:{generateContent,streamGenerateContent}``."""
     model, _, method = request.match_info["target"].rpartition(":")
     stream = _METHODS.get(method)
     if not model or stream is None:
         return google_error(404, f"The requested URL {request.path} was not found on this server.")
-    plan = await plan_answer(request, _error, _parser(model), prefix="", stream=stream)
+    version = request.match_info["version"]
+
+    def unknown_model(shown: str) -> web.Response:
+        return google_error(
+            404,
+            f"models/{shown} is not found for API version {version}, or is not supported"
+            f" for {method}. Call ListModels to see the list of available models and their"
+            f" supported methods. This backend serves models/{MODEL}.",
+        )
+
+    plan = await plan_answer(
+        request, _error, _parser(model), unknown_model=unknown_model, stream=stream
+    )
     if isinstance(plan, web.Response):
         return plan
     log = request.app[STATE].log.bind(response_id=plan.answer_id, stream=plan.stream)

@@ -18,6 +18,7 @@ import orjson
 from aiohttp import web
 
 from streamcite.local.answerer import question_from_messages, token_pieces, with_wrong_number
+from streamcite.local.anthropic_api import anthropic_models
 from streamcite.local.config import MODEL
 from streamcite.local.faults import FaultSpec, FaultSpecError
 from streamcite.local.openai_stream import StreamPlan, stream_completion
@@ -26,7 +27,7 @@ from streamcite.local.request_guards import fault_status, faults_of, injected_de
 from streamcite.local.state import STATE, BackendState, root_url
 from streamcite.local.store import StoredAnswer
 
-__all__ = ["chat_completions", "models"]
+__all__ = ["chat_completions", "model_not_found", "models"]
 
 
 @dataclass(slots=True)
@@ -73,13 +74,14 @@ def _parse_chat(raw: bytes) -> _ChatRequest | web.Response:
     if model is None:
         return openai_error(400, "you must provide a model parameter", param="model")
     if model != MODEL:
-        return _model_not_found(model)
+        return model_not_found(model)
     return _ChatRequest(body, messages, stream, include_usage, max_tokens)
 
 
-def _model_not_found(model: object) -> web.Response:
+def model_not_found(model: object) -> web.Response:
     """OpenAI's 404 for a model it does not serve, word for word (``code``
-    ``model_not_found``), with the one model this backend does serve."""
+    ``model_not_found``), with the one model this backend does serve (``/v1/responses``
+    answers the same)."""
     shown = model if isinstance(model, str) else orjson.dumps(model).decode()
     shown = "".join(c if c.isprintable() else "?" for c in shown[:80])  # inert when echoed
     return openai_error(
@@ -197,7 +199,10 @@ def _completion(plan: StreamPlan, usage: dict[str, int]) -> dict[str, Any]:
 
 
 async def models(request: web.Request) -> web.Response:
-    """``GET /v1/models``: the one model."""
+    """``GET /v1/models``: the one model (in Anthropic's list shape when the request has
+    an ``anthropic-version`` header, as Anthropic's SDK sends)."""
+    if "anthropic-version" in request.headers:
+        return anthropic_models()
     return json_response(
         {
             "object": "list",

@@ -33,6 +33,7 @@ from streamcite.local.dialect_plan import (
 )
 from streamcite.local.dialect_stream import Script, cut_of, send_script, sse, sse_malformed
 from streamcite.local.faults import FaultSpec
+from streamcite.local.openai_api import model_not_found
 from streamcite.local.replies import json_response, openai_error
 from streamcite.local.request_guards import injected_delay
 from streamcite.local.state import STATE
@@ -66,18 +67,18 @@ def _parse(body: dict[str, Any]) -> DialectRequest | str:
     if max_tokens is not None and not positive_int(max_tokens):
         return "'max_output_tokens' must be a positive integer"
     model = body.get("model")
+    if not isinstance(model, str) or not model:
+        return "Missing required parameter: 'model'."
     instructions = body.get("instructions")
     words = word_count(question) + (
         word_count(instructions) if isinstance(instructions, str) else 0
     )
-    return DialectRequest(
-        question, stream, max_tokens, model if isinstance(model, str) else "", words
-    )
+    return DialectRequest(question, stream, max_tokens, model, words)
 
 
 async def responses(request: web.Request) -> web.StreamResponse:
     """``POST /v1/responses``: the corpus's answer as a Response, streamed or whole."""
-    plan = await plan_answer(request, _error, _parse, prefix="resp_")
+    plan = await plan_answer(request, _error, _parse, unknown_model=model_not_found, prefix="resp_")
     if isinstance(plan, web.Response):
         return plan
     log = request.app[STATE].log.bind(response_id=plan.answer_id, stream=plan.stream)

@@ -63,7 +63,8 @@ class SyncAppendLog(Protocol):
 
 @runtime_checkable
 class SupersedeLog(Protocol):
-    """A log that can replace an entry a newer one made obsolete (the in-memory one).
+    """A log that can replace an entry a newer one made obsolete (the in-memory one and the
+    Redis one).
 
     A stream that re-sends a changed citations list on every chunk would otherwise fill
     the log with sets nobody needs any more and push live tokens out of it."""

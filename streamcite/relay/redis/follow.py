@@ -71,6 +71,13 @@ class FollowedStream:
         self.tail = max(self.tail, entries[-1].seq)
         self.waiters.wake()
 
+    def replace(self, entry: LogEntry) -> None:
+        """Put ``entry`` in place of the held entry of its seq (if held)."""
+        if self.buf:
+            i = entry.seq - self.buf[0].seq
+            if 0 <= i < len(self.buf):
+                self.buf[i] = entry
+
     def slice(self, after_seq: int) -> list[LogEntry] | None:
         """Entries after ``after_seq`` when the buffer covers ``after_seq + 1``, else None."""
         if not self.buf:
@@ -131,7 +138,7 @@ class FanoutFollower:
             # the fan-out (which may lag a little): a reader that saw the owner's lease lapse
             # gets every entry the owner stored.
         entries, state, instance = await self.fetch(
-            self._keys.stream(stream_id), after_seq, meta_key=self._keys.meta(stream_id)
+            self._keys.stream(stream_id), self._keys.meta(stream_id), after_seq, state=True
         )
         if entries or not block or state != b"running" or not instance:
             # Nothing will follow a finished (or unknown / expired) stream: no need to wait.
@@ -167,37 +174,37 @@ class FanoutFollower:
         if (got is None and f.tail > after_seq) or (not got and f.finished):
             # The buffer restarted past after_seq, or the stream is over while the fan-out may
             # have missed its last entries (a resync): Redis has them all.
-            entries, _, _ = await self.fetch(f.key, after_seq)
+            entries, _, _ = await self.fetch(f.key, f.meta_key, after_seq)
             return entries
         return got or []
 
     async def fetch(
-        self, key: str, after_seq: int, *, meta_key: str | None = None
+        self, key: str, meta_key: str, after_seq: int, *, state: bool = False
     ) -> tuple[list[LogEntry], bytes | None, bytes | None]:
-        """Every entry after ``after_seq`` (in chunks, packed by ``FETCH``), and — with
-        ``meta_key`` — the stream's ``state`` and owning ``instance``, read in the same round
-        trip as the first chunk."""
+        """Every entry after ``after_seq`` (in chunks, packed by ``FETCH``; superseded ones
+        as their replacement, from ``meta_key``), and — with ``state`` — the stream's
+        ``state`` and owning ``instance``, read in the same round trip as the first chunk."""
         out: list[LogEntry] = []
-        state: bytes | None = None
+        found: bytes | None = None
         instance: bytes | None = None
         after = after_seq
         client = self._conns.client
+        keys = [key, meta_key]
         while True:
-            keys = [key] if meta_key is None else [key, meta_key]
-            args = [after, READ_CHUNK]
+            args = [after, READ_CHUNK, "1" if state else "0"]
             self._counters["backlog_reads"] += 1
             replies = await self._conns.call(
-                lambda keys=keys, args=args: FETCH(client, keys, args),  # type: ignore[misc]
+                lambda args=args: FETCH(client, keys, args),  # type: ignore[misc]
                 what="read",
             )
-            if meta_key is not None:
-                state = replies[1] or None
+            if state:
+                found = replies[1] or None
                 instance = replies[2] or None
-                meta_key = None
+                state = False
             chunk = unpack_entries(replies[0])
             out += chunk
             if len(chunk) < READ_CHUNK:
-                return out, state, instance
+                return out, found, instance
             after = chunk[-1].seq
 
     # ------------------------------------------------------------------ the fan-out loop
@@ -282,7 +289,14 @@ class FanoutFollower:
                 continue
             last = got[sid][-1].seq if sid in got else f.tail
             if entry.seq <= last:
-                continue  # already fetched
+                # Already held: a replacement of a superseded entry (or a duplicate of what
+                # a fetch brought, the same bytes): put it in place.
+                pending = got.get(sid)
+                if pending and entry.seq >= pending[0].seq:
+                    pending[entry.seq - pending[0].seq] = entry
+                else:
+                    f.replace(entry)
+                continue
             if entry.seq != last + 1:
                 f.resync = True  # a gap: fetch from Redis on the next loop turn
                 got.pop(sid, None)
@@ -298,9 +312,9 @@ class FanoutFollower:
         """Fetch (packed) what the followed streams hold past each follower's tail."""
         for i in range(0, len(followers), CATCH_UP_CHUNK):
             chunk = followers[i : i + CATCH_UP_CHUNK]
-            keys = [f.key for f in chunk]
+            keys = [k for f in chunk for k in (f.key, f.meta_key)]
             args: list[Any] = [f.tail for f in chunk]
-            args.append(READ_CHUNK)
+            args += [READ_CHUNK, "0"]
             self._counters["round_trips"] += 1
             replies = await FETCH(self._conns.client, keys, args)
             for f, packed in zip(chunk, replies, strict=False):

@@ -26,6 +26,8 @@ class OwnedStream:
     lease_key: str
     key_bulk: bytes = b""
     """``key`` as a RESP bulk string, packed once for every write of this stream."""
+    meta_bulk: bytes = b""
+    """``meta_key`` as a RESP bulk string (where superseded entries' replacements live)."""
     sid_prefix: bytes = b""
     """``{len} {stream_id}`` for the fan-out message."""
     next_seq: int = 1
@@ -42,6 +44,8 @@ class OwnedStream:
     """Set when a write of this stream failed for good (Redis unavailable): later entries are
     delivered to local readers only, and ``append`` raises it."""
     waiters: Waiters = field(default_factory=Waiters)
+    replaced: dict[int, bytes] = field(default_factory=dict)
+    """Replacements of entries not delivered to local readers yet (see ``supersede``)."""
 
     @classmethod
     def create(cls, stream_id: str, owner: str, keys: KeyLayout) -> OwnedStream:
@@ -54,17 +58,30 @@ class OwnedStream:
             meta_key=keys.meta(stream_id),
             lease_key=keys.lease(stream_id),
             key_bulk=bulk(key.encode()),
+            meta_bulk=bulk(keys.meta(stream_id).encode()),
             sid_prefix=b"%d %s" % (len(sid), sid),
         )
 
     def deliver(self, entry: LogEntry, cap: int) -> None:
         """Make ``entry`` visible to local readers, keeping about ``cap`` entries."""
+        if self.replaced:
+            payload = self.replaced.pop(entry.seq, None)
+            if payload is not None:
+                entry = LogEntry(entry.seq, payload)
         self.entries.append(entry)
         # Trim in chunks so the list copy is amortised over many appends.
         if len(self.entries) > cap + cap // 4 + 16:
             drop = len(self.entries) - cap
             del self.entries[:drop]
             self.first_seq += drop
+
+    def supersede(self, seq: int, payload: bytes) -> None:
+        """Local readers see ``payload`` in place of entry ``seq`` (now, or once delivered)."""
+        i = seq - self.first_seq
+        if 0 <= i < len(self.entries):
+            self.entries[i] = LogEntry(seq, payload)
+        elif seq > self.last_seq and len(self.replaced) < 1024:
+            self.replaced[seq] = payload
 
     def slice(self, after_seq: int) -> list[LogEntry]:
         start = max(after_seq + 1 - self.first_seq, 0)

@@ -58,15 +58,26 @@ class Script:
             return await client.evalsha(self.sha, len(keys), *keys, *args)
 
 
-# KEYS: the streams, one per entry. ARGV: maxlen, fan-out channel, fan-out message (the batch,
-# packed), then seq and payload per entry. The message is published after the entries are
-# stored, atomically with them. An id at or below the stream's top is an entry an earlier
-# attempt already stored: counted, not an error (a retried batch is idempotent).
+# KEYS: the streams, one per entry, then (stream, meta) per superseded entry. ARGV: maxlen,
+# fan-out channel, fan-out message (the batch, packed), the number of superseded entries,
+# then seq and payload per entry, then seq and replacement per superseded entry. The message
+# is published after the entries are stored, atomically with them. An id at or below the
+# stream's top is an entry an earlier attempt already stored: counted, not an error (a
+# retried batch is idempotent).
+#
+# A superseded entry (a citations frame a newer one replaced, see ``relay.producer``) is
+# deleted from the stream (XDEL: it stops counting against ``MAXLEN`` and holding its bytes),
+# or never added (replaced while still queued, a later entry of its stream in the same
+# batch), and its small replacement kept in the stream's meta hash as field ``s{seq}``,
+# which ``FETCH`` puts back in its place. Past ``2 * maxlen + 16`` replacements the oldest are
+# dropped down to ``maxlen`` (a reader that far behind sees a gap, as for trimmed entries).
 APPEND = Script("""
 local maxlen = ARGV[1]
+local sup = tonumber(ARGV[4])
+local n = #KEYS - 2 * sup
 local dup = 0
-for i = 1, #KEYS do
-  local r = redis.pcall('XADD', KEYS[i], 'MAXLEN', '~', maxlen, ARGV[2 * i + 2] .. '-0', 'p', ARGV[2 * i + 3])
+for i = 1, n do
+  local r = redis.pcall('XADD', KEYS[i], 'MAXLEN', '~', maxlen, ARGV[2 * i + 3] .. '-0', 'p', ARGV[2 * i + 4])
   if type(r) == 'table' and r.err then
     if string.find(r.err, 'equal or smaller', 1, true) then
       dup = dup + 1
@@ -75,7 +86,27 @@ for i = 1, #KEYS do
     end
   end
 end
-redis.call('PUBLISH', ARGV[2], ARGV[3])
+for j = 1, sup do
+  local stream = KEYS[n + 2 * j - 1]
+  local meta = KEYS[n + 2 * j]
+  local seq = ARGV[4 + 2 * n + 2 * j - 1]
+  redis.call('XDEL', stream, seq .. '-0')
+  if redis.call('EXISTS', meta) == 1 then
+    redis.call('HSET', meta, 's' .. seq, ARGV[4 + 2 * n + 2 * j])
+    local cap = tonumber(maxlen)
+    if redis.call('HLEN', meta) > 2 * cap + 16 then
+      local seqs = {}
+      for _, f in ipairs(redis.call('HKEYS', meta)) do
+        if string.sub(f, 1, 1) == 's' then seqs[#seqs + 1] = tonumber(string.sub(f, 2)) end
+      end
+      table.sort(seqs)
+      for k = 1, #seqs - cap do redis.call('HDEL', meta, 's' .. seqs[k]) end
+    end
+  end
+end
+if ARGV[3] ~= '' then
+  redis.call('PUBLISH', ARGV[2], ARGV[3])
+end
 return dup
 """)
 
@@ -164,28 +195,46 @@ return table.concat(out)
 """)
 
 # Entries after a seq, packed into one string per stream (see ``unpack_entries``). KEYS:
-# streams; ARGV: after-seq per stream, then the count per stream; with a meta key as one more
-# KEY, its state and owning instance are appended to the reply.
+# (stream, meta) per stream; ARGV: after-seq per stream, the count per stream, then '1' to
+# append the first stream's state and owning instance to the reply. A hole before an entry
+# (deleted as superseded, see ``APPEND``) is filled from the meta hash's ``s{seq}`` fields,
+# walking down from the entry while they exist: entries trimmed by ``MAXLEN`` stay a gap.
 FETCH = Script("""
-local n = #ARGV - 1
-local count = ARGV[#ARGV]
+local n = (#KEYS) / 2
+local count = ARGV[n + 1]
 local out = {}
 for i = 1, n do
-  local entries = redis.call('XRANGE', KEYS[i], '(' .. ARGV[i] .. '-0', '+', 'COUNT', count)
+  local stream = KEYS[2 * i - 1]
+  local meta = KEYS[2 * i]
+  local expect = tonumber(ARGV[i]) + 1
+  local entries = redis.call('XRANGE', stream, '(' .. ARGV[i] .. '-0', '+', 'COUNT', count)
   local parts = {}
   for j = 1, #entries do
     local id = entries[j][1]
     local fields = entries[j][2]
-    local payload = ''
-    for k = 1, #fields, 2 do
-      if fields[k] == 'p' then payload = fields[k + 1] end
+    local seq = tonumber(string.sub(id, 1, string.find(id, '-', 1, true) - 1))
+    if seq > expect then
+      local held = {}
+      local k = seq - 1
+      while k >= expect do
+        local m = redis.call('HGET', meta, 's' .. k)
+        if not m then break end
+        held[#held + 1] = k .. ' ' .. #m .. ' ' .. m
+        k = k - 1
+      end
+      for h = #held, 1, -1 do parts[#parts + 1] = held[h] end
     end
-    parts[#parts + 1] = string.sub(id, 1, string.find(id, '-', 1, true) - 1) .. ' ' .. #payload .. ' ' .. payload
+    local payload = ''
+    for f = 1, #fields, 2 do
+      if fields[f] == 'p' then payload = fields[f + 1] end
+    end
+    parts[#parts + 1] = seq .. ' ' .. #payload .. ' ' .. payload
+    expect = seq + 1
   end
   out[i] = table.concat(parts)
 end
-if #KEYS > n then
-  local m = redis.call('HMGET', KEYS[n + 1], 'state', 'instance')
+if ARGV[n + 2] == '1' then
+  local m = redis.call('HMGET', KEYS[2], 'state', 'instance')
   out[n + 1] = m[1] or ''
   out[n + 2] = m[2] or ''
 end
@@ -235,37 +284,53 @@ def bulk(value: bytes) -> bytes:
 
 
 class WriteTarget(Protocol):
-    """What :func:`pack_append` needs of a stream: its key and id, pre-packed once."""
+    """What :func:`pack_append` needs of a stream: its keys and id, pre-packed once."""
 
     @property
     def key_bulk(self) -> bytes: ...
+
+    @property
+    def meta_bulk(self) -> bytes: ...
 
     @property
     def sid_prefix(self) -> bytes: ...
 
 
 def pack_append(
-    batch: Sequence[tuple[WriteTarget, LogEntry]], maxlen_bulk: bytes, channel_bulk: bytes
+    batch: Sequence[tuple[WriteTarget, LogEntry]],
+    maxlen_bulk: bytes,
+    channel_bulk: bytes,
+    superseded: Sequence[tuple[WriteTarget, LogEntry]] = (),
+    fanout_entries: Sequence[tuple[WriteTarget, LogEntry]] | None = None,
 ) -> bytes:
     """One ``EVALSHA`` of :data:`APPEND` for ``batch``, packed by hand (redis-py's generic
-    packing costs several µs per argument): ``EVALSHA sha n key_1..key_n maxlen channel
-    message seq_1 payload_1 .. seq_n payload_n``. The fan-out message is
-    ``{len(sid)} {sid} {seq} {len} {payload}`` per entry (see :func:`unpack_fanout`)."""
+    packing costs several µs per argument): ``EVALSHA sha n+2s key_1..key_n (stream,
+    meta)_1..(stream, meta)_s maxlen channel message s seq_1 payload_1 .. seq_n payload_n
+    seq'_1 replacement_1 ..``. ``superseded`` are entries already written whose payload is
+    replaced (see :data:`APPEND`). The fan-out message is ``{len(sid)} {sid} {seq} {len}
+    {payload}`` per entry of ``fanout_entries`` (default: ``batch`` then ``superseded``; see
+    :func:`unpack_fanout`): a follower that already has that seq replaces it, one that lacks
+    it takes it as the entry."""
     n = len(batch)
+    s = len(superseded)
     fanout: list[bytes] = []
-    for target, entry in batch:
+    for target, entry in (*batch, *superseded) if fanout_entries is None else fanout_entries:
         fanout.append(b"%s %d %d " % (target.sid_prefix, entry.seq, len(entry.payload)))
         fanout.append(entry.payload)
     parts: list[bytes] = [
-        b"*%d\r\n$7\r\nEVALSHA\r\n" % (3 + 3 * n + 3),
+        b"*%d\r\n$7\r\nEVALSHA\r\n" % (3 + n + 2 * s + 4 + 2 * n + 2 * s),
         bulk(APPEND.sha.encode()),
-        bulk(str(n).encode()),
+        bulk(str(n + 2 * s).encode()),
     ]
     parts += [target.key_bulk for target, _ in batch]
+    for target, _ in superseded:
+        parts.append(target.key_bulk)
+        parts.append(target.meta_bulk)
     parts.append(maxlen_bulk)
     parts.append(channel_bulk)
     parts.append(bulk(b"".join(fanout)))
-    for _, entry in batch:
+    parts.append(bulk(str(s).encode()))
+    for _, entry in (*batch, *superseded):
         seq = str(entry.seq).encode()
         payload = entry.payload
         parts.append(b"$%d\r\n%s\r\n$%d\r\n" % (len(seq), seq, len(payload)))

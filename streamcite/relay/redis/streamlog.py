@@ -262,12 +262,32 @@ class RedisStreamLog:
             await self._writer.drain()
         return seq
 
+    def supersede_nowait(self, stream_id: str, seq: int, payload: bytes) -> None:
+        """Replace entry ``seq`` of a stream owned here by the smaller ``payload``: a frame a
+        newer one made obsolete (a citations set the next one replaces, see
+        ``relay.producer``). Local readers see ``payload`` at once; in Redis the entry is
+        deleted from the stream (it stops counting against ``maxlen`` and holding its bytes)
+        and ``payload`` read in its place by every instance (see :data:`~.scripts.APPEND`).
+        Unknown, finished or trimmed entries: nothing."""
+        o = self._owned.get(stream_id)
+        if o is None or o.finished or o.lost or seq < 1 or seq >= o.next_seq:
+            return  # (an entry gone from the memory copy may still be in Redis: replaced there)
+        o.supersede(seq, payload)
+        if o.error is None:
+            self._writer.supersede(o, LogEntry(seq, payload))
+
     async def flush(self) -> None:
         """Wait until every entry appended so far is in Redis (or has failed for good); then
         other instances can read it. Raises :class:`RedisUnavailable` if writes do not drain
         (not needed by the relay — readers see entries as soon as they are written)."""
         targets = [(o, o.next_seq - 1) for o in self._owned.values()]
-        await self._writer.wait_for(lambda: all(o.written >= last for o, last in targets))
+        writer = self._writer
+        await writer.wait_for(
+            lambda: (
+                all(o.written >= last for o, last in targets)
+                and not (writer.superseded or writer.in_flight)
+            )
+        )
 
     async def finish(self, stream_id: str) -> None:
         """Mark the stream done: after its queued appends, Redis keeps it ``retention`` seconds
@@ -326,7 +346,11 @@ class RedisStreamLog:
             if got or not block or o.finished:
                 return got
             await o.waiters.wait(block, self._wheel)
-            return o.slice(after_seq)
+            if o.first_seq <= after_seq + 1:
+                return o.slice(after_seq)
+            # The memory copy was trimmed past after_seq while waiting (a batch of more than
+            # about maxlen / 4 entries): Redis still has them.
+            block = None
         if not valid_stream_id(stream_id):
             return []
         return await self._follow.read(stream_id, after_seq, block)

@@ -3,7 +3,9 @@
 :meth:`RedisStreamLog.append <streamcite.relay.redis.RedisStreamLog.append>` allocates the
 ``seq`` locally (the owner is the only writer) and queues the entry here; one task sends the
 queue as a single call of :data:`~.scripts.APPEND`, which runs one
-``XADD … MAXLEN ~ maxlen {seq}-0 p …`` per entry and publishes the batch for followers.
+``XADD … MAXLEN ~ maxlen {seq}-0 p …`` per entry, replaces superseded entries (a citations
+frame a newer one replaced: see :meth:`BatchedWriter.supersede`) and publishes the batch
+for followers.
 Appends issued in the same loop iteration (or while a batch is in flight) share one round
 trip and one reply. Explicit ids make a retried batch idempotent.
 """
@@ -31,6 +33,8 @@ __all__ = ["MAX_PENDING", "BatchedWriter"]
 
 MAX_PENDING: Final = 100_000
 """Entries queued beyond which ``append`` waits for the writer (backpressure)."""
+SCAN_BACK: Final = 256
+"""Queued entries :meth:`BatchedWriter.supersede` looks back through for the one replaced."""
 
 Batch = list[tuple[OwnedStream, LogEntry]]
 
@@ -56,6 +60,11 @@ class BatchedWriter:
         self._channel_bulk = bulk(settings.keys.fanout(settings.instance_id).encode())
         self.pending: Batch = []
         """Entries queued for the writer (in append order)."""
+        self.superseded: Batch = []
+        """Replacements of entries already sent (or in flight), for the next round trip."""
+        self._markers: set[int] = set()
+        """Queued entries (by ``id``) replaced before they were sent, a later entry of their
+        stream queued after them: only their replacement is kept (see ``APPEND``)."""
         self.in_flight = 0
         self.progress = Waiters()
         """Woken after every write round trip (backpressure, finish, close wait on it)."""
@@ -64,7 +73,7 @@ class BatchedWriter:
     @property
     def busy(self) -> bool:
         """Entries are queued or in flight."""
-        return bool(self.pending or self.in_flight)
+        return bool(self.pending or self.superseded or self.in_flight)
 
     def enqueue(self, o: OwnedStream, entry: LogEntry) -> bool:
         """Queue ``entry`` of ``o`` (no coroutine: the producer calls it per event). True when
@@ -73,6 +82,61 @@ class BatchedWriter:
         pending.append((o, entry))
         self._event.set()
         return len(pending) > MAX_PENDING
+
+    def supersede(self, o: OwnedStream, entry: LogEntry) -> None:
+        """Replace the payload of ``o``'s entry ``entry.seq``: in the queue when it has not
+        been sent yet (one of the last :data:`SCAN_BACK` queued; with a later entry of its
+        stream queued, it is then never added to the stream, only its replacement kept),
+        else in Redis on the next round trip (see :data:`~.scripts.APPEND`)."""
+        pending = self.pending
+        later = False
+        for i in range(len(pending) - 1, max(len(pending) - SCAN_BACK, 0) - 1, -1):
+            target, queued = pending[i]
+            if target is not o:
+                continue
+            if queued.seq == entry.seq:
+                self._markers.discard(id(queued))
+                pending[i] = (o, entry)
+                if later:
+                    self._markers.add(id(entry))
+                return
+            later = True
+        if len(self.superseded) < MAX_PENDING:  # beyond: kept whole, as before (bounded)
+            self.superseded.append((o, entry))
+            self._event.set()
+
+    def _split_markers(self, batch: Batch) -> tuple[Batch, Batch]:
+        """``batch`` as (entries to add to the stream, superseded ones only kept replaced)."""
+        marks = self._markers
+        if not marks:
+            return batch, []
+        written: Batch = []
+        markers: Batch = []
+        for item in batch:
+            key = id(item[1])
+            if key in marks:
+                marks.discard(key)
+                markers.append(item)
+            else:
+                written.append(item)
+        return written, markers
+
+    def _take_superseded(self, batch: Batch) -> Batch:
+        """The replacements whose entry is in Redis, or in ``batch`` (written before them)."""
+        if not self.superseded:
+            return []
+        top: dict[int, int] = {}
+        for o, entry in batch:
+            top[id(o)] = entry.seq
+        ready: Batch = []
+        later: Batch = []
+        for o, entry in self.superseded:
+            if entry.seq <= max(o.written, top.get(id(o), 0)):
+                ready.append((o, entry))
+            else:
+                later.append((o, entry))
+        self.superseded = later
+        return ready
 
     async def drain(self) -> None:
         """Backpressure: wait until the queue is down to half of :data:`MAX_PENDING`."""
@@ -100,12 +164,19 @@ class BatchedWriter:
         while True:
             await event.wait()
             event.clear()
-            while self.pending:
+            while self.pending or self.superseded:
                 batch = self.pending[:size]
                 del self.pending[:size]
-                self.in_flight = len(batch)
+                replaced = self._take_superseded(batch)
+                written, markers = self._split_markers(batch)
+                if not batch and not replaced:
+                    # Nothing queued, and no entry left that these replace (their write
+                    # failed): nothing will make them ready.
+                    self.superseded.clear()
+                    break
+                self.in_flight = len(batch) + len(replaced)
                 try:
-                    await self._write(batch)
+                    await self._write(batch, written, [*markers, *replaced], replaced)
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # a bug or an unexpected server reply: fail the batch
@@ -120,11 +191,15 @@ class BatchedWriter:
                     self.in_flight = 0
                     self.progress.wake()
 
-    async def _write(self, batch: Batch) -> None:
-        """Write ``batch``, retrying transient failures for ``unavailable_after`` seconds of
-        outage; then the batch fails with :class:`RedisUnavailable`."""
+    async def _write(self, batch: Batch, written: Batch, kept: Batch, replaced: Batch) -> None:
+        """Write ``batch``: its ``written`` entries to the stream, the replacements ``kept``
+        (of ``batch``'s superseded entries, and ``replaced`` earlier ones) to the meta hash;
+        retrying transient failures for ``unavailable_after`` seconds of outage; then the
+        batch fails with :class:`RedisUnavailable`."""
         conns = self._conns
-        packed = pack_append(batch, self._maxlen_bulk, self._channel_bulk)
+        packed = pack_append(
+            written, self._maxlen_bulk, self._channel_bulk, kept, [*batch, *replaced]
+        )
         delay = 0.02
         while True:
             try:
@@ -175,4 +250,6 @@ class BatchedWriter:
     def clear(self) -> None:
         """Drop the queue (at close, after the flush window) and wake whoever waits on it."""
         self.pending.clear()
+        self.superseded.clear()
+        self._markers.clear()
         self.progress.wake()
