@@ -99,6 +99,11 @@ class JsonRenderer(Renderer):
         self.event(DoneEvent(answer=answer))
 
 
+_NEAR_SENTENCE_END = 48
+"""A claim is marked in the text when at most this many characters were printed after
+its sentence (the next chunk, which shows that the sentence is complete)."""
+
+
 class RichRenderer(Renderer):
     """Tokens as they arrive, then the sources table and the claims coloured by support."""
 
@@ -109,6 +114,8 @@ class RichRenderer(Renderer):
         self.err = pipe_console(stderr=True, highlight=False)
         self._streaming = False
         self._provider = ProviderRender(self.console, show_reasoning=settings.show_reasoning)
+        self._text_len = 0  # characters of choice 0's raw text printed so far
+        self._late: list[str] = []  # marks of claims that came after the text moved on
 
     def start(self) -> None:
         c = self.console
@@ -135,6 +142,8 @@ class RichRenderer(Renderer):
                 self.console.print(terminal_safe(event.display), end="", markup=False)
                 self.console.file.flush()
                 self._streaming = True
+            if event.index == 0:
+                self._text_len += len(event.text)
         elif isinstance(event, ErrorEvent):
             if self._streaming:
                 self.console.print()
@@ -157,9 +166,11 @@ class RichRenderer(Renderer):
             return
 
     def _claim(self, event: ClaimEvent) -> None:
-        """A claim checked while the answer streams: marked where the text has got to
-        (``✓n`` supported, ``✗n`` not, n = the sentence's number); the claims table
-        at the end has the details. Claims after the stream show only there."""
+        """A claim checked while the answer streams: marked right after its sentence
+        when the text is still there (``✓n`` supported, ``✗n`` not, n = the sentence's
+        number); one that comes once the text has moved on (checked against citations
+        of the finish chunk, say) is listed on a line of its own under the answer, not
+        glued to another sentence. The claims table at the end has the details."""
         if not self._streaming or event.supported is None:
             return
         mark = (
@@ -167,7 +178,11 @@ class RichRenderer(Renderer):
             if event.supported
             else f"[red]✗{event.index + 1}[/red]"
         )
-        self.console.print(f"[dim]‹[/dim]{mark}[dim]›[/dim]", end="")
+        mark = f"[dim]‹[/dim]{mark}[dim]›[/dim]"
+        if self._text_len - event.end > _NEAR_SENTENCE_END:
+            self._late.append(mark)
+            return
+        self.console.print(mark, end="")
         self.console.file.flush()
 
     def cancelled(self, answer: CitedAnswer) -> None:
@@ -180,6 +195,8 @@ class RichRenderer(Renderer):
         c = self.console
         if self._streaming:
             c.print()
+        if self._late:
+            c.print(f"[dim]claims checked after their sentences:[/dim] {' '.join(self._late)}")
         if answer.timings.ttft_ms is not None:
             parts = [f"first token {answer.timings.ttft_ms:.0f} ms"]
             if answer.timings.stream_ms is not None:
