@@ -181,3 +181,84 @@ def test_template_deltas_are_not_parsed(
     _out, answer = _hot(dialect, raw)
     assert answer.text == "".join(f"w{i}" for i in range(200))
     assert len(calls) == 3  # the prelude's two events and the block's first delta
+
+
+# -- OpenAI Responses: the sequence number varies between the template's parts ----------
+
+RESP_PRE = b'{"type":"response.output_text.delta","sequence_number":'
+RESP_MID = b',"item_id":"msg_1","output_index":0,"content_index":0,"delta":"'
+RESP_END = b'","logprobs":[]}'
+
+
+def _resp_prelude() -> list[RawEvent]:
+    def ev(name: str, **f: Any) -> RawEvent:
+        return (name.encode(), orjson.dumps({"type": name, "sequence_number": 0, **f}), "", None)
+
+    item = {"id": "msg_1", "type": "message", "role": "assistant", "content": []}
+    part = {"type": "output_text", "text": "", "annotations": []}
+    where = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
+    return [
+        ev("response.created", response={"id": "r", "model": "m", "created_at": 1}),
+        ev("response.output_item.added", output_index=0, item=item),
+        ev("response.content_part.added", **where, part=part),
+    ]
+
+
+def _resp_delta(
+    body: bytes, seq: bytes = b"7", mid: bytes = RESP_MID, end: bytes = RESP_END
+) -> RawEvent:
+    return (b"response.output_text.delta", RESP_PRE + seq + mid + body + end, "", None)
+
+
+def test_responses_hostile_bodies_and_numbers() -> None:
+    raw = [*_resp_prelude(), _resp_delta(b"warm up")]
+    for body in HOSTILE:
+        raw += [_resp_delta(body), _resp_delta(b" ok", seq=b"123456")]
+    for seq in (b"0", b"00", b"01", b"-1", b"1.5", b"1e3", b"", b"12345678901234567890", b"9" * 18):
+        raw += [_resp_delta(b"n", seq=seq), _resp_delta(b" ok")]
+    for end in (RESP_END[1:], RESP_END + b" ", b'","logprobs":[1]}', b'"}'):
+        raw += [_resp_delta(b"e", end=end), _resp_delta(b"", end=end), _resp_delta(b" ok")]
+    other = RESP_MID.replace(b"msg_1", b"msg_2")
+    raw += [_resp_delta(b"unknown item", mid=other), _resp_delta(b"end")]
+    assert _hot("responses", raw) == _general("responses", raw)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    texts=st.lists(st.text(max_size=12), min_size=1, max_size=12),
+    ascii_escapes=st.lists(st.booleans(), min_size=12, max_size=12),
+    obfuscated=st.booleans(),
+    reads=st.integers(1, 5),
+)
+def test_responses_any_text_same_events(
+    texts: list[str], ascii_escapes: list[bool], obfuscated: bool, reads: int
+) -> None:
+    raw = _resp_prelude()
+    for i, text in enumerate(texts):
+        enc = json.dumps(text) if ascii_escapes[i] else orjson.dumps(text).decode()
+        end = b'","logprobs":[],"obfuscation":"x%d"}' % i if obfuscated else RESP_END
+        raw.append(_resp_delta(enc[1:-1].encode("utf-8", "surrogatepass"), b"%d" % i, end=end))
+    assert _hot("responses", raw, reads) == _general("responses", raw)
+
+
+def test_responses_template_deltas_are_not_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import streamcite.core.dialects.responses as responses_mod
+
+    calls: list[bytes] = []
+
+    def counting(data: bytes) -> Any:
+        calls.append(data)
+        return orjson.loads(data)
+
+    monkeypatch.setattr(responses_mod, "loads", counting)
+    raw = _resp_prelude() + [_resp_delta(b"w%d" % i, seq=b"%d" % (i + 3)) for i in range(200)]
+    _out, answer = _hot("responses", raw)
+    assert answer.text == "".join(f"w{i}" for i in range(200))
+    assert len(calls) == 5  # the prelude's three events, the part's first two deltas
+    # Deltas that differ in more than their text (per-event obfuscation) are all parsed,
+    # and after a few tries no template is written any more.
+    calls.clear()
+    obf = [_resp_delta(b"o", end=b'","obfuscation":"%d"}' % i) for i in range(100)]
+    _out, answer = _hot("responses", _resp_prelude() + obf)
+    assert answer.text == "o" * 100
+    assert len(calls) == 103
