@@ -18,6 +18,7 @@ from streamcite.core.dialects import (
     detect_stream,
     make_interpreter,
 )
+from streamcite.core.dialects.responses import event_limit
 from streamcite.core.events import DoneEvent, ErrorEvent, Event
 from streamcite.core.markers import FootnoteDetector, MarkerMode
 from streamcite.core.models import CitedAnswer
@@ -78,6 +79,7 @@ class _Undecided:
         it = make_interpreter(dialect, self.builder, self._mode)
         self._parser._interpreter = it
         self._parser._dialect = dialect
+        self._parser._limit_for(dialect)
         return it
 
     def _decide_by(self, item: RawEvent) -> DialectInterpreter:
@@ -137,7 +139,15 @@ class ChatStreamParser:
     [('token', 'Bonjour')]
     """
 
-    __slots__ = ("_decoder", "_dialect", "_fed", "_interpreter", "builder", "closed")
+    __slots__ = (
+        "_decoder",
+        "_dialect",
+        "_fed",
+        "_interpreter",
+        "_max_event_size",
+        "builder",
+        "closed",
+    )
 
     def __init__(
         self,
@@ -148,6 +158,7 @@ class ChatStreamParser:
         dialect: Dialect = "auto",
     ) -> None:
         self._decoder = SSEDecoder(max_event_size)
+        self._max_event_size = max_event_size
         self.builder = AnswerBuilder(bounds)
         self._interpreter: DialectInterpreter
         self._dialect: Dialect = dialect
@@ -162,6 +173,14 @@ class ChatStreamParser:
             )
         self.closed = False
         self._fed = 0  # bytes fed since the last size check
+        self._limit_for(dialect)
+
+    def _limit_for(self, dialect: Dialect) -> None:
+        """The decoder's per-event limit for ``dialect`` (once it is known): a Responses
+        stream repeats the whole answer in single events, so its limit covers an answer
+        at the cap (:func:`~streamcite.core.dialects.responses.event_limit`)."""
+        if dialect == "responses":
+            self._decoder.max_event_size = event_limit(self._max_event_size, self.builder.bounds)
 
     @property
     def dialect(self) -> Dialect:

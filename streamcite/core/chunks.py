@@ -578,6 +578,9 @@ class ChunkInterpreter:
             out = []
         if type(obj) is not dict:
             return self._fault(out, "bad_chunk", f"response is not a JSON object: {obj!r:.120}")
+        if not obj.get("choices") and not obj.get("error") and obj.get("object") != "error":
+            # Nothing this dialect reads as an answer (not even an error): say so.
+            self._fault(out, "bad_chunk", f"response without choices: {obj!r:.120}")
         self._interpret(obj, "message", out)
         self.done = True
         return out

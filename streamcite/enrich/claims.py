@@ -99,6 +99,9 @@ class ClaimSession(Protocol):
 
     ``on_*`` return the jobs that became ready; :meth:`run` is called in a worker
     thread, one job at a time, and must not touch the session's other state.
+    Optional: a ``prepare()`` method (no arguments) is run once in that worker thread
+    as the stream starts, before any check (and outside their timeout): for data a
+    first check would otherwise load (the local checker's lexicon).
     """
 
     checker: str

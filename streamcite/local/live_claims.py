@@ -27,7 +27,9 @@ from streamcite.core.events import CitationsEvent, ClaimEvent
 from streamcite.core.grounding import GroundingFact
 from streamcite.enrich.claims import ClaimChecker, ClaimJob, ClaimScore
 from streamcite.enrich.facts import MAX_FACTS, build_facts
+from streamcite.local.grounding import lexicon
 from streamcite.local.grounding.live import FactIndex
+from streamcite.local.grounding.words import detect_language
 from streamcite.local.sentence_stream import SentenceStream, StreamedSentence
 
 __all__ = ["MAX_WAITING", "LocalClaimSession", "OfflineClaimChecker"]
@@ -132,6 +134,20 @@ class LocalClaimSession:
         return [self._job(s, known) for s in rest]
 
     # -- the check (worker thread) -------------------------------------------------
+
+    def prepare(self) -> None:
+        """Load the lexicon of the answer's likely language (the request's ``lang``, else
+        detected from the question and the request facts) before the first check:
+        its first load in a process takes 0.2-3 s, more than a check's timeout. The
+        pipeline runs this in the claim worker thread as the stream starts
+        (:mod:`streamcite.pipeline.claims`); a custom checker needs nothing."""
+        if self._checker is not _OFFLINE or not lexicon.available():
+            return
+        lang = self._lang
+        if lang is None:
+            probe = self._sample[:2000] + " " + " ".join(f.text[:1000] for f in self._static[:4])
+            lang = detect_language(probe)
+        lexicon.warm((lang,))
 
     def run(self, job: ClaimJob) -> ClaimEvent:
         known: _Facts = job.payload

@@ -14,6 +14,12 @@ wait in a deque, in order); a check that times out (``timeout``, or the session'
 own ``timeout`` attribute) becomes an unchecked claim (score
 and ``supported`` ``None``) and one ``claim_timeout`` error. The stream's end waits
 for the checks in flight (each within its timeout) before the enrichers' results.
+
+Prepared: a session with a ``prepare()`` method (the local checker's loads its
+lexicon: 0.2-3 s the first time in a process, more than a check's timeout) has it run
+in the worker thread as the stage is made, before the upstream answers; the checks
+wait for it (at most :data:`PREPARE_TIMEOUT`) before their own timeout starts, so the
+first claim of a fresh process is checked, not timed out. Tokens never wait for it.
 """
 
 from __future__ import annotations
@@ -38,13 +44,17 @@ from streamcite.core.events import (
 )
 from streamcite.enrich.claims import ClaimJob, ClaimSession, claims_from_grounding
 
-__all__ = ["CLAIM_TIMEOUT", "MAX_IN_FLIGHT", "ClaimStage", "claim_executor"]
+__all__ = ["CLAIM_TIMEOUT", "MAX_IN_FLIGHT", "PREPARE_TIMEOUT", "ClaimStage", "claim_executor"]
 
 CLAIM_TIMEOUT = 2.0
 """Seconds one check may take (queue wait included) before its claim goes out unchecked."""
 
 MAX_IN_FLIGHT = 32
 """Checks queued to the worker per stream; more wait in order."""
+
+PREPARE_TIMEOUT = 30.0
+"""Seconds the checks wait for the sessions' ``prepare()`` (then they start anyway,
+queued behind it in the worker: their own timeout then applies)."""
 
 _executor: ThreadPoolExecutor | None = None
 
@@ -87,6 +97,51 @@ class ClaimStage:
         self._in_flight: deque[_Check] = deque()
         self._queued: deque[tuple[ClaimSession, ClaimJob]] = deque()
         self._finished = False
+        self._preparing: asyncio.Future[None] | None = None
+        self._prepare_deadline = 0.0
+        self._prepare()
+
+    def _prepare(self) -> None:
+        """Run the sessions' ``prepare()`` in the worker thread (see the module doc)."""
+        ready = [p for s in self.sessions if callable(p := getattr(s, "prepare", None))]
+        if not ready:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # made outside a loop (tests): the checks prepare themselves
+            return
+
+        def run() -> None:
+            for prepare in ready:
+                prepare()
+
+        self._preparing = loop.run_in_executor(claim_executor(), run)
+        self._prepare_deadline = time.monotonic() + PREPARE_TIMEOUT
+
+    def _gated(self) -> bool:
+        """Checks are held back: the preparation runs (within its deadline)."""
+        p = self._preparing
+        if p is None:
+            return False
+        if p.done() or time.monotonic() >= self._prepare_deadline:
+            self._preparing = None
+            if p.done() and not p.cancelled():
+                p.exception()  # retrieved: a failed preparation only means a slower check
+            return False
+        return True
+
+    def _busy(self) -> bool:
+        """Something to wait for besides the upstream: checks in flight, or queued ones
+        behind the preparation (those start here once it ended)."""
+        if self._queued and not self._in_flight and not self._gated():
+            self._start_queued()
+        return bool(self._in_flight) or bool(self._queued)
+
+    def _futures(self) -> list[asyncio.Future[Any]]:
+        waits: list[asyncio.Future[Any]] = [c.future for c in self._in_flight]
+        if self._queued and self._preparing is not None:
+            waits.append(self._preparing)
+        return waits
 
     async def interleave(self, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
         """``events``, each as it comes, with ``claim`` events as their checks end."""
@@ -94,7 +149,7 @@ class ClaimStage:
         upcoming: asyncio.Future[Event] | None = None
         try:
             while True:
-                if upcoming is None and not self._in_flight:
+                if upcoming is None and not self._busy():
                     try:
                         ev = await anext(it)
                     except StopAsyncIteration:
@@ -103,7 +158,7 @@ class ClaimStage:
                     if upcoming is None:
                         upcoming = asyncio.ensure_future(anext(it))
                     waits: list[asyncio.Future[Any]] = [upcoming]
-                    waits.extend(c.future for c in self._in_flight)
+                    waits.extend(self._futures())
                     await asyncio.wait(
                         waits,
                         timeout=self._wait_limit(),
@@ -145,9 +200,9 @@ class ClaimStage:
 
     async def drain(self) -> AsyncIterator[Event]:
         """The claims still being checked, each within its timeout."""
-        while self._in_flight:
+        while self._busy():
             await asyncio.wait(
-                [c.future for c in self._in_flight],
+                self._futures(),
                 timeout=self._wait_limit(),
                 return_when=asyncio.FIRST_COMPLETED,
             )
@@ -160,6 +215,7 @@ class ClaimStage:
             c.future.cancel()
         self._in_flight.clear()
         self._queued.clear()
+        self._preparing = None
 
     # -- internals -------------------------------------------------------------------
 
@@ -189,6 +245,8 @@ class ClaimStage:
         self._start_queued()
 
     def _start_queued(self) -> None:
+        if self._gated():
+            return  # started when the preparation ends (_done)
         loop = asyncio.get_running_loop()
         while self._queued and len(self._in_flight) < self._max_in_flight:
             session, job = self._queued.popleft()
@@ -197,14 +255,19 @@ class ClaimStage:
             self._in_flight.append(_Check(session, job, fut, time.monotonic() + timeout, timeout))
 
     def _wait_limit(self) -> float | None:
-        if not self._in_flight:
+        deadlines = [c.deadline for c in self._in_flight]
+        if self._queued and self._preparing is not None:
+            deadlines.append(self._prepare_deadline)
+        if not deadlines:
             return None
-        return max(0.0, min(c.deadline for c in self._in_flight) - time.monotonic())
+        return max(0.0, min(deadlines) - time.monotonic())
 
     def _done(self) -> list[Event]:
         """The claims ready, in the order their checks were made (a later one waits for
         an earlier one; a check past its deadline goes out unchecked)."""
         out: list[Event] = []
+        if self._queued and not self._in_flight and not self._gated():
+            self._start_queued()  # the preparation ended: the held checks start now
         now = time.monotonic()
         while self._in_flight:
             c = self._in_flight[0]

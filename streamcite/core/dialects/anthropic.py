@@ -215,20 +215,25 @@ class AnthropicInterpreter(TemplatedState):
             elif text:
                 self.reasoning(0, text, out)
         elif kind == "input_json_delta":
-            part = delta.get("partial_json")
-            block = self._blocks.get(idx)
-            if type(part) is not str:
-                self.fault(out, "bad_chunk", f"partial_json is not a string: {obj!r:.120}")
-            elif block is not None and block[0] == "tool_use":
-                if part:
-                    self.tool(idx, None, None, part, out)
-            elif block is None:
-                self.fault(out, "bad_chunk", f"input_json_delta of an unknown block {idx}")
-            # a server tool's input (web search query): ignored with its block
+            self._json_delta(idx, delta.get("partial_json"), obj, out)
         elif kind == "citations_delta":
             self._cite(idx, delta.get("citation"), out)
         elif kind != "signature_delta":
             self.unknown(f"delta {kind}", delta, out)
+
+    def _json_delta(self, idx: int, part: Any, obj: dict[str, Any], out: list[Event]) -> None:
+        block = self._blocks.get(idx)
+        if type(part) is not str:
+            self.fault(out, "bad_chunk", f"partial_json is not a string: {obj!r:.120}")
+        elif block is not None and block[0] == "tool_use":
+            if part:
+                self.tool(idx, None, None, part, out)
+        elif block is None:
+            self.fault(out, "bad_chunk", f"input_json_delta of an unknown block {idx}")
+        elif block[0] not in _IGNORED_BLOCKS:
+            msg = f"input_json_delta of {block[0]!r:.40} block {idx} (not a tool use): dropped"
+            self.fault(out, "bad_chunk", msg)
+        # else a server tool's input (web search query): ignored with its block
 
     def _cite(self, idx: int, c: Any, out: list[Event]) -> None:
         block = self._blocks.get(idx)
@@ -244,7 +249,7 @@ class AnthropicInterpreter(TemplatedState):
             return
         if doc not in block[2]:
             block[2].append(doc)
-        self.emit_citations(out)  # live: the source as soon as it is cited
+        self.emit_citations(out)  # live: a new source as soon as it is cited (once)
 
     def _block_stop(self, obj: dict[str, Any], out: list[Event]) -> None:
         idx = obj.get("index")

@@ -156,6 +156,7 @@ class StreamState:
     __slots__ = (
         "_astral",
         "_astral_upto",
+        "_cit_sent",
         "_cite_keys",
         "_det",
         "_det0",
@@ -198,6 +199,9 @@ class StreamState:
         self._map: OffsetMap | None = None
         self._tool_keys: dict[Any, int] = {}
         self._cite_keys: dict[Any, int] = {}
+        self._cit_sent = (0, 0)
+        """(citations, spans) the last ``citations`` event carried: both lists only grow,
+        so an event with the same counts would repeat the last one."""
         self._unknown: set[str] = set()
         self._surr: SurrogateJoiner | None = None
         """Set once an event held escaped lone surrogates (``core.surrogates``): the
@@ -563,9 +567,23 @@ class StreamState:
         return True
 
     def emit_citations(self, out: list[Event]) -> None:
-        """A ``citations`` event with every citation and span so far (consumers replace)."""
+        """A ``citations`` event with every citation and span so far (consumers replace),
+        only when a citation or a span was added since the last one: a citation of a
+        known source, or a span beyond :data:`MAX_SPANS`, emits nothing (each event
+        carries the whole lists: repeating them would amplify the input)."""
         b = self.builder
+        counts = (len(b.citations), len(b.citation_spans))
+        if counts == self._cit_sent:
+            return
+        self._cit_sent = counts
         out.append(CitationsEvent(citations=b.citations, spans=b.citation_spans))
+
+    def malformed(self, out: list[Event], message: str) -> None:
+        """A whole body that holds no answer the dialect can read: a ``bad_chunk``
+        error, and the answer is incomplete whatever finish the body claims."""
+        self.fault(out, "bad_chunk", message)
+        self.cut = True
+        self.builder.complete = False
 
     def text_map(self) -> OffsetMap:
         """An offset map of choice 0's text so far (cold path: citations, spans)."""

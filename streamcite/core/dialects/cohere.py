@@ -245,6 +245,10 @@ class CohereInterpreter(TemplatedState):
             first: list[Any] = ["text", 0]
             block = next(texts, first)
         base: int = block[1]
+        if not sources:
+            # A span cited to nothing: no citation to hang it on (reported, not kept).
+            self.fault(out, "bad_citations", f"citation {start}-{end} without sources")
+            return
         docs: list[int] = []
         for src in sources:
             got = _source(src)
@@ -303,6 +307,9 @@ class CohereInterpreter(TemplatedState):
         if type(plan) is str and plan:
             self.reasoning(0, plan, out)
         content = msg.get("content")
+        if content is not None and type(content) is not list:
+            self.malformed(out, f"message content is not an array: {content!r:.120}")
+            content = []
         for i, part in enumerate(content if type(content) is list else ()):
             wrap = {"index": i, "delta": {"message": {"content": part}}}
             self._content_start(wrap, out)

@@ -39,6 +39,10 @@ _REASONS = {
     "MALFORMED_FUNCTION_CALL": "error",
     "UNEXPECTED_TOOL_CALL": "error",
 }
+_KNOWN = frozenset(
+    {"candidates", "usageMetadata", "promptFeedback", "responseId", "modelVersion", "createTime"}
+)
+"""The chunk fields the dialect reads (``error`` is looked at first)."""
 _STATUS_CODES = {"RESOURCE_EXHAUSTED": 429, "UNAVAILABLE": 503, "INTERNAL": 500}
 
 
@@ -122,6 +126,10 @@ class GeminiInterpreter(StreamState):
         err = obj.get("error")
         if err is not None:
             self._error(err, out)
+            return
+        if _KNOWN.isdisjoint(obj):
+            # ``data: {}`` or another shape: no empty ``meta`` for it, an error.
+            self.fault(out, "bad_chunk", f"gemini chunk with no field known: {obj!r:.120}")
             return
         self.meta(obj.get("responseId"), obj.get("modelVersion"), None, out)
         usage = obj.get("usageMetadata")
@@ -334,7 +342,10 @@ class GeminiInterpreter(StreamState):
             )
             if waiting:
                 if final:
-                    msg = f"grounding segment {start}-{end} (bytes) of {seg.get('text')!r:.60}"
+                    seg_text = seg.get("text")
+                    msg = f"grounding segment {start}-{end} (bytes)"
+                    if seg_text is not None:
+                        msg += f" of {seg_text!r:.60}"
                     msg += f" beyond the answer ({m.byte_length} bytes) or its sources"
                     self.fault(out, "bad_citation_span", msg)
                 else:
@@ -381,7 +392,15 @@ class GeminiInterpreter(StreamState):
         if type(obj) is not dict:
             self.fault(out, "bad_chunk", f"response is not a JSON object: {obj!r:.120}")
             return out
+        cands = obj.get("candidates")
+        if obj.get("error") is None and obj.get("promptFeedback") is None and not cands:
+            self.malformed(out, f"gemini response without candidates: {obj!r:.120}")
+            self.done = True
+            return out
         self.event(b"", obj, out)
+        if type(cands) is not list:
+            self.cut = True  # reported by event(): not an answer
+            self.builder.complete = False
         self._usage_out(out)
         self.done = True
         return out

@@ -20,6 +20,7 @@ from typing import Any
 from orjson import dumps
 
 from streamcite.core.answer import AnswerBuilder
+from streamcite.core.bounds import StreamBounds
 from streamcite.core.dialects.base import Handler, JSONDecodeError, StreamState, loads
 from streamcite.core.dialects.hotloop import SequencedState
 from streamcite.core.events import Event
@@ -27,7 +28,28 @@ from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
 from streamcite.core.sse import OVERFLOW, RawEvent
 
-__all__ = ["ResponsesInterpreter"]
+__all__ = ["REPEAT_BYTES_PER_CHAR", "ResponsesInterpreter", "event_limit"]
+
+REPEAT_BYTES_PER_CHAR = 4
+"""Bytes an event may take per character of the answer cap, in this dialect: the UTF-8
+of any character (JSON escapes of control characters aside)."""
+
+
+def event_limit(max_event_size: int, bounds: StreamBounds) -> int:
+    """The SSE decoder's per-event limit for a Responses stream.
+
+    ``response.output_text.done``, ``response.output_item.done`` and
+    ``response.completed`` each repeat the whole text the deltas carried (the last also
+    the usage and the status): an answer within ``bounds.max_answer_chars`` must not
+    make them too large to read. So the limit is ``max_event_size`` plus the UTF-8 of
+    an answer at the cap; the answer cap bounds what the answer holds, one event at a
+    time is held (docs/provider-streams.md "Dialects").
+
+    >>> event_limit(1 << 16, StreamBounds(max_answer_chars=1000))
+    69536
+    """
+    return max_event_size + REPEAT_BYTES_PER_CHAR * bounds.max_answer_chars
+
 
 _IGNORED = frozenset(
     {
@@ -68,10 +90,21 @@ _IGNORED = frozenset(
         "response.output_text.logprobs",
     }
 )
+_SKIM = 1 << 16
+"""An event larger than this whose SSE name is an ignored type, and whose data says
+so from its first key, is passed without being parsed (``.done`` echoes of a large
+answer: orjson's peak is ~13 times the bytes it parses)."""
 _HEAD = b'{"type":"response.output_text.delta","sequence_number":'
 _MAX_LEARNED = 16
 """Text-delta templates written per stream: one per text part in a plain stream; a stream
 whose deltas differ in more than their text stops being learned (parsed as before)."""
+
+
+def _ignored_repeat(name: bytes, data: bytes) -> bool:
+    """``name`` is an ignored event type and ``data`` starts with that ``type``."""
+    return name.decode("ascii", "replace") in _IGNORED and data.startswith(b'{"type":"%s"' % name)
+
+
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
 _MAPPED = frozenset({"type", "url", "title", "filename", "start_index", "end_index"})
 
@@ -122,6 +155,8 @@ class ResponsesInterpreter(SequencedState):
             StreamState.feed_raw(self, [item], out)
             return
         data = item[1]
+        if len(data) > _SKIM and _ignored_repeat(item[0], data):
+            return
         try:
             obj = loads(data)
         except JSONDecodeError:
@@ -252,6 +287,9 @@ class ResponsesInterpreter(SequencedState):
         iid, part = obj.get("item_id"), obj.get("delta")
         if type(part) is not str or type(iid) is not str:
             self.fault(out, "bad_tool_call", f"arguments delta not understood: {obj!r:.120}")
+        elif (0, iid) not in self._tool_keys:
+            # No function_call item announced it: no name, no call id. Not a call.
+            self.fault(out, "bad_tool_call", f"arguments delta of an unknown item {iid!r:.60}")
         elif part:
             self.tool(iid, None, None, part, out)
 
@@ -322,7 +360,10 @@ class ResponsesInterpreter(SequencedState):
             return out
         self._created({"response": obj}, out)
         output = obj.get("output")
-        for item in output if type(output) is list else ():
+        if type(output) is not list:
+            self.malformed(out, f"response without an output array: {obj!r:.120}")
+            output = []
+        for item in output:
             if type(item) is not dict:
                 self.fault(out, "bad_chunk", f"output item is not an object: {item!r:.120}")
                 continue
