@@ -262,3 +262,13 @@ def test_responses_template_deltas_are_not_parsed(monkeypatch: pytest.MonkeyPatc
     _out, answer = _hot("responses", _resp_prelude() + obf)
     assert answer.text == "o" * 100
     assert len(calls) == 103
+
+
+def test_responses_deeply_nested_field_no_template() -> None:
+    """A delta with a field nested deeper than orjson writes: parsed as before, no crash."""
+    deep = b"[" * 300 + b"]" * 300
+    raw = [*_resp_prelude(), _resp_delta(b"a"), _resp_delta(b"b", end=b'","x":' + deep + b"}")]
+    raw += [_resp_delta(b"c", end=b'","x":' + deep + b"}"), _resp_delta(b"d")]
+    out, answer = _hot("responses", raw)
+    assert answer.text == "abcd"
+    assert (out, answer) == _general("responses", raw)

@@ -189,8 +189,11 @@ class ResponsesInterpreter(SequencedState):
         if keys[:2] != ["type", "sequence_number"] or seq.__class__ is not int or seq < 0:
             return
         at = keys.index("delta")
-        mid = b"".join(b",%s:%s" % (dumps(k), dumps(obj[k])) for k in keys[2:at])
-        tail = b"".join(b",%s:%s" % (dumps(k), dumps(obj[k])) for k in keys[at + 1 :])
+        try:
+            mid = b"".join(b",%s:%s" % (dumps(k), dumps(obj[k])) for k in keys[2:at])
+            tail = b"".join(b",%s:%s" % (dumps(k), dumps(obj[k])) for k in keys[at + 1 :])
+        except TypeError:  # orjson's own limit (a value nested deeper than 254): no template
+            return
         mid += b',"delta":"'
         tail = b'"' + tail + b"}"
         if data.startswith(b"%s%d%s" % (_HEAD, seq, mid)) and data.endswith(tail):
