@@ -17,8 +17,9 @@ from typing import Any
 import orjson
 
 from streamcite.core.answer import AnswerBuilder
-from streamcite.core.dialects.base import Handler, JSONDecodeError, StreamState, loads, new
-from streamcite.core.events import Event, TokenEvent
+from streamcite.core.dialects.base import Handler, JSONDecodeError, StreamState, loads
+from streamcite.core.dialects.hotloop import TemplatedState
+from streamcite.core.events import Event
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
 from streamcite.core.sse import OVERFLOW, RawEvent
@@ -50,6 +51,10 @@ _IGNORED = frozenset({"ping"})
 _IGNORED_BLOCKS = frozenset(
     {"redacted_thinking", "server_tool_use", "web_search_tool_result", "web_fetch_tool_result"}
 )
+_HEAD = b'{"type":"content_block_delta","index":'
+_MID = b',"delta":{"type":"text_delta","text":"'
+"""A text delta's bytes, as Anthropic sends them: ``_HEAD``, the block index, ``_MID``,
+the text, ``"}}`` (padding spaces before the last brace: dialects/hotloop.py)."""
 # Citation fields that have a Citation field of their own (the rest: provider_metadata).
 _MAPPED = frozenset({"cited_text", "title", "document_title", "url", "source"})
 
@@ -95,12 +100,13 @@ def _citation(c: dict[str, Any]) -> tuple[Any, Citation] | str:
     return key, cit
 
 
-class AnthropicInterpreter(StreamState):
+class AnthropicInterpreter(TemplatedState):
     """Interprets one Anthropic Messages stream (``/v1/messages``, ``stream: true``)."""
 
     __slots__ = ("_blocks", "_input_tokens", "_table")
 
     dialect = "anthropic"
+    _END = b'"}}'
 
     def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
         super().__init__(builder, marker_mode)
@@ -120,48 +126,36 @@ class AnthropicInterpreter(StreamState):
     def event(self, name: bytes, obj: dict[str, Any], out: list[Event]) -> None:
         self.dispatch(self._table, _IGNORED, obj, out)
 
-    def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:
-        """The hot path, for a ``text_delta`` of a known block (most events of a stream): parsed once, checked inline,
-        its token made here; every other event (and what orjson refused) goes the general
-        way of :class:`StreamState`."""
-        append, raw0, det, keep = out.append, self._raw0, self._det0, self._det0.keep
-        blocks = self._blocks
-        for item in raw:
-            if self.done:
-                return
-            if item.__class__ is not tuple or item is OVERFLOW:
-                StreamState.feed_raw(self, [item], out)
-                continue
-            data = item[1]
-            try:
-                obj = loads(data)
-            except JSONDecodeError:
-                StreamState.feed_raw(self, [item], out)
-                continue
-            if obj.__class__ is dict:
-                d = obj.get("delta")
-                if (
-                    obj.get("type") == "content_block_delta"
-                    and d.__class__ is dict
-                    and d.get("type") == "text_delta"
-                    and (t := d.get("text")).__class__ is str
-                    and obj.get("index") in blocks
-                ):
-                    if t:
-                        if keep and not det.held and "[" not in t and self._surr is None:
-                            det.offset += len(t)
-                            ev = new(TokenEvent)  # built as new_token does, inline
-                            ev.type = "token"
-                            ev.index = 0
-                            ev.text = ev.display = t
-                            append(ev)
-                            raw0.append(t)
-                        else:
-                            self.token(0, t, out)
-                    continue
-                self.event(item[0], obj, out)
-            else:
-                self.fault(out, "bad_chunk", f"event is not a JSON object: {data[:120]!r}")
+    def _general(self, item: RawEvent, out: list[Event]) -> None:
+        """An event the hot loop did not take: a text delta parsed and checked inline (the
+        template of its block's deltas then written: any ``index`` reads alike, a text
+        delta of any block is a token), anything else the general way."""
+        if item.__class__ is not tuple or item is OVERFLOW:
+            StreamState.feed_raw(self, [item], out)
+            return
+        data = item[1]
+        try:
+            obj = loads(data)
+        except JSONDecodeError:
+            StreamState.feed_raw(self, [item], out)
+            return
+        if obj.__class__ is not dict:
+            self.fault(out, "bad_chunk", f"event is not a JSON object: {data[:120]!r}")
+            return
+        d = obj.get("delta")
+        if (
+            obj.get("type") == "content_block_delta"
+            and d.__class__ is dict
+            and d.get("type") == "text_delta"
+            and (t := d.get("text")).__class__ is str
+            and (idx := obj.get("index")) in self._blocks
+        ):
+            if idx.__class__ is int:
+                self._pre = b"%s%d%s" % (_HEAD, idx, _MID)
+            if t:
+                self.token(0, t, out)
+            return
+        self.event(item[0], obj, out)
 
     def _message_start(self, obj: dict[str, Any], out: list[Event]) -> None:
         msg = obj.get("message")

@@ -20,10 +20,10 @@ from streamcite.core.dialects.base import (
     JSONDecodeError,
     StreamState,
     loads,
-    new,
     status_retryable,
 )
-from streamcite.core.events import Event, TokenEvent
+from streamcite.core.dialects.hotloop import TemplatedState
+from streamcite.core.events import Event
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
 from streamcite.core.sse import OVERFLOW, RawEvent
@@ -38,6 +38,10 @@ _REASONS = {
     "ERROR": "error",
     "TIMEOUT": "error",
 }
+_HEAD = b'{"type":"content-delta","index":'
+_MID = b',"delta":{"message":{"content":{"text":"'
+"""A text delta's bytes, as Cohere sends them: ``_HEAD``, the content index, ``_MID``,
+the text, ``"}}}}`` (dialects/hotloop.py)."""
 _IGNORED = frozenset({"content-end", "tool-call-end", "citation-end", "debug"})
 
 
@@ -77,12 +81,13 @@ def _source(src: Any) -> tuple[Any, Citation] | None:
     return None
 
 
-class CohereInterpreter(StreamState):
+class CohereInterpreter(TemplatedState):
     """Interprets one Cohere v2 chat stream (``/v2/chat``, ``stream: true``)."""
 
     __slots__ = ("_blocks", "_table")
 
     dialect = "cohere"
+    _END = b'"}}}}'
 
     def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
         super().__init__(builder, marker_mode)
@@ -106,51 +111,39 @@ class CohereInterpreter(StreamState):
             return
         self.dispatch(self._table, _IGNORED, obj, out)
 
-    def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:
-        """The hot path, for a ``content-delta`` of a text block (most events of a stream): parsed once, checked inline,
-        its token made here; every other event (and what orjson refused) goes the general
-        way of :class:`StreamState`."""
-        append, raw0, det, keep = out.append, self._raw0, self._det0, self._det0.keep
-        blocks = self._blocks
-        for item in raw:
-            if self.done:
-                return
-            if item.__class__ is not tuple or item is OVERFLOW:
-                StreamState.feed_raw(self, [item], out)
-                continue
-            data = item[1]
-            try:
-                obj = loads(data)
-            except JSONDecodeError:
-                StreamState.feed_raw(self, [item], out)
-                continue
-            if obj.__class__ is dict:
-                d = obj.get("delta")
-                m = d.get("message") if d.__class__ is dict else None
-                c = m.get("content") if m.__class__ is dict else None
-                if (
-                    obj.get("type") == "content-delta"
-                    and c.__class__ is dict
-                    and len(c) == 1
-                    and (t := c.get("text")).__class__ is str
-                    and (b := blocks.get(obj.get("index", 0))) is not None
-                    and b[0] == "text"
-                ):
-                    if t:
-                        if keep and not det.held and "[" not in t and self._surr is None:
-                            det.offset += len(t)
-                            ev = new(TokenEvent)  # built as new_token does, inline
-                            ev.type = "token"
-                            ev.index = 0
-                            ev.text = ev.display = t
-                            append(ev)
-                            raw0.append(t)
-                        else:
-                            self.token(0, t, out)
-                    continue
-                self.event(item[0], obj, out)
-            else:
-                self.fault(out, "bad_chunk", f"event is not a JSON object: {data[:120]!r}")
+    def _general(self, item: RawEvent, out: list[Event]) -> None:
+        """An event the hot loop did not take: a text block's ``content-delta`` parsed and
+        checked inline (the template of that block's deltas then written), anything else
+        the general way of :class:`StreamState`."""
+        if item.__class__ is not tuple or item is OVERFLOW:
+            StreamState.feed_raw(self, [item], out)
+            return
+        data = item[1]
+        try:
+            obj = loads(data)
+        except JSONDecodeError:
+            StreamState.feed_raw(self, [item], out)
+            return
+        if obj.__class__ is not dict:
+            self.fault(out, "bad_chunk", f"event is not a JSON object: {data[:120]!r}")
+            return
+        d = obj.get("delta")
+        m = d.get("message") if d.__class__ is dict else None
+        c = m.get("content") if m.__class__ is dict else None
+        if (
+            obj.get("type") == "content-delta"
+            and c.__class__ is dict
+            and len(c) == 1
+            and (t := c.get("text")).__class__ is str
+            and (b := self._blocks.get(idx := obj.get("index", 0))) is not None
+            and b[0] == "text"
+        ):
+            if idx.__class__ is int:
+                self._pre = b"%s%d%s" % (_HEAD, idx, _MID)
+            if t:
+                self.token(0, t, out)
+            return
+        self.event(item[0], obj, out)
 
     def end_marker(self, out: list[Event]) -> None:
         self.end(out)

@@ -17,10 +17,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from orjson import dumps
+
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.bounds import StreamBounds
-from streamcite.core.dialects.base import Handler, JSONDecodeError, StreamState, loads, new
-from streamcite.core.events import Event, TokenEvent
+from streamcite.core.dialects.base import Handler, JSONDecodeError, StreamState, loads
+from streamcite.core.dialects.hotloop import SequencedState
+from streamcite.core.events import Event
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
 from streamcite.core.sse import OVERFLOW, RawEvent
@@ -91,6 +94,10 @@ _SKIM = 1 << 16
 """An event larger than this whose SSE name is an ignored type, and whose data says
 so from its first key, is passed without being parsed (``.done`` echoes of a large
 answer: orjson's peak is ~13 times the bytes it parses)."""
+_HEAD = b'{"type":"response.output_text.delta","sequence_number":'
+_MAX_LEARNED = 16
+"""Text-delta templates written per stream: one per text part in a plain stream; a stream
+whose deltas differ in more than their text stops being learned (parsed as before)."""
 
 
 def _ignored_repeat(name: bytes, data: bytes) -> bool:
@@ -106,10 +113,10 @@ def _str(v: Any) -> str | None:
     return v if type(v) is str else None
 
 
-class ResponsesInterpreter(StreamState):
+class ResponsesInterpreter(SequencedState):
     """Interprets one OpenAI Responses stream (``/v1/responses``, ``stream: true``)."""
 
-    __slots__ = ("_parts", "_table", "_texts", "error_seen")
+    __slots__ = ("_learned", "_parts", "_table", "_texts", "error_seen")
 
     dialect = "responses"
 
@@ -118,6 +125,8 @@ class ResponsesInterpreter(StreamState):
         self._parts: dict[tuple[Any, Any], int] = {}
         """(item id, content index) → the character where that text part starts."""
         self._texts = 0
+        self._learned = 0
+        """Templates written so far (at most :data:`_MAX_LEARNED`)."""
         self.error_seen: str | None = None
         self._table: dict[str, Handler] = {
             "response.created": self._created,
@@ -138,48 +147,57 @@ class ResponsesInterpreter(StreamState):
     def event(self, name: bytes, obj: dict[str, Any], out: list[Event]) -> None:
         self.dispatch(self._table, _IGNORED, obj, out)
 
-    def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:
-        """The hot path, for an ``output_text.delta`` of a known text part (most events of a stream): parsed once, checked inline,
-        its token made here; every other event (and what orjson refused) goes the general
-        way of :class:`StreamState`."""
-        append, raw0, det, keep = out.append, self._raw0, self._det0, self._det0.keep
-        parts = self._parts
-        for item in raw:
-            if self.done:
-                return
-            if item.__class__ is not tuple or item is OVERFLOW:
-                StreamState.feed_raw(self, [item], out)
-                continue
-            data = item[1]
-            if len(data) > _SKIM and _ignored_repeat(item[0], data):
-                continue
-            try:
-                obj = loads(data)
-            except JSONDecodeError:
-                StreamState.feed_raw(self, [item], out)
-                continue
-            if obj.__class__ is dict:
-                if (
-                    obj.get("type") == "response.output_text.delta"
-                    and (t := obj.get("delta")).__class__ is str
-                    and self._texts
-                    and (obj.get("item_id"), obj.get("content_index")) in parts
-                ):
-                    if t:
-                        if keep and not det.held and "[" not in t and self._surr is None:
-                            det.offset += len(t)
-                            ev = new(TokenEvent)  # built as new_token does, inline
-                            ev.type = "token"
-                            ev.index = 0
-                            ev.text = ev.display = t
-                            append(ev)
-                            raw0.append(t)
-                        else:
-                            self.token(0, t, out)
-                    continue
-                self.event(item[0], obj, out)
-            else:
-                self.fault(out, "bad_chunk", f"event is not a JSON object: {data[:120]!r}")
+    def _general(self, item: RawEvent, out: list[Event]) -> None:
+        """An event the hot loop did not take: an ``output_text.delta`` of a known text part
+        parsed and checked inline (the template of its part's deltas then written), anything
+        else the general way of :class:`StreamState`."""
+        if item.__class__ is not tuple or item is OVERFLOW:
+            StreamState.feed_raw(self, [item], out)
+            return
+        data = item[1]
+        if len(data) > _SKIM and _ignored_repeat(item[0], data):
+            return
+        try:
+            obj = loads(data)
+        except JSONDecodeError:
+            StreamState.feed_raw(self, [item], out)
+            return
+        if obj.__class__ is not dict:
+            self.fault(out, "bad_chunk", f"event is not a JSON object: {data[:120]!r}")
+            return
+        if (
+            obj.get("type") == "response.output_text.delta"
+            and (t := obj.get("delta")).__class__ is str
+            and self._texts
+            and (obj.get("item_id"), obj.get("content_index")) in self._parts
+        ):
+            if self._learned < _MAX_LEARNED:
+                self._learn(obj, data)
+            if t:
+                self.token(0, t, out)
+            return
+        self.event(item[0], obj, out)
+
+    def _learn(self, obj: dict[str, Any], data: bytes) -> None:
+        """The template of this text part's deltas, from one of them: the fields before and
+        after the text written as orjson writes their values, kept if they are this event's
+        bytes (a stream whose deltas differ in more than the text and the sequence number,
+        such as per-event ``obfuscation``, stops being learned after a few tries)."""
+        self._learned += 1
+        keys = list(obj)
+        seq = obj.get("sequence_number")
+        if keys[:2] != ["type", "sequence_number"] or seq.__class__ is not int or seq < 0:
+            return
+        at = keys.index("delta")
+        try:
+            mid = b"".join(b",%s:%s" % (dumps(k), dumps(obj[k])) for k in keys[2:at])
+            tail = b"".join(b",%s:%s" % (dumps(k), dumps(obj[k])) for k in keys[at + 1 :])
+        except TypeError:  # orjson's own limit (a value nested deeper than 254): no template
+            return
+        mid += b',"delta":"'
+        tail = b'"' + tail + b"}"
+        if data.startswith(b"%s%d%s" % (_HEAD, seq, mid)) and data.endswith(tail):
+            self._pre, self._mid, self._tail = _HEAD, mid, tail
 
     def _created(self, obj: dict[str, Any], out: list[Event]) -> None:
         r = obj.get("response")

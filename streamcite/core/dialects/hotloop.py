@@ -1,0 +1,203 @@
+"""The per-event hot loop of the Anthropic and Cohere dialects: text deltas by their bytes. Sans-I/O.
+
+Nearly every event of a stream is a text delta of the block being written, and those
+events are byte-identical but for their text: Anthropic's
+``{"type":"content_block_delta","index":N,"delta":{"type":"text_delta","text":"…"}}``,
+Cohere's ``{"type":"content-delta","index":N,"delta":{"message":{"content":{"text":"…"}}}}``.
+Once such an event has been parsed and taken (the dialect then sets :attr:`_pre` to
+the bytes before its text, written from the parsed index), an event made of those
+bytes, a valid JSON string body and the closing bytes (:attr:`_END`; Anthropic's
+padding spaces before the last brace allowed) *is* that event with that text — by
+construction, not by inference: so only the text is decoded, with no JSON parse, no
+dispatch, no call per event, the footnote detector's offset kept in a local. Anything
+else (another event, an escape that is not valid JSON, invalid UTF-8, a raw control
+character, a ``[`` the footnote detector must see, a stream with lone surrogates)
+goes to the dialect's :meth:`TemplatedState._general`, one event at a time, unchanged.
+docs/core-speed.md ("Dialects") has the measurements.
+"""
+
+from __future__ import annotations
+
+from streamcite.core._fields import expect_fields
+from streamcite.core.answer import AnswerBuilder
+from streamcite.core.dialects.base import StreamState
+from streamcite.core.events import Event, TokenEvent
+from streamcite.core.markers import MarkerMode
+from streamcite.core.sse import RawEvent
+from streamcite.core.template import has_control, string_body
+
+__all__ = ["NO_TEMPLATE", "SequencedState", "TemplatedState", "padded_end"]
+
+expect_fields(TokenEvent, ["type", "index", "text", "display"], "dialects/hotloop.py")
+_new = object.__new__
+NO_TEMPLATE = b"\xff"
+""":attr:`TemplatedState._pre` before a text delta was parsed: no JSON starts so."""
+
+
+def padded_end(tail: bytes, end: bytes) -> bool:
+    """``tail`` is ``end`` (a string's closing quote and the braces that close its event)
+    with spaces or tabs before the last brace, as Anthropic pads its events.
+
+    >>> padded_end(b'"}   }', b'"}}'), padded_end(b'"} x}', b'"}}')
+    (True, False)
+    """
+    return (
+        tail[-1:] == b"}"
+        and tail.startswith(end[:-1])
+        and not tail[len(end) - 1 : -1].strip(b" \t")
+    )
+
+
+class TemplatedState(StreamState):
+    """A dialect whose text deltas the hot loop of :meth:`feed_raw` takes by their bytes."""
+
+    __slots__ = ("_pre",)
+
+    _END = b'"}'
+    """The bytes after a text delta's text (the dialect's own)."""
+
+    def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
+        super().__init__(builder, marker_mode)
+        self._pre = NO_TEMPLATE
+        """The bytes before the text of the last text delta taken (the dialect sets it)."""
+
+    def _general(self, item: RawEvent, out: list[Event]) -> None:
+        """One event the template did not take (the dialect's general way)."""
+        raise NotImplementedError
+
+    def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:  # noqa: C901, RUF100
+        """The hot loop: template text deltas inline, every other event to
+        :meth:`_general` (the detector's offset handed over around it)."""
+        if self.done:
+            return
+        append, text_append, det = out.append, self._raw0.append, self._det0
+        keep, offset = det.keep, det.offset
+        fast = keep and not det.held and self._surr is None
+        pre, plen = self._pre, len(self._pre)
+        end = self._END
+        elen = len(end)
+        make, token, length = _new, TokenEvent, len  # locals: no global lookups per event
+        for item in raw:
+            # A tuple item is a named event (OVERFLOW's data is empty: it never matches).
+            if item.__class__ is tuple and (data := item[1]).startswith(pre):
+                if data.endswith(end):
+                    body: bytes | None = data[plen:-elen]
+                else:  # padded, or not the template
+                    q = data.rfind(0x22)
+                    body = data[plen:q] if q >= plen and padded_end(data[q:], end) else None
+                t: str | None
+                if body is None:
+                    t = None
+                elif 0x22 in body or 0x5C in body:  # ints: ten times faster than bytes
+                    t = string_body(body)  # escapes (None: not a JSON string body)
+                else:
+                    try:
+                        t = body.decode()
+                    except UnicodeDecodeError:
+                        t = None  # the general way reports it
+                    else:
+                        if not t.isprintable() and has_control(t):
+                            t = None  # raw control characters: invalid JSON
+                if t:
+                    if fast and "[" not in t:
+                        offset += length(t)
+                        ev = make(token)  # built as new_token does, inline
+                        ev.type = "token"
+                        ev.index = 0
+                        ev.text = ev.display = t
+                        append(ev)
+                        text_append(t)
+                        continue
+                    det.offset = offset
+                    self.token(0, t, out)
+                    offset = det.offset
+                    fast = keep and not det.held and self._surr is None
+                    continue
+                if t is not None and length(data) >= plen + elen:
+                    continue  # an empty text (shorter: the quotes overlap, not JSON)
+            det.offset = offset
+            self._general(item, out)
+            if self.done:
+                return
+            offset = det.offset
+            fast = keep and not det.held and self._surr is None
+            pre, plen = self._pre, len(self._pre)
+        det.offset = offset
+
+
+class SequencedState(TemplatedState):
+    """A dialect whose text deltas carry a sequence number before the fields that place
+    them (OpenAI Responses): the template is ``_pre`` (the event type and
+    ``"sequence_number":``), any JSON integer of up to 18 digits, ``_mid`` (the fields up to
+    the text's opening quote), the text, ``_tail`` (its closing quote and the rest). The
+    dialect writes ``_mid`` and ``_tail`` from a parsed event's own values (their JSON as
+    orjson writes it, checked against the event's bytes), so a match is that event but for
+    its sequence number (which no dialect reads) and its text."""
+
+    __slots__ = ("_mid", "_tail")
+
+    def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
+        super().__init__(builder, marker_mode)
+        self._mid = NO_TEMPLATE
+        self._tail = NO_TEMPLATE
+
+    def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:  # noqa: C901, RUF100
+        """The hot loop of :class:`TemplatedState`, with the sequence number skipped."""
+        if self.done:
+            return
+        append, text_append, det = out.append, self._raw0.append, self._det0
+        keep, offset = det.keep, det.offset
+        fast = keep and not det.held and self._surr is None
+        pre, mid, end = self._pre, self._mid, self._tail
+        plen, mlen, elen = len(pre), len(mid), len(end)
+        make, token, length = _new, TokenEvent, len  # locals: no global lookups per event
+        for item in raw:
+            # A tuple item is a named event (OVERFLOW's data is empty: it never matches).
+            if (
+                item.__class__ is tuple
+                and (data := item[1]).startswith(pre)
+                and data.endswith(end)
+                and 0 < (j := data.find(0x2C, plen)) - plen < 19  # the number's comma
+                and data.startswith(mid, j)
+                and (num := data[plen:j]).isdigit()
+                and (num[0] != 0x30 or j - plen == 1)  # a JSON integer: no leading zero
+                and (stop := length(data) - elen) >= j + mlen  # (else the quotes overlap)
+            ):
+                body = data[j + mlen : stop]
+                t: str | None
+                if 0x22 in body or 0x5C in body:  # ints: ten times faster than bytes
+                    t = string_body(body)  # escapes (None: not a JSON string body)
+                else:
+                    try:
+                        t = body.decode()
+                    except UnicodeDecodeError:
+                        t = None  # the general way reports it
+                    else:
+                        if not t.isprintable() and has_control(t):
+                            t = None  # raw control characters: invalid JSON
+                if t is not None:
+                    if not t:
+                        continue
+                    if fast and "[" not in t:
+                        offset += length(t)
+                        ev = make(token)  # built as new_token does, inline
+                        ev.type = "token"
+                        ev.index = 0
+                        ev.text = ev.display = t
+                        append(ev)
+                        text_append(t)
+                        continue
+                    det.offset = offset
+                    self.token(0, t, out)
+                    offset = det.offset
+                    fast = keep and not det.held and self._surr is None
+                    continue
+            det.offset = offset
+            self._general(item, out)
+            if self.done:
+                return
+            offset = det.offset
+            fast = keep and not det.held and self._surr is None
+            pre, mid, end = self._pre, self._mid, self._tail
+            plen, mlen, elen = len(pre), len(mid), len(end)
+        det.offset = offset

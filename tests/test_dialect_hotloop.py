@@ -1,0 +1,274 @@
+"""The Anthropic and Cohere hot loop (streamcite/core/dialects/hotloop.py): text deltas
+taken by their bytes give exactly the events of the general way, whatever the bytes
+between the template's ends hold (escapes, quotes, control characters, invalid UTF-8,
+footnote markers, padding, overlapping quotes); and a template delta is not parsed."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import streamcite.core.dialects.anthropic as anthropic_mod
+import streamcite.core.dialects.cohere as cohere_mod
+from streamcite.core.answer import AnswerBuilder
+from streamcite.core.dialects import make_interpreter
+from streamcite.core.dialects.base import StreamState
+from streamcite.core.events import Event
+from streamcite.core.sse import RawEvent
+
+ANTHROPIC_PRE = b'{"type":"content_block_delta","index":%d,"delta":{"type":"text_delta","text":"'
+COHERE_PRE = b'{"type":"content-delta","index":%d,"delta":{"message":{"content":{"text":"'
+ENDS = {"anthropic": b'"}}', "cohere": b'"}}}}'}
+
+
+def _prelude(dialect: str, idx: int = 0) -> list[RawEvent]:
+    if dialect == "anthropic":
+        start = {"type": "message_start", "message": {"id": "m", "model": "c"}}
+        block = {"type": "content_block_start", "index": idx, "content_block": {"type": "text"}}
+        return [
+            (b"message_start", orjson.dumps(start), "", None),
+            (b"content_block_start", orjson.dumps(block), "", None),
+        ]
+    start = {"type": "message-start", "id": "c"}
+    content = {"message": {"content": {"type": "text", "text": ""}}}
+    block = {"type": "content-start", "index": idx, "delta": content}
+    return [
+        (b"message-start", orjson.dumps(start), "", None),
+        (b"content-start", orjson.dumps(block), "", None),
+    ]
+
+
+def _delta(dialect: str, body: bytes, idx: int = 0, end: bytes | None = None) -> RawEvent:
+    pre = (ANTHROPIC_PRE if dialect == "anthropic" else COHERE_PRE) % idx
+    name = b"content_block_delta" if dialect == "anthropic" else b"content-delta"
+    return (name, pre + body + (end if end is not None else ENDS[dialect]), "", None)
+
+
+def _general(dialect: str, raw: list[RawEvent]) -> tuple[list[Event], Any]:
+    """The reference: every event the general way (parsed, dispatched), one at a time."""
+    it = make_interpreter(dialect, AnswerBuilder(), "keep")  # type: ignore[arg-type]
+    assert isinstance(it, StreamState)
+    out: list[Event] = []
+    for item in raw:
+        StreamState.feed_raw(it, [item], out)
+    out += it.close()
+    return out, it.builder.snapshot()
+
+
+def _hot(dialect: str, raw: list[RawEvent], reads: int = 3) -> tuple[list[Event], Any]:
+    it = make_interpreter(dialect, AnswerBuilder(), "keep")  # type: ignore[arg-type]
+    out: list[Event] = []
+    step = max(1, len(raw) // reads)
+    for i in range(0, len(raw), step):
+        it.feed_raw(raw[i : i + step], out)
+    out += it.close()
+    return out, it.builder.snapshot()
+
+
+# Bodies between the template's quotes: valid JSON string bodies and not.
+HOSTILE = [
+    b"plain",
+    "caf\u00e9 \u05ea\u05dc \u2615 \U0001f600".encode(),
+    b'say \\"hi\\"',  # escaped quotes
+    b"back\\\\slash",
+    b"tab\\tnew\\nline",
+    b"\\u00e9\\u05ea",
+    b"\\ud83d\\ude00",  # an escaped surrogate pair
+    b"\\ud83d",  # a lone escaped surrogate
+    b"\\udc00 tail",
+    b"raw\ttab",  # a raw control character: invalid JSON
+    b"raw\x01ctl",
+    b"bad \xff utf8",  # invalid UTF-8
+    b"\xed\xa0\x80",  # a UTF-8-encoded surrogate: invalid
+    b'un"escaped',  # an unescaped quote
+    b'x"},"extra":{"a":"b',  # a quote that reshapes the object
+    b"ends in backslash\\",
+    b"bad \\x escape",
+    b"",  # an empty text
+    b"see [1].",
+    b"[",
+    b"12]",
+    b"\xe2\x80\xa8 line separator",
+]
+
+
+@pytest.mark.parametrize("dialect", ["anthropic", "cohere"])
+def test_hostile_bodies_read_as_the_general_way(dialect: str) -> None:
+    raw = [*_prelude(dialect), _delta(dialect, b"warm up")]
+    for body in HOSTILE:
+        raw += [_delta(dialect, body), _delta(dialect, b" ok")]
+    assert _hot(dialect, raw) == _general(dialect, raw)
+
+
+@pytest.mark.parametrize("dialect", ["anthropic", "cohere"])
+def test_broken_ends_read_as_the_general_way(dialect: str) -> None:
+    end = ENDS[dialect]
+    raw = [*_prelude(dialect), _delta(dialect, b"warm up")]
+    for tail in [
+        end[1:],  # the closing quote is the opening one: not JSON
+        end + b" ",  # trailing space: valid JSON, not the template
+        end[:-1] + b"   " + end[-1:],  # padded as Anthropic pads
+        end[:-1] + b"\t" + end[-1:],
+        end[:-1] + b" x " + end[-1:],
+        end[:-1] + b"\x0b" + end[-1:],  # not JSON whitespace
+        end + end[-1:],  # one brace too many
+        b'","more":1' + end[1:],
+        b"",
+    ]:
+        raw += [_delta(dialect, b"mid", end=tail), _delta(dialect, b"", end=tail)]
+        raw.append(_delta(dialect, b" ok"))
+    assert _hot(dialect, raw) == _general(dialect, raw)
+
+
+@pytest.mark.parametrize("dialect", ["anthropic", "cohere"])
+def test_other_blocks_and_indexes(dialect: str) -> None:
+    """A template is its block's: another index (a block never started, a bool, a
+    leading zero) is parsed and read as the general way reads it."""
+    raw = [*_prelude(dialect), _delta(dialect, b"zero")]
+    raw += [*_prelude(dialect, 3)[1:], _delta(dialect, b"three"), _delta(dialect, b"3")]
+    raw += [_delta(dialect, b"unknown", idx=7), _delta(dialect, b"zero again")]
+    pre = (ANTHROPIC_PRE if dialect == "anthropic" else COHERE_PRE) % 0
+    for head in (b'"index":true', b'"index":03', b'"index":-0', b'"index":"0"'):
+        data = pre.replace(b'"index":0', head) + b"odd" + ENDS[dialect]
+        raw.append((raw[-1][0], data, "", None))  # type: ignore[index]
+    raw.append(_delta(dialect, b"end"))
+    assert _hot(dialect, raw) == _general(dialect, raw)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    dialect=st.sampled_from(["anthropic", "cohere"]),
+    texts=st.lists(st.text(max_size=12), min_size=1, max_size=12),
+    ascii_escapes=st.lists(st.booleans(), min_size=12, max_size=12),
+    junk=st.lists(st.binary(max_size=6), max_size=4),
+    reads=st.integers(1, 5),
+)
+def test_any_text_same_events(
+    dialect: str, texts: list[str], ascii_escapes: list[bool], junk: list[bytes], reads: int
+) -> None:
+    """Any texts, escaped as orjson or as json.dumps(ensure_ascii) writes them, with raw
+    junk bodies between: the hot loop's events and answer are the general way's."""
+    raw = _prelude(dialect)
+    for i, text in enumerate(texts):
+        enc = json.dumps(text) if ascii_escapes[i] else orjson.dumps(text).decode()
+        raw.append(_delta(dialect, enc[1:-1].encode("utf-8", "surrogatepass")))
+        if i < len(junk):
+            raw.append(_delta(dialect, junk[i]))
+    assert _hot(dialect, raw, reads) == _general(dialect, raw)
+
+
+@pytest.mark.parametrize(
+    ("dialect", "module"), [("anthropic", anthropic_mod), ("cohere", cohere_mod)]
+)
+def test_template_deltas_are_not_parsed(
+    dialect: str, module: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the first delta of a block is parsed: the rest are read by their bytes (the
+    old way parsed every event)."""
+    calls: list[bytes] = []
+
+    def counting(data: bytes) -> Any:
+        calls.append(data)
+        return orjson.loads(data)
+
+    monkeypatch.setattr(module, "loads", counting)
+    raw = _prelude(dialect) + [_delta(dialect, b"w%d" % i) for i in range(200)]
+    _out, answer = _hot(dialect, raw)
+    assert answer.text == "".join(f"w{i}" for i in range(200))
+    assert len(calls) == 3  # the prelude's two events and the block's first delta
+
+
+# -- OpenAI Responses: the sequence number varies between the template's parts ----------
+
+RESP_PRE = b'{"type":"response.output_text.delta","sequence_number":'
+RESP_MID = b',"item_id":"msg_1","output_index":0,"content_index":0,"delta":"'
+RESP_END = b'","logprobs":[]}'
+
+
+def _resp_prelude() -> list[RawEvent]:
+    def ev(name: str, **f: Any) -> RawEvent:
+        return (name.encode(), orjson.dumps({"type": name, "sequence_number": 0, **f}), "", None)
+
+    item = {"id": "msg_1", "type": "message", "role": "assistant", "content": []}
+    part = {"type": "output_text", "text": "", "annotations": []}
+    where = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
+    return [
+        ev("response.created", response={"id": "r", "model": "m", "created_at": 1}),
+        ev("response.output_item.added", output_index=0, item=item),
+        ev("response.content_part.added", **where, part=part),
+    ]
+
+
+def _resp_delta(
+    body: bytes, seq: bytes = b"7", mid: bytes = RESP_MID, end: bytes = RESP_END
+) -> RawEvent:
+    return (b"response.output_text.delta", RESP_PRE + seq + mid + body + end, "", None)
+
+
+def test_responses_hostile_bodies_and_numbers() -> None:
+    raw = [*_resp_prelude(), _resp_delta(b"warm up")]
+    for body in HOSTILE:
+        raw += [_resp_delta(body), _resp_delta(b" ok", seq=b"123456")]
+    for seq in (b"0", b"00", b"01", b"-1", b"1.5", b"1e3", b"", b"12345678901234567890", b"9" * 18):
+        raw += [_resp_delta(b"n", seq=seq), _resp_delta(b" ok")]
+    for end in (RESP_END[1:], RESP_END + b" ", b'","logprobs":[1]}', b'"}'):
+        raw += [_resp_delta(b"e", end=end), _resp_delta(b"", end=end), _resp_delta(b" ok")]
+    other = RESP_MID.replace(b"msg_1", b"msg_2")
+    raw += [_resp_delta(b"unknown item", mid=other), _resp_delta(b"end")]
+    assert _hot("responses", raw) == _general("responses", raw)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    texts=st.lists(st.text(max_size=12), min_size=1, max_size=12),
+    ascii_escapes=st.lists(st.booleans(), min_size=12, max_size=12),
+    obfuscated=st.booleans(),
+    reads=st.integers(1, 5),
+)
+def test_responses_any_text_same_events(
+    texts: list[str], ascii_escapes: list[bool], obfuscated: bool, reads: int
+) -> None:
+    raw = _resp_prelude()
+    for i, text in enumerate(texts):
+        enc = json.dumps(text) if ascii_escapes[i] else orjson.dumps(text).decode()
+        end = b'","logprobs":[],"obfuscation":"x%d"}' % i if obfuscated else RESP_END
+        raw.append(_resp_delta(enc[1:-1].encode("utf-8", "surrogatepass"), b"%d" % i, end=end))
+    assert _hot("responses", raw, reads) == _general("responses", raw)
+
+
+def test_responses_template_deltas_are_not_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import streamcite.core.dialects.responses as responses_mod
+
+    calls: list[bytes] = []
+
+    def counting(data: bytes) -> Any:
+        calls.append(data)
+        return orjson.loads(data)
+
+    monkeypatch.setattr(responses_mod, "loads", counting)
+    raw = _resp_prelude() + [_resp_delta(b"w%d" % i, seq=b"%d" % (i + 3)) for i in range(200)]
+    _out, answer = _hot("responses", raw)
+    assert answer.text == "".join(f"w{i}" for i in range(200))
+    assert len(calls) == 5  # the prelude's three events, the part's first two deltas
+    # Deltas that differ in more than their text (per-event obfuscation) are all parsed,
+    # and after a few tries no template is written any more.
+    calls.clear()
+    obf = [_resp_delta(b"o", end=b'","obfuscation":"%d"}' % i) for i in range(100)]
+    _out, answer = _hot("responses", _resp_prelude() + obf)
+    assert answer.text == "o" * 100
+    assert len(calls) == 103
+
+
+def test_responses_deeply_nested_field_no_template() -> None:
+    """A delta with a field nested deeper than orjson writes: parsed as before, no crash."""
+    deep = b"[" * 300 + b"]" * 300
+    raw = [*_resp_prelude(), _resp_delta(b"a"), _resp_delta(b"b", end=b'","x":' + deep + b"}")]
+    raw += [_resp_delta(b"c", end=b'","x":' + deep + b"}"), _resp_delta(b"d")]
+    out, answer = _hot("responses", raw)
+    assert answer.text == "abcd"
+    assert (out, answer) == _general("responses", raw)
