@@ -310,9 +310,8 @@ def _question(request: Mapping[str, Any]) -> str:
             if isinstance(content, str):
                 return content[:2000]
             if isinstance(content, list):
-                return " ".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))[
-                    :2000
-                ]
+                texts = (p.get("text") for p in content if isinstance(p, Mapping))
+                return " ".join(t for t in texts if isinstance(t, str))[:2000]
             return ""
     return ""
 
