@@ -28,7 +28,9 @@ citations      ``source-url`` per citation with a URL, else ``source-document``;
                then, when the event has spans, ``data-citation-spans`` (id
                ``citation-spans``, so a later one replaces it): ``{"spans":
                [{"sourceId", "start", "end"}]}``, offsets in UTF-16 code units
-               (spans whose UTF-16 offsets are not known yet are left out)
+               (spans whose UTF-16 offsets are not known yet are left out;
+               written for each of the first 16 spans, then on growth by an
+               eighth, the rest at the end: linear bytes, not quadratic)
 usage          ``message-metadata`` ``{"usage": {...}}``
 sources        ``data-sources`` (``data``: the event's wire form)
 grounding      ``data-grounding`` (``data``: the event's wire form)
