@@ -9,13 +9,14 @@ and a processor that masks secrets, composable into any structlog chain.
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from collections.abc import MutableMapping
 from typing import Any, TextIO
 
 import structlog
 
-__all__ = ["configure_logging", "get_logger", "redact_secrets"]
+__all__ = ["configure_logging", "get_logger", "inert_strings", "redact_secrets"]
 
 # Field names that hold a credential, compared exactly (case- and -/_-insensitive):
 # matching substrings masked ``completion_tokens`` and ``max_tokens``.
@@ -51,6 +52,32 @@ def redact_secrets(
     return event_dict
 
 
+# C0 and C1 controls (escape sequences start with ESC or CSI) and bidi embeddings,
+# overrides and isolates: a request path or an upstream's message can hold any of them.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escaped(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def inert_strings(
+    _logger: Any, _method: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    r"""structlog processor: control and bidi characters of string values written as
+    ``\xNN`` / ``\uNNNN``, so a key=value line on a terminal is only text (a request
+    path or an upstream's message may carry escape sequences).
+
+    >>> inert_strings(None, "warning", {"path": "/a\x1b]0;x\x07"})
+    {'path': '/a\\x1b]0;x\\x07'}
+    """
+    for key, value in event_dict.items():
+        if isinstance(value, str) and _UNSAFE.search(value) is not None:
+            event_dict[key] = _UNSAFE.sub(_escaped, value)
+    return event_dict
+
+
 def configure_logging(
     level: str | int = "WARNING", *, stream: TextIO | None = None, json: bool = False
 ) -> None:
@@ -65,6 +92,7 @@ def configure_logging(
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso"),
             redact_secrets,
+            *(() if json else (inert_strings,)),  # JSON escapes them already
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
@@ -116,6 +144,7 @@ def _quiet_logger() -> Any:
                     structlog.processors.add_log_level,
                     structlog.processors.TimeStamper(fmt="iso"),
                     redact_secrets,
+                    inert_strings,
                     structlog.dev.ConsoleRenderer(colors=False),
                 ],
                 wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),

@@ -162,7 +162,7 @@ async def test_wikit_reply_of_500k_minimal_sources_is_refused_quickly(serve: Ser
     # Before: 9.65 s of parsing on the event loop, peak RSS 683 MB.
     assert info.value.code == "wikit_too_many_sources"
     assert elapsed < 3.0, elapsed
-    assert max(lags) < 0.5, max(lags)
+    assert max(lags) < 2.0, max(lags)  # fixed ~0.06 s; 9.9 s before (a loaded CI: far from both)
     assert peak < 4 * len(body), peak  # the body and its copies, never 500k objects
 
 

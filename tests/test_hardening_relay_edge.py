@@ -406,7 +406,7 @@ def test_bounded_done_of_a_50mb_answer_never_dumps_and_reloads_it() -> None:
     assert wire["complete"] is True and wire["finish_reason"] == "stop"
     # Before: a 100 MB dump, reloaded (peak ~4× the answer), ~0.5 s.
     assert peak < 2 * 1024 * 1024, peak
-    assert elapsed < 0.05, elapsed
+    assert elapsed < 0.25, elapsed  # fixed < 1 ms (tracemalloc on), before ~0.5 s
 
 
 @settings(max_examples=60, deadline=None)

@@ -319,7 +319,7 @@ async def test_google_claims_come_as_claim_events_before_the_grounding(backend: 
 def test_memory_of_a_long_stream_stays_bounded() -> None:
     import tracemalloc
 
-    session = LocalClaimSession(max_waiting=100)  # no facts: sentences wait, bounded
+    session = LocalClaimSession(max_waiting=100, max_chars=10**7)  # no facts: they wait
     line = "Line number {} says something about the value {}.{} here.\n"
     tracemalloc.start()
     try:

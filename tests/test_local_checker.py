@@ -332,6 +332,9 @@ async def test_large_inputs_run_in_a_worker_thread(monkeypatch: pytest.MonkeyPat
         return await real(fn, *args, **kw)
 
     monkeypatch.setattr(checker_module.asyncio, "to_thread", spy)
+    # With the lexicon's data read (a first read goes off the loop too:
+    # tests/test_checker_off_loop.py), a small check stays inline.
+    monkeypatch.setattr(checker_module.lexicon, "ready", lambda: True)
     checker = LocalGrounding()
     small = await checker.check(RELEASED, [WIKI])
     assert calls == []

@@ -122,7 +122,9 @@ marker = st.lists(st.integers(1, 9999), min_size=1, max_size=3).map(
     lambda ns: "[" + ", ".join(map(str, ns)) + "]"
 )
 piece = st.one_of(unicode_text.filter(lambda s: "[" not in s), marker, st.just(" "))
-answer_with_markers = st.lists(piece, max_size=12).map("".join)
+# "[1](" opens a Markdown link, not a footnote: a span cut before its "(" would read it
+# as a marker out of context (hypothesis found raw="0…0[100, 100](").
+answer_with_markers = st.lists(piece, max_size=12).map("".join).filter(lambda s: "](" not in s)
 
 
 @given(answer_with_markers)

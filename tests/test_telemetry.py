@@ -24,6 +24,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from streamcite import stream_chat, telemetry
 from streamcite.core.events import ErrorEvent
 from streamcite.core.models import CitedAnswer
+from streamcite.enrich._http import RetryPolicy
 from streamcite.enrich.google import GoogleGrounding
 from streamcite.enrich.wikit import WikitSources
 from streamcite.local.checker import LocalGrounding
@@ -285,8 +286,10 @@ async def test_enricher_retries_and_failure_are_on_its_span(
         "app",
         "org",
         base_url=backend.root_url,
-        deadline=0.6,
-        request_timeout=0.3,
+        # Three attempts, each with all the time it needs: with a 0.6 s deadline the last
+        # attempt could start with 1 ms left on a loaded machine and fail as "timeout".
+        retry=RetryPolicy(deadline=15.0, request_timeout=5.0, max_attempts=3, backoff_base=0.01),
+        timeout=20.0,
         headers=fault("sources_404_until=1000"),
     )
     answer = await run(backend, after=[wikit])

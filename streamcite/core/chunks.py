@@ -62,6 +62,33 @@ def _citation_lists(obj: dict[str, Any]) -> tuple[Any, Any]:
     return obj.get("citations"), obj.get("search_results")
 
 
+_CHAT_KEYS = ("citations", "search_results", "usage", "error", "x_groq")
+_FOREIGN_TYPES = frozenset(
+    (
+        # Anthropic Messages (not ``ping`` or ``error``: a gateway may send those)
+        "message_start", "content_block_start", "content_block_delta",
+        "content_block_stop", "message_delta", "message_stop",
+        # Cohere v2 chat
+        "message-start", "content-start", "content-delta", "content-end",
+        "citation-start", "citation-end", "tool-plan-delta", "tool-call-start",
+        "tool-call-delta", "tool-call-end", "message-end",
+    )
+)  # fmt: skip
+
+
+def _foreign(obj: dict[str, Any]) -> bool:
+    """A chunk without ``choices`` that is another API's event: an Anthropic, Cohere or
+    OpenAI Responses (``response.*``) event type, or a Gemini response (``candidates``),
+    with none of the chunk-level fields a chat provider sends without choices."""
+    kind = obj.get("type")
+    if type(kind) is str:
+        if kind not in _FOREIGN_TYPES and not kind.startswith("response."):
+            return False
+    elif "candidates" not in obj:
+        return False
+    return obj.get("object") != "error" and not any(k in obj for k in _CHAT_KEYS)
+
+
 def _has_extra(delta: dict[str, Any]) -> bool:
     """A delta carrying something besides its content string (reasoning, tool calls...)."""
     return any(delta.get(k) for k in _EXTRA_KEYS)
@@ -91,6 +118,7 @@ class ChunkInterpreter:
         "citations_dropped",
         "cut",
         "done",
+        "foreign_seen",
         "spans_checked",
     )
 
@@ -123,6 +151,8 @@ class ChunkInterpreter:
         self.spans_checked = 0
         """``url_citation`` spans already checked against the final text."""
         self.cut = False
+        self.foreign_seen = False
+        """A chunk of another API's dialect was seen (reported once)."""
         """A provider error cut the answer (``finish_reason: "error"``, an error object)."""
         self._tpl = ContentTemplate()
         self.done = False
@@ -256,6 +286,9 @@ class ChunkInterpreter:
             self._interpret(obj, "delta", out)
 
     def _interpret(self, obj: dict[str, Any], key: str, out: list[Event]) -> None:
+        if "choices" not in obj and _foreign(obj):
+            self._foreign(obj, out)
+            return
         if not self._meta_seen:
             self._meta(obj, out)
         choices = obj.get("choices")
@@ -561,6 +594,22 @@ class ChunkInterpreter:
         ev = error_from_payload(obj, "sse")
         self._builder.error(ev)
         out.append(ev)
+
+    def _foreign(self, obj: dict[str, Any], out: list[Event]) -> None:
+        """A chunk in another API's shape (an Anthropic, Responses or Cohere event, a
+        Gemini response) read as chat: nothing of it is the answer, and an empty answer
+        must not pass for a whole one. Reported once, the answer marked cut."""
+        self.cut = True
+        if self.foreign_seen:
+            return
+        self.foreign_seen = True
+        kind = obj.get("type")
+        what = f"an event of type {kind!r:.60}" if type(kind) is str else "a Gemini response"
+        msg = (
+            f"{what} has no choices: this is not a Chat Completions stream; read it with "
+            "its API (stream_chat(api=...)) or dialect='auto'"
+        )
+        self._fault(out, "wrong_dialect", msg)
 
     def _fault(
         self, out: list[Event], code: str, message: str, stage: str = "chunk"

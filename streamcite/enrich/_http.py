@@ -93,6 +93,10 @@ class RetryPolicy:
     """Ceiling of one backoff before jitter."""
     retry_after_cap: float = 5.0
     """A ``Retry-After`` longer than this is shortened to it (a 1-hour value must not park us)."""
+    min_attempt: float = 0.1
+    """No retry starts with less than this left of the deadline (clipped to
+    ``request_timeout``): it could only time out, and its ``timeout`` would hide the
+    real error of the attempt before (a 404, a 503)."""
 
     def __post_init__(self) -> None:
         if self.deadline <= 0 or self.request_timeout <= 0:
@@ -209,9 +213,10 @@ def _retrying(
     def stop(state: RetryCallState) -> bool:
         if policy.max_attempts is not None and state.attempt_number >= policy.max_attempts:
             return True
-        # Stop now rather than sleep into (or past) the deadline: the next attempt
-        # would have no time left to succeed.
-        return now() + state.upcoming_sleep >= deadline_at - 0.001
+        # Stop now rather than sleep into (or close to) the deadline: the next attempt
+        # would have no time left to succeed, only to replace the real error by a timeout.
+        floor = min(policy.min_attempt, policy.request_timeout)
+        return now() + state.upcoming_sleep >= deadline_at - floor
 
     def before_sleep(state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None

@@ -13,7 +13,11 @@ complete sentence, when the facts to check it against are known:
 * otherwise at the finish chunk, against every fact known then.
 
 A sentence that cannot be checked yet waits, bounded (``max_waiting``; beyond, it is
-counted in ``dropped`` and the pipeline reports it). :meth:`run` does the check (in a
+counted in ``dropped`` and the pipeline reports it). Only the answer's first
+``max_chars`` characters (:data:`MAX_LIVE_CHARS`, the whole-answer check's limit) are
+split and checked live: the rest is counted in ``unchecked_chars`` (the pipeline reports
+it as one ``claims_cut`` error), so an 8 MiB answer costs the shared worker thread and
+the event loop no more than a 64,000-character one. :meth:`run` does the check (in a
 worker thread) with the facts fixed when the job was made.
 """
 
@@ -32,10 +36,15 @@ from streamcite.local.grounding.live import FactIndex
 from streamcite.local.grounding.words import detect_language
 from streamcite.local.sentence_stream import SentenceStream, StreamedSentence
 
-__all__ = ["MAX_WAITING", "LocalClaimSession", "OfflineClaimChecker"]
+__all__ = ["MAX_LIVE_CHARS", "MAX_WAITING", "LocalClaimSession", "OfflineClaimChecker"]
 
 MAX_WAITING = 4096
 """Complete sentences kept waiting for facts, at most (a capped answer has far fewer)."""
+
+MAX_LIVE_CHARS = 64_000
+"""Characters of an answer split and checked live, at most: the limit of the
+whole-answer check (:data:`streamcite.local.checker.MAX_CHECK_CHARS`). Beyond it no
+sentence is split or checked live (counted in ``unchecked_chars``)."""
 
 
 class OfflineClaimChecker:
@@ -77,6 +86,7 @@ class LocalClaimSession:
         sample: str = "",
         max_waiting: int = MAX_WAITING,
         timeout: float = 2.0,
+        max_chars: int = MAX_LIVE_CHARS,
     ) -> None:
         self._checker = checker
         self.checker = checker.name
@@ -97,6 +107,9 @@ class LocalClaimSession:
         self._count = 0
         self._finished = False
         self.dropped = 0
+        self._max_chars = max_chars
+        self.unchecked_chars = 0
+        """Characters of the answer beyond ``max_chars``: not split, not checked live."""
         self._known: _Facts | None = None
         if self._static:
             self._known = self._facts_now()
@@ -106,6 +119,10 @@ class LocalClaimSession:
     def on_token(self, text: str) -> list[ClaimJob]:
         if self._finished:
             return []
+        room = self._max_chars - self._split.text_length
+        if len(text) > room:
+            self.unchecked_chars += len(text) - max(room, 0)
+            text = text[: max(room, 0)]
         done = self._split.feed(text)
         return self._route(done) if done else []
 

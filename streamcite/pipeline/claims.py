@@ -44,7 +44,14 @@ from streamcite.core.events import (
 )
 from streamcite.enrich.claims import ClaimJob, ClaimSession, claims_from_grounding
 
-__all__ = ["CLAIM_TIMEOUT", "MAX_IN_FLIGHT", "PREPARE_TIMEOUT", "ClaimStage", "claim_executor"]
+__all__ = [
+    "CLAIM_TIMEOUT",
+    "MAX_ABANDONED",
+    "MAX_IN_FLIGHT",
+    "PREPARE_TIMEOUT",
+    "ClaimStage",
+    "claim_executor",
+]
 
 CLAIM_TIMEOUT = 2.0
 """Seconds one check may take (queue wait included) before its claim goes out unchecked."""
@@ -56,15 +63,58 @@ PREPARE_TIMEOUT = 30.0
 """Seconds the checks wait for the sessions' ``prepare()`` (then they start anyway,
 queued behind it in the worker: their own timeout then applies)."""
 
-_executor: ThreadPoolExecutor | None = None
+MAX_ABANDONED = 4
+"""Worker threads left to a check that never returned, at most, before live checks stop
+getting a fresh thread (each such thread is lost until its check returns)."""
+
+
+class _Worker:
+    """The worker thread and when its running check started (None: idle)."""
+
+    __slots__ = ("busy_since", "executor")
+
+    def __init__(self) -> None:
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="streamcite-claims")
+        self.busy_since: float | None = None
+
+    def call(self, fn: Callable[[Any], ClaimEvent], job: ClaimJob) -> ClaimEvent:
+        self.busy_since = time.monotonic()
+        try:
+            return fn(job)
+        finally:
+            self.busy_since = None
+
+
+_worker: _Worker | None = None
+_abandoned = 0
+
+
+def _current_worker() -> _Worker:
+    global _worker
+    if _worker is None:
+        _worker = _Worker()
+    return _worker
 
 
 def claim_executor() -> ThreadPoolExecutor:
     """The one worker thread every live claim check runs in (made on first use)."""
-    global _executor
-    if _executor is None:
-        _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="streamcite-claims")
-    return _executor
+    return _current_worker().executor
+
+
+def _unstick(timeout: float) -> None:
+    """A check timed out: when the worker has been running one check for longer than a
+    check may take, that check will not come back in time; later checks (of any stream)
+    go to a fresh worker thread, the stuck one is left to finish (at most
+    :data:`MAX_ABANDONED` such threads)."""
+    global _worker, _abandoned
+    w = _worker
+    if w is None or w.busy_since is None or _abandoned >= MAX_ABANDONED:
+        return
+    if time.monotonic() - w.busy_since < timeout:
+        return
+    _abandoned += 1
+    _worker = None
+    w.executor.shutdown(wait=False)  # the queued checks still run there, after it
 
 
 @dataclass(slots=True)
@@ -189,6 +239,9 @@ class ClaimStage:
         dropped = self.dropped_error()
         if dropped is not None:
             yield dropped
+        cut = self.cut_error()
+        if cut is not None:
+            yield cut
 
     def after_stream(self, event: GroundingEvent) -> list[ClaimEvent]:
         """The ``claim`` events of an after-stream ``grounding`` event whose checker had no
@@ -250,7 +303,8 @@ class ClaimStage:
         loop = asyncio.get_running_loop()
         while self._queued and len(self._in_flight) < self._max_in_flight:
             session, job = self._queued.popleft()
-            fut = loop.run_in_executor(claim_executor(), session.run, job)
+            worker = _current_worker()
+            fut = loop.run_in_executor(worker.executor, worker.call, session.run, job)
             timeout = getattr(session, "timeout", None) or self._timeout
             self._in_flight.append(_Check(session, job, fut, time.monotonic() + timeout, timeout))
 
@@ -282,6 +336,7 @@ class ClaimStage:
             elif now >= c.deadline:
                 self._in_flight.popleft()
                 c.future.cancel()  # not started yet: never runs; running: result ignored
+                _unstick(c.timeout)
                 out.append(self._error(c, "claim_timeout", f"the check took over {c.timeout} s"))
                 out.append(self._claim(c.job.unchecked(c.session.checker)))
             else:
@@ -300,6 +355,20 @@ class ClaimStage:
     def _error(self, c: _Check, code: str, message: str) -> ErrorEvent:
         ev = ErrorEvent(
             code=code, message=message, retryable=code == "claim_timeout", stage="grounding"
+        )
+        self._builder.error(ev)
+        return ev
+
+    def cut_error(self) -> ErrorEvent | None:
+        """One error when sessions checked only the start of a long answer (else None)."""
+        chars = sum(getattr(s, "unchecked_chars", 0) for s in self.sessions)
+        if not chars:
+            return None
+        ev = ErrorEvent(
+            code="claims_cut",
+            message=f"the last {chars:,} character(s) of the answer not checked live: "
+            "beyond the checked part",
+            stage="grounding",
         )
         self._builder.error(ev)
         return ev

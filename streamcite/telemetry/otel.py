@@ -192,6 +192,10 @@ class StreamSpan:
             attrs["server.address"] = host
         attrs["server.port"] = port
         self._attrs = dict(attrs)  # the metrics' attributes (low cardinality)
+        if isinstance(model, str):  # an application may forward its clients' choice
+            self._attrs["gen_ai.request.model"] = self.tel.bounded(
+                "request.model", model[:_MAX_TEXT]
+            )
         attrs["streamcite.stream_id"] = self.stream_id
         attrs["streamcite.api"] = self._api
         for key, name in _REQUEST_PARAMS:

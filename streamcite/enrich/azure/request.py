@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from streamcite.core.bounds import clip_message
 from streamcite.core.errors import MalformedResponse
 from streamcite.core.grounding import GroundingClaim, GroundingFact, GroundingResult
 from streamcite.enrich.facts import fact_from
@@ -33,6 +34,8 @@ __all__ = [
     "API_VERSION",
     "DOMAINS",
     "MAX_QUERY_CHARS",
+    "MAX_REASON_CHARS",
+    "MAX_SEGMENTS",
     "MAX_SOURCES_CHARS",
     "MAX_TEXT_CHARS",
     "TASKS",
@@ -46,6 +49,12 @@ API_VERSION = "2024-09-15-preview"
 MAX_TEXT_CHARS = 7_500
 MAX_QUERY_CHARS = 7_500
 MAX_SOURCES_CHARS = 55_000
+MAX_SEGMENTS = 1_000
+"""Ungrounded segments read from one response, at most (the rest counted in a warning):
+a text of 7,500 characters has far fewer sentences."""
+MAX_REASON_CHARS = 2_000
+"""Characters kept of a segment's ``reason`` (and of an unmatched segment's ``text``:
+``MAX_TEXT_CHARS``); longer ones are cut with ``…``."""
 DOMAINS = ("Generic", "Medical")
 TASKS = ("QnA", "Summarization")
 
@@ -142,23 +151,46 @@ def _int(obj: Any, key: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def _utf16_to_char(text: str, unit: int) -> int | None:
-    """The character offset of UTF-16 offset ``unit`` in ``text`` (None if inside a pair)."""
-    u = 0
-    for i, ch in enumerate(text):
-        if u == unit:
-            return i
-        u += 2 if ord(ch) > 0xFFFF else 1
-        if u > unit:
-            return None
-    return len(text) if u == unit else None
+class _Units:
+    """Character offsets of ``sent`` by UTF-16 and UTF-8 offset, built once per response
+    (one pass over the 7,500 characters sent, not one per segment)."""
+
+    __slots__ = ("_u8", "_u16", "size")
+
+    def __init__(self, sent: str) -> None:
+        self.size = len(sent)
+        self._u16: dict[int, int] | None = None
+        self._u8: dict[int, int] | None = None
+        if sent.isascii():
+            return  # every offset is the character's
+        u16 = u8 = 0
+        self._u16, self._u8 = {0: 0}, {0: 0}
+        for i, ch in enumerate(sent, 1):
+            o = ord(ch)
+            u16 += 2 if o > 0xFFFF else 1
+            u8 += 1 if o < 0x80 else 2 if o < 0x800 else 3 if o < 0x10000 else 4
+            self._u16[u16] = self._u8[u8] = i
+
+    def of_utf16(self, unit: int) -> int | None:
+        """The character at UTF-16 offset ``unit`` (None inside a pair or past the end)."""
+        if self._u16 is None:
+            return unit if unit <= self.size else None
+        return self._u16.get(unit)
+
+    def of_utf8(self, byte: int) -> int | None:
+        """The character at UTF-8 offset ``byte`` (None inside a character or past the end)."""
+        if self._u8 is None:
+            return byte if byte <= self.size else None
+        return self._u8.get(byte)
 
 
 def _utf16_len(text: str) -> int:
     return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
 
 
-def _locate(sent: str, detail: Mapping[str, Any], after: int) -> tuple[int, int] | None:
+def _locate(
+    sent: str, units: _Units, detail: Mapping[str, Any], after: int
+) -> tuple[int, int] | None:
     """Character (start, end) of one ungrounded segment in ``sent``."""
     seg = detail.get("text")
     seg = seg if isinstance(seg, str) else None
@@ -167,23 +199,18 @@ def _locate(sent: str, detail: Mapping[str, Any], after: int) -> tuple[int, int]
     cp, cp_len = _int(offset, "codePoint"), _int(length, "codePoint")
     if cp is not None and cp_len is not None:
         candidates.append((cp, cp + cp_len))
-    u16, u16_len = _int(offset, "utf16"), _int(length, "utf16")
-    if u16 is not None and u16_len is not None:
-        a, b = _utf16_to_char(sent, u16), _utf16_to_char(sent, u16 + u16_len)
-        if a is not None and b is not None:
-            candidates.append((a, b))
-    b8, b8_len = _int(offset, "utf8"), _int(length, "utf8")
-    if b8 is not None and b8_len is not None:
-        raw = sent.encode("utf-8")
-        try:
-            a = len(raw[:b8].decode("utf-8"))
-            candidates.append((a, a + len(raw[b8 : b8 + b8_len].decode("utf-8"))))
-        except UnicodeDecodeError:
-            pass
+    for start, size, to_char in (
+        (_int(offset, "utf16"), _int(length, "utf16"), units.of_utf16),
+        (_int(offset, "utf8"), _int(length, "utf8"), units.of_utf8),
+    ):
+        if start is not None and size is not None:
+            a, b = to_char(start), to_char(start + size)
+            if a is not None and b is not None:
+                candidates.append((a, b))
     for a, b in candidates:
         if 0 <= a <= b <= len(sent) and (seg is None or sent[a:b] == seg):
             return a, b
-    if seg:
+    if seg and len(seg) <= len(sent):
         at = sent.find(seg, after)
         if at < 0:
             at = sent.find(seg)
@@ -214,18 +241,33 @@ def parse_detect_response(data: Any, req: DetectRequest) -> GroundingResult:
     warnings = list(req.warnings)
     claims: list[GroundingClaim] = []
     after = 0
+    if len(details) > MAX_SEGMENTS:
+        warnings.append(
+            f"{len(details) - MAX_SEGMENTS:,} ungrounded segment(s) beyond the first"
+            f" {MAX_SEGMENTS:,} ignored"
+        )
+        details = details[:MAX_SEGMENTS]
+    units = _Units(sent)
     for i, d in enumerate(details):
         if not isinstance(d, Mapping):
             warnings.append(f"ungroundedDetails[{i}] is not an object: ignored")
             continue
-        where = _locate(sent, d, after)
+        where = _locate(sent, units, d, after)
         text = d.get("text") if isinstance(d.get("text"), str) else ""
         reason = d.get("reason") if isinstance(d.get("reason"), str) else None
+        if reason is not None:
+            reason = clip_message(reason, MAX_REASON_CHARS)
         if where is None:
             warnings.append(
                 f"ungroundedDetails[{i}]: its offsets and text match no part of the answer"
             )
-            claims.append(GroundingClaim(claim_text=str(text), grounding_check_required=True))
+            claims.append(
+                GroundingClaim(
+                    claim_text=clip_message(str(text), MAX_TEXT_CHARS),
+                    grounding_check_required=True,
+                    reason=reason,
+                )
+            )
             continue
         a, b = where
         after = b

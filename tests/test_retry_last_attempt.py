@@ -1,0 +1,34 @@
+"""A retry loop never starts an attempt that can only time out: with less than
+``RetryPolicy.min_attempt`` left it stops and raises the real error of the attempt
+before (found by the round-3 review: a last attempt started with 1 ms left reported
+``timeout`` instead of the upstream's 404)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from streamcite.core.errors import UpstreamError
+from streamcite.enrich._http import RetryPolicy, with_retries
+
+
+async def test_the_real_error_is_raised_not_a_timeout_of_a_hopeless_last_attempt() -> None:
+    attempts: list[float] = []
+
+    async def not_there_yet(budget: float) -> None:
+        attempts.append(budget)
+        await asyncio.sleep(0.02)  # the upstream's own latency before its 404
+        raise UpstreamError("HTTP 404: not there yet", code="not_found", retryable=True)
+
+    policy = RetryPolicy(deadline=0.5, request_timeout=5.0, backoff_base=0.001, backoff_max=0.001)
+    with pytest.raises(UpstreamError) as info:
+        await with_retries(not_there_yet, policy, what="sources")
+    assert info.value.code == "not_found", info.value.message
+    assert len(attempts) >= 2
+    assert min(attempts) >= policy.min_attempt  # no attempt started with less
+
+
+def test_min_attempt_is_clipped_to_the_request_timeout() -> None:
+    policy = RetryPolicy(deadline=1.0, request_timeout=0.05)
+    assert min(policy.min_attempt, policy.request_timeout) == 0.05
