@@ -87,3 +87,32 @@ async def test_each_enricher_runs_after_each_api(
             assert grounding.nothing_to_check is False  # the whole answer was checked
         else:
             assert grounding.claims, f"{kind} checked no claim of the {api} answer"
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_azure_asks_its_qna_check_with_the_question_of_each_api(
+    backend: LocalBackend, api: str, serve: Any
+) -> None:
+    # Azure's QnA task sends the question as qna.query. It was read from "messages" only:
+    # a Responses ("input") or Gemini ("contents") request sent an empty query.
+    from aiohttp import web
+
+    from streamcite.enrich.azure import AzureGroundedness
+
+    bodies: list[Any] = []
+
+    async def detect(request: web.Request) -> web.Response:
+        bodies.append(await request.json())
+        return web.json_response({"ungroundedDetected": False, "ungroundedPercentage": 0})
+
+    app = web.Application()
+    app.router.add_post("/{tail:.*}", detect)
+    facts = ["Employees may work remotely up to three days per week."]
+    azure = AzureGroundedness(await serve(app), "k", facts=facts)
+    root = backend.root_url
+    async with stream_chat(
+        chat_request_as(api, CHAT), base_url=api_root(root, api), api=api, after=[azure]
+    ) as s:
+        answer = await s.until_done()
+    assert not answer.errors and len(bodies) == 1
+    assert bodies[0]["qna"] == {"query": QUESTION}
