@@ -146,3 +146,36 @@ def test_lists_that_are_not_continuations_are_sent_whole_and_bounded() -> None:
         sent.append(out.count(b'"type":"source-url"'))
     assert sent == [1] * 50
     assert len(enc._cited) == 1
+
+
+def test_a_thousand_live_spans_are_written_in_linear_bytes() -> None:
+    # An Anthropic-like stream: one cited block after another, each citations event
+    # carrying every citation and span so far. Each part replaced the last one whole:
+    # 1024 spans wrote 25.6 MB of span parts (quadratic); now each of the first 16 is
+    # written at once, then whenever the spans grew by an eighth, and the rest at the end.
+    n = 1000  # MAX_SOURCE_PARTS: a span of a source not written is left out
+    text = "Word. " * n
+    cites: list[Citation] = []
+    spans: list[CitationSpan] = []
+    events: list[Any] = []
+    for i in range(n):
+        events.append(TokenEvent(text="Word. "))
+        cites = [*cites, Citation(document_index=i, source_url=f"https://e.org/{i}")]
+        spans = [*spans, CitationSpan(i, 6 * i, 6 * i + 5, 6 * i, 6 * i + 5)]
+        events.append(CitationsEvent(citations=cites, spans=spans))
+    events += [FinishEvent(reason="stop"), DoneEvent(answer=SimpleNamespace(finish_reason="stop"))]
+    enc = UIMessageEncoder("m1")
+    raw = enc.start() + b"".join(enc.feed(e) for e in events) + enc.close()
+    parts = [c for c in chunks(raw) if isinstance(c, dict) and c["type"] == "data-citation-spans"]
+    span_bytes = sum(len(str(p)) for p in parts)
+    assert span_bytes < 12 * len(str(parts[-1]))  # linear: a few times the last part
+    assert len(parts) < 80
+    # the first 16 live, one part each; the last part carries every span
+    assert [len(p["data"]["spans"]) for p in parts[:16]] == list(range(1, 17))
+    assert len(parts[-1]["data"]["spans"]) == n
+    assert parts[-1]["data"]["spans"][-1] == {
+        "sourceId": f"cite-{n}",
+        "start": 6 * n - 6,
+        "end": 6 * n - 1,
+    }
+    assert len(text) == 6 * n

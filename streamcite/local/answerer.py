@@ -44,7 +44,10 @@ _PIECE = re.compile(r"\s*\S+")
 
 
 def question_from_messages(messages: Any) -> str:
-    """The text of the last user message (string content or a list of text parts)."""
+    """The text of the last user message (string content or a list of text parts).
+
+    A part's ``text`` counts only when it is a string: ``str()`` of a hostile nested
+    value recursed as deep as the JSON (a ``RecursionError``, answered 500)."""
     if not isinstance(messages, list):
         return ""
     for msg in reversed(messages):
@@ -55,9 +58,11 @@ def question_from_messages(messages: Any) -> str:
             return content
         if isinstance(content, list):
             return " ".join(
-                str(p.get("text", ""))
+                p["text"]
                 for p in content
-                if isinstance(p, dict) and p.get("type") in ("text", "input_text")
+                if isinstance(p, dict)
+                and p.get("type") in ("text", "input_text")
+                and isinstance(p.get("text"), str)
             )
     return ""
 

@@ -45,6 +45,7 @@ from streamcite.enrich.limits import (
     validate_facts_count,
     validate_user_labels,
 )
+from streamcite.enrich.question import question_of
 from streamcite.local.grounding import lexicon
 from streamcite.local.grounding.answer import answer_support
 from streamcite.local.grounding.live import ENGINE_LOCK
@@ -301,21 +302,8 @@ class LocalGrounding:
 
 
 def _question(request: Mapping[str, Any]) -> str:
-    """The last user message's text of a chat request (a language sample), or ""."""
-    messages = request.get("messages")
-    if not isinstance(messages, list):
-        return ""
-    for m in reversed(messages):
-        if isinstance(m, Mapping) and m.get("role") == "user":
-            content = m.get("content")
-            if isinstance(content, str):
-                return content[:2000]
-            if isinstance(content, list):
-                return " ".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))[
-                    :2000
-                ]
-            return ""
-    return ""
+    """The last user turn's text of a request of any API (a language sample), or ""."""
+    return question_of(request)[:2000]
 
 
 def _text_of(item: FactLike) -> str:

@@ -102,7 +102,9 @@ def _usage(request_body: dict[str, Any], completion_tokens: int) -> dict[str, in
                 prompt += len(content.split()) + 4
             elif isinstance(content, list):
                 prompt += 4 + sum(
-                    len(str(p.get("text", "")).split()) for p in content if isinstance(p, dict)
+                    len(p["text"].split())
+                    for p in content
+                    if isinstance(p, dict) and isinstance(p.get("text"), str)
                 )
     return {
         "prompt_tokens": prompt,

@@ -101,9 +101,11 @@ def _text(content: Any) -> str:
         return content
     if isinstance(content, list):
         return "".join(
-            str(p.get("text") or "")
+            p["text"]
             for p in content
-            if isinstance(p, Mapping) and p.get("type") in (None, "text", "input_text")
+            if isinstance(p, Mapping)
+            and p.get("type") in (None, "text", "input_text")
+            and isinstance(p.get("text"), str)
         )
     return ""
 

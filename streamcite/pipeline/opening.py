@@ -94,11 +94,11 @@ def http_error(status: int, body: bytes, headers: Mapping[str, str]) -> ErrorEve
             obj = obj[0]  # Gemini's JSON-array answers wrap the error too
         err = obj.get("error", obj) if isinstance(obj, dict) else obj
         if isinstance(err, dict):
-            message = str(err.get("message") or err.get("detail") or "")
+            message = _message_of(err)
             provider_code = _provider_code(err, status)
             retry_delay = _google_retry_delay(err.get("details"))
         elif isinstance(err, str):
-            message = err
+            message = err[:_MAX_MESSAGE]
     code = _STATUS_CODES.get(status) or (
         "upstream_unavailable" if status >= 500 else f"http_{status}"
     )
@@ -116,6 +116,21 @@ def http_error(status: int, body: bytes, headers: Mapping[str, str]) -> ErrorEve
         status=status,
         retry_after=retry_after if retry_after is not None else retry_delay,
     )
+
+
+_MAX_MESSAGE = 1000
+"""Characters of the provider's message kept (an error body may be up to 64 KiB)."""
+
+
+def _message_of(err: Mapping[str, Any]) -> str:
+    """The ``message`` (or ``detail``) of an error object when it is text, cut to
+    :data:`_MAX_MESSAGE`: a hostile body's nested value is no message (its ``str()``
+    would recurse as deep as the JSON, up to a ``RecursionError``)."""
+    for key in ("message", "detail"):
+        value = err.get(key)
+        if isinstance(value, str) and value:
+            return value[:_MAX_MESSAGE]
+    return ""
 
 
 _NOT_RETRYABLE = frozenset({"insufficient_quota"})

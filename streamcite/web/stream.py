@@ -54,10 +54,12 @@ def question_from_ui_messages(body: Mapping[str, Any], max_chars: int = MAX_QUES
             if not isinstance(parts, list):
                 raise ValueError("the last user message has no parts list")
             text = "".join(
-                str(p.get("text", ""))
+                p["text"]
                 for p in parts
-                if isinstance(p, Mapping) and p.get("type") == "text"
-            ).strip()
+                if isinstance(p, Mapping)
+                and p.get("type") == "text"
+                and isinstance(p.get("text"), str)
+            ).strip()  # a non-string text is no text (its str() could recurse as deep as the JSON)
             if not text:
                 raise ValueError("the last user message has no text")
             if len(text) > max_chars:

@@ -28,7 +28,9 @@ citations      ``source-url`` per citation with a URL, else ``source-document``;
                then, when the event has spans, ``data-citation-spans`` (id
                ``citation-spans``, so a later one replaces it): ``{"spans":
                [{"sourceId", "start", "end"}]}``, offsets in UTF-16 code units
-               (spans whose UTF-16 offsets are not known yet are left out)
+               (spans whose UTF-16 offsets are not known yet are left out;
+               written for each of the first 16 spans, then on growth by an
+               eighth, the rest at the end: linear bytes, not quadratic)
 usage          ``message-metadata`` ``{"usage": {...}}``
 sources        ``data-sources`` (``data``: the event's wire form)
 grounding      ``data-grounding`` (``data``: the event's wire form)
@@ -139,6 +141,8 @@ class UIMessageEncoder:
         "_source_counts",
         "_sources",
         "_sources_dropped",
+        "_spans_pending",
+        "_spans_sent",
         "_text",
         "_tools",
         "max_sources",
@@ -164,6 +168,10 @@ class UIMessageEncoder:
         """The last citations list (the reference a live stream's next one continues)."""
         self._sids: list[str | None] = []
         """The ``sourceId`` each of its citations was sent as (None: over ``max_sources``)."""
+        self._spans_sent = 0
+        """Spans in the last ``data-citation-spans`` part written."""
+        self._spans_pending: Sequence[Any] | None = None
+        """The latest spans, when they have not been written yet (see :meth:`_spans_part`)."""
         self._reason: str | None = None
         self._closed = False
 
@@ -386,8 +394,22 @@ class UIMessageEncoder:
             )
         spans = getattr(ev, "spans", None)
         if spans:
-            out.append(_spans(spans, sids))
+            out.append(self._spans_part(spans))
         return b"".join(out)
+
+    def _spans_part(self, spans: Sequence[Any]) -> bytes:
+        """The ``data-citation-spans`` part, each part carrying every span so far (a later
+        one replaces it). Written when the spans grew by an eighth since the last one
+        (each of the first 16 at once), else kept for the next or for the end: a stream
+        of n spans writes O(n) bytes of them, not O(n²) (1024 spans, one citations event
+        each: 25.6 MB before)."""
+        n = len(spans)
+        if n < self._spans_sent + max(1, self._spans_sent // 8):
+            self._spans_pending = spans
+            return b""
+        self._spans_pending = None
+        self._spans_sent = n
+        return _spans(spans, self._sids)
 
     def _source(self, c: Any, position: int, sids: list[str | None]) -> bytes:
         """The source part of ``c``; its ``sourceId`` is appended to ``sids``."""
@@ -442,6 +464,9 @@ class UIMessageEncoder:
         open_choices = {*self._text, *self._reasoning, *(k[0] for k in self._tools)}
         open_choices.update(i for i, r in self._refusals.items() if r.sent < r.size)
         out = [self._close_choice(index) for index in sorted(open_choices)]
+        if self._spans_pending is not None:  # the spans not written yet
+            out.append(_spans(self._spans_pending, self._sids))
+            self._spans_pending = None
         self._closed = True
         finish: dict[str, Any] = {"type": "finish"}
         mapped = finish_reason(reason)

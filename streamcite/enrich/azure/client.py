@@ -31,6 +31,7 @@ from streamcite.enrich.azure.request import (
 )
 from streamcite.enrich.base import EnrichContext
 from streamcite.enrich.facts import fact_from
+from streamcite.enrich.question import question_of
 from streamcite.logs import get_logger
 
 __all__ = ["AzureGroundedness", "raise_for_status"]
@@ -261,15 +262,5 @@ class AzureGroundedness(PooledClient):
 
 
 def _question(request: Mapping[str, Any]) -> str:
-    messages = request.get("messages")
-    if isinstance(messages, list):
-        for m in reversed(messages):
-            if isinstance(m, Mapping) and m.get("role") == "user":
-                content = m.get("content")
-                if isinstance(content, str):
-                    return content
-                if isinstance(content, list):
-                    return " ".join(
-                        str(p.get("text", "")) for p in content if isinstance(p, Mapping)
-                    )
-    return ""
+    """The question of the request of any API (``messages``, ``input``, ``contents``)."""
+    return question_of(request)

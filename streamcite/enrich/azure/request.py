@@ -293,4 +293,7 @@ def parse_detect_response(data: Any, req: DetectRequest) -> GroundingResult:
         claims=claims,
         warnings=warnings,
         facts=list(req.facts),
+        # Azure checked the whole answer: no ungrounded segment means all of it grounded,
+        # not "nothing to check" (which ``ask`` and the page show instead of the score).
+        nothing_to_check=False,
     )

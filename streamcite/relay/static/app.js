@@ -21,6 +21,7 @@ import { setLang, statedLanguage } from "./lang.js";
 const RECONNECT_MIN_MS = 250;
 const RECONNECT_MAX_MS = 5000;
 const STREAM_ID = /^[A-Za-z0-9_-]{1,64}$/;
+const MAX_SPANS = 1024; // the core's cap (core/dialects/base.py MAX_SPANS): more is hostile
 const MARKER = /^\[(\d{1,4}(?:, *\d{1,4})*)\]/;
 
 const state = {
@@ -370,7 +371,7 @@ function onStreamEvent(ev) {
       break;
     case "citations":
       s.citations = Array.isArray(ev.citations) ? ev.citations : [];
-      s.spans = Array.isArray(ev.spans) ? ev.spans : [];
+      s.spans = Array.isArray(ev.spans) ? ev.spans.slice(0, MAX_SPANS) : [];
       renderCitations(s);
       queueRender(s);
       break;
@@ -430,7 +431,9 @@ function finish(s, answer) {
     s.citations = answer.citations;
     renderCitations(s);
   }
-  if (!s.spans.length && Array.isArray(answer.citation_spans)) s.spans = answer.citation_spans;
+  if (!s.spans.length && Array.isArray(answer.citation_spans)) {
+    s.spans = answer.citation_spans.slice(0, MAX_SPANS);
+  }
   s.verified = typeof answer.text === "string" ? answer.text === s.text : null;
   s.turn.text.dataset.verified = String(s.verified);
   s.lang = statedLanguage(answer.language);
@@ -466,7 +469,9 @@ function queueRender(s) {
 
 /** UTF-16 index of each code point offset in `offsets` (Python counts code points). */
 function codePointsToUtf16(text, offsets) {
-  const wanted = [...new Set(offsets)].sort((a, b) => a - b);
+  // only offsets that can be in a text: one negative would never be met, and every
+  // offset after it would map to the end of the text
+  const wanted = [...new Set(offsets)].filter((o) => Number.isInteger(o) && o >= 0).sort((a, b) => a - b);
   const out = new Map();
   let cp = 0;
   let u16 = 0;
@@ -516,16 +521,27 @@ function spanAnchors(s) {
   const chars = s.spans.filter((sp) => sp && !Number.isInteger(sp.end_utf16) && Number.isInteger(sp.end));
   const map = chars.length ? codePointsToUtf16(s.text, chars.map((sp) => sp.end)) : null;
   for (const sp of s.spans) {
-    if (!sp || !Number.isInteger(sp.document_index)) continue;
+    if (!sp || !Number.isInteger(sp.document_index) || sp.document_index < 0) continue;
     const c = s.citations[sp.document_index];
     const n = c && Number.isInteger(c.document_index) ? c.document_index + 1 : sp.document_index + 1;
     if (marked.has(n)) continue;
-    const end = Number.isInteger(sp.end_utf16) ? sp.end_utf16 : map && map.get(sp.end);
+    let end = Number.isInteger(sp.end_utf16) ? sp.end_utf16 : map && map.get(sp.end);
     if (!Number.isInteger(end) || end <= 0 || end > s.text.length) continue;
+    if (isLowSurrogate(s.text.charCodeAt(end)) && isHighSurrogate(s.text.charCodeAt(end - 1))) {
+      end += 1; // never between the two halves of a character
+    }
     if (!at.has(end)) at.set(end, []);
     if (!at.get(end).includes(n)) at.get(end).push(n);
   }
   return at;
+}
+
+function isHighSurrogate(code) {
+  return code >= 0xd800 && code <= 0xdbff;
+}
+
+function isLowSurrogate(code) {
+  return code >= 0xdc00 && code <= 0xdfff;
 }
 
 function spanFootnote(s, numbers) {
