@@ -5,7 +5,7 @@ the :class:`~streamcite.core.template.ContentTemplate` has proven: such a chunk
 costs two slice comparisons, one decode and one event, with no JSON parse, no
 attribute lookup beyond locals and no call into the interpreter. Anything else
 (the first chunks, finish, usage, citations, other choices, errors, other SSE
-events) goes to :meth:`ChunkInterpreter._chunk <streamcite.core.chunks.ChunkInterpreter._chunk>`, the general path, unchanged; so
+events) goes to :meth:`ChunkInterpreter._chunk`, the general path, unchanged; so
 does every chunk of a stream whose envelope varies (the template is off).
 """
 
