@@ -16,7 +16,6 @@ from streamcite.core.answer import AnswerBuilder
 from streamcite.core.bounds import MAX_CHOICES, TOO_MANY_CITATIONS, clip_message
 from streamcite.core.citations import bounded_citations
 from streamcite.core.deltas import (
-    ToolPlacer,
     check_spans,
     check_tool_arguments,
     finish_error,
@@ -40,6 +39,7 @@ from streamcite.core.named_events import named_event
 from streamcite.core.sse import OVERFLOW, RawEvent
 from streamcite.core.surrogates import SurrogateJoiner, loads_lone_surrogates, scrub_surrogates
 from streamcite.core.template import ContentTemplate
+from streamcite.core.tool_placer import ToolPlacer
 
 __all__ = ["MAX_CHOICES", "ChunkInterpreter", "error_from_payload"]
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from streamcite.core.bounds import MAX_CITATIONS, MAX_TOOL_CALLS, TOO_MANY_CITATIONS
+from streamcite.core.errors_payload import http_status
 from streamcite.core.events import (
     CitationsEvent,
     ErrorEvent,
@@ -22,9 +23,10 @@ from streamcite.core.events import (
 )
 from streamcite.core.models import Citation, CitationSpan
 from streamcite.core.offsets import OffsetMap
+from streamcite.core.tool_placer import ToolPlacer
 
 if TYPE_CHECKING:
-    from streamcite.core.chunks import ChunkInterpreter
+    from streamcite.core.chat_state import ChatState
 
 __all__ = [
     "MAX_TOOL_CALLS",
@@ -37,20 +39,7 @@ __all__ = [
 ]
 
 
-def http_status(code: Any) -> int | None:
-    """An ``error.code`` that is an HTTP status (``502`` or ``"502"``), else ``None``."""
-    if type(code) is int:
-        n = code
-    elif type(code) is str and code.isascii() and code.isdigit() and len(code) == 3:
-        n = int(code)
-    else:
-        return None
-    return n if 100 <= n <= 599 else None
-
-
-def interpret_delta(
-    it: ChunkInterpreter, idx: int, delta: dict[str, Any], out: list[Event]
-) -> None:
+def interpret_delta(it: ChatState, idx: int, delta: dict[str, Any], out: list[Event]) -> None:
     """Everything of one choice's delta except a plain ``content`` string."""
     content = delta.get("content")
     if content is not None and type(content) is not str:
@@ -81,7 +70,7 @@ def interpret_delta(
         _annotations(it, notes, out)
 
 
-def _reasoning(it: ChunkInterpreter, idx: int, text: Any, key: str, out: list[Event]) -> None:
+def _reasoning(it: ChatState, idx: int, text: Any, key: str, out: list[Event]) -> None:
     if type(text) is not str:
         it._fault(out, "bad_chunk", f"{key} is not a string: {text!r:.120}")
         return
@@ -90,7 +79,7 @@ def _reasoning(it: ChunkInterpreter, idx: int, text: Any, key: str, out: list[Ev
         it.builder.reasoning_parts.append(text)
 
 
-def _content_parts(it: ChunkInterpreter, idx: int, parts: list[Any], out: list[Event]) -> None:
+def _content_parts(it: ChatState, idx: int, parts: list[Any], out: list[Event]) -> None:
     """Mistral: ``text`` parts are tokens, ``thinking`` parts reasoning, ``reference`` kept."""
     for part in parts:
         kind = part.get("type") if type(part) is dict else None
@@ -127,51 +116,6 @@ a flood of one-annotation chunks would grow the events quadratically; beyond thi
 annotations are reported once (``too_many_citations``) and dropped."""
 
 
-class ToolPlacer:
-    """Which call of one choice a tool-call delta belongs to (its ``tool_index``).
-
-    With ``index``, as sent. Without it (Gemini's OpenAI-compatible stream; Moonshot's
-    schema allows it): an ``id`` seen before continues that call, a new ``id`` starts a
-    call at the next free index. With neither, in a delta of several entries, the
-    entry's position in the array is its call (Moonshot sends the fragments of parallel
-    calls side by side, in the order the calls were started); a lone entry continues the
-    most recent call (argument fragments), unless it brings a ``name`` while that call
-    has one already (a second call, not a fragment).
-    """
-
-    __slots__ = ("by_id", "last", "limit", "named", "next")
-
-    def __init__(self, limit: int = MAX_TOOL_CALLS) -> None:
-        self.limit = limit
-        """Calls of the choice (``bounds.max_tool_calls``)."""
-        self.by_id: dict[str, int] = {}
-        self.named: set[int] = set()
-        self.last = -1
-        self.next = 0
-
-    def place(self, tidx: int | None, cid: str | None, name: str | None, pos: int = -1) -> int:
-        """The call of one entry; ``pos``: its position in a delta of several (else -1).
-        -1 for a call beyond :attr:`limit` (not placed, nothing remembered)."""
-        if tidx is None:
-            if cid:
-                tidx = self.by_id.get(cid, self.next)
-            elif pos >= 0:
-                tidx = pos
-            elif self.last < 0 or (name and self.last in self.named):
-                tidx = self.next
-            else:
-                tidx = self.last
-        if tidx >= self.limit:
-            return -1
-        if cid and cid not in self.by_id:
-            self.by_id[cid] = tidx
-        if name:
-            self.named.add(tidx)
-        self.last = tidx
-        self.next = max(self.next, tidx + 1)
-        return tidx
-
-
 _ToolEntry = tuple["int | None", "str | None", "str | None", "str | None", "str | None"]
 """One tool-call delta, checked: index, id, type, name, arguments."""
 
@@ -196,7 +140,7 @@ def _tool_entry(call: Any) -> _ToolEntry | str:
     return tidx, cid, kind, name, args
 
 
-def _tool_calls(it: ChunkInterpreter, idx: int, calls: Any, out: list[Event]) -> None:
+def _tool_calls(it: ChatState, idx: int, calls: Any, out: list[Event]) -> None:
     if type(calls) is not list:
         it._fault(out, "bad_chunk", f"tool_calls is not an array: {calls!r:.120}")
         return
@@ -242,7 +186,7 @@ def _url_citation(note: Any) -> tuple[str, str | None, int | None, int | None] |
     return url, title, start, end
 
 
-def _annotations(it: ChunkInterpreter, notes: Any, out: list[Event]) -> None:
+def _annotations(it: ChatState, notes: Any, out: list[Event]) -> None:
     """OpenAI search models: ``url_citation`` annotations become Citations with a span."""
     if type(notes) is not list:
         it._fault(out, "bad_chunk", f"annotations is not an array: {notes!r:.120}")
@@ -274,7 +218,7 @@ def _annotations(it: ChunkInterpreter, notes: Any, out: list[Event]) -> None:
             check_spans(it, out)  # the text is final already
 
 
-def _utf16(it: ChunkInterpreter, start: int | None, end: int | None) -> tuple[int | None, ...]:
+def _utf16(it: ChatState, start: int | None, end: int | None) -> tuple[int | None, ...]:
     """A span's offsets in UTF-16 units, when the text it indexes has arrived (else None)."""
     if start is None or end is None or end > it.builder.text_length():
         return (None, None)
@@ -285,7 +229,7 @@ def _utf16(it: ChunkInterpreter, start: int | None, end: int | None) -> tuple[in
     return (m.char_to_utf16(start), m.char_to_utf16(end))
 
 
-def check_spans(it: ChunkInterpreter, out: list[Event]) -> None:
+def check_spans(it: ChatState, out: list[Event]) -> None:
     """Spans not checked yet that end beyond choice 0's text: reported, citation kept.
 
     OpenAI's spans index the final message text, so they are checked once the text is
@@ -305,7 +249,7 @@ def check_spans(it: ChunkInterpreter, out: list[Event]) -> None:
     it.spans_checked = len(spans)
 
 
-def check_tool_arguments(it: ChunkInterpreter, out: list[Event]) -> None:
+def check_tool_arguments(it: ChatState, out: list[Event]) -> None:
     """At choice 0's finish: tool arguments that are not valid JSON are an error (kept)."""
     it.builder.compact()  # the arguments' fragments joined
     for tidx, tc in sorted(it.builder.tool_calls.items()):
@@ -321,7 +265,7 @@ def check_tool_arguments(it: ChunkInterpreter, out: list[Event]) -> None:
             )
 
 
-def finish_error(it: ChunkInterpreter, obj: dict[str, Any], idx: int, out: list[Event]) -> None:
+def finish_error(it: ChatState, obj: dict[str, Any], idx: int, out: list[Event]) -> None:
     """``finish_reason: "error"`` (OpenRouter): the answer was cut."""
     if idx == 0:
         it.cut = True

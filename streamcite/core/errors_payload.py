@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from streamcite.core.bounds import clip_message
-from streamcite.core.deltas import http_status
 from streamcite.core.events import ErrorEvent
 
-__all__ = ["error_from_payload"]
+__all__ = ["error_from_payload", "http_status"]
 
 _RETRYABLE_CODES = frozenset(
     {
@@ -24,6 +23,17 @@ _RETRYABLE_CODES = frozenset(
         "internal_error",
     }
 )
+
+
+def http_status(code: Any) -> int | None:
+    """An ``error.code`` that is an HTTP status (``502`` or ``"502"``), else ``None``."""
+    if type(code) is int:
+        n = code
+    elif type(code) is str and code.isascii() and code.isdigit() and len(code) == 3:
+        n = int(code)
+    else:
+        return None
+    return n if 100 <= n <= 599 else None
 
 
 def error_from_payload(err: Any, stage: str) -> ErrorEvent:

@@ -21,7 +21,7 @@ from streamcite.core.refs import MAX_PENDING
 from streamcite.core.template import has_control, string_body
 
 if TYPE_CHECKING:
-    from streamcite.core.chunks import ChunkInterpreter
+    from streamcite.core.chat_state import ChatState
     from streamcite.core.sse import RawEvent
 
 __all__ = ["feed_keep_mode"]
@@ -44,7 +44,7 @@ expect_fields(
 )
 
 
-def feed_keep_mode(ip: ChunkInterpreter, raw: list[RawEvent], out: list[Event]) -> None:
+def feed_keep_mode(ip: ChatState, raw: list[RawEvent], out: list[Event]) -> None:
     """Interpret one read's raw events; choice 0's detector must exist (a token was seen).
 
     Runs of template chunks go through :func:`_template_run`; each chunk it does
@@ -64,7 +64,7 @@ def feed_keep_mode(ip: ChunkInterpreter, raw: list[RawEvent], out: list[Event]) 
 
 
 def _template_run(  # noqa: C901, RUF100  (the per-chunk loop, inlined: every call costs)
-    ip: ChunkInterpreter, items: Iterator[RawEvent], out: list[Event]
+    ip: ChatState, items: Iterator[RawEvent], out: list[Event]
 ) -> RawEvent | None:
     """Emit the tokens of ``items`` that fit the template; the first that does not."""
     det = ip._detectors[0]
@@ -176,7 +176,7 @@ def _sync(
 
 
 def _detect(
-    ip: ChunkInterpreter,
+    ip: ChatState,
     det: FootnoteDetector,
     content: str,
     offset: int,

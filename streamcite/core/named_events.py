@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 if TYPE_CHECKING:
-    from streamcite.core.chunks import ChunkInterpreter
+    from streamcite.core.chat_state import ChatState
     from streamcite.core.events import Event
 
 __all__ = ["named_event"]
@@ -23,7 +23,7 @@ _CHAT_KEYS = frozenset({"choices", "usage", "error"})
 _CHAT_OBJECTS = ("chat.completion.chunk", "chat.completion", "error")  # a tuple: never hashed
 
 
-def named_event(it: ChunkInterpreter, event: bytes, payload: bytes, out: list[Event]) -> None:
+def named_event(it: ChatState, event: bytes, payload: bytes, out: list[Event]) -> None:
     """One ``data`` payload of event type ``event`` (neither empty nor ``message``)."""
     if event == b"error":
         it._sse_error(payload, out)
