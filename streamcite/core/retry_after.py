@@ -11,7 +11,7 @@ import email.utils
 import re
 import time
 
-__all__ = ["parse_retry_after"]
+__all__ = ["parse_retry_after", "parse_retry_after_ms"]
 
 _SECONDS = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,6})?")
 
@@ -38,3 +38,17 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     if when is None or when.tzinfo is None:
         return None  # RFC 9110: an HTTP-date is always GMT; a naive date is not one
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def parse_retry_after_ms(value: str | None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` (OpenAI and Anthropic send it beside
+    ``Retry-After``; their SDKs read it first): milliseconds as ASCII digits, with an
+    optional fraction; anything else is no delay.
+
+    >>> parse_retry_after_ms("250"), parse_retry_after_ms("1.5"), parse_retry_after_ms("-5")
+    (0.25, 0.0015, None)
+    """
+    if not value:
+        return None
+    value = value.strip()
+    return float(value) / 1000.0 if _SECONDS.fullmatch(value) else None

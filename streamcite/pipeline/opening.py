@@ -20,7 +20,7 @@ import orjson
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from streamcite.core.events import ErrorEvent
-from streamcite.core.retry_after import parse_retry_after
+from streamcite.core.retry_after import parse_retry_after, parse_retry_after_ms
 from streamcite.pipeline.timeouts import Budget
 from streamcite.transports.base import (
     Transport,
@@ -107,7 +107,11 @@ def http_error(status: int, body: bytes, headers: Mapping[str, str]) -> ErrorEve
         code, retryable = provider_code, False
     elif provider_code and provider_code != code:
         message = f"{message} ({provider_code})" if message else provider_code
-    retry_after = parse_retry_after(headers.get("retry-after") or headers.get("Retry-After"))
+    retry_after = parse_retry_after_ms(
+        headers.get("retry-after-ms") or headers.get("Retry-After-Ms")
+    )  # the finer one first, as the OpenAI and Anthropic SDKs read them
+    if retry_after is None:
+        retry_after = parse_retry_after(headers.get("retry-after") or headers.get("Retry-After"))
     return ErrorEvent(
         code=code,
         message=f"HTTP {status}: {message}" if message else f"HTTP {status}",
