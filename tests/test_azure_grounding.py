@@ -264,6 +264,7 @@ async def test_backend_serves_detection_with_offsets_in_all_three_units(backend:
         ({"reasoning": True}, 400),
         ({"text": "x" * 7501}, 400),
         ({"groundingSources": []}, 400),
+        ({"groundingSources": ["", "  "]}, 400),  # nothing that can ground
         ({"task": "Chat"}, 400),
     ],
 )
@@ -317,3 +318,17 @@ async def test_pipeline_delivers_azure_segments_as_claims(backend: Any) -> None:
     assert s.answer.text[claim.start : claim.end] == claim.text
     assert events.index(claim) < events.index(grounding)
     assert s.answer.timings.first_claim_ms is not None
+
+
+def test_blank_grounding_sources_are_dropped_before_the_checker() -> None:
+    """A million empty sources (0 characters, under the 55,000 limit) were a million
+    facts for the checker (0.3 s on the loop); only non-blank ones reach it now."""
+    from streamcite.local.azure_api import _parse
+
+    body = {
+        "text": "Paris is the capital of France.",
+        "groundingSources": [""] * 999_990 + [" "] * 10,
+    }
+    body["groundingSources"].append("Paris is the capital of France.")
+    _, sources = _parse(body)
+    assert sources == ["Paris is the capital of France."]
