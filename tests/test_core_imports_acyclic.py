@@ -18,8 +18,9 @@ import pytest
 CORE = Path(__file__).resolve().parent.parent / "streamcite" / "core"
 PACKAGE = "streamcite.core"
 
-DIALECT_SHARED = frozenset({"base", "protocol", "hotloop"})
-"""Modules of ``core/dialects`` that every dialect may use (its state, its protocol, the
+DIALECT_SHARED = frozenset({"base", "protocol", "hotloop", "citing", "payloads"})
+"""Modules of ``core/dialects`` that every dialect may use (its state, its protocol, its
+citation registry and payload readers, the
 byte-template reader of text deltas)."""
 CHAT = frozenset(
     f"{PACKAGE}.{m}" for m in ("chunks", "deltas", "fastpath", "named_events", "chat_state")

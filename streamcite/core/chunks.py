@@ -39,7 +39,9 @@ from streamcite.core.named_events import named_event
 from streamcite.core.sse import OVERFLOW, RawEvent
 from streamcite.core.surrogates import SurrogateJoiner, loads_lone_surrogates, scrub_surrogates
 from streamcite.core.template import ContentTemplate
+from streamcite.core.tokens import emit_token
 from streamcite.core.tool_placer import ToolPlacer
+from streamcite.core.wrong_dialect import is_foreign
 
 __all__ = ["MAX_CHOICES", "ChunkInterpreter", "error_from_payload"]
 
@@ -60,33 +62,6 @@ def _choice_usage(choices: list[Any]) -> Any:
 
 def _citation_lists(obj: dict[str, Any]) -> tuple[Any, Any]:
     return obj.get("citations"), obj.get("search_results")
-
-
-_CHAT_KEYS = ("citations", "search_results", "usage", "error", "x_groq")
-_FOREIGN_TYPES = frozenset(
-    (
-        # Anthropic Messages (not ``ping`` or ``error``: a gateway may send those)
-        "message_start", "content_block_start", "content_block_delta",
-        "content_block_stop", "message_delta", "message_stop",
-        # Cohere v2 chat
-        "message-start", "content-start", "content-delta", "content-end",
-        "citation-start", "citation-end", "tool-plan-delta", "tool-call-start",
-        "tool-call-delta", "tool-call-end", "message-end",
-    )
-)  # fmt: skip
-
-
-def _foreign(obj: dict[str, Any]) -> bool:
-    """A chunk without ``choices`` that is another API's event: an Anthropic, Cohere or
-    OpenAI Responses (``response.*``) event type, or a Gemini response (``candidates``),
-    with none of the chunk-level fields a chat provider sends without choices."""
-    kind = obj.get("type")
-    if type(kind) is str:
-        if kind not in _FOREIGN_TYPES and not kind.startswith("response."):
-            return False
-    elif "candidates" not in obj:
-        return False
-    return obj.get("object") != "error" and not any(k in obj for k in _CHAT_KEYS)
 
 
 def _has_extra(delta: dict[str, Any]) -> bool:
@@ -286,7 +261,7 @@ class ChunkInterpreter:
             self._interpret(obj, "delta", out)
 
     def _interpret(self, obj: dict[str, Any], key: str, out: list[Event]) -> None:
-        if "choices" not in obj and _foreign(obj):
+        if "choices" not in obj and is_foreign(obj):
             self._foreign(obj, out)
             return
         if not self._meta_seen:
@@ -394,18 +369,8 @@ class ChunkInterpreter:
         det = self._detectors.get(idx)
         if det is None:
             det = self._detectors[idx] = FootnoteDetector(self._mode)
-        if det.keep and not det.held and "[" not in content:
-            det.offset += len(content)
-            out.append(TokenEvent(idx, content, content))
-            if idx == 0:
-                self._raw0.append(content)
-            return
-        display, refs = det.feed(content)
-        out.append(TokenEvent(idx, content, display))
-        if idx == 0:
-            self._raw0.append(content)
-            if not self._mode_keep:
-                self._disp0.append(display)
+        disp0 = None if self._mode_keep else self._disp0
+        refs = emit_token(det, idx, content, out, self._raw0, disp0)
         if refs:
             self._add_refs(idx, refs, out)
 

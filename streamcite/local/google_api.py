@@ -128,16 +128,12 @@ async def grounding_check(request: web.Request) -> web.Response:
         return google_error(400, "Invalid JSON payload received: expected an object.")
     try:
         # Imported here: the checker is a separate module the server must not need to start.
-        from streamcite.local import checker
+        from streamcite.local import google_check
     except ImportError:
         return google_error(501, "the offline grounding checker is not installed")
     try:
         # The async variant moves large checks off the event loop, where streams are served.
-        acheck = getattr(checker, "acheck_google_request", None)
-        if acheck is not None:
-            result = await acheck(body)
-        else:
-            result = checker.check_google_request(body)
-    except checker.InvalidGroundingRequest as exc:
+        result = await google_check.acheck_google_request(body)
+    except google_check.InvalidGroundingRequest as exc:
         return google_error(400, str(exc))
     return json_response(result)

@@ -58,6 +58,7 @@ from typing import Any
 import orjson
 
 from streamcite.core.events import TokenEvent
+from streamcite.web.uiparts import finish_reason, frame, spans_part
 
 __all__ = ["MAX_SOURCE_PARTS", "UI_MESSAGE_STREAM_HEADERS", "UIMessageEncoder", "finish_reason"]
 
@@ -73,33 +74,8 @@ UI_MESSAGE_STREAM_HEADERS: Mapping[str, str] = {
     "x-accel-buffering": "no",
 }
 
-_FINISH_REASONS = {
-    "stop": "stop",
-    "length": "length",
-    "content_filter": "content-filter",
-    "tool_calls": "tool-calls",
-    "function_call": "tool-calls",
-    "error": "error",
-}
 _DONE = b"data: [DONE]\n\n"
 _DELTA_HEAD = b'data: {"type":"text-delta","id":"'
-
-
-def finish_reason(reason: str | None) -> str | None:
-    """The AI SDK's finish reason for an OpenAI ``finish_reason`` (None stays None)."""
-    if reason is None:
-        return None
-    return _FINISH_REASONS.get(reason, "other")
-
-
-def _default(obj: Any) -> Any:
-    if isinstance(obj, SimpleNamespace):  # an event given as a mapping
-        return vars(obj)
-    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
-
-
-def _frame(chunk: Mapping[str, Any]) -> bytes:
-    return b"data: " + orjson.dumps(chunk, default=_default) + b"\n\n"
 
 
 class _Refusal:
@@ -177,7 +153,7 @@ class UIMessageEncoder:
 
     def start(self) -> bytes:
         return (
-            _frame({"type": "start", "messageId": self.message_id})
+            frame({"type": "start", "messageId": self.message_id})
             + b'data: {"type":"start-step"}\n\n'
         )
 
@@ -214,16 +190,16 @@ class UIMessageEncoder:
         if head is None:
             tid = self._new_id("text", index)
             head = self._text[index] = tid.encode()
-            out += _frame({"type": "text-start", "id": tid})
+            out += frame({"type": "text-start", "id": tid})
         return out + _DELTA_HEAD + head + b'","delta":' + orjson.dumps(text) + b"}\n\n"
 
     def _end_text(self, index: int) -> bytes:
         head = self._text.pop(index, None)
-        return b"" if head is None else _frame({"type": "text-end", "id": head.decode()})
+        return b"" if head is None else frame({"type": "text-end", "id": head.decode()})
 
     def _end_reasoning(self, index: int) -> bytes:
         rid = self._reasoning.pop(index, None)
-        return b"" if rid is None else _frame({"type": "reasoning-end", "id": rid})
+        return b"" if rid is None else frame({"type": "reasoning-end", "id": rid})
 
     def _on_reasoning(self, ev: Any) -> bytes:
         index, text = int(ev.index or 0), ev.text or ""
@@ -234,8 +210,8 @@ class UIMessageEncoder:
         if rid is None:
             out = self._end_text(index)
             rid = self._reasoning[index] = self._new_id("reasoning", index)
-            out += _frame({"type": "reasoning-start", "id": rid})
-        return out + _frame({"type": "reasoning-delta", "id": rid, "delta": text})
+            out += frame({"type": "reasoning-start", "id": rid})
+        return out + frame({"type": "reasoning-delta", "id": rid, "delta": text})
 
     def _close_choice(self, index: int) -> bytes:
         out = [self._end_reasoning(index), self._end_text(index)]
@@ -243,7 +219,7 @@ class UIMessageEncoder:
             out.append(self._tool_done(key, self._tools.pop(key)))
         refusal = self._refusals.get(index)
         if refusal is not None and refusal.sent < refusal.size:
-            out.append(self._refusal_frame(index, refusal))
+            out.append(self._refusalframe(index, refusal))
         return b"".join(out)
 
     # -- tool calls -------------------------------------------------------------------
@@ -263,7 +239,7 @@ class UIMessageEncoder:
         if tool.started:
             if not fragment:
                 return b""
-            return _frame(
+            return frame(
                 {"type": "tool-input-delta", "toolCallId": tool.id, "inputTextDelta": fragment}
             )
         if tool.id is None or tool.name is None:
@@ -272,10 +248,10 @@ class UIMessageEncoder:
 
     def _tool_start(self, tool: _Tool) -> bytes:
         tool.started = True
-        out = _frame({"type": "tool-input-start", "toolCallId": tool.id, "toolName": tool.name})
+        out = frame({"type": "tool-input-start", "toolCallId": tool.id, "toolName": tool.name})
         so_far = "".join(tool.args)
         if so_far:
-            out += _frame(
+            out += frame(
                 {"type": "tool-input-delta", "toolCallId": tool.id, "inputTextDelta": so_far}
             )
         return out
@@ -290,7 +266,7 @@ class UIMessageEncoder:
         try:
             value = orjson.loads(raw) if raw.strip() else {}
         except orjson.JSONDecodeError as exc:
-            return out + _frame(
+            return out + frame(
                 {
                     "type": "tool-input-error",
                     "toolCallId": tool.id,
@@ -299,7 +275,7 @@ class UIMessageEncoder:
                     "errorText": f"the tool call's arguments are not JSON: {exc}",
                 }
             )
-        return out + _frame(
+        return out + frame(
             {
                 "type": "tool-input-available",
                 "toolCallId": tool.id,
@@ -323,13 +299,13 @@ class UIMessageEncoder:
         # text doubled, the bytes sent stay linear in the text (the rest at the finish).
         if refusal.size < 2 * refusal.sent:
             return b""
-        return self._refusal_frame(index, refusal)
+        return self._refusalframe(index, refusal)
 
-    def _refusal_frame(self, index: int, refusal: _Refusal) -> bytes:
+    def _refusalframe(self, index: int, refusal: _Refusal) -> bytes:
         so_far = "".join(refusal.parts)
         refusal.parts = [so_far]
         refusal.sent = refusal.size
-        return _frame(
+        return frame(
             {
                 "type": "data-refusal",
                 "id": f"refusal-{index}",
@@ -339,7 +315,7 @@ class UIMessageEncoder:
 
     def _on_meta(self, ev: Any) -> bytes:
         meta = {"id": ev.id, "model": ev.model, "created": ev.created}
-        return _frame({"type": "message-metadata", "messageMetadata": {"meta": meta}})
+        return frame({"type": "message-metadata", "messageMetadata": {"meta": meta}})
 
     def _on_usage(self, ev: Any) -> bytes:
         usage = {
@@ -347,7 +323,7 @@ class UIMessageEncoder:
             "completion_tokens": ev.completion_tokens,
             "total_tokens": ev.total_tokens,
         }
-        return _frame({"type": "message-metadata", "messageMetadata": {"usage": usage}})
+        return frame({"type": "message-metadata", "messageMetadata": {"usage": usage}})
 
     def _on_finish(self, ev: Any) -> bytes:
         index = int(ev.index or 0)
@@ -384,7 +360,7 @@ class UIMessageEncoder:
         if dropped > 0:
             self._sources_dropped += dropped
             out.append(
-                _frame(
+                frame(
                     {
                         "type": "data-sources-truncated",
                         "id": "sources-truncated",
@@ -409,7 +385,7 @@ class UIMessageEncoder:
             return b""
         self._spans_pending = None
         self._spans_sent = n
-        return _spans(spans, self._sids)
+        return spans_part(spans, self._sids)
 
     def _source(self, c: Any, position: int, sids: list[str | None]) -> bytes:
         """The source part of ``c``; its ``sourceId`` is appended to ``sids``."""
@@ -436,19 +412,19 @@ class UIMessageEncoder:
             }
         chunk["providerMetadata"] = meta
         sids.append(sid)
-        return _frame(chunk)
+        return frame(chunk)
 
     def _on_data(self, ev: Any) -> bytes:
-        return _frame({"type": f"data-{ev.type}", "data": ev})
+        return frame({"type": f"data-{ev.type}", "data": ev})
 
     def _on_claim(self, ev: Any) -> bytes:
-        return _frame({"type": "data-claim", "id": f"claim-{ev.checker}-{ev.index}", "data": ev})
+        return frame({"type": "data-claim", "id": f"claim-{ev.checker}-{ev.index}", "data": ev})
 
     def _on_error(self, ev: Any) -> bytes:
         return self._error(str(ev.code), str(ev.message))
 
     def _error(self, code: str, message: str) -> bytes:
-        return _frame({"type": "error", "errorText": f"{code}: {message}" if message else code})
+        return frame({"type": "error", "errorText": f"{code}: {message}" if message else code})
 
     def _on_citation_ref(self, ev: Any) -> bytes:
         return b""
@@ -465,14 +441,14 @@ class UIMessageEncoder:
         open_choices.update(i for i, r in self._refusals.items() if r.sent < r.size)
         out = [self._close_choice(index) for index in sorted(open_choices)]
         if self._spans_pending is not None:  # the spans not written yet
-            out.append(_spans(self._spans_pending, self._sids))
+            out.append(spans_part(self._spans_pending, self._sids))
             self._spans_pending = None
         self._closed = True
         finish: dict[str, Any] = {"type": "finish"}
         mapped = finish_reason(reason)
         if mapped is not None:
             finish["finishReason"] = mapped
-        out += (b'data: {"type":"finish-step"}\n\n', _frame(finish), _DONE)
+        out += (b'data: {"type":"finish-step"}\n\n', frame(finish), _DONE)
         return b"".join(out)
 
     def close(self) -> bytes:
@@ -486,28 +462,6 @@ class UIMessageEncoder:
         if self._closed:
             return b""
         return self._error(code, message) + self._finish("error")
-
-
-def _spans(spans: Any, sids: list[str | None]) -> bytes:
-    """``data-citation-spans``: each span's ``sourceId`` (``sids``: the event's citations')
-    and its UTF-16 offsets into the text. A span without them (the chat dialect's, until
-    the text it indexes has arrived) is left out: a later citations event carries it."""
-    out = []
-    for sp in spans:
-        doc = _get(sp, "document_index")
-        start, end = _get(sp, "start_utf16"), _get(sp, "end_utf16")
-        if type(doc) is int and 0 <= doc < len(sids) and type(start) is int and type(end) is int:
-            sid = sids[doc]
-            if sid is not None:  # a dropped source (over max_sources) anchors nothing
-                out.append({"sourceId": sid, "start": start, "end": end})
-    if not out:
-        return b""
-    return _frame({"type": "data-citation-spans", "id": "citation-spans", "data": {"spans": out}})
-
-
-def _get(obj: Any, name: str) -> Any:
-    """A field of a span given as a dataclass or as a mapping (an event's wire form)."""
-    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
 
 
 _HANDLERS = {

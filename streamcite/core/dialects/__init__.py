@@ -23,9 +23,9 @@ import orjson
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.chunks import ChunkInterpreter
 from streamcite.core.dialects.anthropic import AnthropicInterpreter
-from streamcite.core.dialects.base import DialectInterpreter
 from streamcite.core.dialects.cohere import CohereInterpreter
 from streamcite.core.dialects.gemini import GeminiInterpreter
+from streamcite.core.dialects.protocol import DialectInterpreter
 from streamcite.core.dialects.responses import ResponsesInterpreter
 from streamcite.core.markers import MarkerMode
 from streamcite.core.surrogates import loads_lone_surrogates

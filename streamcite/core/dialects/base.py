@@ -1,7 +1,8 @@
-"""What every dialect interpreter is, and the one owner of a stream's shared state. Sans-I/O.
+"""The one owner of a non-chat stream's shared state. Sans-I/O.
 
-:class:`DialectInterpreter` is the protocol the parser drives (the chat dialect's
-``ChunkInterpreter`` and every class here implement it). :class:`StreamState` owns what
+The protocol the parser drives is :mod:`.protocol`'s; the citation registry is the
+:mod:`.citing` mixin; payload strings and error codes are read by :mod:`.payloads`.
+:class:`StreamState` owns what
 the non-chat dialects share — the answer builder, the footnote detectors, the running
 character and UTF-16 length of the answer, tool-call placement, the citation registry
 (one :class:`~streamcite.core.models.Citation` per distinct source) and the bounds — and
@@ -11,17 +12,18 @@ and turns its provider's events into calls on it. No dialect module imports anot
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
 
 from streamcite.core._fields import expect_fields
 from streamcite.core.answer import AnswerBuilder
-from streamcite.core.bounds import TOO_MANY_CITATIONS, clip_message
+from streamcite.core.bounds import clip_message
+from streamcite.core.dialects.citing import MAX_SPANS, Citing
+from streamcite.core.dialects.payloads import fix_strings, status_retryable
+from streamcite.core.dialects.protocol import DialectInterpreter, Handler
 from streamcite.core.events import (
     CitationRefEvent,
-    CitationsEvent,
     ErrorEvent,
     Event,
     FinishEvent,
@@ -33,10 +35,11 @@ from streamcite.core.events import (
     UsageEvent,
 )
 from streamcite.core.markers import FootnoteDetector, MarkerMode
-from streamcite.core.models import Citation, CitationSpan, Usage
+from streamcite.core.models import Usage
 from streamcite.core.offsets import OffsetMap
 from streamcite.core.sse import OVERFLOW, RawEvent
-from streamcite.core.surrogates import SurrogateJoiner, fix_surrogates, loads_lone_surrogates
+from streamcite.core.surrogates import SurrogateJoiner, loads_lone_surrogates
+from streamcite.core.tokens import emit_token
 
 __all__ = [
     "MAX_SPANS",
@@ -52,9 +55,6 @@ __all__ = [
 
 # The caps shared with the chat dialect (choices, tool calls, cited sources, answer size,
 # errors, error messages) are the builder's ``bounds`` (streamcite.core.bounds).
-MAX_SPANS = 1024
-"""Citation spans per answer: every ``citations`` event carries the whole list so far,
-so the events stay bounded whatever a stream anchors (four per cited source)."""
 MAX_UNKNOWN = 32
 """Distinct unknown event types reported per stream (each once); the rest are counted."""
 
@@ -75,77 +75,7 @@ def new_token(text: str) -> TokenEvent:
     return ev
 
 
-_TEXT_KEYS = frozenset(
-    {"text", "delta", "thinking", "partial_json", "arguments", "tool_plan", "refusal"}
-)
-"""Keys whose strings are streamed text: a surrogate half at either end may be joined
-with the neighbouring delta's (the other strings are fixed at once)."""
-
-_RETRYABLE = frozenset(
-    {
-        "rate_limit_exceeded",
-        "rate_limit_error",
-        "overloaded",
-        "overloaded_error",
-        "server_error",
-        "api_error",
-        "timeout",
-        "service_unavailable",
-        "internal_error",
-        "RESOURCE_EXHAUSTED",
-        "UNAVAILABLE",
-        "INTERNAL",
-        "DEADLINE_EXCEEDED",
-        "TIMEOUT",
-    }
-)
-
-
-def status_retryable(code: str, status: int | None) -> bool:
-    """Whether a provider error is worth retrying: by its code, else its HTTP status."""
-    return code in _RETRYABLE or (status is not None and (status == 429 or status >= 500))
-
-
-class DialectInterpreter(Protocol):
-    """What :class:`~streamcite.core.api.ChatStreamParser` drives, in every dialect."""
-
-    @property
-    def builder(self) -> AnswerBuilder:
-        """The answer the interpreter folds its events into."""
-        ...
-
-    @property
-    def finished(self) -> bool:
-        """Choice 0 has finished (its finish event was emitted)."""
-        ...
-
-    @property
-    def done(self) -> bool:
-        """The stream's own end marker (or a whole body) was seen: nothing after counts."""
-        ...
-
-    def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:
-        """Interpret the SSE decoder's raw events of one read, appending to ``out``."""
-        ...
-
-    def feed_completion(self, obj: Any, out: list[Event] | None = None) -> list[Event]:
-        """Interpret the API's non-streaming JSON body (already parsed)."""
-        ...
-
-    def close(self, *, truncated_block: bool = False) -> list[Event]:
-        """End of input: held markers released, a cut stream reported."""
-        ...
-
-    def cut_for_size(self, ev: ErrorEvent, out: list[Event]) -> None:
-        """The builder's ``answer_too_large`` (recorded already): emit it, read no more."""
-        ...
-
-
-Handler = Callable[[dict[str, Any], list[Event]], None]
-"""A dialect's handler of one event type: the parsed data object and the output list."""
-
-
-class StreamState:
+class StreamState(Citing):
     """The shared state of one non-chat stream, and the operations every dialect uses.
 
     A dialect subclasses it and implements :meth:`event` (one parsed data object) and
@@ -154,14 +84,9 @@ class StreamState:
     """
 
     __slots__ = (
-        "_astral",
-        "_astral_upto",
-        "_cit_sent",
-        "_cite_keys",
         "_det",
         "_det0",
         "_disp0",
-        "_map",
         "_mode",
         "_mode_keep",
         "_raw0",
@@ -169,13 +94,11 @@ class StreamState:
         "_tool_keys",
         "_unknown",
         "builder",
-        "citations_dropped",
         "cut",
         "done",
         "failed",
         "finished",
         "meta_seen",
-        "spans_dropped",
         "usage_pending",
     )
 
@@ -250,7 +173,7 @@ class StreamState:
                 return
             if self._surr is None:
                 self._surr = SurrogateJoiner()
-            self._lone(_fix_strings(obj), out)
+            self._lone(fix_strings(obj), out)
         if type(obj) is not dict:
             self.fault(out, "bad_chunk", f"event is not a JSON object: {data[:120]!r}")
             return
@@ -325,18 +248,7 @@ class StreamState:
         det = self._det.get(idx)
         if det is None:
             det = self._det[idx] = FootnoteDetector(self._mode)
-        if det.keep and not det.held and "[" not in text:
-            det.offset += len(text)
-            out.append(TokenEvent(idx, text, text))
-            if idx == 0:
-                self._raw0.append(text)
-            return
-        display, refs = det.feed(text)
-        out.append(TokenEvent(idx, text, display))
-        if idx == 0:
-            self._raw0.append(text)
-            if not self._mode_keep:
-                self._disp0.append(display)
+        refs = emit_token(det, idx, text, out, self._raw0, None if self._mode_keep else self._disp0)
         if refs:
             self._refs(idx, refs, out)
 
@@ -526,120 +438,9 @@ class StreamState:
     def close_extra(self, out: list[Event]) -> None:
         """A dialect's own end-of-input checks (pending spans...)."""
 
-    # -- citations -----------------------------------------------------------------
-
-    def cite(self, key: Any, citation: Citation, out: list[Event]) -> int | None:
-        """The ``document_index`` of the source known by ``key``; a new source is added
-        (``citation`` gets its index). ``None`` beyond ``bounds.max_citations``."""
-        known = self._cite_keys.get(key)
-        if known is not None:
-            return known
-        n, cap = len(self.builder.citations), self.builder.bounds.max_citations
-        if n >= cap:
-            if not self.citations_dropped:
-                msg = f"more than {cap} cited sources: the rest dropped"
-                self.fault(out, TOO_MANY_CITATIONS, msg)
-            self.citations_dropped += 1
-            return None
-        citation.document_index = n
-        self._cite_keys[key] = n
-        self.builder.citations = [*self.builder.citations, citation]
-        return n
-
-    def span(self, doc: int, start: int, end: int, out: list[Event]) -> bool:
-        """Add the span ``start:end`` (characters of choice 0's text) of citation ``doc``.
-        False (and reported) when it is not within the text so far or over the bound."""
-        if not 0 <= start <= end <= self.chars0:
-            msg = (
-                f"citation span {start}-{end} of citation {doc} is not within the answer"
-                f" text ({self.chars0} characters)"
-            )
-            self.fault(out, "bad_citation_span", msg)
-            return False
-        if len(self.builder.citation_spans) >= MAX_SPANS:
-            if not self.spans_dropped:
-                msg = f"more than {MAX_SPANS} citation spans: the rest dropped"
-                self.fault(out, TOO_MANY_CITATIONS, msg)
-            self.spans_dropped += 1
-            return False
-        sp = CitationSpan(doc, start, end, self.utf16_at(start), self.utf16_at(end))
-        self.builder.citation_spans = [*self.builder.citation_spans, sp]
-        return True
-
-    def emit_citations(self, out: list[Event]) -> None:
-        """A ``citations`` event with every citation and span so far (consumers replace),
-        only when a citation or a span was added since the last one: a citation of a
-        known source, or a span beyond :data:`MAX_SPANS`, emits nothing (each event
-        carries the whole lists: repeating them would amplify the input)."""
-        b = self.builder
-        counts = (len(b.citations), len(b.citation_spans))
-        if counts == self._cit_sent:
-            return
-        self._cit_sent = counts
-        out.append(CitationsEvent(citations=b.citations, spans=b.citation_spans))
-
     def malformed(self, out: list[Event], message: str) -> None:
         """A whole body that holds no answer the dialect can read: a ``bad_chunk``
         error, and the answer is incomplete whatever finish the body claims."""
         self.fault(out, "bad_chunk", message)
         self.cut = True
         self.builder.complete = False
-
-    def text_map(self) -> OffsetMap:
-        """An offset map of choice 0's text so far (cold path: citations, spans)."""
-        m = self._map
-        if m is None or len(m.text) != self.chars0:
-            m = self._map = OffsetMap(self.builder.text_so_far())
-        return m
-
-    @property
-    def chars0(self) -> int:
-        """Characters of choice 0's text so far."""
-        return self._det0.offset
-
-    def utf16_at(self, char: int) -> int:
-        """UTF-16 offset of character ``char`` of choice 0's text so far. The characters
-        beyond the BMP are counted up to the furthest offset asked (spans come mostly in
-        text order: each part of the text is looked at about once)."""
-        text = self.builder.text_so_far()
-        if char < self._astral_upto:
-            return char + _astral(text[:char])
-        self._astral += _astral(text[self._astral_upto : char])
-        self._astral_upto = char
-        return char + self._astral
-
-    def text_slice(self, start: int, end: int) -> str:
-        return self.builder.text_so_far()[start:end]
-
-
-def _astral(s: str) -> int:
-    """Characters of ``s`` beyond the BMP (each two UTF-16 units)."""
-    return 0 if s.isascii() else (len(s.encode("utf-16-le", "surrogatepass")) >> 1) - len(s)
-
-
-def _fix_strings(obj: dict[str, Any]) -> int:
-    """Fix the surrogates of every string of ``obj`` in place (pairs joined, lone ones
-    U+FFFD), but a high half ending or a low half starting a streamed text (under
-    :data:`_TEXT_KEYS`): the dialect joins those with the neighbouring delta. Returns the
-    number of lone surrogates replaced."""
-    lone = 0
-    stack: list[Any] = [obj]
-    while stack:
-        node = stack.pop()
-        items = node.items() if isinstance(node, dict) else enumerate(node)
-        for k, v in list(items):
-            if isinstance(v, dict | list):
-                stack.append(v)
-            elif isinstance(v, str):
-                if k in _TEXT_KEYS and isinstance(node, dict):
-                    head = v[:1] if v[:1] and "\udc00" <= v[0] <= "\udfff" else ""
-                    tail = v[-1:] if len(v) > len(head) and "\ud800" <= v[-1] <= "\udbff" else ""
-                    inner, n = fix_surrogates(v[len(head) : len(v) - len(tail)])
-                    node[k] = head + inner + tail
-                else:
-                    node[k], n = fix_surrogates(v)
-                lone += n
-        if isinstance(node, dict):
-            for k in [k for k in node if isinstance(k, str) and fix_surrogates(k)[1]]:
-                node[fix_surrogates(k)[0]] = node.pop(k)
-    return lone

@@ -1,0 +1,127 @@
+"""The citation registry of a non-chat stream: one :class:`Citation` per distinct source,
+the spans that anchor them in choice 0's text (characters and UTF-16), and the
+``citations`` event sent only when something was added. A mixin of
+:class:`~streamcite.core.dialects.base.StreamState`, which owns the state named below.
+Sans-I/O."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamcite.core.answer import AnswerBuilder
+from streamcite.core.bounds import TOO_MANY_CITATIONS
+from streamcite.core.dialects.payloads import astral
+from streamcite.core.events import CitationsEvent, Event
+from streamcite.core.markers import FootnoteDetector
+from streamcite.core.models import Citation, CitationSpan
+from streamcite.core.offsets import OffsetMap
+
+__all__ = ["MAX_SPANS", "Citing"]
+
+MAX_SPANS = 1024
+"""Citation spans per answer: every ``citations`` event carries the whole list so far,
+so the events stay bounded whatever a stream anchors (four per cited source)."""
+
+
+class Citing:
+    """Citations and spans of choice 0, for :class:`StreamState` (which holds the
+    ``builder`` and choice 0's footnote detector ``_det0``, and sets these slots up)."""
+
+    __slots__ = (
+        "_astral",
+        "_astral_upto",
+        "_cit_sent",
+        "_cite_keys",
+        "_map",
+        "citations_dropped",
+        "spans_dropped",
+    )
+
+    builder: AnswerBuilder
+    _cite_keys: dict[Any, int]
+    _cit_sent: tuple[int, int]
+    _det0: FootnoteDetector
+    _map: OffsetMap | None
+    _astral: int
+    _astral_upto: int
+    citations_dropped: int
+    spans_dropped: int
+
+    def fault(self, out: list[Event], code: str, message: str, stage: str = "chunk") -> None:
+        raise NotImplementedError  # StreamState's
+
+    def cite(self, key: Any, citation: Citation, out: list[Event]) -> int | None:
+        """The ``document_index`` of the source known by ``key``; a new source is added
+        (``citation`` gets its index). ``None`` beyond ``bounds.max_citations``."""
+        known = self._cite_keys.get(key)
+        if known is not None:
+            return known
+        n, cap = len(self.builder.citations), self.builder.bounds.max_citations
+        if n >= cap:
+            if not self.citations_dropped:
+                msg = f"more than {cap} cited sources: the rest dropped"
+                self.fault(out, TOO_MANY_CITATIONS, msg)
+            self.citations_dropped += 1
+            return None
+        citation.document_index = n
+        self._cite_keys[key] = n
+        self.builder.citations = [*self.builder.citations, citation]
+        return n
+
+    def span(self, doc: int, start: int, end: int, out: list[Event]) -> bool:
+        """Add the span ``start:end`` (characters of choice 0's text) of citation ``doc``.
+        False (and reported) when it is not within the text so far or over the bound."""
+        if not 0 <= start <= end <= self.chars0:
+            msg = (
+                f"citation span {start}-{end} of citation {doc} is not within the answer"
+                f" text ({self.chars0} characters)"
+            )
+            self.fault(out, "bad_citation_span", msg)
+            return False
+        if len(self.builder.citation_spans) >= MAX_SPANS:
+            if not self.spans_dropped:
+                msg = f"more than {MAX_SPANS} citation spans: the rest dropped"
+                self.fault(out, TOO_MANY_CITATIONS, msg)
+            self.spans_dropped += 1
+            return False
+        sp = CitationSpan(doc, start, end, self.utf16_at(start), self.utf16_at(end))
+        self.builder.citation_spans = [*self.builder.citation_spans, sp]
+        return True
+
+    def emit_citations(self, out: list[Event]) -> None:
+        """A ``citations`` event with every citation and span so far (consumers replace),
+        only when a citation or a span was added since the last one: a citation of a
+        known source, or a span beyond :data:`MAX_SPANS`, emits nothing (each event
+        carries the whole lists: repeating them would amplify the input)."""
+        b = self.builder
+        counts = (len(b.citations), len(b.citation_spans))
+        if counts == self._cit_sent:
+            return
+        self._cit_sent = counts
+        out.append(CitationsEvent(citations=b.citations, spans=b.citation_spans))
+
+    def text_map(self) -> OffsetMap:
+        """An offset map of choice 0's text so far (cold path: citations, spans)."""
+        m = self._map
+        if m is None or len(m.text) != self.chars0:
+            m = self._map = OffsetMap(self.builder.text_so_far())
+        return m
+
+    @property
+    def chars0(self) -> int:
+        """Characters of choice 0's text so far."""
+        return self._det0.offset
+
+    def utf16_at(self, char: int) -> int:
+        """UTF-16 offset of character ``char`` of choice 0's text so far. The characters
+        beyond the BMP are counted up to the furthest offset asked (spans come mostly in
+        text order: each part of the text is looked at about once)."""
+        text = self.builder.text_so_far()
+        if char < self._astral_upto:
+            return char + astral(text[:char])
+        self._astral += astral(text[self._astral_upto : char])
+        self._astral_upto = char
+        return char + self._astral
+
+    def text_slice(self, start: int, end: int) -> str:
+        return self.builder.text_so_far()[start:end]
