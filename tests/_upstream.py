@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,3 +125,44 @@ class Upstream:
         finally:
             self.open_streams -= 1
         return resp
+
+
+@contextlib.contextmanager
+def threaded_upstream(stream: bytes) -> Iterator[str]:
+    """An OpenAI-style endpoint streaming ``stream``, in its own thread and loop (for a CLI
+    that runs its own loop)."""
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    url: list[str] = []
+
+    async def chat(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        await resp.write(stream)
+        await resp.write_eof()
+        return resp
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", chat)
+    runner = web.AppRunner(app, shutdown_timeout=1.0)
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(runner.setup())
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        loop.run_until_complete(site.start())
+        url.append(f"http://127.0.0.1:{runner.addresses[0][1]}/v1")
+        ready.set()
+        loop.run_forever()
+        loop.run_until_complete(runner.cleanup())
+        loop.close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert ready.wait(10), "upstream did not start"
+    try:
+        yield url[0]
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)

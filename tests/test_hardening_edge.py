@@ -12,10 +12,9 @@ import contextlib
 import os
 import subprocess
 import sys
-import threading
 import time
 import tracemalloc
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +34,7 @@ from streamcite.enrich._http import MAX_ERROR_MESSAGE, path_segment, url_with_se
 from streamcite.enrich.wikit import WikitSources
 from streamcite.pipeline import stream_chat
 from streamcite.web.uimessage import MAX_SOURCE_PARTS, UIMessageEncoder
-from tests._upstream import chunk, full_stream
+from tests._upstream import chunk, full_stream, threaded_upstream
 
 ServeFn = Callable[[web.Application], Awaitable[str]]
 
@@ -381,53 +380,12 @@ def _c1_stream() -> bytes:
     )
 
 
-@contextlib.contextmanager
-def _threaded_upstream(stream: bytes) -> Iterator[str]:
-    """An OpenAI-style endpoint streaming ``stream``, in its own thread and loop (the CLI
-    runs its own loop)."""
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-    url: list[str] = []
-
-    async def chat(request: web.Request) -> web.StreamResponse:
-        await request.read()
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await resp.prepare(request)
-        await resp.write(stream)
-        await resp.write_eof()
-        return resp
-
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", chat)
-    runner = web.AppRunner(app, shutdown_timeout=1.0)
-
-    def run() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        loop.run_until_complete(site.start())
-        url.append(f"http://127.0.0.1:{runner.addresses[0][1]}/v1")
-        ready.set()
-        loop.run_forever()
-        loop.run_until_complete(runner.cleanup())
-        loop.close()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    assert ready.wait(10), "upstream did not start"
-    try:
-        yield url[0]
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-
-
 def _raw_controls(text: str) -> list[str]:
     return [c for c in text if "\x80" <= c <= "\x9f" or c in "\u202a\u202b\u202c\u202d\u202e"]
 
 
 def test_ask_json_escapes_c1_controls_and_bidi_overrides() -> None:
-    with _threaded_upstream(_c1_stream()) as base_url:
+    with threaded_upstream(_c1_stream()) as base_url:
         result = CliRunner().invoke(
             main,
             ["ask", "hi", "--base-url", base_url, "--model", "m", "--json"],
@@ -444,7 +402,7 @@ def test_ask_json_escapes_c1_controls_and_bidi_overrides() -> None:
 
 
 def test_ask_pretty_output_neutralises_bidi_overrides() -> None:
-    with _threaded_upstream(_c1_stream()) as base_url:
+    with threaded_upstream(_c1_stream()) as base_url:
         result = CliRunner().invoke(
             main, ["ask", "hi", "--base-url", base_url, "--model", "m"], catch_exceptions=False
         )

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from streamcite.apps._terminal import terminal_safe
 from streamcite.cli import main
 from streamcite.web.eventsse import parse_last_event_id
 from tests._relay_fixtures import fake_upstream, relay
-from tests._upstream import Upstream
+from tests._upstream import Upstream, threaded_upstream
 from tests.conftest import ServeFn
 
 # Digits Python's str.isdigit() accepts but that are no ASCII sequence number.
@@ -112,41 +111,8 @@ HOSTILE_STREAM = b"".join(
 @contextlib.contextmanager
 def _hostile_upstream() -> Iterator[str]:
     """An OpenAI-style endpoint streaming HOSTILE_STREAM, in its own thread and loop."""
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-    url: list[str] = []
-
-    async def chat(request: web.Request) -> web.StreamResponse:
-        await request.read()
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await resp.prepare(request)
-        await resp.write(HOSTILE_STREAM)
-        await resp.write_eof()
-        return resp
-
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", chat)
-    runner = web.AppRunner(app, shutdown_timeout=1.0)
-
-    def serve() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        loop.run_until_complete(site.start())
-        url.append(f"http://127.0.0.1:{runner.addresses[0][1]}/v1")
-        ready.set()
-        loop.run_forever()
-        loop.run_until_complete(runner.cleanup())
-        loop.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    assert ready.wait(10), "upstream did not start"
-    try:
-        yield url[0]
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
+    with threaded_upstream(HOSTILE_STREAM) as url:
+        yield url
 
 
 def _assert_inert(output: str) -> None:
