@@ -43,7 +43,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bench_dialects  # noqa: E402
+import bench_dialects
 
 READ = 4096
 REPO = Path(__file__).resolve().parents[1]
@@ -125,7 +125,7 @@ SDKS: dict[str, Callable[[list[bytes]], int]] = {"chat": sdk_chat, **bench_diale
 def _sdk_ok(fn: Callable[[list[bytes]], int], parts: list[bytes]) -> bool:
     try:
         fn(parts)
-    except Exception:  # noqa: BLE001 - an SDK that refuses a real recording is left out
+    except Exception:  # an SDK that refuses a real recording is left out
         return False
     return True
 

@@ -155,7 +155,7 @@ NO_SEQ: Template = (NO_TEMPLATE, 1, NO_TEMPLATE, 1, NO_TEMPLATE, 1, False)
 def _sequenced_body(data: bytes, tpl: Template) -> bytes | None:
     """The text's bytes of ``data`` if it is ``tpl``'s event (any sequence number of up to
     18 digits, and obfuscation string), else None."""
-    pre, plen, mid, mlen, tail, tlen, obf = tpl
+    _pre, plen, mid, mlen, tail, tlen, obf = tpl
     j = data.find(0x2C, plen)  # the number's comma
     if not (
         0 < j - plen < 19

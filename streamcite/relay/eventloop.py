@@ -1,0 +1,46 @@
+"""The relay's event loop: uvloop when it is installed (``pip install streamcite[uvloop]``),
+the standard asyncio loop otherwise or when asked.
+
+uvloop lowers the cost of every socket read and write the relay makes (see
+docs/performance.md for the figures on both loops); nothing else changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+from collections.abc import Callable, Coroutine
+from typing import Any, Literal, TypeVar
+
+__all__ = ["LOOPS", "LoopChoice", "loop_factory", "resolve", "run"]
+
+LoopChoice = Literal["auto", "asyncio", "uvloop"]
+LOOPS: tuple[LoopChoice, ...] = ("auto", "asyncio", "uvloop")
+T = TypeVar("T")
+
+
+def resolve(choice: LoopChoice) -> Literal["asyncio", "uvloop"]:
+    """``auto`` → ``uvloop`` if it can be imported, else ``asyncio``; ``uvloop`` when it is
+    not installed raises :class:`RuntimeError` with the command that installs it."""
+    have = importlib.util.find_spec("uvloop") is not None
+    if choice == "auto":
+        return "uvloop" if have else "asyncio"
+    if choice == "uvloop" and not have:
+        raise RuntimeError("uvloop is not installed: pip install 'streamcite[uvloop]'")
+    return choice
+
+
+def loop_factory(choice: LoopChoice = "auto") -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The loop factory for :class:`asyncio.Runner` (None: asyncio's own loop)."""
+    if resolve(choice) == "asyncio":
+        return None
+    import uvloop
+
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
+
+
+def run(coro: Coroutine[Any, Any, T], choice: LoopChoice = "auto") -> T:
+    """``asyncio.run(coro)`` on the chosen loop."""
+    with asyncio.Runner(loop_factory=loop_factory(choice)) as runner:
+        return runner.run(coro)
