@@ -187,8 +187,10 @@ def main() -> None:
                 for _, parts, _ in recs.get(d, []):
                     fn(parts)
         return
-    print(f"recordings: {root}; python {sys.version.split()[0]}; {args.rounds} rounds × "
-          f"{args.repeat}; CPU time, min of rounds")  # fmt: skip
+    import streamcite
+
+    print(f"recordings: {root}; streamcite from {Path(streamcite.__file__).parent}; python "
+          f"{sys.version.split()[0]}; {args.rounds} rounds × {args.repeat}; CPU time, min of rounds")  # fmt: skip
     print(f"{'dialect':<10} {'files':>5} {'events':>6}  {'floor µs/ev':>11}  {'ours µs/ev':>10}"
           f"  {'×floor':>6}  {'auto ×':>6}  {'floor µs/st':>11}  {'ours µs/st':>10}"
           f"  {'SDK µs/ev':>9}  {'SDK÷ours':>8}")  # fmt: skip

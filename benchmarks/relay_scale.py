@@ -475,6 +475,8 @@ def run_phase(
         for p in (clients, proc):
             if p.is_alive():
                 p.kill()
+    if not events:
+        print(f"{kind} on {loop_kind}: no event delivered in the window", flush=True)
     lat = sorted(x * 1000 for x in latencies)
     return {
         "events": events,

@@ -1,8 +1,9 @@
-"""The relay's event loop: uvloop when it is installed (``pip install streamcite[uvloop]``),
-the standard asyncio loop otherwise or when asked.
+"""Choosing an event loop: asyncio's, or uvloop (``pip install 'streamcite[uvloop]'``).
 
-uvloop lowers the cost of every socket read and write the relay makes (see
-docs/performance.md for the figures on both loops); nothing else changes.
+Used by ``benchmarks/bench_relay.py --streams`` to measure the relay and a bare forwarder
+on both loops. The relay's command still runs on asyncio's loop: on uvloop the relay
+accepts a stream but delivers none of its events (docs/performance.md, "Relay"), which
+must be understood before uvloop is offered there.
 """
 
 from __future__ import annotations
