@@ -59,7 +59,7 @@ _CHECK_PATH = "/{version}/projects/{project}/locations/{location}/groundingConfi
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-_log = get_logger("streamcite.local.google_api")
+_log = get_logger("streamcite.local.apis.google")
 
 
 def google_error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
