@@ -7,7 +7,6 @@ The chunk interpreter appends to the public lists directly on the hot path (one
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from streamcite.core._fields import expect_fields
@@ -41,10 +40,13 @@ from streamcite.core.models import (
     Timings,
     ToolCall,
     Usage,
-    set_lazy_citation_refs,
+    refs_slot,
 )
 from streamcite.core.refs import CitationRefs, RefStore
 from streamcite.core.sources import QuotedSource
+
+_new = object.__new__
+_REFS_SLOT = refs_slot()
 
 __all__ = ["COMPACT_EVERY", "MAX_CLAIMS", "MAX_ERRORS", "AnswerBuilder", "StreamBounds"]
 
@@ -341,42 +343,58 @@ class AnswerBuilder:
 
     def snapshot(self) -> CitedAnswer:
         """The answer as known now (compacts the text and shares it with the answer: the
-        next compaction copies it once; cheap enough to call per UI frame)."""
-        known = {c.document_index for c in self.citations}
-        known.update(n - 1 for s in self.sources if (n := s.number) is not None)
-        refs = self.refs.view()
-        referenced, dangling = self._refs_of_choice0(refs, known)
-        uncited = sorted(
-            {c.document_index for c in self.citations if c.document_index is not None} - referenced
-        )
+        next compaction copies it once; cheap enough to call per UI frame).
+
+        Built field by field (no ``__init__``: 22 keyword arguments and a property store
+        were most of a short stream's ``done``); an answer without footnote refs or
+        sources skips the dangling and uncited passes' sets."""
+        refs = self.refs
+        citations = self.citations
+        view: CitationRefs | None = None
+        if self.sources or self._refs_seen or len(refs):
+            known = {c.document_index for c in citations}
+            known.update(n - 1 for s in self.sources if (n := s.number) is not None)
+            view = refs.view()
+            referenced, dangling = self._refs_of_choice0(view, known)
+            uncited = sorted(
+                {c.document_index for c in citations if c.document_index is not None}
+                - referenced
+            )
+        else:
+            dangling = []
+            uncited = (
+                sorted({c.document_index for c in citations if c.document_index is not None})
+                if citations
+                else []
+            )
         self.compact()
         text = self._text
-        answer = CitedAnswer(
-            text=text,
-            display_text=text if self.display_is_text else self._display,
-            finish_reason=self.finish_reason,
-            id=self.id,
-            model=self.model,
-            citations=list(self.citations),
-            dangling_refs=dangling,
-            uncited_documents=uncited,
-            sources=list(self.sources),
-            grounding=self.grounding,
-            usage=self.usage,
-            errors=list(self.errors),
-            timings=_copy_timings(self.timings),
-            complete=self.complete,
-            reasoning_text=self._reasoning_text,
-            tool_calls=[replace(self.tool_calls[k]) for k in sorted(self.tool_calls)],
-            refusal=self._refusal_text,
-            references=list(self.references),
-            citation_spans=list(self.citation_spans),
-            errors_dropped=self.errors_dropped,
-            enrichment_skipped=self.enrichment_skipped,
-            claims=list(self.claims),
-        )
-        set_lazy_citation_refs(answer, refs)  # a list of CitationRef on first read
-        return answer
+        a = _new(CitedAnswer)
+        a.text = text
+        a.display_text = text if self.display_is_text else self._display
+        a.finish_reason = self.finish_reason
+        a.id = self.id
+        a.model = self.model
+        a.citations = list(citations)
+        _REFS_SLOT.__set__(a, [] if view is None else view)  # a list on first read
+        a.dangling_refs = dangling
+        a.uncited_documents = uncited
+        a.sources = list(self.sources)
+        a.grounding = self.grounding
+        a.usage = self.usage
+        a.errors = list(self.errors)
+        a.timings = _copy_timings(self.timings)
+        a.complete = self.complete
+        a.reasoning_text = self._reasoning_text
+        tcs = self.tool_calls
+        a.tool_calls = [_copy_tool_call(tcs[k]) for k in sorted(tcs)] if tcs else []
+        a.refusal = self._refusal_text
+        a.references = list(self.references)
+        a.citation_spans = list(self.citation_spans)
+        a.errors_dropped = self.errors_dropped
+        a.enrichment_skipped = self.enrichment_skipped
+        a.claims = list(self.claims)
+        return a
 
     def _refs_of_choice0(
         self, refs: CitationRefs, known: set[int | None]
@@ -398,6 +416,13 @@ class AnswerBuilder:
         return referenced, dangling
 
 
+def _copy_tool_call(tc: ToolCall) -> ToolCall:
+    """A copy of ``tc`` (``dataclasses.replace`` costs ten times as much)."""
+    c = _new(ToolCall)
+    c.id, c.type, c.name, c.arguments = tc.id, tc.type, tc.name, tc.arguments
+    return c
+
+
 def _copy_timings(t: Timings) -> Timings:
     """A copy of ``t`` (``dataclasses.replace`` costs four times as much)."""
     return Timings(
@@ -411,6 +436,36 @@ def _copy_timings(t: Timings) -> Timings:
     )
 
 
+expect_fields(ToolCall, ["id", "type", "name", "arguments"], "answer.py (_copy_tool_call)")
+expect_fields(
+    CitedAnswer,
+    [
+        "text",
+        "display_text",
+        "finish_reason",
+        "id",
+        "model",
+        "citations",
+        "citation_refs",
+        "dangling_refs",
+        "uncited_documents",
+        "sources",
+        "grounding",
+        "usage",
+        "errors",
+        "timings",
+        "complete",
+        "reasoning_text",
+        "tool_calls",
+        "refusal",
+        "references",
+        "citation_spans",
+        "errors_dropped",
+        "enrichment_skipped",
+        "claims",
+    ],
+    "answer.py (AnswerBuilder.snapshot)",
+)
 expect_fields(
     Timings,
     [

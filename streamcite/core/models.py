@@ -24,6 +24,7 @@ __all__ = [
     "Timings",
     "ToolCall",
     "Usage",
+    "refs_slot",
     "set_lazy_citation_refs",
 ]
 
@@ -242,6 +243,12 @@ setattr(  # noqa: B010  (mypy must keep seeing the declared field, not the prope
     "citation_refs",
     property(_get_citation_refs, _set_citation_refs, doc="The inline footnote markers seen."),
 )
+
+
+def refs_slot() -> Any:
+    """The slot :attr:`CitedAnswer.citation_refs` is stored in (an answer built field by
+    field stores a list, or a :class:`LazyList`, there directly)."""
+    return _REFS_SLOT
 
 
 def set_lazy_citation_refs(answer: CitedAnswer, refs: LazyList) -> None:
