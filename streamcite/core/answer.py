@@ -357,8 +357,7 @@ class AnswerBuilder:
             view = refs.view()
             referenced, dangling = self._refs_of_choice0(view, known)
             uncited = sorted(
-                {c.document_index for c in citations if c.document_index is not None}
-                - referenced
+                {c.document_index for c in citations if c.document_index is not None} - referenced
             )
         else:
             dangling = []

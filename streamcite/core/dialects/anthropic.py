@@ -17,8 +17,9 @@ from typing import Any
 import orjson
 
 from streamcite.core.answer import AnswerBuilder
-from streamcite.core.dialects.base import Handler, JSONDecodeError, StreamState, loads
+from streamcite.core.dialects.base import JSONDecodeError, StreamState, loads
 from streamcite.core.dialects.hotloop import TemplatedState
+from streamcite.core.dialects.protocol import Method
 from streamcite.core.events import Event
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
@@ -104,7 +105,7 @@ def _citation(c: dict[str, Any]) -> tuple[Any, Citation] | str:
 class AnthropicInterpreter(TemplatedState):
     """Interprets one Anthropic Messages stream (``/v1/messages``, ``stream: true``)."""
 
-    __slots__ = ("_blocks", "_input_tokens", "_table")
+    __slots__ = ("_blocks", "_input_tokens")
 
     dialect = "anthropic"
     _END = b'"}}'
@@ -114,18 +115,9 @@ class AnthropicInterpreter(TemplatedState):
         self._blocks: dict[int, list[Any]] = {}
         """Per block index: [type, start character, cited document indexes]."""
         self._input_tokens: Any = None
-        self._table: dict[str, Handler] = {
-            "message_start": self._message_start,
-            "content_block_start": self._block_start,
-            "content_block_delta": self._block_delta,
-            "content_block_stop": self._block_stop,
-            "message_delta": self._message_delta,
-            "message_stop": self._message_stop,
-            "error": self._error,
-        }
 
     def event(self, name: bytes, obj: dict[str, Any], out: list[Event]) -> None:
-        self.dispatch(self._table, _IGNORED, obj, out)
+        self.dispatch(_TABLE, _IGNORED, obj, out)
 
     def _general(self, item: RawEvent, out: list[Event]) -> None:
         """An event the hot loop did not take: a text delta parsed and checked inline (the
@@ -342,3 +334,16 @@ class AnthropicInterpreter(TemplatedState):
         self._message_delta({"delta": delta, "usage": obj.get("usage")}, out)
         self.end(out)
         return out
+
+
+_TABLE: dict[str, Method] = {
+    "message_start": AnthropicInterpreter._message_start,
+    "content_block_start": AnthropicInterpreter._block_start,
+    "content_block_delta": AnthropicInterpreter._block_delta,
+    "content_block_stop": AnthropicInterpreter._block_stop,
+    "message_delta": AnthropicInterpreter._message_delta,
+    "message_stop": AnthropicInterpreter._message_stop,
+    "error": AnthropicInterpreter._error,
+}
+"""Each event type's handler (built once: a per-stream table of bound methods cost
+more than a short stream's text deltas)."""

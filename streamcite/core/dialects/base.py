@@ -21,7 +21,7 @@ from streamcite.core.answer import AnswerBuilder
 from streamcite.core.bounds import clip_message
 from streamcite.core.dialects.citing import MAX_SPANS, Citing
 from streamcite.core.dialects.payloads import fix_strings, status_retryable
-from streamcite.core.dialects.protocol import DialectInterpreter, Handler
+from streamcite.core.dialects.protocol import DialectInterpreter, Handler, Method
 from streamcite.core.events import (
     CitationRefEvent,
     ErrorEvent,
@@ -192,7 +192,7 @@ class StreamState(Citing):
 
     def dispatch(
         self,
-        table: dict[str, Handler],
+        table: dict[str, Method],
         ignored: frozenset[str],
         obj: dict[str, Any],
         out: list[Event],
@@ -201,7 +201,7 @@ class StreamState(Citing):
         kind = obj.get("type")
         handler = table.get(kind) if type(kind) is str else None
         if handler is not None:
-            handler(obj, out)
+            handler(self, obj, out)
         elif type(kind) is not str or kind not in ignored:
             self.unknown(repr(kind)[:60] if type(kind) is not str else kind, obj, out)
 

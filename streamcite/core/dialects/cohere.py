@@ -16,13 +16,13 @@ from typing import Any
 
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.dialects.base import (
-    Handler,
     JSONDecodeError,
     StreamState,
     loads,
     status_retryable,
 )
 from streamcite.core.dialects.hotloop import TemplatedState
+from streamcite.core.dialects.protocol import Method
 from streamcite.core.events import Event
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
@@ -87,7 +87,7 @@ def _source(src: Any) -> tuple[Any, Citation] | None:
 class CohereInterpreter(TemplatedState):
     """Interprets one Cohere v2 chat stream (``/v2/chat``, ``stream: true``)."""
 
-    __slots__ = ("_blocks", "_table")
+    __slots__ = ("_blocks",)
 
     dialect = "cohere"
     _END = b'"}}}}'
@@ -96,23 +96,13 @@ class CohereInterpreter(TemplatedState):
         super().__init__(builder, marker_mode)
         self._blocks: dict[int, list[Any]] = {}
         """Per content index: [type, start character]."""
-        self._table: dict[str, Handler] = {
-            "message-start": self._start,
-            "content-start": self._content_start,
-            "content-delta": self._content_delta,
-            "tool-plan-delta": self._plan,
-            "tool-call-start": self._tool_call,
-            "tool-call-delta": self._tool_call,
-            "citation-start": self._citation,
-            "message-end": self._end,
-        }
 
     def event(self, name: bytes, obj: dict[str, Any], out: list[Event]) -> None:
         if "type" not in obj and "message" in obj:
             # An error body sent as an event: {"message": "..."} (HTTP-style).
             self.provider_error("upstream_error", obj.get("message"), None, out)
             return
-        self.dispatch(self._table, _IGNORED, obj, out)
+        self.dispatch(_TABLE, _IGNORED, obj, out)
 
     def _general(self, item: RawEvent, out: list[Event]) -> None:
         """An event the hot loop did not take: a text block's ``content-delta`` parsed and
@@ -353,3 +343,17 @@ class CohereInterpreter(TemplatedState):
         self._end({"delta": end}, out)
         self.end(out)
         return out
+
+
+_TABLE: dict[str, Method] = {
+    "message-start": CohereInterpreter._start,
+    "content-start": CohereInterpreter._content_start,
+    "content-delta": CohereInterpreter._content_delta,
+    "tool-plan-delta": CohereInterpreter._plan,
+    "tool-call-start": CohereInterpreter._tool_call,
+    "tool-call-delta": CohereInterpreter._tool_call,
+    "citation-start": CohereInterpreter._citation,
+    "message-end": CohereInterpreter._end,
+}
+"""Each event type's handler (built once: a per-stream table of bound methods cost
+more than a short stream's text deltas)."""

@@ -11,7 +11,7 @@ from streamcite.core.answer import AnswerBuilder
 from streamcite.core.events import ErrorEvent, Event
 from streamcite.core.sse import RawEvent
 
-__all__ = ["DialectInterpreter", "Handler"]
+__all__ = ["DialectInterpreter", "Handler", "Method"]
 
 
 class DialectInterpreter(Protocol):
@@ -50,4 +50,8 @@ class DialectInterpreter(Protocol):
 
 
 Handler = Callable[[dict[str, Any], list[Event]], None]
+
+Method = Callable[[Any, dict[str, Any], list[Event]], None]
+"""A handler as a function of the dialect's class (a table of these is built once per
+class, not per stream: the handler is called with the interpreter first)."""
 """A dialect's handler of one event type: the parsed data object and the output list."""

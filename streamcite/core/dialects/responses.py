@@ -21,8 +21,9 @@ from orjson import dumps
 
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.bounds import StreamBounds
-from streamcite.core.dialects.base import Handler, JSONDecodeError, StreamState, loads
+from streamcite.core.dialects.base import JSONDecodeError, StreamState, loads
 from streamcite.core.dialects.hotloop import SequencedState, Template
+from streamcite.core.dialects.protocol import Method
 from streamcite.core.events import Event
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
@@ -122,7 +123,7 @@ def _str(v: Any) -> str | None:
 class ResponsesInterpreter(SequencedState):
     """Interprets one OpenAI Responses stream (``/v1/responses``, ``stream: true``)."""
 
-    __slots__ = ("_learned", "_parts", "_table", "_texts", "error_seen")
+    __slots__ = ("_learned", "_parts", "_texts", "error_seen")
 
     dialect = "responses"
 
@@ -134,24 +135,9 @@ class ResponsesInterpreter(SequencedState):
         self._learned = 0
         """Templates written so far (at most :data:`_MAX_LEARNED`)."""
         self.error_seen: str | None = None
-        self._table: dict[str, Handler] = {
-            "response.created": self._created,
-            "response.output_item.added": self._item_added,
-            "response.content_part.added": self._part_added,
-            "response.output_text.delta": self._text_delta,
-            "response.output_text.annotation.added": self._annotation,
-            "response.reasoning_summary_text.delta": self._reasoning_delta,
-            "response.reasoning_text.delta": self._reasoning_delta,
-            "response.function_call_arguments.delta": self._arguments_delta,
-            "response.refusal.delta": self._refusal_delta,
-            "response.completed": self._completed,
-            "response.incomplete": self._completed,
-            "response.failed": self._failed,
-            "error": self._error,
-        }
 
     def event(self, name: bytes, obj: dict[str, Any], out: list[Event]) -> None:
-        self.dispatch(self._table, _IGNORED, obj, out)
+        self.dispatch(_TABLE, _IGNORED, obj, out)
 
     def _general(self, item: RawEvent, out: list[Event]) -> None:
         """An event the hot loop did not take: an ``output_text.delta`` of a known text part
@@ -425,3 +411,22 @@ class ResponsesInterpreter(SequencedState):
                     self._refusal_delta({"delta": part.get("refusal")}, out)
                 else:
                     self.unknown(f"content part {ptype}", part, out)
+
+
+_TABLE: dict[str, Method] = {
+    "response.created": ResponsesInterpreter._created,
+    "response.output_item.added": ResponsesInterpreter._item_added,
+    "response.content_part.added": ResponsesInterpreter._part_added,
+    "response.output_text.delta": ResponsesInterpreter._text_delta,
+    "response.output_text.annotation.added": ResponsesInterpreter._annotation,
+    "response.reasoning_summary_text.delta": ResponsesInterpreter._reasoning_delta,
+    "response.reasoning_text.delta": ResponsesInterpreter._reasoning_delta,
+    "response.function_call_arguments.delta": ResponsesInterpreter._arguments_delta,
+    "response.refusal.delta": ResponsesInterpreter._refusal_delta,
+    "response.completed": ResponsesInterpreter._completed,
+    "response.incomplete": ResponsesInterpreter._completed,
+    "response.failed": ResponsesInterpreter._failed,
+    "error": ResponsesInterpreter._error,
+}
+"""Each event type's handler (built once: a per-stream table of bound methods cost
+more than a short stream's text deltas)."""
