@@ -28,7 +28,9 @@ from streamcite.core.events import (
     ErrorEvent,
     Event,
     FinishEvent,
+    RefusalEvent,
     TokenEvent,
+    ToolCallEvent,
     UsageEvent,
 )
 from streamcite.core.fastpath import feed_keep_mode
@@ -147,7 +149,8 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
             )
         if type(obj) is not dict:
             return self._fault(out, "bad_chunk", f"chunk is not a JSON object: {payload[:120]!r}")
-        self._interpret(obj, "delta", out)
+        if not self._rare_delta(obj, out):
+            self._interpret(obj, "delta", out)
         return out
 
     def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:
@@ -203,7 +206,8 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
             self.feed(item, b"", out)  # [DONE], or reports the invalid JSON
             return
         except (KeyError, TypeError, ValueError, IndexError):
-            self._general(obj, item, out)
+            if not self._rare_delta(obj, out):
+                self._general(obj, item, out)
             return
         if (
             type(content) is not str
@@ -224,6 +228,69 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
             self._tpl.observe(item, content)
         if content:
             self._token(0, content, out)
+
+    def _rare_delta(self, obj: Any, out: list[Event]) -> bool:  # noqa: C901, RUF100
+        """A chunk that is one refusal text, or one argument fragment of a tool call of
+        choice 0 already started (``{"index": N, "function": {"arguments": "…"}}``), and
+        nothing else the general way reads: its event and answer part made here, as the
+        general way makes them (True); else False (the general way takes it). A tool-call
+        or refusal stream is made of such chunks."""
+        if obj.__class__ is not dict or not self._meta_seen:
+            return False
+        choices = obj.get("choices")
+        if choices.__class__ is not list or len(choices) != 1:
+            return False
+        ch = choices[0]
+        if ch.__class__ is not dict or ch.get("index", 0) != 0 or ch.get("finish_reason"):
+            return False
+        delta = ch.get("delta")
+        if (
+            delta.__class__ is not dict
+            or len(delta) != 1
+            or ch.get("index", 0).__class__ is not int
+            or "usage" in ch
+            or "citations" in obj
+            or "search_results" in obj
+            or "error" in obj
+            or "x_groq" in obj
+            or obj.get("usage")
+            or obj.get("object") == "error"
+        ):
+            return False
+        b = self._builder
+        refusal = delta.get("refusal")
+        if refusal.__class__ is str:
+            if b.bounds.max_choices < 1:
+                return False
+            if refusal:
+                out.append(RefusalEvent(0, refusal))
+                b.refusal_parts.append(refusal)
+            return True
+        calls = delta.get("tool_calls")
+        if calls.__class__ is not list or len(calls) != 1:
+            return False
+        call = calls[0]
+        if call.__class__ is not dict or len(call) != 2:
+            return False
+        tidx, fn = call.get("index"), call.get("function")
+        if tidx.__class__ is not int or fn.__class__ is not dict or len(fn) != 1:
+            return False
+        args = fn.get("arguments")
+        placer = self._tools.get(0)
+        if (
+            args.__class__ is not str
+            or placer is None
+            or not 0 <= tidx < placer.limit
+            or tidx not in b.tool_calls
+        ):
+            return False
+        placer.last = tidx  # what ToolPlacer.place does for an index without id or name
+        if tidx >= placer.next:
+            placer.next = tidx + 1
+        ev = ToolCallEvent(0, tidx, None, None, args)
+        out.append(ev)
+        b.tool_call(ev)
+        return True
 
     def _general(self, obj: Any, payload: bytes, out: list[Event]) -> None:
         if type(obj) is not dict:
