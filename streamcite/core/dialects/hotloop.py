@@ -21,7 +21,7 @@ from __future__ import annotations
 from streamcite.core._fields import expect_fields
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.dialects.base import StreamState
-from streamcite.core.events import Event, TokenEvent
+from streamcite.core.events import Event, ReasoningEvent, TokenEvent
 from streamcite.core.markers import MarkerMode
 from streamcite.core.sse import RawEvent
 from streamcite.core.template import has_control, string_body
@@ -29,6 +29,7 @@ from streamcite.core.template import has_control, string_body
 __all__ = ["NO_SEQ", "NO_TEMPLATE", "SequencedState", "Template", "TemplatedState", "padded_end"]
 
 expect_fields(TokenEvent, ["type", "index", "text", "display"], "dialects/hotloop.py")
+expect_fields(ReasoningEvent, ["type", "index", "text"], "dialects/hotloop.py")
 _new = object.__new__
 NO_TEMPLATE = b"\xff"
 """:attr:`TemplatedState._pre` before a text delta was parsed: no JSON starts so."""
@@ -224,7 +225,9 @@ class SequencedState(TemplatedState):
         """The reasoning deltas' template."""
 
     def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:  # noqa: C901, RUF100
-        """The hot loop of :class:`TemplatedState`, with the sequence number skipped."""
+        """The hot loop of :class:`TemplatedState`, with the sequence number skipped: a
+        text or reasoning delta of its template is taken inline (its sequence number
+        and obfuscation string checked as :func:`_sequenced_body` does)."""
         if self.done:
             return
         append, text_append, det = out.append, self._raw0.append, self._det0
@@ -232,6 +235,7 @@ class SequencedState(TemplatedState):
         fast = keep and not det.held and self._surr is None
         tpl, rtpl = self._tpl, self._rtpl
         seq_body, make, token, length = _sequenced_body, _new, TokenEvent, len
+        reasoning, r_append = ReasoningEvent, self.builder.reasoning_parts.append
         for item in raw:
             # A tuple item is a named event (OVERFLOW's data is empty: it never matches).
             if item.__class__ is tuple:
@@ -242,11 +246,31 @@ class SequencedState(TemplatedState):
                     body, reason = seq_body(data, rtpl), True
                 else:
                     body = None
-                if body is not None and (t := _body_text(body)) is not None:
+                if body is None:
+                    t = None
+                elif 0x22 in body or 0x5C in body:  # ints: ten times faster than bytes
+                    t = string_body(body)  # escapes (None: not a JSON string body)
+                else:
+                    try:
+                        t = body.decode()
+                    except UnicodeDecodeError:
+                        t = None  # the general way reports it
+                    else:
+                        if not t.isprintable() and has_control(t):
+                            t = None  # raw control characters: invalid JSON
+                if t is not None:
                     if not t:
                         continue
                     if reason:
-                        self.reasoning(0, t, out)
+                        if self._surr is not None:
+                            self.reasoning(0, t, out)
+                            continue
+                        rev = make(reasoning)  # built as StreamState.reasoning does, inline
+                        rev.type = "reasoning"
+                        rev.index = 0
+                        rev.text = t
+                        append(rev)
+                        r_append(t)
                     elif fast and "[" not in t:
                         offset += length(t)
                         ev = make(token)  # built as new_token does, inline
