@@ -79,7 +79,8 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
     def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
         self._builder = builder if builder is not None else AnswerBuilder()
         self._mode = marker_mode
-        FootnoteDetector(marker_mode)  # validate the mode now, not at the first token
+        if marker_mode != "keep":
+            FootnoteDetector(marker_mode)  # validate the mode now, not at the first token
         self._detectors: dict[int, FootnoteDetector] = {}
         self._mode_keep = marker_mode == "keep"
         self._builder.display_is_text = self._mode_keep

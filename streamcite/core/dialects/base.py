@@ -107,13 +107,12 @@ class StreamState(Citing):
 
     def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
         self.builder = builder if builder is not None else AnswerBuilder()
-        FootnoteDetector(marker_mode)  # validate the mode now, not at the first token
+        self._det0 = FootnoteDetector(marker_mode)  # (checks the mode: now, not at a token)
         self._mode = marker_mode
         self._mode_keep = marker_mode == "keep"
         self.builder.display_is_text = self._mode_keep
         self._raw0 = self.builder.text_parts
         self._disp0 = self.builder.display_parts
-        self._det0 = FootnoteDetector(marker_mode)
         self._det: dict[int, FootnoteDetector] = {0: self._det0}
         self._astral = 0
         self._astral_upto = 0
