@@ -12,7 +12,12 @@ from typing import TextIO
 
 import orjson
 
-from streamcite.apps._answer_summary import print_claims, source_links, sources_table
+from streamcite.apps._answer_summary import (
+    passage_lines,
+    print_claims,
+    source_links,
+    sources_table,
+)
 from streamcite.apps._local_links import LIVE_PAGES_HINT
 from streamcite.apps._provider_render import ProviderRender
 from streamcite.apps._terminal import (
@@ -218,6 +223,11 @@ class RichRenderer(Renderer):
             if links and self.opts.link is not None:
                 for line in LIVE_PAGES_HINT.split("\n"):
                     c.print(f"  [dim]{console_text(line)}[/dim]", soft_wrap=False)
+            quotes = passage_lines(answer)  # each footnote's own quote(s)
+            if quotes:
+                c.print("[dim]Quoted passages:[/dim]")
+                for line in quotes:
+                    c.print(line, soft_wrap=True)
         elif answer.complete and not answer.refusal and not answer.tool_calls:
             c.print("[yellow]No sources: the answer cites nothing.[/yellow]")
         if answer.dangling_refs:
