@@ -175,7 +175,8 @@ def answer_passages(
     times, each time with its own quote), in order. Each item is ``(position in
     citations or None, citation)``; a span's passage comes as a copy of its source's citation
     with ``cited_text`` set to that passage (the string itself shared, not copied).
-    Blank passages are left out; a span of no known source keeps its passage alone.
+    A passage quoted for two sources comes once (with the first); blank passages are
+    left out; a span of no known source keeps its passage alone.
 
     >>> c = Citation(cited_text="Three days a week.", document_index=0, source_url="u")
     >>> s = CitationSpan(0, 0, 9, cited_text="Tuesday is a team day.")
@@ -183,19 +184,19 @@ def answer_passages(
     [(0, 'Three days a week.'), (0, 'Tuesday is a team day.')]
     """
     out: list[tuple[int | None, Citation]] = []
-    seen: set[tuple[int | None, str]] = set()
+    seen: set[str] = set()
     position: dict[int | None, int] = {}
     for i, c in enumerate(citations):
         position.setdefault(c.document_index, i)
         text = c.cited_text
-        if text and text.strip() and (c.document_index, text) not in seen:
-            seen.add((c.document_index, text))
+        if text and text.strip() and text not in seen:
+            seen.add(text)
             out.append((i, c))
     for s in spans:
         text = s.cited_text
-        if not text or not text.strip() or (s.document_index, text) in seen:
+        if not text or not text.strip() or text in seen:
             continue
-        seen.add((s.document_index, text))
+        seen.add(text)
         at = position.get(s.document_index)
         if at is None:
             out.append((None, Citation(cited_text=text, document_index=s.document_index)))
