@@ -41,7 +41,7 @@ def _anthropic(obj: dict[str, Any]) -> list[str]:
     if isinstance(delta, dict) and delta.get("type") == "citations_delta":
         cit = delta.get("citation")
         out += _text(cit.get("cited_text")) if isinstance(cit, dict) else []
-    blocks = [obj.get("content_block")] + list(obj.get("content") or [])
+    blocks = [obj.get("content_block"), *(obj.get("content") or [])]
     for block in blocks:
         if isinstance(block, dict) and block.get("type") == "text":
             for cit in block.get("citations") or ():
