@@ -242,10 +242,12 @@ class LocalGrounding:
         claim_level_scores: bool,
         warnings: list[str],
     ) -> GroundingResult:
-        if not facts:  # nothing to check against: no verdict, not "all unsupported"
-            return no_verdict("local", warnings)
         t0 = time.perf_counter()
         result = _check(answer, facts, threshold, claim_level_scores, self.lang)
+        if not facts and result.checked_claims:
+            # Claims to check and nothing to check them against: no verdict (not "every
+            # claim unsupported"). With no claim to check, "nothing to check" stands.
+            return no_verdict("local", warnings)
         result.warnings.extend(warnings)
         _log.debug(
             "local_grounding_checked",
