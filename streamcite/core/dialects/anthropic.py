@@ -137,8 +137,9 @@ class AnthropicInterpreter(TemplatedState):
 
     def _general(self, item: RawEvent, out: list[Event]) -> None:
         """An event the hot loop did not take: a text delta parsed and checked inline (the
-        template of its block's deltas then written: any ``index`` reads alike, a text
-        delta of any block is a token), anything else the general way."""
+        template of its block's deltas then written: a text delta of any block is a token;
+        an ``index`` that is not an integer, ``0.0`` or ``true``, goes the strict way and is
+        refused there), anything else the general way."""
         if item.__class__ is not tuple or item is OVERFLOW:
             StreamState.feed_raw(self, [item], out)
             return
@@ -157,10 +158,10 @@ class AnthropicInterpreter(TemplatedState):
             and d.__class__ is dict
             and d.get("type") == "text_delta"
             and (t := d.get("text")).__class__ is str
-            and (idx := obj.get("index")) in self._blocks
+            and (idx := obj.get("index")).__class__ is int  # not 0.0 nor true: the strict way
+            and idx in self._blocks
         ):
-            if idx.__class__ is int:
-                self._pre = b"%s%d%s" % (_HEAD, idx, _MID)
+            self._pre = b"%s%d%s" % (_HEAD, idx, _MID)
             if t:
                 self.token(0, t, out)
             return
