@@ -29,6 +29,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from streamcite.core.enricher import EnrichContext
 from streamcite.core.events import GroundingEvent, SourcesEvent
 from streamcite.core.grounding import (
     CitedChunk,
@@ -39,7 +40,6 @@ from streamcite.core.grounding import (
 )
 from streamcite.core.models import Citation, CitedAnswer
 from streamcite.core.sources import QuotedSource
-from streamcite.enrich.base import EnrichContext
 from streamcite.enrich.facts import MAX_FACT_CHARS, MAX_FACTS, build_facts, passage_facts
 from streamcite.enrich.limits import (
     MAX_ANSWER_TOKENS,
