@@ -175,7 +175,7 @@ async def _one_stream(base: str, live: bool) -> dict[str, Any]:
 
     from streamcite import stream_chat
     from streamcite.core.events import ClaimEvent, FinishEvent, TokenEvent
-    from streamcite.local.checker import LocalGrounding
+    from streamcite.grounding.checker import LocalGrounding
 
     request = {"model": "m", "messages": [{"role": "user", "content": "Tell me about Paris."}]}
     arrivals: list[float] = []  # per token
@@ -225,7 +225,7 @@ async def _one_stream(base: str, live: bool) -> dict[str, Any]:
 async def _backend_first_claim(runs: int) -> dict[str, Any]:
     from streamcite import stream_chat
     from streamcite.core.events import GroundingEvent
-    from streamcite.local.checker import LocalGrounding
+    from streamcite.grounding.checker import LocalGrounding
     from streamcite.local.server import BackendConfig, LocalBackend
 
     request = {

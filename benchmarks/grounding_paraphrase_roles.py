@@ -25,7 +25,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import grounding_sets as sets
 
-from streamcite.local.checker import LocalGrounding
+from streamcite.grounding.checker import LocalGrounding
 
 DATA = Path(__file__).resolve().parent / "data" / "paraphrase_roles"
 THRESHOLD = 0.6

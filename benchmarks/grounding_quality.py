@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import grounding_sets as sets
 from grounding_speed import speed
 
-from streamcite.local.checker import LocalGrounding
+from streamcite.grounding.checker import LocalGrounding
 from streamcite.logs import configure_logging
 
 DATA_RELPATH = Path("benchs/halueval/dataset_halueval_summarization.jsonl")

@@ -96,8 +96,8 @@ def dump(root: str, out_path: str, rows: int, n: int, seed: int) -> None:
     import streamcite
 
     assert str(Path(streamcite.__file__).resolve()).startswith(str(Path(root).resolve()))
-    from streamcite.local.checker import LocalGrounding
-    from streamcite.local.grounding_engine import evaluate
+    from streamcite.grounding import evaluate
+    from streamcite.grounding.checker import LocalGrounding
     from streamcite.logs import configure_logging
 
     configure_logging("WARNING")

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from streamcite.enrich.limits import count_answer_tokens
-from streamcite.local.checker import LocalGrounding
+from streamcite.grounding.checker import LocalGrounding
 
 __all__ = ["answer_of_tokens", "breakdown", "cases", "facts_of", "speed"]
 
@@ -100,13 +100,12 @@ def _stages(answer: str, facts: list[str]) -> dict[str, float]:
     # The engine's internals, imported here: the dump of grounding_same_scores.py imports
     # this module with other versions of the engine.
     from streamcite.core.grounding import GroundingFact
-    from streamcite.local import checker
-    from streamcite.local.grounding import engine
-    from streamcite.local.grounding.answer import rarity_weights
-    from streamcite.local.grounding.config import DEFAULT_CONFIG
-    from streamcite.local.grounding.facts import Facts
-    from streamcite.local.grounding.scoring import score_with_coverage
-    from streamcite.local.grounding.tokens import token_table
+    from streamcite.grounding import checker, engine
+    from streamcite.grounding.answer import rarity_weights
+    from streamcite.grounding.config import DEFAULT_CONFIG
+    from streamcite.grounding.facts import Facts
+    from streamcite.grounding.scoring import score_with_coverage
+    from streamcite.grounding.tokens import token_table
 
     cfg = DEFAULT_CONFIG
     clock = time.process_time

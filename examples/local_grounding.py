@@ -18,7 +18,7 @@ import asyncio
 import json
 
 from streamcite.enrich import LocalGrounding
-from streamcite.local.google_check import check_google_request
+from streamcite.grounding.google_check import check_google_request
 from streamcite.logs import configure_logging
 from streamcite.models import GroundingResult
 

@@ -323,7 +323,7 @@ async def test_pipeline_delivers_azure_segments_as_claims(backend: Any) -> None:
 def test_blank_grounding_sources_are_dropped_before_the_checker() -> None:
     """A million empty sources (0 characters, under the 55,000 limit) were a million
     facts for the checker (0.3 s on the loop); only non-blank ones reach it now."""
-    from streamcite.local.azure_api import _parse
+    from streamcite.local.apis.azure import _parse
 
     body = {
         "text": "Paris is the capital of France.",

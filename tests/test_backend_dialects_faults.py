@@ -25,8 +25,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streamcite.core.sse import ServerSentEvent, SSEDecoder
+from streamcite.local.apis.plan import split_at
 from streamcite.local.config import BackendConfig
-from streamcite.local.dialect_plan import split_at
 from streamcite.local.server import LocalBackend
 
 MODEL = "streamcite-local"

@@ -453,7 +453,7 @@ async def test_csv_and_json_agree(backend: LocalBackend, tmp_path: Path) -> None
 
 
 async def test_nothing_to_check_and_no_citations_are_not_scores(backend: LocalBackend) -> None:
-    from streamcite.local.checker import LocalGrounding
+    from streamcite.grounding.checker import LocalGrounding
 
     run = await run_load(
         target(backend, extra_body={"max_tokens": 40}),

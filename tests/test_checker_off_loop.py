@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from streamcite.local import checker
-from streamcite.local.checker import LocalGrounding
+from streamcite.grounding import checker
+from streamcite.grounding.checker import LocalGrounding
 
 
 @pytest.mark.parametrize(("ready", "off_loop"), [(False, True), (True, False)])

@@ -20,8 +20,8 @@ MODULES = [
     "streamcite.core.redact",
     "streamcite.core.retry_after",
     "streamcite.core.surrogates",
-    "streamcite.local.checker",
-    "streamcite.local.sentence_stream",
+    "streamcite.grounding.checker",
+    "streamcite.grounding.sentence_stream",
     "streamcite.transports.base",
     "streamcite.web.eventsse",
 ]

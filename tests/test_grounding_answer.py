@@ -9,14 +9,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streamcite.enrich import LocalGrounding
-from streamcite.local.grounding.answer import (
+from streamcite.grounding.answer import (
     DEFAULT_ANSWER_CONFIG,
     answer_support,
     calibrate_answer,
     rarity,
     rarity_weights,
 )
-from streamcite.local.grounding.engine import evaluate
+from streamcite.grounding.engine import evaluate
 
 FACTS = [
     "The city council approved the new transport budget on Monday after a long debate. "

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamcite.local.checker import LocalGrounding
-from streamcite.local.grounding.claims import without_enumerators
-from streamcite.local.grounding.roles import claim_clauses
-from streamcite.local.grounding.tokens import analyze, raw_tokens
-from streamcite.local.sentences import needs_grounding, split_sentences, without_markers
+from streamcite.grounding.checker import LocalGrounding
+from streamcite.grounding.claims import without_enumerators
+from streamcite.grounding.roles import claim_clauses
+from streamcite.grounding.sentences import needs_grounding, split_sentences, without_markers
+from streamcite.grounding.tokens import analyze, raw_tokens
 
 POLICY = [
     "Parental leave lasts sixteen weeks for every employee.",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from streamcite.local.checker import LocalGrounding
+from streamcite.grounding.checker import LocalGrounding
 
 DATA = Path(__file__).parent / "data" / "grounding_claims.jsonl"
 ROWS = [json.loads(line) for line in DATA.read_text(encoding="utf-8").splitlines() if line]

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from streamcite.local import grounding_engine
-from streamcite.local.checker import LocalGrounding
-from streamcite.local.grounding import comparators
-from streamcite.local.grounding.tokens import token_table
+from streamcite.grounding import comparators
+from streamcite.grounding.checker import LocalGrounding
+from streamcite.grounding.tokens import token_table
 
 
 def _score(answer: str, facts: list[str]) -> float:
@@ -117,13 +116,17 @@ def test_comparisons_are_read_with_their_units_and_scale() -> None:
     assert comparators.comparisons("Employees may work up to 3 days remotely.", table) == []
 
 
-def test_the_old_engine_path_reexports_the_package() -> None:
-    from streamcite.local import grounding
+def test_the_old_engine_paths_still_work_with_a_warning() -> None:
+    from streamcite import grounding
+    from streamcite.local import checker as old_checker
+    from streamcite.local import grounding_engine
 
-    assert grounding_engine.evaluate is grounding.evaluate
-    assert grounding_engine.ClaimVerdict is grounding.ClaimVerdict
+    with pytest.warns(DeprecationWarning, match="streamcite.grounding"):
+        assert grounding_engine.evaluate is grounding.evaluate
+    with pytest.warns(DeprecationWarning, match="streamcite.grounding.checker"):
+        assert old_checker.LocalGrounding is LocalGrounding
     from streamcite.core import markers
-    from streamcite.local import sentences
+    from streamcite.grounding import sentences
 
     # One strip_markers in the code base: the core's (sentences keeps a str-only helper).
     assert getattr(sentences, "strip_markers", markers.strip_markers) is markers.strip_markers

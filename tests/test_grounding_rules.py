@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from streamcite.local.checker import LocalGrounding
-from streamcite.local.sentences import split_sentences
+from streamcite.grounding.checker import LocalGrounding
+from streamcite.grounding.sentences import split_sentences
 
 WESTLIFE = (
     "Westlife: According to the BPI, Westlife has been certified for 13 million albums and "

@@ -1,14 +1,14 @@
-"""The per-word rules of the offline checker (``streamcite.local.grounding.words`` and the
+"""The per-word rules of the offline checker (``streamcite.grounding.words`` and the
 token keys of ``grounding.tokens``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from streamcite.local.grounding import tokens as lexical
-from streamcite.local.grounding.tokens import _analyse as word_key
-from streamcite.local.grounding.tokens import _unquote as split_clitics
-from streamcite.local.grounding.words import detect_language, fold, stem
+from streamcite.grounding import tokens as lexical
+from streamcite.grounding.tokens import _analyse as word_key
+from streamcite.grounding.tokens import _unquote as split_clitics
+from streamcite.grounding.words import detect_language, fold, stem
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,7 @@ from streamcite.core.bounds import DEFAULT_BOUNDS, StreamBounds, clip_message
 from streamcite.core.events import CitationsEvent, ErrorEvent, Event, TokenEvent
 from streamcite.core.models import CitedAnswer
 from streamcite.core.surrogates import SurrogateJoiner
-from streamcite.local.checker import MAX_CHECK_CHARS, LocalGrounding, bound_answer
+from streamcite.grounding.checker import MAX_CHECK_CHARS, LocalGrounding, bound_answer
 from streamcite.pipeline.stream import stream_chat
 from streamcite.pipeline.timeouts import Timeouts
 from tests.conftest import ServeFn

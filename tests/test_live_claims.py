@@ -22,9 +22,9 @@ from streamcite.core.events import (
 )
 from streamcite.core.grounding import GroundingFact
 from streamcite.core.models import Citation, CitationSpan
-from streamcite.local.checker import LocalGrounding
-from streamcite.local.grounding.live import FactIndex
-from streamcite.local.live_claims import LocalClaimSession
+from streamcite.grounding.checker import LocalGrounding
+from streamcite.grounding.live import FactIndex
+from streamcite.grounding.live_claims import LocalClaimSession
 from streamcite.pipeline import stream_chat
 from tests._upstream import chunk
 

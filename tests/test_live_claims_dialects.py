@@ -13,7 +13,7 @@ from aiohttp import web
 
 from streamcite import stream_chat
 from streamcite.core.events import ClaimEvent
-from streamcite.local.checker import LocalGrounding
+from streamcite.grounding.checker import LocalGrounding
 
 FIXTURES = Path(__file__).parent / "fixtures" / "dialects"
 

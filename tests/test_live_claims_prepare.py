@@ -14,8 +14,8 @@ import pytest
 
 import streamcite.pipeline.claims as claims_mod
 from streamcite.core.events import ClaimEvent, ErrorEvent
-from streamcite.local.checker import LocalGrounding
-from streamcite.local.grounding import lexicon
+from streamcite.grounding import lexicon
+from streamcite.grounding.checker import LocalGrounding
 from streamcite.pipeline import stream_chat
 from tests.test_live_claims import FACTS, REQUEST, SENTENCE_1, gated
 

@@ -557,7 +557,7 @@ def test_corpus_errors_are_clear(tmp_path: Path) -> None:
 
 
 async def test_grounding_check_endpoint(backend: LocalBackend, client: httpx.AsyncClient) -> None:
-    pytest.importorskip("streamcite.local.checker")
+    pytest.importorskip("streamcite.grounding.checker")
     url = f"{backend.root_url}/v1/projects/p/locations/global/groundingConfigs/default_grounding_config:check"
     request = {
         "answerCandidate": "Titanic was directed by James Cameron. It starred Brad Pitt and Kate Winslet.",

@@ -15,9 +15,9 @@ from streamcite.core.models import Citation, CitedAnswer
 from streamcite.core.sources import QuotedSource, SourceChunk, SourceDocument
 from streamcite.enrich.base import EnrichContext, Enricher
 from streamcite.enrich.limits import count_answer_tokens, validate_user_labels
-from streamcite.local import checker as checker_module
-from streamcite.local.checker import InvalidGroundingRequest, LocalGrounding
-from streamcite.local.google_check import check_google_request
+from streamcite.grounding import checker as checker_module
+from streamcite.grounding.checker import InvalidGroundingRequest, LocalGrounding
+from streamcite.grounding.google_check import check_google_request
 
 # Google's public examples (check grounding docs and the Python sample).
 WIKI = (

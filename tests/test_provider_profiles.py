@@ -13,7 +13,7 @@ import pytest
 from streamcite import ChatStream, stream_chat
 from streamcite.core.events import Event, GroundingEvent
 from streamcite.enrich.base import EnrichContext
-from streamcite.local.checker import LocalGrounding
+from streamcite.grounding.checker import LocalGrounding
 from streamcite.local.faults import FaultSpec, FaultSpecError
 from streamcite.local.profiles import REASONING_TEXT, REFUSAL_TEXT
 from streamcite.local.server import BackendConfig, LocalBackend

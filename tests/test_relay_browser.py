@@ -21,7 +21,7 @@ import pytest
 
 from streamcite import stream_chat
 from streamcite.enrich.wikit import WikitSources
-from streamcite.local.checker import LocalGrounding
+from streamcite.grounding.checker import LocalGrounding
 from streamcite.local.server import MODEL, BackendConfig, LocalBackend
 from tests._relay_fixtures import (
     CHROMIUM_ARGS,

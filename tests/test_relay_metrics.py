@@ -12,7 +12,7 @@ from pathlib import Path
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from streamcite.local.checker import LocalGrounding
+from streamcite.grounding.checker import LocalGrounding
 from streamcite.local.server import BackendConfig, LocalBackend
 from streamcite.relay.metrics import RelayMetrics
 from streamcite.relay.server import RelayServer

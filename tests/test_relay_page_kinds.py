@@ -21,7 +21,7 @@ import pytest
 from aiohttp import web
 
 from streamcite.enrich.wikit import WikitSources
-from streamcite.local.checker import LocalGrounding
+from streamcite.grounding.checker import LocalGrounding
 from streamcite.local.profiles import REASONING_TEXT, REFUSAL_TEXT
 from streamcite.local.server import BackendConfig, LocalBackend
 from tests._relay_fixtures import CHROMIUM_ARGS, relay, require_chromium, running

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from streamcite.core.events import ClaimEvent, ErrorEvent
 from streamcite.core.grounding import GroundingFact
-from streamcite.local.checker import MAX_CHECK_CHARS, LocalGrounding
-from streamcite.local.live_claims import MAX_LIVE_CHARS, LocalClaimSession
+from streamcite.grounding.checker import MAX_CHECK_CHARS, LocalGrounding
+from streamcite.grounding.live_claims import MAX_LIVE_CHARS, LocalClaimSession
 from streamcite.pipeline import stream_chat
 from tests._upstream import chunk
 
@@ -240,7 +240,7 @@ async def test_an_azure_check_at_azures_limits_runs_off_the_event_loop(
     event loop held."""
     import aiohttp
 
-    import streamcite.local.checker as checker_module
+    import streamcite.grounding.checker as checker_module
     from streamcite.local.server import BackendConfig, LocalBackend
 
     threaded: list[str] = []

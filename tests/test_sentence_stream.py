@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streamcite.local.sentence_stream import SentenceStream
-from streamcite.local.sentences import split_sentences
+from streamcite.grounding.sentence_stream import SentenceStream
+from streamcite.grounding.sentences import split_sentences
 
 # Pieces that exercise every rule of the splitter: terminators, decimals, titles,
 # initials, acronyms, footnote markers (split too), superscripts, list items,
@@ -126,7 +126,7 @@ def test_lines_already_returned_are_dropped() -> None:
 
 
 def test_a_long_paragraph_is_read_once_not_once_per_sentence(monkeypatch: Any) -> None:
-    import streamcite.local.sentence_stream as mod
+    import streamcite.grounding.sentence_stream as mod
 
     seen: list[int] = []
     real = mod.split_sentences

@@ -8,9 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamcite.local import sentences as sentences_module
-from streamcite.local.grounding.words import fold
-from streamcite.local.sentences import Sentence, needs_grounding, split_sentences, without_markers
+from streamcite.grounding import sentences as sentences_module
+from streamcite.grounding.sentences import (
+    Sentence,
+    needs_grounding,
+    split_sentences,
+    without_markers,
+)
+from streamcite.grounding.words import fold
 
 
 def texts(source: str) -> list[str]:

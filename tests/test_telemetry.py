@@ -27,7 +27,7 @@ from streamcite.core.models import CitedAnswer
 from streamcite.enrich._http import RetryPolicy
 from streamcite.enrich.google import GoogleGrounding
 from streamcite.enrich.wikit import WikitSources
-from streamcite.local.checker import LocalGrounding
+from streamcite.grounding.checker import LocalGrounding
 from streamcite.local.server import MODEL, BackendConfig, LocalBackend
 from streamcite.pipeline import Timeouts
 from streamcite.telemetry import conventions as cv

@@ -43,7 +43,7 @@ async def run_node(url: str, question: str) -> dict[str, Any]:
 
 async def test_default_chat_transport_reads_text_sources_and_grounding(serve: Any) -> None:
     from streamcite.enrich.wikit import WikitSources
-    from streamcite.local.checker import LocalGrounding
+    from streamcite.grounding.checker import LocalGrounding
 
     async with LocalBackend(BackendConfig()) as backend:
         root = backend.root_url

@@ -7,7 +7,7 @@ import orjson
 import pytest
 
 from streamcite.enrich.wikit import WikitSources
-from streamcite.local.checker import LocalGrounding
+from streamcite.grounding.checker import LocalGrounding
 from streamcite.local.server import BackendConfig, LocalBackend
 from streamcite.relay.server import RelayConfig, RelayServer
 from tests._relay_fixtures import eventually, fake_upstream, relay

@@ -29,7 +29,7 @@ import orjson
 import pytest
 
 from streamcite.enrich.wikit import WikitSources
-from streamcite.local.checker import LocalGrounding
+from streamcite.grounding.checker import LocalGrounding
 from streamcite.local.server import BackendConfig, LocalBackend
 from tests._relay_fixtures import CHROMIUM_ARGS, eventually, relay, require_chromium
 from tests.test_relay_browser import backend_answer

@@ -81,7 +81,7 @@ def build_enrichers(opts: EnricherOptions, local_root: str | None) -> list[Enric
             )
         )
     if opts.grounding == "local":
-        from streamcite.local.checker import LocalGrounding
+        from streamcite.grounding.checker import LocalGrounding
 
         out.append(LocalGrounding(facts_from=opts.grounding_facts))
     elif opts.grounding == "google":

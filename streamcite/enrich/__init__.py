@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from streamcite.enrich.azure import AzureGroundedness
     from streamcite.enrich.google import GoogleGrounding
     from streamcite.enrich.wikit import WikitSources
-    from streamcite.local.checker import LocalGrounding
+    from streamcite.grounding.checker import LocalGrounding
 
 __all__ = [
     "AzureGroundedness",
@@ -32,7 +32,7 @@ __all__ = [
 _LAZY = {
     "AzureGroundedness": "streamcite.enrich.azure",
     "GoogleGrounding": "streamcite.enrich.google",
-    "LocalGrounding": "streamcite.local.checker",
+    "LocalGrounding": "streamcite.grounding.checker",
     "WikitSources": "streamcite.enrich.wikit",
 }
 

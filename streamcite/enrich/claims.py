@@ -8,7 +8,7 @@ Two ways a checker delivers claims:
   :class:`ClaimJob` objects (a complete sentence and the facts known for it), which the
   pipeline runs with :meth:`ClaimSession.run` in a worker thread, each under a timeout,
   and emits as ``claim`` events as soon as they are done — never before a token that
-  arrived first, never holding one back. :class:`~streamcite.local.checker.LocalGrounding`
+  arrived first, never holding one back. :class:`~streamcite.grounding.checker.LocalGrounding`
   is such an enricher.
 * **After the stream**: a ``grounding`` event of a checker with no live session
   (``google``, ``azure``, or ``local`` checking Wikit sources) is also delivered as
@@ -82,7 +82,7 @@ class ClaimChecker(Protocol):
     ``index(facts)`` is called on the event loop whenever the facts known change and must
     be cheap (defer reading the facts to the first ``check``); ``check`` runs in the
     worker thread, one claim at a time. The offline checker's is
-    :class:`~streamcite.local.live_claims.OfflineClaimChecker`.
+    :class:`~streamcite.grounding.live_claims.OfflineClaimChecker`.
     """
 
     name: str

@@ -1,10 +1,15 @@
-"""The offline grounding checker's engine (moved to :mod:`streamcite.local.grounding`).
+"""Deprecated home of :mod:`streamcite.grounding` (the offline checker's engine).
 
-This module keeps the old import path working.
+Importing names from here still works and warns once per name; import them from
+``streamcite.grounding`` instead (docs/imports.md).
 """
 
-from streamcite.local.grounding.config import DEFAULT_CONFIG, EngineConfig
-from streamcite.local.grounding.engine import ClaimVerdict, evaluate
-from streamcite.local.grounding.scoring import calibrate
+from __future__ import annotations
 
-__all__ = ["DEFAULT_CONFIG", "ClaimVerdict", "EngineConfig", "calibrate", "evaluate"]
+from typing import Any
+
+from streamcite._deprecated import forward
+
+
+def __getattr__(name: str) -> Any:
+    return forward(__name__, "streamcite.grounding", name)

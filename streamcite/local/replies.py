@@ -2,7 +2,7 @@
 
 OpenAI's errors are ``{"error": {"message", "type", "param", "code"}}``; Wikit's (and
 the documents pages') are FastAPI's ``{"detail": message}``. Google's error shape
-lives with the Google routes (:func:`streamcite.local.google_api.google_error`). An
+lives with the Google routes (:func:`streamcite.local.apis.google.google_error`). An
 injected fault with ``retry_after`` adds its ``Retry-After`` header to any of them.
 """
 

@@ -3,12 +3,12 @@
 This module assembles the app (routes, middlewares) and runs it (:class:`LocalBackend`);
 each API lives in its own module:
 
-- :mod:`~streamcite.local.openai_api`: ``POST /v1/chat/completions`` (stream or not,
-  :mod:`~streamcite.local.openai_stream`) answered from the local corpus, with
+- :mod:`~streamcite.local.apis.openai`: ``POST /v1/chat/completions`` (stream or not,
+  :mod:`~streamcite.local.apis.openai_stream`) answered from the local corpus, with
   footnotes ``[n]`` and Magisterium ``citations``; ``GET /v1/models``.
-- :mod:`~streamcite.local.wikit_api`: Wikit's quoted sources (v2) and citations (v1)
+- :mod:`~streamcite.local.apis.wikit`: Wikit's quoted sources (v2) and citations (v1)
   for the completion id of an earlier answer.
-- :mod:`~streamcite.local.google_api`: ``POST /{v1,v1alpha,v1beta}/projects/{p}/locations/{l}/groundingConfigs/{g}:check``,
+- :mod:`~streamcite.local.apis.google`: ``POST /{v1,v1alpha,v1beta}/projects/{p}/locations/{l}/groundingConfigs/{g}:check``,
   Google's grounding check, answered by the offline checker.
 - :mod:`~streamcite.local.documents`: ``GET /documents/{id}``, the cited documents;
   ``GET /healthz`` is here.
@@ -28,12 +28,8 @@ from types import TracebackType
 
 from aiohttp import web
 
-from streamcite.local.azure_api import add_azure_routes, azure_error
-from streamcite.local.config import MODEL, BackendConfig
-from streamcite.local.corpus import Corpus
-from streamcite.local.dialect_routes import add_dialect_routes, dialect_refusal
-from streamcite.local.documents import DOCUMENT_PATH, document
-from streamcite.local.google_api import (
+from streamcite.local.apis.azure import add_azure_routes, azure_error
+from streamcite.local.apis.google import (
     GOOGLE_PATH_RE,
     Handler,
     add_google_routes,
@@ -41,15 +37,19 @@ from streamcite.local.google_api import (
     google_error_middleware,
     grounding_check,
 )
-from streamcite.local.openai_api import chat_completions, models
-from streamcite.local.replies import detail_error, json_response, openai_error
-from streamcite.local.state import STATE, BackendState
-from streamcite.local.wikit_api import (
+from streamcite.local.apis.openai import chat_completions, models
+from streamcite.local.apis.routes import add_dialect_routes, dialect_refusal
+from streamcite.local.apis.wikit import (
     V1_CITATIONS_PATH,
     V2_SOURCES_PATH,
     wikit_v1_citations,
     wikit_v2_sources,
 )
+from streamcite.local.config import MODEL, BackendConfig
+from streamcite.local.corpus import Corpus
+from streamcite.local.documents import DOCUMENT_PATH, document
+from streamcite.local.replies import detail_error, json_response, openai_error
+from streamcite.local.state import STATE, BackendState
 from streamcite.web.deadlines import ReadDeadlines
 
 __all__ = [

@@ -4,7 +4,7 @@ English, French, Italian and Hebrew (other Latin-script languages get the generi
 rules): folding (case, accents, Hebrew points and final letters), stopwords, negation
 cues, number words, months, elisions, language detection and a light stemmer per
 language (suffixes; Hebrew proclitics and plural endings). Tokenising and the memo
-tables that use them are in :mod:`streamcite.local.grounding.tokens`. No model weights.
+tables that use them are in :mod:`streamcite.grounding.tokens`. No model weights.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Google's client libraries call ``groundingConfigs.check`` on ``v1``, ``v1alpha``
 are served by one handler. Under any ``/v1…/projects/`` path, every error — an unknown
 path, a wrong method, a body too large, an unexpected fault — is Google's JSON error
 ``{"error": {"code", "message", "status"}}``, never aiohttp's plain-text page.
-The check itself is the offline checker's (:mod:`streamcite.local.checker`).
+The check itself is the offline checker's (:mod:`streamcite.grounding.checker`).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ _CHECK_PATH = "/{version}/projects/{project}/locations/{location}/groundingConfi
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-_log = get_logger("streamcite.local.google_api")
+_log = get_logger("streamcite.local.apis.google")
 
 
 def google_error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
@@ -128,7 +128,7 @@ async def grounding_check(request: web.Request) -> web.Response:
         return google_error(400, "Invalid JSON payload received: expected an object.")
     try:
         # Imported here: the checker is a separate module the server must not need to start.
-        from streamcite.local import google_check
+        from streamcite.grounding import google_check
     except ImportError:
         return google_error(501, "the offline grounding checker is not installed")
     try:

@@ -1,6 +1,6 @@
 """One claim scored against facts prepared once: the offline checker's live path.
 
-The whole-answer check (:func:`~streamcite.local.grounding.engine.evaluate`) reads the
+The whole-answer check (:func:`~streamcite.grounding.engine.evaluate`) reads the
 facts again for every answer. A claim checked while the answer streams is one sentence,
 and the facts are known before it (request-time facts, or citations that arrived
 mid-stream): :class:`FactIndex` reads them once, :meth:`FactIndex.check` scores one
@@ -17,14 +17,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from streamcite.local.grounding.claims import structured_claim, without_enumerators
-from streamcite.local.grounding.config import DEFAULT_CONFIG, EngineConfig
-from streamcite.local.grounding.engine import ClaimVerdict, _claim, _mark_unknown_names, _shortlists
-from streamcite.local.grounding.facts import Facts
-from streamcite.local.grounding.scoring import calibrate, score_with_coverage
-from streamcite.local.grounding.tokens import features, raw_tokens, token_table
-from streamcite.local.grounding.words import detect_language
-from streamcite.local.sentences import needs_grounding, without_markers
+from streamcite.grounding.claims import structured_claim, without_enumerators
+from streamcite.grounding.config import DEFAULT_CONFIG, EngineConfig
+from streamcite.grounding.engine import ClaimVerdict, _claim, _mark_unknown_names, _shortlists
+from streamcite.grounding.facts import Facts
+from streamcite.grounding.scoring import calibrate, score_with_coverage
+from streamcite.grounding.sentences import needs_grounding, without_markers
+from streamcite.grounding.tokens import features, raw_tokens, token_table
+from streamcite.grounding.words import detect_language
 
 __all__ = ["ENGINE_LOCK", "FactIndex"]
 

@@ -1,12 +1,12 @@
 """Streaming for the four other APIs: SSE framing, stream faults, the writer.
 
-Each API module turns a :class:`~streamcite.local.dialect_plan.DialectPlan` into a
+Each API module turns a :class:`~streamcite.local.apis.plan.DialectPlan` into a
 :class:`Script` — its events pre-serialised as bytes: the opening events, one *unit*
 per text delta (with the events that go with it: a block start, an annotation), and
 the ending (the closing events, or the API's own error events) — after asking
 :func:`cut_of` where the faults stop the stream. :func:`send_script` writes it with the
 pacing and the ending the faults ask for, exactly as the chat stream does
-(:mod:`streamcite.local.openai_stream`): stream positions count text deltas from 1.
+(:mod:`streamcite.local.apis.openai_stream`): stream positions count text deltas from 1.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from streamcite.local.dialect_plan import DialectPlan
+from streamcite.local.apis.openai_stream import DEFAULT_STALL, _drop, _stall
+from streamcite.local.apis.plan import DialectPlan
 from streamcite.local.faults import FaultSpec
-from streamcite.local.openai_stream import DEFAULT_STALL, _drop, _stall
 from streamcite.local.state import STATE
 
 __all__ = ["SSE_HEADERS", "Cut", "Script", "cut_of", "send_script", "sse", "sse_malformed"]

@@ -7,7 +7,7 @@ from itertools import repeat
 
 import numpy as np
 
-from streamcite.local.grounding.facts import Facts
+from streamcite.grounding.facts import Facts
 
 __all__ = ["BM25"]
 

@@ -40,7 +40,7 @@ class EngineConfig:
     """Weight of the question's words in a "question: answer" claim."""
     synonym_weight: float = 0.75
     """Share of a claim word's weight that a synonym in the fact earns (0: synonyms and
-    antonyms off; :mod:`~streamcite.local.grounding.lexicon`). Dev: 1.0 and 0.75 alike on
+    antonyms off; :mod:`~streamcite.grounding.lexicon`). Dev: 1.0 and 0.75 alike on
     the synonym claims, 0.75 better on HaluEval (BA 0.7495 -> 0.751) and VitaminC
     (0.766 -> 0.768)."""
     antonym_veto: float = 0.1

@@ -24,16 +24,16 @@ from typing import Any
 from aiohttp import web
 
 from streamcite.local.answerer import question_from_messages
-from streamcite.local.dialect_plan import (
+from streamcite.local.apis.openai import model_not_found
+from streamcite.local.apis.plan import (
     DialectPlan,
     DialectRequest,
     plan_answer,
     positive_int,
     word_count,
 )
-from streamcite.local.dialect_stream import Script, cut_of, send_script, sse, sse_malformed
+from streamcite.local.apis.stream import Script, cut_of, send_script, sse, sse_malformed
 from streamcite.local.faults import FaultSpec
-from streamcite.local.openai_api import model_not_found
 from streamcite.local.replies import json_response, openai_error
 from streamcite.local.request_guards import injected_delay
 from streamcite.local.state import STATE

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 
-from streamcite.local.grounding.comparators import Comparison
-from streamcite.local.grounding.config import EngineConfig
-from streamcite.local.grounding.roles import Clause
-from streamcite.local.grounding.rules import number_neighbours
-from streamcite.local.grounding.tokens import TextFeatures, TokenTable, raw_tokens, word_ngrams
-from streamcite.local.grounding.words import fold
+from streamcite.grounding.comparators import Comparison
+from streamcite.grounding.config import EngineConfig
+from streamcite.grounding.roles import Clause
+from streamcite.grounding.rules import number_neighbours
+from streamcite.grounding.tokens import TextFeatures, TokenTable, raw_tokens, word_ngrams
+from streamcite.grounding.words import fold
 
 __all__ = ["Claim", "question_keys", "structured_claim", "without_enumerators"]
 

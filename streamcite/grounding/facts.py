@@ -12,9 +12,9 @@ from operator import countOf, rshift
 import numpy as np
 from numpy.typing import NDArray
 
-from streamcite.local.grounding.lexicon import root
-from streamcite.local.grounding.roles import fact_bindings, fact_roles
-from streamcite.local.grounding.tokens import (
+from streamcite.grounding.lexicon import root
+from streamcite.grounding.roles import fact_bindings, fact_roles
+from streamcite.grounding.tokens import (
     CODE_ENDS,
     CODE_NEGATION,
     CODE_PRONOUN,

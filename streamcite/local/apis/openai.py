@@ -3,7 +3,7 @@
 
 Answers come from the local corpus, with footnotes ``[n]`` in the text and
 Magisterium-style ``citations`` on the last chunk (or the completion); the streamed
-form is :mod:`streamcite.local.openai_stream`. Each answer is kept in the store under
+form is :mod:`streamcite.local.apis.openai_stream`. Each answer is kept in the store under
 its completion id, for the Wikit endpoints.
 """
 
@@ -18,10 +18,10 @@ import orjson
 from aiohttp import web
 
 from streamcite.local.answerer import question_from_messages, token_pieces, with_wrong_number
-from streamcite.local.anthropic_api import anthropic_models
+from streamcite.local.apis.anthropic import anthropic_models
+from streamcite.local.apis.openai_stream import StreamPlan, stream_completion
 from streamcite.local.config import MODEL
 from streamcite.local.faults import FaultSpec, FaultSpecError
-from streamcite.local.openai_stream import StreamPlan, stream_completion
 from streamcite.local.replies import json_response, openai_error
 from streamcite.local.request_guards import fault_status, faults_of, injected_delay, read_body
 from streamcite.local.state import STATE, BackendState, root_url

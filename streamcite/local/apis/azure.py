@@ -153,7 +153,7 @@ async def detect_groundedness(request: web.Request) -> web.Response:
         return azure_error(400, "InvalidRequestBody", "The request body is not valid JSON.")
     except _Invalid as exc:
         return azure_error(400, "InvalidRequestBody", str(exc))
-    from streamcite.local.checker import LocalGrounding  # the checker loads on first use
+    from streamcite.grounding.checker import LocalGrounding  # the checker loads on first use
 
     result = await LocalGrounding().check(text, sources)
     details: list[dict[str, Any]] = []

@@ -1,10 +1,10 @@
 """The routes of the four other APIs the local backend speaks (beside chat completions).
 
-- ``POST /v1/responses``: OpenAI Responses (:mod:`~streamcite.local.responses_api`);
-- ``POST /v1/messages``: Anthropic Messages (:mod:`~streamcite.local.anthropic_api`);
+- ``POST /v1/responses``: OpenAI Responses (:mod:`~streamcite.local.apis.responses`);
+- ``POST /v1/messages``: Anthropic Messages (:mod:`~streamcite.local.apis.anthropic`);
 - ``POST /{v1beta,v1}/models/{model}:generateContent`` and ``:streamGenerateContent``:
-  Gemini (:mod:`~streamcite.local.gemini_api`);
-- ``POST /v2/chat``: Cohere v2 chat (:mod:`~streamcite.local.cohere_api`).
+  Gemini (:mod:`~streamcite.local.apis.gemini`);
+- ``POST /v2/chat``: Cohere v2 chat (:mod:`~streamcite.local.apis.cohere`).
 
 Each accepts its API's auth header (``Authorization: Bearer``, ``x-api-key`` with
 ``anthropic-version``, ``x-goog-api-key``) without checking it, as the chat endpoint
@@ -20,16 +20,16 @@ import re
 
 from aiohttp import web
 
-from streamcite.local.anthropic_api import anthropic_error, messages
-from streamcite.local.cohere_api import cohere_chat, cohere_error
-from streamcite.local.gemini_api import (
+from streamcite.local.apis.anthropic import anthropic_error, messages
+from streamcite.local.apis.cohere import cohere_chat, cohere_error
+from streamcite.local.apis.gemini import (
     GEMINI_MODELS_PATH,
     GEMINI_PATH,
     gemini_models,
     generate_content,
 )
-from streamcite.local.google_api import google_error
-from streamcite.local.responses_api import responses
+from streamcite.local.apis.google import google_error
+from streamcite.local.apis.responses import responses
 
 __all__ = ["add_dialect_routes", "dialect_refusal"]
 

@@ -4,7 +4,7 @@ already opened" against "will open") and a number bound to the wrong word ("Phys
 
 from __future__ import annotations
 
-from streamcite.local.grounding.words import fold, stem
+from streamcite.grounding.words import fold, stem
 
 __all__ = ["number_neighbours", "status_conflict", "swapped_number"]
 

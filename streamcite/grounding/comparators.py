@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from streamcite.local.grounding.tokens import TokenTable, raw_tokens
-from streamcite.local.grounding.words import fold
+from streamcite.grounding.tokens import TokenTable, raw_tokens
+from streamcite.grounding.words import fold
 
 __all__ = [
     "Comparison",

@@ -19,7 +19,7 @@ from itertools import compress
 import numpy as np
 from numpy.typing import NDArray
 
-from streamcite.local.grounding.words import (
+from streamcite.grounding.words import (
     _ELISIONS,
     _ELISIONS_ANY,
     _EN_CONTRACTION_TAILS,

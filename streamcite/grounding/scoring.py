@@ -7,18 +7,18 @@ from dataclasses import dataclass
 from itertools import compress
 from math import fsum  # exactly rounded: a sum over a set is the same in every process
 
-from streamcite.local.grounding.claims import Claim
-from streamcite.local.grounding.comparators import _scales, fact_dates, fact_numbers, holds
-from streamcite.local.grounding.config import DEFAULT_CONFIG, EngineConfig
-from streamcite.local.grounding.facts import Fact
-from streamcite.local.grounding.lexicon import ROOTED, root
-from streamcite.local.grounding.roles import (
+from streamcite.grounding.claims import Claim
+from streamcite.grounding.comparators import _scales, fact_dates, fact_numbers, holds
+from streamcite.grounding.config import DEFAULT_CONFIG, EngineConfig
+from streamcite.grounding.facts import Fact
+from streamcite.grounding.lexicon import ROOTED, root
+from streamcite.grounding.roles import (
     conflicting_roles,
     could_conflict,
     order_conflict,
     other_role,
 )
-from streamcite.local.grounding.rules import status_conflict, swapped_number
+from streamcite.grounding.rules import status_conflict, swapped_number
 
 __all__ = ["calibrate", "score_with_coverage"]
 

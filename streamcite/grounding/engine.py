@@ -12,7 +12,7 @@ For each claim (one sentence of the answer) and each candidate fact:
    is blended with the character 4-gram containment of the claim's words in the
    window, which credits inflected and derived forms (``directed``/``director``).
 4. **Comparisons.** "more than / under / before N" is compared with the fact's
-   closest number or date (:mod:`~streamcite.local.grounding.comparators`).
+   closest number or date (:mod:`~streamcite.grounding.comparators`).
 5. **Vetoes.** A number or date of the claim missing from the window, a failed
    comparison, a negation on one side only, a name found in no fact, a changed event
    status cut the score hard: "founded in 1975" is not supported by "founded in
@@ -31,30 +31,30 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from streamcite.local.grounding import lexicon
-from streamcite.local.grounding.answer import rarity_weights
-from streamcite.local.grounding.bm25 import BM25
-from streamcite.local.grounding.claims import (
+from streamcite.grounding import lexicon
+from streamcite.grounding.answer import rarity_weights
+from streamcite.grounding.bm25 import BM25
+from streamcite.grounding.claims import (
     Claim,
     question_keys,
     structured_claim,
     without_enumerators,
 )
-from streamcite.local.grounding.comparators import comparisons
-from streamcite.local.grounding.config import DEFAULT_CONFIG, EngineConfig
-from streamcite.local.grounding.facts import Facts
-from streamcite.local.grounding.roles import apposition_roles, claim_clauses, claim_roles
-from streamcite.local.grounding.rules import status_conflict
-from streamcite.local.grounding.scoring import calibrate, score_with_coverage
-from streamcite.local.grounding.tokens import (
+from streamcite.grounding.comparators import comparisons
+from streamcite.grounding.config import DEFAULT_CONFIG, EngineConfig
+from streamcite.grounding.facts import Facts
+from streamcite.grounding.roles import apposition_roles, claim_clauses, claim_roles
+from streamcite.grounding.rules import status_conflict
+from streamcite.grounding.scoring import calibrate, score_with_coverage
+from streamcite.grounding.sentences import needs_grounding, split_sentences, without_markers
+from streamcite.grounding.tokens import (
     TextFeatures,
     TokenTable,
     features,
     raw_tokens,
     token_table,
 )
-from streamcite.local.grounding.words import detect_language
-from streamcite.local.sentences import needs_grounding, split_sentences, without_markers
+from streamcite.grounding.words import detect_language
 
 __all__ = ["ClaimVerdict", "EngineConfig", "calibrate", "evaluate"]
 
@@ -75,7 +75,7 @@ class ClaimVerdict:
     """(fact index, support score) of the facts that support it at all, best first."""
     coverage: float = 0.0
     """Best rarity-weighted share of its keys in one fact sentence (answers of several
-    claims only; :mod:`~streamcite.local.grounding.answer`)."""
+    claims only; :mod:`~streamcite.grounding.answer`)."""
     weight: float = 0.0
     """Its number of distinct content keys (its weight in the answer's score)."""
 

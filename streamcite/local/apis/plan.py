@@ -1,9 +1,9 @@
 """What the four other APIs of the local backend share: the answer planned once.
 
-``POST /v1/responses`` (:mod:`~streamcite.local.responses_api`), ``POST /v1/messages``
-(:mod:`~streamcite.local.anthropic_api`), Gemini's ``:generateContent`` /
-``:streamGenerateContent`` (:mod:`~streamcite.local.gemini_api`) and ``POST /v2/chat``
-(:mod:`~streamcite.local.cohere_api`) all answer from the same answerer as
+``POST /v1/responses`` (:mod:`~streamcite.local.apis.responses`), ``POST /v1/messages``
+(:mod:`~streamcite.local.apis.anthropic`), Gemini's ``:generateContent`` /
+``:streamGenerateContent`` (:mod:`~streamcite.local.apis.gemini`) and ``POST /v2/chat``
+(:mod:`~streamcite.local.apis.cohere`) all answer from the same answerer as
 ``/v1/chat/completions``: the same text, footnotes ``[n]`` included, and the same cited
 passages. Each API then writes the citations in its own native form; what they share
 is here:

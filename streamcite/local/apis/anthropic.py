@@ -29,8 +29,7 @@ from typing import Any
 from aiohttp import web
 
 from streamcite.local.answerer import question_from_messages
-from streamcite.local.config import MODEL
-from streamcite.local.dialect_plan import (
+from streamcite.local.apis.plan import (
     CitedSegment,
     DialectPlan,
     DialectRequest,
@@ -39,7 +38,8 @@ from streamcite.local.dialect_plan import (
     split_at,
     word_count,
 )
-from streamcite.local.dialect_stream import Script, cut_of, send_script, sse, sse_malformed
+from streamcite.local.apis.stream import Script, cut_of, send_script, sse, sse_malformed
+from streamcite.local.config import MODEL
 from streamcite.local.faults import FaultSpec
 from streamcite.local.replies import json_response, retry_headers
 from streamcite.local.request_guards import injected_delay

@@ -22,11 +22,11 @@ from collections.abc import Container, Sequence
 from itertools import compress, repeat
 from typing import TYPE_CHECKING
 
-from streamcite.local.grounding.tokens import token_table
-from streamcite.local.grounding.words import fold
+from streamcite.grounding.tokens import token_table
+from streamcite.grounding.words import fold
 
 if TYPE_CHECKING:  # facts.py imports this module (a fact's roles, Fact.roles)
-    from streamcite.local.grounding.facts import Fact
+    from streamcite.grounding.facts import Fact
 
 __all__ = [
     "Clause",
@@ -285,7 +285,7 @@ def conflicting_roles(pairs: list[RolePair], roles: dict[str, str]) -> bool:
 
 def _same_role(a: str, b: str, lang: str) -> bool:
     """Two role keys that name the same role: synonyms (``chairman``, ``president``)."""
-    from streamcite.local.grounding import lexicon  # lexicon -> tokens; no cycle at import
+    from streamcite.grounding import lexicon  # lexicon -> tokens; no cycle at import
 
     return b in lexicon.synonyms(a, lang) or a in lexicon.synonyms(b, lang)
 

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 
 from streamcite.core.markers import strip_markers
-from streamcite.local.grounding.words import fold
+from streamcite.grounding.words import fold
 
 __all__ = ["Sentence", "needs_grounding", "split_sentences", "without_markers"]
 

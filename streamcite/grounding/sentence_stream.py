@@ -1,7 +1,7 @@
 """The sentences of a text that arrives in pieces, each as soon as it is complete. Sans-I/O.
 
 :class:`SentenceStream` is fed token texts and returns the sentences that can no
-longer change, with exactly the offsets and texts :func:`~streamcite.local.sentences.
+longer change, with exactly the offsets and texts :func:`~streamcite.grounding.sentences.
 split_sentences` gives on the whole text (the same rules: footnote markers stay with
 their sentence, abbreviations, decimals, CJK and Hebrew punctuation, list items).
 
@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from streamcite.local.sentences import (
+from streamcite.grounding.sentences import (
     _HEADING_RE,
     _LIST_MARKER_RE,
     _OPENERS,

@@ -29,8 +29,8 @@ from typing import Any
 
 from aiohttp import web
 
-from streamcite.local.config import MODEL
-from streamcite.local.dialect_plan import (
+from streamcite.local.apis.google import google_error
+from streamcite.local.apis.plan import (
     DialectPlan,
     DialectRequest,
     plan_answer,
@@ -39,9 +39,9 @@ from streamcite.local.dialect_plan import (
     utf8_offset,
     word_count,
 )
-from streamcite.local.dialect_stream import Script, cut_of, send_script, sse, sse_malformed
+from streamcite.local.apis.stream import Script, cut_of, send_script, sse, sse_malformed
+from streamcite.local.config import MODEL
 from streamcite.local.faults import FaultSpec
-from streamcite.local.google_api import google_error
 from streamcite.local.replies import json_response, retry_headers
 from streamcite.local.request_guards import injected_delay
 from streamcite.local.state import STATE

@@ -20,7 +20,7 @@ cache of the wrong shape is parsed again). Each key's synonym and antonym sets a
 memoised (bounded). :func:`warm` loads languages ahead. Without the package every lookup
 is empty and the checker reads words as before.
 
->>> from streamcite.local.grounding import lexicon
+>>> from streamcite.grounding import lexicon
 >>> "buy" in lexicon.synonyms("purchas", "en")  # doctest: +SKIP
 True
 """
@@ -39,8 +39,8 @@ from pathlib import Path
 
 import orjson
 
-from streamcite.local.grounding.tokens import TOKEN_RE, _analyse
-from streamcite.local.grounding.words import fold
+from streamcite.grounding.tokens import TOKEN_RE, _analyse
+from streamcite.grounding.words import fold
 
 __all__ = [
     "MAX_SENSES",
