@@ -39,9 +39,8 @@ demo = gr.ChatInterface(
         enrichers=enrichers,
         api_key=os.environ.get("STREAMCITE_API_KEY"),
     ),
-    chatbot=gr.Chatbot(latex_delimiters=[], height=560),  # "$" is text, not LaTeX
+    chatbot=gr.Chatbot(latex_delimiters=[], height="80vh"),  # "$" is text, not LaTeX
     title="streamcite · Gradio",
-    examples=["How many remote-work days are allowed?"],
 )
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ from streamcite.core.events import (
 )
 from streamcite.core.grounding import GroundingResult
 from streamcite.core.markers import find_markers, render_superscript
-from streamcite.core.models import Citation, CitationSpan, ToolCall
+from streamcite.core.models import Citation, CitationSpan, CitedAnswer, ToolCall
 from streamcite.core.sources import QuotedSource
 
 __all__ = [
@@ -57,6 +57,7 @@ __all__ = [
     "sources_markdown",
     "tool_markdown",
     "verdict_text",
+    "view_of",
 ]
 
 MAX_PASSAGE_CHARS = 600
@@ -187,6 +188,16 @@ class ChatView:
         self.refusal = answer.refusal or self.refusal
         self.done = True
         return "done"
+
+
+def view_of(answer: CitedAnswer) -> ChatView:
+    """The view of a finished answer (to show it again: a page rerun, the history)."""
+    view = ChatView(reasoning=answer.reasoning_text, errors=list(answer.errors))
+    for claim in answer.claims:
+        view.claims[(claim.start, claim.end)] = claim
+    view.tool_calls = dict(enumerate(answer.tool_calls))
+    view.feed(DoneEvent(answer=answer))
+    return view
 
 
 @dataclass(slots=True, frozen=True)
