@@ -5,10 +5,9 @@ arrive (tokens, reasoning, tool calls, live footnote references) → citations a
 finish chunk → after the stream, quoted sources and grounding checks, concurrently →
 one CitedAnswer.
 
-The six that matter::
+The five that matter::
 
-    stream_chat(request, base_url=..., api=...)  # async context manager + iterator of events
-    stream_chat_sync(request, base_url=...)      # the same, for code with no event loop
+    stream_chat(request, base_url=..., api=...)  # async iterator of events (stream_chat_sync: sync)
     ChatStream                           # what stream_chat returns: .text_stream, .until_done()
     CitedAnswer                          # the final answer: text, citations, sources, grounding
     iter_events / aiter_events / answer_from_response  # the sans-I/O core: bytes or bodies

@@ -104,7 +104,7 @@ async def example_app(fw: Framework, base_url: str, workdir: Path) -> AsyncItera
         "PYTHONPATH": str(ROOT),
     }
     log = (workdir / f"{fw.name}.log").open("wb")
-    proc = subprocess.Popen(
+    proc = subprocess.Popen(  # noqa: ASYNC220 -- started once; waits are polled
         _command(fw, port), cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
         start_new_session=True,
     )  # fmt: skip

@@ -122,7 +122,9 @@ def shared_upstream() -> Iterator[Upstream]:
 
 
 @pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.name)
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(cuts=st.lists(st.integers(min_value=1, max_value=400), min_size=0, max_size=12))
 def test_sync_events_equal_async_events_on_every_recorded_stream(
     path: Path, cuts: list[int], shared_upstream: Upstream

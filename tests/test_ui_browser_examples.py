@@ -39,11 +39,11 @@ SECOND = "Which security rules apply outside the office?"
 VERDICT = "Grounding (local)"
 
 
-async def _wait_text(page: Any, fw: Framework, cond: Any, what: str, timeout: float = 60) -> str:
+async def _wait_text(page: Any, fw: Framework, cond: Any, what: str, limit: float = 60) -> str:
     async def check() -> bool:
         return bool(cond(await answer_text(page, fw)))
 
-    await wait_until(check, timeout=timeout, interval=0.1, what=what)
+    await wait_until(check, timeout=limit, interval=0.1, what=what)
     return await answer_text(page, fw)
 
 

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from streamcite import CitedAnswer
 from streamcite.events import (
     CitationsEvent,
     ClaimEvent,
@@ -20,7 +21,6 @@ from streamcite.events import (
     TokenEvent,
     ToolCallEvent,
 )
-from streamcite import CitedAnswer
 from streamcite.models import Citation
 from streamcite.ui.render import (
     ChatView,

@@ -22,7 +22,11 @@ the upstream request.
 
 from __future__ import annotations
 
-import chainlit as cl
+import warnings
+
+with warnings.catch_warnings():  # Chainlit's own DeprecationWarnings (pydantic), not the caller's
+    warnings.simplefilter("ignore", DeprecationWarning)
+    import chainlit as cl
 
 from streamcite.core.events import ReasoningEvent
 from streamcite.core.models import CitedAnswer

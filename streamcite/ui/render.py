@@ -144,7 +144,7 @@ class ChatView:
             return "text"
         return self._feed_other(event)
 
-    def _feed_other(self, event: Event) -> str:  # noqa: C901 - one branch per event type
+    def _feed_other(self, event: Event) -> str:
         if isinstance(event, ReasoningEvent):
             if event.index != 0:
                 return ""
@@ -237,7 +237,9 @@ def footnotes(view: ChatView) -> list[Footnote]:
             passages.append(c.cited_text)
         title = c.document_title or c.document_reference or c.source_url or "(untitled)"
         out.append(
-            Footnote(c.document_index + 1, title, c.cited_text_heading, c.source_url, tuple(passages))
+            Footnote(
+                c.document_index + 1, title, c.cited_text_heading, c.source_url, tuple(passages)
+            )
         )
     return out
 
@@ -263,11 +265,11 @@ def answer_markdown(view: ChatView, *, marks: bool = True) -> str:
             blank -= 1
         cuts.append((blank, end, _superscripts(numbers)))
         last = end
-    marked = {s for s, _, _ in cuts}
+    marked = {p for s, e, _ in cuts for p in (s, e)}  # a marker there already
     for span in view.spans:  # anchored citations (no marker in the text): after the span
-        if span.end is not None and span.document_index is not None and span.end <= len(raw):
-            if span.end not in marked:
-                cuts.append((span.end, span.end, _superscripts([span.document_index + 1])))
+        at, doc = span.end, span.document_index
+        if at is not None and doc is not None and at <= len(raw) and at not in marked:
+            cuts.append((at, at, _superscripts([doc + 1])))
     if marks:
         for (_, end), claim in view.claims.items():
             if claim.supported is not None and end <= len(raw):
@@ -295,14 +297,13 @@ def verdict_text(grounding: GroundingResult | None) -> str | None:
         return None
     checker = escape_markdown(grounding.provider)
     if grounding.support_score is None or grounding.nothing_to_check:
-        why = "nothing to check" if grounding.nothing_to_check else "no quoted text to check against"
+        why = (
+            "nothing to check" if grounding.nothing_to_check else "no quoted text to check against"
+        )
         return f"Grounding ({checker}): no verdict, {why}"
     checked = grounding.checked_claims
     unsupported = grounding.unsupported_claims or 0
-    if checked:
-        head = f"{checked - unsupported} of {checked} claims supported"
-    else:
-        head = "checked"
+    head = f"{checked - unsupported} of {checked} claims supported" if checked else "checked"
     icon = SUPPORTED_MARK if unsupported == 0 else UNSUPPORTED_MARK
     return f"{icon} Grounding ({checker}): {head}, support score {grounding.support_score:.2f}"
 

@@ -42,9 +42,8 @@ THINKING_LABEL = "Thinking"
 
 def _show_steps(view: ChatView, thinking: object, tools: object) -> None:
     if view.reasoning:
-        with thinking.container():  # type: ignore[attr-defined]
-            with st.expander(THINKING_LABEL, expanded=not view.text):
-                st.markdown(escape_markdown(view.reasoning))
+        with thinking.container(), st.expander(THINKING_LABEL, expanded=not view.text):  # type: ignore[attr-defined]
+            st.markdown(escape_markdown(view.reasoning))
     if view.tool_calls:
         with tools.container():  # type: ignore[attr-defined]
             for call in view.tool_calls.values():
