@@ -115,17 +115,15 @@ class SyncChatStream:
 
     def __init__(self, request: Mapping[str, Any], **options: Any) -> None:
         self._runner = _LoopThread.get()
-        # Built on the loop thread: a transport or session may bind to the running loop.
-        self._stream: ChatStream = self._runner.call(
-            lambda: ChatStream(request, **options), _START_TIMEOUT
-        )
+        self._stream = ChatStream(request, **options)  # binds to no loop until it runs
         self._queue: queue.SimpleQueue[Event | _End] = queue.SimpleQueue()
         # Items in the queue = put - taken; each count is written by one thread only.
         self._put_count = 0  # the loop thread's
         self._taken = 0  # the reader's
         self._room = asyncio.Event()  # touched on the loop thread only
         self._pump_waiting = False
-        self._pump: asyncio.Task[None] | None = None
+        self._pump: asyncio.Task[None] | None = None  # set on the loop thread
+        self._started = False
         self._final: CitedAnswer | None = None
         self._finished = False
         self._closed = False
@@ -160,11 +158,12 @@ class SyncChatStream:
     def __next__(self) -> Event:
         if self._finished:
             raise StopIteration
-        if self._pump is None:
+        if not self._started:
             if self._closed:  # closed before it started: nothing is sent
                 self._finished = True
                 raise StopIteration
-            self._pump = self._runner.call(self._start_pump, _START_TIMEOUT)
+            self._started = True  # no round trip: the first event is what we wait for
+            self._runner.loop.call_soon_threadsafe(self._start_pump)
         item = self._get()
         if type(item) is _End:
             self._finished = True
@@ -209,8 +208,8 @@ class SyncChatStream:
 
     # -- the loop side ------------------------------------------------------------------
 
-    def _start_pump(self) -> asyncio.Task[None]:
-        return self._runner.loop.create_task(self._run_pump(), name=f"sync-{self.stream_id}")
+    def _start_pump(self) -> None:
+        self._pump = self._runner.loop.create_task(self._run_pump(), name=f"sync-{self.stream_id}")
 
     async def _run_pump(self) -> None:
         error: BaseException | None = None
@@ -235,7 +234,7 @@ class SyncChatStream:
         self._queue.put(item)
 
     async def _aclose(self) -> None:
-        pump = self._pump
+        pump = self._pump  # set already: _start_pump was scheduled before this
         if pump is not None and not pump.done():
             pump.cancel()
             with contextlib.suppress(asyncio.CancelledError):
