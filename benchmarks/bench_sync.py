@@ -110,7 +110,9 @@ def main() -> None:
     print(f"{'stream_chat (async)':<22}{statistics.median(a):>10.3f}{p90(a):>10.3f}")
     print(f"{'stream_chat_sync':<22}{statistics.median(s):>10.3f}{p90(s):>10.3f}")
     added = statistics.median(s) - statistics.median(a)
-    print(f"sync adds {added:+.3f} ms at the median ({statistics.median(s) / statistics.median(a):.2f}x)")
+    print(
+        f"sync adds {added:+.3f} ms at the median ({statistics.median(s) / statistics.median(a):.2f}x)"
+    )
 
 
 if __name__ == "__main__":
