@@ -21,7 +21,7 @@ from streamcite.events import (
     TokenEvent,
     ToolCallEvent,
 )
-from streamcite.models import Citation
+from streamcite.models import Citation, CitationSpan
 from streamcite.ui.render import (
     ChatView,
     answer_markdown,
@@ -74,6 +74,24 @@ def test_two_footnotes_on_one_document_show_their_own_passages() -> None:
     section = sources_markdown(view)
     assert "¹ **[Policy](https://example.org/policy)**\n\n> First passage\\." in section
     assert "² **[Policy](https://example.org/policy)**\n\n> Second passage\\." in section
+
+
+def test_one_source_cited_twice_shows_both_span_passages() -> None:
+    # Anthropic-style: one citation per source, each span carries its own quote.
+    view = _view("Three days. Tuesday is a team day.")
+    view.feed(CitationsEvent(
+        citations=[Citation(cited_text="Employees may work remotely up to three days.",
+                            document_index=0, document_title="Policy")],
+        spans=[
+            CitationSpan(0, 0, 11, cited_text="Employees may work remotely up to three days."),
+            CitationSpan(0, 12, 34, cited_text="Tuesday is a team day."),
+        ],
+    ))  # fmt: skip
+    (note,) = footnotes(view)
+    assert note.passages == (
+        "Employees may work remotely up to three days.",
+        "Tuesday is a team day.",
+    )
 
 
 def test_hostile_upstream_text_is_inert_everywhere() -> None:
