@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from streamcite.core.citations import ANSWER_SEGMENT
 from streamcite.core.models import CitedAnswer
 
 __all__ = ["answer_passages_of", "json_objects", "passages_sent"]
@@ -102,6 +103,8 @@ def passages_sent(raw: bytes, dialect: str) -> set[str]:
 
 
 def answer_passages_of(answer: CitedAnswer) -> set[str]:
-    """Every passage the answer kept: its citations' and its spans'."""
-    kept = {c.cited_text for c in answer.citations} | {s.cited_text for s in answer.citation_spans}
+    """Every passage the answer kept: its citations' and its spans' (a citation that shows
+    the answer's own segment, a Gemini web source, quotes no passage)."""
+    quoted = [c for c in answer.citations if not (c.provider_metadata or {}).get(ANSWER_SEGMENT)]
+    kept = {c.cited_text for c in quoted} | {s.cited_text for s in answer.citation_spans}
     return {p for p in kept if p}

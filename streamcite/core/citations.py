@@ -16,12 +16,18 @@ from streamcite.core.bounds import DEFAULT_BOUNDS, StreamBounds
 from streamcite.core.models import Citation, CitationSpan
 
 __all__ = [
+    "ANSWER_SEGMENT",
     "ChunkCitations",
     "answer_passages",
     "bounded_citations",
     "citations_from_chunk",
     "parse_citation",
 ]
+
+ANSWER_SEGMENT = "cited_text_is_answer_segment"
+"""Key set (``True``) in a citation's ``provider_metadata`` when its ``cited_text`` is the
+answer's own words (a Gemini web source quotes nothing; its support's segment is shown
+instead): never a passage to check the answer against."""
 
 _STR_FIELDS = (
     "cited_text",
@@ -189,6 +195,8 @@ def answer_passages(
     for i, c in enumerate(citations):
         position.setdefault(c.document_index, i)
         text = c.cited_text
+        if c.provider_metadata and c.provider_metadata.get(ANSWER_SEGMENT):
+            continue  # the answer's own words, not a passage of the source
         if text and text.strip() and text not in seen:
             seen.add(text)
             out.append((i, c))

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from streamcite.core.answer import AnswerBuilder
+from streamcite.core.citations import ANSWER_SEGMENT
 from streamcite.core.dialects.base import MAX_SPANS, JSONDecodeError, StreamState, loads, new
 from streamcite.core.events import Event, TokenEvent
 from streamcite.core.markers import MarkerMode
@@ -372,7 +373,10 @@ class GeminiInterpreter(StreamState):
                     continue
                 c = self.builder.citations[doc]
                 if c.cited_text is None and type(text) is str:
+                    # A web source quotes nothing: its cited_text is the answer's own
+                    # segment, marked so that no check takes it for evidence.
                     c.cited_text = text
+                    c.provider_metadata = {**(c.provider_metadata or {}), ANSWER_SEGMENT: True}
                 passage, where = self._quotes[i]
                 added = self.span(doc, c0, c1, out, passage, where) or added
         self._pending = keep
