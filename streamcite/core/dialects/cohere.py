@@ -229,7 +229,11 @@ class CohereInterpreter(TemplatedState):
             self.fault(out, "bad_tool_call", f"{obj.get('type')} not understood: {obj!r:.120}")
             return
         cid, name, args = call.get("id"), fn.get("name"), fn.get("arguments")
-        if any(v is not None and type(v) is not str for v in (cid, name, args)):
+        if (
+            (cid is not None and type(cid) is not str)
+            or (name is not None and type(name) is not str)
+            or (args is not None and type(args) is not str)
+        ):
             self.fault(out, "bad_tool_call", f"tool call fields not strings: {obj!r:.120}")
             return
         if obj.get("type") == "tool-call-delta" and not args:

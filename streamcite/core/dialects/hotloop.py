@@ -165,7 +165,14 @@ class TemplatedState(StreamState):
         t = _body_text(body)
         if t is None or len(data) < p + len(e):
             return False  # (shorter: the quotes overlap, not JSON)
-        if t:
+        if t and self._surr is None:
+            ev = _new(ReasoningEvent)  # built as StreamState.reasoning does, inline
+            ev.type = "reasoning"
+            ev.index = 0
+            ev.text = t
+            out.append(ev)
+            self.builder.reasoning_parts.append(t)
+        elif t:
             self.reasoning(0, t, out)
         return True
 
