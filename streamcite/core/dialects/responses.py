@@ -179,7 +179,11 @@ class ResponsesInterpreter(SequencedState):
             if t:
                 self.reasoning(0, t, out)
             return
-        self.event(item[0], obj, out)
+        handler = _TABLE.get(kind) if (kind := obj.get("type")).__class__ is str else None
+        if handler is not None:
+            handler(self, obj, out)  # what event() would call (a typed event: no other check)
+        elif kind.__class__ is not str or kind not in _IGNORED:
+            self.event(item[0], obj, out)
 
     def _learn(self, obj: dict[str, Any], data: bytes) -> Template | None:
         """The template of this part's deltas, from one of them: the fields before and
