@@ -326,8 +326,10 @@ class AnswerBuilder:
         self._arg_pending = 0
 
     def text_so_far(self) -> str:
-        """Choice 0's raw text so far (compacts first; a cold path: citation spans)."""
-        self.compact()
+        """Choice 0's raw text so far (compacts first when text is pending; a cold path:
+        citation spans ask for it twice each)."""
+        if self.text_parts:
+            self.compact()
         return self._text
 
     def text_length(self) -> int:
