@@ -37,6 +37,7 @@ from streamcite.core.events import (
 from streamcite.core.markers import FootnoteDetector, MarkerMode
 from streamcite.core.models import Usage
 from streamcite.core.offsets import OffsetMap
+from streamcite.core.quote import quote
 from streamcite.core.sse import OVERFLOW, RawEvent
 from streamcite.core.surrogates import SurrogateJoiner, loads_lone_surrogates
 from streamcite.core.tokens import emit_token
@@ -203,14 +204,14 @@ class StreamState(Citing):
         if handler is not None:
             handler(obj, out)
         elif type(kind) is not str or kind not in ignored:
-            self.unknown(repr(kind)[:60] if type(kind) is not str else kind, obj, out)
+            self.unknown(quote(kind, 60) if type(kind) is not str else kind, obj, out)
 
     def unknown(self, kind: str, obj: Any, out: list[Event]) -> None:
         """An event type the dialect does not know: reported once per type (bounded)."""
         if kind in self._unknown or len(self._unknown) >= MAX_UNKNOWN:
             return
         self._unknown.add(kind)
-        msg = f"{self.dialect} event type {kind[:60]!r} not understood: {obj!r:.120}"
+        msg = f"{self.dialect} event type {kind[:60]!r} not understood: {quote(obj)}"
         self.fault(out, "unknown_event", msg)
 
     # -- what every dialect emits ----------------------------------------------------
@@ -371,7 +372,11 @@ class StreamState(Citing):
         st = status if type(status) is int else None
         if retryable is None:
             retryable = status_retryable(code_s, st)
-        msg = message if isinstance(message, str) else ("" if message is None else str(message))
+        msg = (
+            message
+            if isinstance(message, str)
+            else ("" if message is None else quote(message, 300))
+        )
         limit = self.builder.bounds.max_error_message
         ev = ErrorEvent(
             code=clip_message(code_s, 100),

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.dialects.base import MAX_SPANS, JSONDecodeError, StreamState, loads, new
 from streamcite.core.events import Event, TokenEvent
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
+from streamcite.core.quote import dump_json, quote
 from streamcite.core.sse import RawEvent
 
 __all__ = ["GeminiInterpreter", "finish_reason"]
@@ -129,7 +128,7 @@ class GeminiInterpreter(StreamState):
             return
         if _KNOWN.isdisjoint(obj):
             # ``data: {}`` or another shape: no empty ``meta`` for it, an error.
-            self.fault(out, "bad_chunk", f"gemini chunk with no field known: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"gemini chunk with no field known: {quote(obj)}")
             return
         self.meta(obj.get("responseId"), obj.get("modelVersion"), None, out)
         usage = obj.get("usageMetadata")
@@ -140,7 +139,7 @@ class GeminiInterpreter(StreamState):
             for cand in candidates:
                 self._candidate(cand, out)
         elif candidates is not None:
-            self.fault(out, "bad_chunk", f"candidates is not an array: {candidates!r:.120}")
+            self.fault(out, "bad_chunk", f"candidates is not an array: {quote(candidates)}")
         feedback = obj.get("promptFeedback")
         if type(feedback) is dict and type(block := feedback.get("blockReason")) is str:
             self.finish(0, "content_filter", block, out)
@@ -217,7 +216,7 @@ class GeminiInterpreter(StreamState):
         if usage is None:
             return
         if type(usage) is not dict:
-            self.fault(out, "bad_chunk", f"usageMetadata is not an object: {usage!r:.120}")
+            self.fault(out, "bad_chunk", f"usageMetadata is not an object: {quote(usage)}")
             return
         p, c = usage.get("promptTokenCount"), usage.get("candidatesTokenCount")
         self.usage(p, c, usage.get("totalTokenCount"), out)
@@ -225,7 +224,7 @@ class GeminiInterpreter(StreamState):
     def _candidate(self, cand: Any, out: list[Event]) -> None:
         idx = cand.get("index", 0) if type(cand) is dict else None
         if type(idx) is not int or not 0 <= idx < self.builder.bounds.max_choices:
-            self.fault(out, "bad_chunk", f"candidate not understood: {cand!r:.120}")
+            self.fault(out, "bad_chunk", f"candidate not understood: {quote(cand)}")
             return
         content = cand.get("content")
         if type(content) is dict:
@@ -234,13 +233,13 @@ class GeminiInterpreter(StreamState):
                 for part in parts:
                     self._part(idx, part, out)
             elif parts is not None:
-                self.fault(out, "bad_chunk", f"parts is not an array: {parts!r:.120}")
+                self.fault(out, "bad_chunk", f"parts is not an array: {quote(parts)}")
         if idx == 0:
             meta = cand.get("groundingMetadata")
             if type(meta) is dict:
                 self._grounding(meta, out)
             elif meta is not None:
-                self.fault(out, "bad_citations", f"groundingMetadata: {meta!r:.120}")
+                self.fault(out, "bad_citations", f"groundingMetadata: {quote(meta)}")
             if self._pending:
                 self._resolve(out, final=False)
         reason = cand.get("finishReason")
@@ -260,12 +259,12 @@ class GeminiInterpreter(StreamState):
 
     def _part(self, idx: int, part: Any, out: list[Event]) -> None:
         if type(part) is not dict:
-            self.fault(out, "bad_chunk", f"part is not an object: {part!r:.120}")
+            self.fault(out, "bad_chunk", f"part is not an object: {quote(part)}")
             return
         text = part.get("text")
         if text is not None:
             if type(text) is not str:
-                self.fault(out, "bad_chunk", f"part text is not a string: {part!r:.120}")
+                self.fault(out, "bad_chunk", f"part text is not a string: {quote(part)}")
             elif text:
                 if part.get("thought") is True:
                     self.reasoning(idx, text, out)
@@ -276,12 +275,17 @@ class GeminiInterpreter(StreamState):
         if call is not None:
             name = call.get("name") if type(call) is dict else None
             if type(name) is not str:
-                self.fault(out, "bad_tool_call", f"functionCall not understood: {call!r:.120}")
+                self.fault(out, "bad_tool_call", f"functionCall not understood: {quote(call)}")
                 return
             assert type(call) is dict
             cid = call.get("id")
             args = call.get("args")
-            arguments = orjson.dumps(args).decode() if args is not None else ""
+            arguments = dump_json(args) if args is not None else ""
+            if arguments is None:
+                self.fault(
+                    out, "bad_tool_call", f"functionCall args nested too deeply: {quote(call)}"
+                )
+                return
             key = object()  # every functionCall part is a whole call of its own
             self.tool(key, cid if type(cid) is str else None, name, arguments, out, idx)
         # thoughtSignature alone, executableCode, codeExecutionResult, inlineData,
@@ -301,7 +305,7 @@ class GeminiInterpreter(StreamState):
                 seen.append(ch)
                 got = _source(ch)
                 if got is None:
-                    self.fault(out, "bad_citations", f"grounding chunk: {ch!r:.120}")
+                    self.fault(out, "bad_citations", f"grounding chunk: {quote(ch)}")
                     self._docs.append(None)
                     continue
                 before = len(self.builder.citations)
@@ -311,10 +315,10 @@ class GeminiInterpreter(StreamState):
         if type(supports) is list:
             for sup in supports:
                 if type(sup) is not dict:
-                    self.fault(out, "bad_citations", f"grounding support: {sup!r:.120}")
+                    self.fault(out, "bad_citations", f"grounding support: {quote(sup)}")
                     continue
                 # The same support sent again (cumulative metadata) is the same span.
-                key = (repr(sup.get("segment"))[:400], repr(sup.get("groundingChunkIndices"))[:200])
+                key = (quote(sup.get("segment"), 400), quote(sup.get("groundingChunkIndices"), 200))
                 if key in self._seen_supports or len(self._seen_supports) >= MAX_SPANS:
                     continue
                 self._seen_supports.add(key)
@@ -331,11 +335,11 @@ class GeminiInterpreter(StreamState):
             assert m is not None
             seg, ids = sup.get("segment"), sup.get("groundingChunkIndices")
             if type(seg) is not dict or type(ids) is not list:
-                self.fault(out, "bad_citations", f"grounding support: {sup!r:.120}")
+                self.fault(out, "bad_citations", f"grounding support: {quote(sup)}")
                 continue
             start, end = seg.get("startIndex", 0), seg.get("endIndex")
             if type(start) is not int or type(end) is not int or not 0 <= start <= end:
-                self.fault(out, "bad_citation_span", f"segment offsets: {seg!r:.120}")
+                self.fault(out, "bad_citation_span", f"segment offsets: {quote(seg)}")
                 continue
             waiting = end > m.byte_length or any(
                 type(i) is not int or i >= len(self._docs) for i in ids
@@ -345,7 +349,7 @@ class GeminiInterpreter(StreamState):
                     seg_text = seg.get("text")
                     msg = f"grounding segment {start}-{end} (bytes)"
                     if seg_text is not None:
-                        msg += f" of {seg_text!r:.60}"
+                        msg += f" of {quote(seg_text, 60)}"
                     msg += f" beyond the answer ({m.byte_length} bytes) or its sources"
                     self.fault(out, "bad_citation_span", msg)
                 else:
@@ -354,7 +358,7 @@ class GeminiInterpreter(StreamState):
             c0, c1 = m.to_char(start, end=False), m.to_char(end, end=True)
             text = seg.get("text")
             if type(text) is str and m.text[c0:c1] != text:
-                msg = f"grounding segment {start}-{end} (bytes) does not hold its text {text!r:.60}"
+                msg = f"grounding segment {start}-{end} (bytes) does not hold its text {quote(text, 60)}"
                 self.fault(out, "bad_citation_span", msg)
                 continue
             for i in ids:
@@ -371,7 +375,7 @@ class GeminiInterpreter(StreamState):
 
     def _error(self, err: Any, out: list[Event]) -> None:
         if type(err) is not dict:
-            self.provider_error("upstream_error", str(err)[:300], None, out)
+            self.provider_error("upstream_error", quote(err, 300), None, out)
             return
         status, code = err.get("status"), err.get("code")
         name = status if type(status) is str else "upstream_error"
@@ -390,11 +394,11 @@ class GeminiInterpreter(StreamState):
         if out is None:
             out = []
         if type(obj) is not dict:
-            self.fault(out, "bad_chunk", f"response is not a JSON object: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"response is not a JSON object: {quote(obj)}")
             return out
         cands = obj.get("candidates")
         if obj.get("error") is None and obj.get("promptFeedback") is None and not cands:
-            self.malformed(out, f"gemini response without candidates: {obj!r:.120}")
+            self.malformed(out, f"gemini response without candidates: {quote(obj)}")
             self.done = True
             return out
         self.event(b"", obj, out)
