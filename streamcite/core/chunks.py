@@ -14,6 +14,7 @@ import orjson
 
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.bounds import MAX_CHOICES, TOO_MANY_CITATIONS, clip_message
+from streamcite.core.citation_caps import CITATION_TOO_LARGE, CitationBudget
 from streamcite.core.citations import bounded_citations
 from streamcite.core.deltas import (
     check_spans,
@@ -34,7 +35,7 @@ from streamcite.core.events import (
 )
 from streamcite.core.fastpath import feed_keep_mode
 from streamcite.core.markers import FootnoteDetector, MarkerMode
-from streamcite.core.models import Usage
+from streamcite.core.models import Citation, Usage
 from streamcite.core.named_events import named_event
 from streamcite.core.quote import quote
 from streamcite.core.sse import OVERFLOW, RawEvent
@@ -439,6 +440,7 @@ class ChunkInterpreter:
         if parsed is None:
             return
         citations, problems, over = parsed
+        citations = self._capped(citations, out)
         if problems:
             self._fault(out, "bad_citations", clip_message("; ".join(problems[:5])))
         if over:
@@ -448,6 +450,22 @@ class ChunkInterpreter:
         if citations:
             self._builder.citations = citations
             out.append(CitationsEvent(citations=citations))
+
+    def _capped(self, citations: list[Citation], out: list[Event]) -> list[Citation]:
+        """A chunk's citations held to the byte caps (each field; the set in all): what
+        was cut is reported once per chunk (``citation_too_large``)."""
+        budget = CitationBudget(self._builder.bounds)
+        kept: list[Citation] = []
+        problems: list[str] = []
+        for c in citations:
+            ok, why = budget.admit(c)
+            problems.extend(why[: 3 - len(problems)])
+            if not ok:
+                break
+            kept.append(c)
+        if problems:
+            self._fault(out, CITATION_TOO_LARGE, "; ".join(problems))
+        return kept
 
     def _usage(self, usage: Any, out: list[Event], *, final: bool = True) -> None:
         if type(usage) is not dict:

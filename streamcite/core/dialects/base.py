@@ -122,16 +122,11 @@ class StreamState(Citing):
         ``_astral_upto``: counted when a span asks, never per token."""
         self._map: OffsetMap | None = None
         self._tool_keys: dict[Any, int] = {}
-        self._cite_keys: dict[Any, int] = {}
-        self._cit_sent = (0, 0)
-        """(citations, spans) the last ``citations`` event carried: both lists only grow,
-        so an event with the same counts would repeat the last one."""
+        self.init_citing()
         self._unknown: set[str] = set()
         self._surr: SurrogateJoiner | None = None
         """Set once an event held escaped lone surrogates (``core.surrogates``): the
         streamed texts are joined through it from then on."""
-        self.citations_dropped = 0
-        self.spans_dropped = 0
         self.usage_pending: UsageEvent | None = None
         self.meta_seen = False
         self.cut = False
@@ -339,6 +334,7 @@ class StreamState(Citing):
         if idx == 0:
             if self.finished:
                 return
+            self.flush_citations(out)
             self.finished = True
             self.builder.finish_reason = reason
             if reason == "error":
@@ -421,6 +417,7 @@ class StreamState(Citing):
         for idx in list(self._det):
             self._flush(idx, out)
         self.close_extra(out)
+        self.flush_citations(out)
         self.flush_usage(out)
         if not self.done and not self.finished and not self.failed:
             why = f"the {self.dialect} stream ended before its end event"

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from streamcite.core.answer import AnswerBuilder
+from streamcite.core.citation_caps import CITATION_TOO_LARGE
 from streamcite.core.dialects.base import (
     Handler,
     JSONDecodeError,
@@ -250,6 +251,11 @@ class CohereInterpreter(TemplatedState):
             # A span cited to nothing: no citation to hang it on (reported, not kept).
             self.fault(out, "bad_citations", f"citation {start}-{end} without sources")
             return
+        cap = self.builder.bounds.max_citation_sources
+        if len(sources) > cap:
+            msg = f"citation {start}-{end} with {len(sources):,} sources: the first {cap} kept"
+            self.fault(out, CITATION_TOO_LARGE, msg)
+            sources = sources[:cap]
         docs: list[int] = []
         for src in sources:
             got = _source(src)
