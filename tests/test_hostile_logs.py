@@ -29,9 +29,7 @@ except ValueError:
 
 def _stderr(mode: str) -> tuple[bytes, float]:
     t0 = time.perf_counter()
-    run = subprocess.run(
-        [sys.executable, "-c", SCRIPT, mode], capture_output=True, timeout=120
-    )
+    run = subprocess.run([sys.executable, "-c", SCRIPT, mode], capture_output=True, timeout=120)
     return run.stderr, time.perf_counter() - t0
 
 

@@ -48,7 +48,13 @@ _STATUS = {
 }
 _IGNORED = frozenset({"ping"})
 _IGNORED_BLOCKS = frozenset(
-    {"redacted_thinking", "server_tool_use", "web_search_tool_result", "web_fetch_tool_result"}
+    {
+        "dropped_tool_use",
+        "redacted_thinking",
+        "server_tool_use",
+        "web_search_tool_result",
+        "web_fetch_tool_result",
+    }
 )
 _HEAD = b'{"type":"content_block_delta","index":'
 _MID = b',"delta":{"type":"text_delta","text":"'
@@ -196,7 +202,8 @@ class AnthropicInterpreter(TemplatedState):
                     out, "bad_tool_call", f"tool_use input nested too deeply: {quote(block)}"
                 )
                 return
-            self.tool(idx, cid, name, arguments, out)
+            if not self.tool(idx, cid, name, arguments, out):
+                self._blocks[idx][0] = "dropped_tool_use"  # its deltas dropped with it
         elif kind not in _IGNORED_BLOCKS:
             self.unknown(f"content block {kind}", block, out)
 
@@ -268,6 +275,8 @@ class AnthropicInterpreter(TemplatedState):
             block[2] = []
             if added:
                 self.emit_citations(out)
+        if block[0] != "text":
+            del self._blocks[idx]  # stopped: nothing more of it is read (kept: text blocks)
         if len(self._blocks) > 4096:
             self._blocks = {k: v for k, v in self._blocks.items() if v[0] == "tool_use"}
 

@@ -92,6 +92,7 @@ class StreamState(Citing):
         "_mode_keep",
         "_raw0",
         "_surr",
+        "_tool_count",
         "_tool_keys",
         "_unknown",
         "builder",
@@ -100,6 +101,7 @@ class StreamState(Citing):
         "failed",
         "finished",
         "meta_seen",
+        "tools_dropped",
         "usage_pending",
     )
 
@@ -122,6 +124,9 @@ class StreamState(Citing):
         ``_astral_upto``: counted when a span asks, never per token."""
         self._map: OffsetMap | None = None
         self._tool_keys: dict[Any, int] = {}
+        self._tool_count: dict[int, int] = {}
+        """Tool calls per choice (their keys' count, kept: never counted by a scan)."""
+        self.tools_dropped = 0
         self.init_citing()
         self._unknown: set[str] = set()
         self._surr: SurrogateJoiner | None = None
@@ -287,27 +292,38 @@ class StreamState(Citing):
         arguments: str,
         out: list[Event],
         idx: int = 0,
-    ) -> None:
-        """A tool-call fragment of the call known by ``key`` (a new key starts a call)."""
+    ) -> bool:
+        """A tool-call fragment of the call known by ``key`` (a new key starts a call).
+        False when the call is beyond a cap (reported once, then counted)."""
         if self._surr is not None and arguments:
             arguments = self._join(("a", idx, key), arguments, out)
         tidx = self._tool_keys.get((idx, key))
         if tidx is None:
-            tidx = sum(1 for k in self._tool_keys if k[0] == idx)
-            cap = self.builder.bounds.max_tool_calls
-            if tidx >= cap:
-                msg = f"tool call beyond the {cap:,} of a choice: dropped"
-                self.fault(out, "bad_tool_call", msg)
-                return
+            tidx = self._tool_count.get(idx, 0)
+            bounds = self.builder.bounds
+            if (
+                tidx >= bounds.max_tool_calls
+                or len(self._tool_keys) >= bounds.max_answer_tool_calls
+            ):
+                if not self.tools_dropped:
+                    msg = (
+                        f"tool call beyond the {bounds.max_tool_calls:,} of a choice or the"
+                        f" {bounds.max_answer_tool_calls:,} of the answer: dropped"
+                    )
+                    self.fault(out, "bad_tool_call", msg)
+                self.tools_dropped += 1
+                return False
             self._tool_keys[(idx, key)] = tidx
+            self._tool_count[idx] = tidx + 1
         ev = ToolCallEvent(idx, tidx, cid or None, name or None, arguments)
         out.append(ev)
         if idx == 0:
             self.builder.tool_call(ev)
+        return True
 
     @property
     def has_tools(self) -> bool:
-        return any(k[0] == 0 for k in self._tool_keys)
+        return 0 in self._tool_count
 
     def usage(
         self, prompt: Any, completion: Any, total: Any, out: list[Event], *, final: bool = True

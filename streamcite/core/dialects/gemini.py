@@ -17,6 +17,7 @@ from typing import Any
 
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.dialects.base import MAX_SPANS, JSONDecodeError, StreamState, loads, new
+from streamcite.core.dialects.gemini_offsets import ByteOffsets
 from streamcite.core.events import Event, TokenEvent
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
@@ -42,6 +43,7 @@ _KNOWN = frozenset(
     {"candidates", "usageMetadata", "promptFeedback", "responseId", "modelVersion", "createTime"}
 )
 """The chunk fields the dialect reads (``error`` is looked at first)."""
+_NEVER = 1 << 62
 _STATUS_CODES = {"RESOURCE_EXHAUSTED": 429, "UNAVAILABLE": 503, "INTERNAL": 500}
 
 
@@ -74,40 +76,19 @@ def _source(chunk: Any) -> tuple[Any, Citation] | None:
     return None
 
 
-class _Bytes:
-    """UTF-8 byte offsets of one text → character offsets, walked forward (supports come
-    in text order): each part of the text is encoded about once, and nothing is kept
-    per character (per-character tables cost some 70 bytes per character of answer).
-
-    >>> b = _Bytes("né 🙂!")
-    >>> b.byte_length, b.to_char(3, end=False), b.to_char(5, end=False), b.to_char(5, end=True)
-    (9, 2, 3, 4)
-    """
-
-    __slots__ = ("byte", "byte_length", "char", "text")
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.byte_length = len(text) if text.isascii() else len(text.encode("utf-8"))
-        self.char = 0
-        self.byte = 0
-
-    def to_char(self, b: int, *, end: bool) -> int:
-        """The character at byte ``b``; inside a character: its start, or past it (``end``)."""
-        if b < self.byte:
-            self.char = self.byte = 0
-        need = b - self.byte
-        piece = self.text[self.char : self.char + need].encode("utf-8")[:need]
-        whole = piece.decode("utf-8", "ignore")  # a cut character at the end is left out
-        self.char += len(whole)
-        self.byte += len(piece) if len(whole) == len(piece) else len(whole.encode("utf-8"))
-        return self.char + 1 if end and self.byte < b else self.char
-
-
 class GeminiInterpreter(StreamState):
     """Interprets one Gemini stream (``:streamGenerateContent?alt=sse``)."""
 
-    __slots__ = ("_docs", "_pending", "_seen_supports", "_sources_seen", "_usage_raw")
+    __slots__ = (
+        "_bytes",
+        "_docs",
+        "_pending",
+        "_seen_supports",
+        "_sources_seen",
+        "_usage_raw",
+        "_wait_docs",
+        "_wait_end",
+    )
 
     dialect = "gemini"
 
@@ -119,6 +100,11 @@ class GeminiInterpreter(StreamState):
         self._pending: list[dict[str, Any]] = []
         """Supports whose segment has not all arrived, or whose sources have not."""
         self._seen_supports: set[tuple[str, str]] = set()
+        self._bytes = ByteOffsets()
+        self._wait_end = _NEVER
+        """The smallest ``endIndex`` a pending support waits for (bytes not arrived)."""
+        self._wait_docs = 0
+        """Grounding chunks known at the last pass (a support may wait for its sources)."""
         self._usage_raw: Any = None
 
     def event(self, name: bytes, obj: dict[str, Any], out: list[Event]) -> None:
@@ -327,51 +313,80 @@ class GeminiInterpreter(StreamState):
             self.emit_citations(out)
 
     def _resolve(self, out: list[Event], *, final: bool) -> None:
-        """Pending supports whose bytes and sources have arrived become spans."""
+        """Pending supports whose bytes and sources have arrived become spans. Linear:
+        the answer's bytes are counted once, a chunk that brings neither the bytes nor
+        the sources a support waits for costs nothing more, and the offsets of a pass
+        are converted in one sorted walk (:mod:`.gemini_offsets`)."""
+        m = self._bytes
+        blen = m.grow(self.builder.text_so_far())
+        try:
+            if final or blen >= self._wait_end or len(self._docs) != self._wait_docs:
+                self._resolve_pass(m, out, final=final)
+        finally:
+            m.release()
+
+    def _ready(self, sup: Any, out: list[Event]) -> tuple[dict[str, Any], list[Any]] | None:
+        """A support's segment and (capped) chunk indices, or None (reported)."""
+        seg, ids = sup.get("segment"), sup.get("groundingChunkIndices")
+        if type(seg) is not dict or type(ids) is not list:
+            self.fault(out, "bad_citations", f"grounding support: {quote(sup)}")
+            return None
+        start, end = seg.get("startIndex", 0), seg.get("endIndex")
+        if type(start) is not int or type(end) is not int or not 0 <= start <= end:
+            self.fault(out, "bad_citation_span", f"segment offsets: {quote(seg)}")
+            return None
+        return seg, ids[: self.builder.bounds.max_citation_sources]
+
+    def _resolve_pass(self, m: ByteOffsets, out: list[Event], *, final: bool) -> None:
         keep: list[dict[str, Any]] = []
-        added = False
-        m = _Bytes(self.builder.text_so_far()) if self._pending else None
+        ready: list[tuple[dict[str, Any], list[Any], int, int]] = []
+        wait_end, ndocs = _NEVER, len(self._docs)
         for sup in self._pending:
-            assert m is not None
-            seg, ids = sup.get("segment"), sup.get("groundingChunkIndices")
-            if type(seg) is not dict or type(ids) is not list:
-                self.fault(out, "bad_citations", f"grounding support: {quote(sup)}")
+            got = self._ready(sup, out)
+            if got is None:
                 continue
-            start, end = seg.get("startIndex", 0), seg.get("endIndex")
-            if type(start) is not int or type(end) is not int or not 0 <= start <= end:
-                self.fault(out, "bad_citation_span", f"segment offsets: {quote(seg)}")
-                continue
-            waiting = end > m.byte_length or any(
-                type(i) is not int or i >= len(self._docs) for i in ids
-            )
-            if waiting:
+            seg, ids = got
+            start, end = seg.get("startIndex", 0), seg["endIndex"]
+            bytes_missing = end > m.byte_length
+            if bytes_missing or any(type(i) is not int or not 0 <= i < ndocs for i in ids):
                 if final:
-                    seg_text = seg.get("text")
                     msg = f"grounding segment {start}-{end} (bytes)"
-                    if seg_text is not None:
+                    if (seg_text := seg.get("text")) is not None:
                         msg += f" of {quote(seg_text, 60)}"
                     msg += f" beyond the answer ({m.byte_length} bytes) or its sources"
                     self.fault(out, "bad_citation_span", msg)
                 else:
                     keep.append(sup)
+                    if bytes_missing:
+                        wait_end = min(wait_end, end)
                 continue
-            c0, c1 = m.to_char(start, end=False), m.to_char(end, end=True)
+            ready.append((seg, ids, start, end))
+        self._pending, self._wait_end, self._wait_docs = keep, wait_end, ndocs
+        needed = sorted({(s, False) for _, _, s, _ in ready} | {(e, True) for *_, e in ready})
+        chars = {key: m.to_char(key[0], end=key[1]) for key in needed}
+        added = False
+        for seg, ids, start, end in ready:
+            c0, c1 = chars[(start, False)], chars[(end, True)]
             text = seg.get("text")
             if type(text) is str and m.text[c0:c1] != text:
                 msg = f"grounding segment {start}-{end} (bytes) does not hold its text {quote(text, 60)}"
                 self.fault(out, "bad_citation_span", msg)
                 continue
-            for i in ids:
-                doc = self._docs[i]
-                if doc is None:
-                    continue
-                c = self.builder.citations[doc]
-                if c.cited_text is None and type(text) is str:
-                    c.cited_text = text
-                added = self.span(doc, c0, c1, out) or added
-        self._pending = keep
+            added = self._anchor(ids, text, c0, c1, out) or added
         if added:
             self.emit_citations(out)
+
+    def _anchor(self, ids: list[Any], text: Any, c0: int, c1: int, out: list[Event]) -> bool:
+        added = False
+        for i in ids:
+            doc = self._docs[i]
+            if doc is None:
+                continue
+            c = self.builder.citations[doc]
+            if c.cited_text is None and type(text) is str:
+                c.cited_text = text[: self.builder.bounds.max_citation_text_chars]
+            added = self.span(doc, c0, c1, out) or added
+        return added
 
     def _error(self, err: Any, out: list[Event]) -> None:
         if type(err) is not dict:
