@@ -85,9 +85,9 @@ class SentenceStream:
         "_dirty",
         "_done",
         "_done_u16",
+        "_idle",
         "_max_open",
         "_open",
-        "_idle",
         "_overflow",
         "_prev",
     )
