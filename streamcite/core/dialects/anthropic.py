@@ -58,6 +58,7 @@ _IGNORED_BLOCKS = frozenset(
 )
 _HEAD = b'{"type":"content_block_delta","index":'
 _MID = b',"delta":{"type":"text_delta","text":"'
+_THINK = b',"delta":{"type":"thinking_delta","thinking":"'
 """A text delta's bytes, as Anthropic sends them: ``_HEAD``, the block index, ``_MID``,
 the text, ``"}}`` (padding spaces before the last brace: dialects/hotloop.py)."""
 # Citation fields that have a Citation field of their own (the rest: provider_metadata).
@@ -159,6 +160,17 @@ class AnthropicInterpreter(TemplatedState):
                 self._pre = b"%s%d%s" % (_HEAD, idx, _MID)
             if t:
                 self.token(0, t, out)
+            return
+        if (
+            d.__class__ is dict
+            and d.get("type") == "thinking_delta"
+            and (t := d.get("thinking")).__class__ is str
+            and (idx := obj.get("index")).__class__ is int
+            and obj.get("type") == "content_block_delta"
+        ):
+            self._rpre = b"%s%d%s" % (_HEAD, idx, _THINK)  # the thinking deltas' template
+            if t:
+                self.reasoning(0, t, out)
             return
         self.event(item[0], obj, out)
 

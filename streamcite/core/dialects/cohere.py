@@ -42,6 +42,9 @@ _REASONS = {
 }
 _HEAD = b'{"type":"content-delta","index":'
 _MID = b',"delta":{"message":{"content":{"text":"'
+_THINK = b',"delta":{"message":{"content":{"thinking":"'
+_PLAN = b'{"type":"tool-plan-delta","delta":{"message":{"tool_plan":"'
+_PLAN_END = b'"}}}'
 """A text delta's bytes, as Cohere sends them: ``_HEAD``, the content index, ``_MID``,
 the text, ``"}}}}`` (dialects/hotloop.py)."""
 _IGNORED = frozenset({"content-end", "tool-call-end", "citation-end", "debug"})
@@ -145,7 +148,34 @@ class CohereInterpreter(TemplatedState):
             if t:
                 self.token(0, t, out)
             return
+        if self._reasoning_template(obj, c, m, out):
+            return
         self.event(item[0], obj, out)
+
+    def _reasoning_template(self, obj: dict[str, Any], c: Any, m: Any, out: list[Event]) -> bool:
+        """A thinking ``content-delta`` of a known block, or a ``tool-plan-delta``: taken
+        (a reasoning delta) and the template of the next ones written."""
+        kind = obj.get("type")
+        if (
+            kind == "content-delta"
+            and c.__class__ is dict
+            and len(c) == 1
+            and (t := c.get("thinking")).__class__ is str
+            and (idx := obj.get("index", 0)).__class__ is int
+            and idx in self._blocks
+        ):
+            self._rpre, self._rend = b"%s%d%s" % (_HEAD, idx, _THINK), self._END
+        elif (
+            kind == "tool-plan-delta"
+            and m.__class__ is dict
+            and (t := m.get("tool_plan")).__class__ is str
+        ):
+            self._rpre, self._rend = _PLAN, _PLAN_END
+        else:
+            return False
+        if t:
+            self.reasoning(0, t, out)
+        return True
 
     def end_marker(self, out: list[Event]) -> None:
         self.end(out)
