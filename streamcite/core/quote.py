@@ -33,7 +33,7 @@ QUOTE_CHARS = 120
 MAX_QUOTE_DEPTH = 8
 """Containers shown inside one another; deeper ones are ``[…]`` / ``{…}``."""
 
-_OPEN = {dict: ("{", "}"), list: ("[", "]"), tuple: ("(", ")")}
+_OPEN: dict[type, tuple[str, str]] = {dict: ("{", "}"), list: ("[", "]"), tuple: ("(", ")")}
 
 
 def _scalar(v: Any, limit: int) -> str:
@@ -59,7 +59,7 @@ def quote(value: Any, limit: int = QUOTE_CHARS, max_depth: int = MAX_QUOTE_DEPTH
     while size <= limit:
         if have:
             have = False
-            t = type(pending)
+            t: type = type(pending)
             brackets = _OPEN.get(t)
             if brackets is None:
                 piece = _scalar(pending, limit - size + 1)
@@ -75,7 +75,7 @@ def quote(value: Any, limit: int = QUOTE_CHARS, max_depth: int = MAX_QUOTE_DEPTH
         if not stack:
             break
         top = stack[-1]
-        item = next(top[0], _END)
+        item: Any = next(top[0], _END)
         if item is _END:
             stack.pop()
             parts.append(top[1])
