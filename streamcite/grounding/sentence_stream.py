@@ -48,6 +48,9 @@ MAX_OPEN = 16_384
 _MAYBE_END = re.compile(r"[.!?…׃؟。！？\n]")
 # An open sentence that is still the beginning of a footnote marker ("[", "[1", "[1, 2").
 _MARKER_PREFIX = re.compile(r"\[\^?[\d\s,;–-]*\]?")
+_EAGER = 512
+"""Open characters re-split on every possible end; beyond, only once they have doubled
+since a split that completed nothing (a sentence is rarely longer)."""
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
@@ -136,7 +139,7 @@ class SentenceStream:
         if pending > self._max_open:
             self._overflow = True
             return []
-        if pending < 2 * self._idle:
+        if pending > _EAGER and pending < 2 * self._idle:
             return []
         out = self._split(final=False)
         self._idle = 0 if out else pending
