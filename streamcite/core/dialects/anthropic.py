@@ -288,7 +288,9 @@ class AnthropicInterpreter(TemplatedState):
             if added:
                 self.emit_citations(out)
         if block[0] != "text":
-            self._blocks.pop(obj["index"])  # stopped: nothing more of it is read (kept: text blocks)
+            self._blocks.pop(
+                obj["index"]
+            )  # stopped: nothing more of it is read (kept: text blocks)
         if len(self._blocks) > 4096:
             self._blocks = {k: v for k, v in self._blocks.items() if v[0] == "tool_use"}
 

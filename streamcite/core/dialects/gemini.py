@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from streamcite.core.answer import AnswerBuilder
+from streamcite.core.byte_offsets import ByteOffsets
 from streamcite.core.dialects.base import MAX_SPANS, JSONDecodeError, StreamState, loads, new
-from streamcite.core.dialects.gemini_offsets import ByteOffsets
 from streamcite.core.events import Event, TokenEvent
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
@@ -316,7 +316,7 @@ class GeminiInterpreter(StreamState):
         """Pending supports whose bytes and sources have arrived become spans. Linear:
         the answer's bytes are counted once, a chunk that brings neither the bytes nor
         the sources a support waits for costs nothing more, and the offsets of a pass
-        are converted in one sorted walk (:mod:`.gemini_offsets`)."""
+        are converted in one sorted walk (:mod:`streamcite.core.byte_offsets`)."""
         m = self._bytes
         blen = m.grow(self.builder.text_so_far())
         try:

@@ -184,7 +184,11 @@ class ResponsesInterpreter(SequencedState):
             if t:
                 self.token(0, t, out)
             return
-        if kind in _REASONING and (t := obj.get("delta")).__class__ is str:
+        if (
+            kind.__class__ is str
+            and kind in _REASONING
+            and (t := obj.get("delta")).__class__ is str
+        ):
             if self._learned < _MAX_LEARNED and (tpl := self._learn(obj, data)) is not None:
                 self._rtpl = tpl
             if t:
