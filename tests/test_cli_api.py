@@ -71,7 +71,10 @@ def test_responses_answers_are_grounded_on_the_sources_unless_told_otherwise() -
     ]
     assert grounding["support_score"] > 0.5
     told = _ask("--api", "responses", "--json", "--grounding-facts", "citations", QUESTION)
-    assert told[-1]["answer"]["grounding"]["support_score"] == 0.0
+    g = told[-1]["answer"]["grounding"]
+    # nothing to check against: no verdict (it was 0.0, every true sentence "unsupported")
+    assert g["support_score"] is None and g["unsupported_claims"] == 0
+    assert g["reason"].startswith("no quoted text to check against")
     # without sources there is nothing to add: citations it is, no usage error
     quiet = _ask("--api", "responses", "--json", "--no-sources", QUESTION)
     assert quiet[-1]["answer"]["complete"]
@@ -81,8 +84,8 @@ def test_base_url_hint_names_each_apis_root() -> None:
     assert base_url_hint("http://h", 404) == (
         "hint: OpenAI-compatible APIs live under /v1; try --base-url http://h/v1"
     )
-    hint = base_url_hint("http://h/", 404, "cohere")
-    assert hint is not None and hint.endswith("try --base-url http://h/v2")
+    hint = base_url_hint("http://h/v1", 404, "cohere")
+    assert hint is not None and "try --base-url http://h/v2 " in hint
     assert base_url_hint("http://h/v1", 404, "gemini") is None  # v1 or v1beta
     assert base_url_hint("http://h/v1beta", 404, "gemini") is None
 

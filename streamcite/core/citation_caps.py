@@ -13,7 +13,7 @@ keeps each span's passage, hands each new citation or span to :func:`cap_citatio
 >>> c = Citation(cited_text="0123456789abc", provider_metadata={"page": 3})
 >>> cost, problems = cap_citation(c, bounds)
 >>> c.cited_text, c.provider_metadata, problems
-('01234567…', {'page': 3}, ['cited_text cut to 8 of its 13 characters'])
+('0123456…', {'page': 3}, ['cited_text cut to 8 of its 13 characters'])
 >>> budget = CitationBudget(bounds)
 >>> budget.admit(Citation(cited_text="x" * 8)), budget.admit(Citation(cited_text="y" * 8))
 ((True, []), (True, []))
@@ -35,6 +35,7 @@ __all__ = [
     "CitationBudget",
     "cap_citation",
     "cap_metadata",
+    "clip_text",
 ]
 
 CITATION_TOO_LARGE = "citation_too_large"
@@ -55,6 +56,19 @@ TEXT_FIELDS = (
 SPAN_BYTES = 96
 """What a citation or span costs on the wire besides its strings and metadata (its
 field names, offsets and punctuation): counted in the total."""
+
+
+def clip_text(text: str | None, bounds: StreamBounds) -> str | None:
+    """``text`` within ``bounds.max_citation_text_chars`` (its end replaced by ``…``):
+    what a passage is cut to before anything keeps it.
+
+    >>> clip_text("0123456789", StreamBounds(max_citation_text_chars=5))
+    '0123…'
+    """
+    limit = bounds.max_citation_text_chars
+    if text is None or len(text) <= limit:
+        return text
+    return text[: max(limit - 1, 0)] + "…"
 
 
 def cap_metadata(meta: Any, limit: int) -> tuple[dict[str, Any] | None, int, str | None]:
@@ -94,7 +108,7 @@ def cap_citation(obj: Any, bounds: StreamBounds) -> tuple[int, list[str]]:
             continue
         if len(v) > limit:
             problems.append(f"{name} cut to {limit:,} of its {len(v):,} characters")
-            v = v[:limit] + "…"
+            v = clip_text(v, bounds)
             setattr(obj, name, v)
         cost += len(v) if v.isascii() else len(v.encode("utf-8", "surrogatepass"))
     if hasattr(obj, "provider_metadata"):

@@ -29,12 +29,18 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from streamcite.core.enricher import EnrichContext
 from streamcite.core.events import GroundingEvent, SourcesEvent
-from streamcite.core.grounding import CitedChunk, GroundingClaim, GroundingFact, GroundingResult
+from streamcite.core.grounding import (
+    CitedChunk,
+    GroundingClaim,
+    GroundingFact,
+    GroundingResult,
+    no_verdict,
+)
 from streamcite.core.models import Citation, CitedAnswer
 from streamcite.core.sources import QuotedSource
-from streamcite.enrich.base import EnrichContext
-from streamcite.enrich.facts import MAX_FACT_CHARS, MAX_FACTS, build_facts
+from streamcite.enrich.facts import MAX_FACT_CHARS, MAX_FACTS, build_facts, passage_facts
 from streamcite.enrich.limits import (
     MAX_ANSWER_TOKENS,
     InvalidGroundingRequest,
@@ -53,6 +59,7 @@ __all__ = [
     "InvalidGroundingRequest",
     "LocalGrounding",
     "bound_answer",
+    "check_facts",
     "runs_off_loop",
 ]
 
@@ -183,6 +190,9 @@ class LocalGrounding:
     ) -> GroundingResult:
         """Check ``answer`` against ``facts`` (texts, GroundingFacts, Citations, QuotedSources).
 
+        With no fact at all there is no verdict: ``support_score`` is ``None``, no claim
+        is marked unsupported, and ``reason`` says why.
+
         ``answer`` is the raw text (footnote markers may stay: claim offsets are on it),
         or a CitedAnswer, whose ``text`` is checked.
 
@@ -234,7 +244,11 @@ class LocalGrounding:
         warnings: list[str],
     ) -> GroundingResult:
         t0 = time.perf_counter()
-        result = _check(answer, facts, threshold, claim_level_scores, self.lang)
+        result = check_facts(answer, facts, threshold, claim_level_scores, self.lang)
+        if not facts and result.checked_claims:
+            # Claims to check and nothing to check them against: no verdict (not "every
+            # claim unsupported"). With no claim to check, "nothing to check" stands.
+            return no_verdict("local", warnings)
         result.warnings.extend(warnings)
         _log.debug(
             "local_grounding_checked",
@@ -281,15 +295,15 @@ class LocalGrounding:
             items = build_facts(self.facts)
         else:
             if self.facts_from in ("citations", "both"):
-                items.extend(build_facts(ctx.answer.citations))
+                # Every distinct passage: the citations' and the spans' (one source
+                # cited twice keeps both quotes).
+                items.extend(passage_facts(ctx.answer.citations, ctx.answer.citation_spans))
             if self.facts_from in ("sources", "both"):
                 event = await ctx.result_of("sources")
                 if isinstance(event, SourcesEvent):
                     items.extend(build_facts(event.sources))
                 else:
                     warnings.append("no Wikit sources available: the sources step failed")
-        if not items:
-            warnings.append("no facts to check the answer against")
         result = await self.check(
             ctx.answer.text,
             items,
@@ -361,13 +375,17 @@ def _offsets_in_units(text: str, offsets: list[int]) -> dict[int, tuple[int, int
     return out
 
 
-def _check(
+def check_facts(
     answer: str,
     facts: list[GroundingFact],
     threshold: float,
     claim_level_scores: bool,
     lang: str | None,
 ) -> GroundingResult:
+    """The offline check of ``answer`` against ``facts`` (already bounded and prepared),
+    on the calling thread: each claim's fact indices whose support reaches
+    ``threshold``, the cited chunks, the support score. What :class:`LocalGrounding`
+    and Google's ``:check`` JSON (:mod:`~streamcite.grounding.google_check`) run."""
     with ENGINE_LOCK:  # the live claim checks run in a worker thread
         verdicts = evaluate(answer, [f.text for f in facts], lang=lang)
     cited: dict[int, list[int]] = {}  # claim position -> fact indices

@@ -18,11 +18,11 @@ from urllib.parse import urlsplit
 
 from streamcite.core.api import ChatStreamParser
 from streamcite.core.bounds import DEFAULT_BOUNDS, StreamBounds
+from streamcite.core.enricher import Enricher
 from streamcite.core.events import ErrorEvent, Event, GroundingEvent, TokenEvent
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import CitedAnswer
 from streamcite.core.redact import Redactor, header_secrets
-from streamcite.enrich.base import Enricher
 from streamcite.logs import get_logger
 from streamcite.pipeline.apis import Api, check_api, prepare_request
 from streamcite.pipeline.claims import ClaimStage
@@ -63,7 +63,9 @@ class ChatStream:
     ``api`` is the provider API ``request`` is written for (``chat``, ``responses``,
     ``anthropic``, ``gemini``, ``cohere``): it sets the path appended to ``base_url`` (the
     API root with its version: ``…/v1`` for OpenAI and Anthropic, Gemini ``…/v1beta`` or
-    ``…/v1``, Cohere ``…/v2``), the header ``api_key`` goes in, and the core dialect that
+    ``…/v1``, Cohere ``…/v2``; or, for Anthropic, Gemini and Cohere, the server's root as
+    their SDKs take it, ``https://api.anthropic.com``: the version is added), the header
+    ``api_key`` goes in, and the core dialect that
     reads the answer (see :mod:`~streamcite.pipeline.apis`). ``session`` is an
     optional ``httpx.AsyncClient`` (transport ``httpx``) or ``aiohttp.ClientSession``
     (transport ``aiohttp``) to reuse; otherwise one is made and closed per stream.

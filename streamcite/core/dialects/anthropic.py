@@ -4,10 +4,14 @@
 ``token``; ``thinking_delta`` → ``reasoning``; a ``tool_use`` block and its
 ``input_json_delta`` → ``tool_call``; ``citations_delta`` → a ``citations`` event at
 once (the new source), and at the block's ``content_block_stop`` its span: the whole
-text block the citation belongs to; ``message_delta`` → ``usage`` and ``finish``;
+text block the citation belongs to, with that citation's ``cited_text`` and location
+(``provider_metadata``) — one span per citation, so a source cited twice keeps both quotes; ``message_delta`` → ``usage`` and ``finish``;
 ``message_stop`` ends the stream; ``error`` (``overloaded_error``...) → ``error``.
-Ignored: ``ping``, ``signature_delta``, ``redacted_thinking``, ``server_tool_use`` and
-``web_search_tool_result`` blocks (the citations carry what an answer needs of them).
+Ignored: ``ping``, ``signature_delta``, ``redacted_thinking``, the server tools' blocks
+(``server_tool_use``, ``mcp_tool_use``, every ``*_tool_result``: the citations carry what
+an answer needs of them), ``compaction`` blocks and their ``compaction_delta``. A block,
+delta or event type this module does not know (a newer API version's) is skipped with
+what belongs to it and counted on the answer (``skipped_types``), never an error.
 """
 
 from __future__ import annotations
@@ -15,7 +19,13 @@ from __future__ import annotations
 from typing import Any
 
 from streamcite.core.answer import AnswerBuilder
-from streamcite.core.dialects.base import Handler, JSONDecodeError, StreamState, loads
+from streamcite.core.dialects.base import (
+    MAX_SPANS,
+    Handler,
+    JSONDecodeError,
+    StreamState,
+    loads,
+)
 from streamcite.core.dialects.hotloop import TemplatedState
 from streamcite.core.events import Event
 from streamcite.core.markers import MarkerMode
@@ -47,15 +57,30 @@ _STATUS = {
     "overloaded_error": 529,
 }
 _IGNORED = frozenset({"ping"})
-_IGNORED_BLOCKS = frozenset(
+_SERVER_TOOL_BLOCKS = frozenset(
     {
-        "dropped_tool_use",
-        "redacted_thinking",
         "server_tool_use",
         "web_search_tool_result",
         "web_fetch_tool_result",
+        "code_execution_tool_result",
+        "bash_code_execution_tool_result",
+        "text_editor_code_execution_tool_result",
+        "tool_search_tool_result",
+        "mcp_tool_use",
+        "mcp_tool_result",
+        "container_upload",
     }
 )
+"""Blocks of the tools Anthropic runs itself (web search and fetch, code execution, tool
+search, the MCP connector): their inputs and results; the answer's text and citations
+carry what it needs of them. Any other ``*_tool_use`` / ``*_tool_result`` block but
+``tool_use`` is one too (the API's naming for server tools)."""
+_IGNORED_BLOCKS = _SERVER_TOOL_BLOCKS | {"redacted_thinking", "compaction"}
+"""Blocks read as documented ignores: server tools', ``redacted_thinking`` (encrypted) and
+``compaction`` (the API's summary of earlier turns, sent back on the next request)."""
+_IGNORED_DELTAS = frozenset({"signature_delta", "compaction_delta"})
+_SKIPPED = "skipped"
+"""The type recorded for a block of an unknown type: its deltas are skipped with it."""
 _HEAD = b'{"type":"content_block_delta","index":'
 _MID = b',"delta":{"type":"text_delta","text":"'
 _THINK = b',"delta":{"type":"thinking_delta","thinking":"'
@@ -63,6 +88,14 @@ _THINK = b',"delta":{"type":"thinking_delta","thinking":"'
 the text, ``"}}`` (padding spaces before the last brace: dialects/hotloop.py)."""
 # Citation fields that have a Citation field of their own (the rest: provider_metadata).
 _MAPPED = frozenset({"cited_text", "title", "document_title", "url", "source"})
+
+
+def _ignored_block(kind: Any) -> bool:
+    """A block type read as a documented ignore (:data:`_IGNORED_BLOCKS`, or a server
+    tool's ``*_tool_use`` / ``*_tool_result`` of a type newer than this list)."""
+    if kind in _IGNORED_BLOCKS:
+        return True
+    return type(kind) is str and kind != "tool_use" and kind.endswith(("_tool_use", "_tool_result"))
 
 
 def finish_reason(stop_reason: str) -> str:
@@ -117,7 +150,8 @@ class AnthropicInterpreter(TemplatedState):
     def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
         super().__init__(builder, marker_mode)
         self._blocks: dict[int, list[Any]] = {}
-        """Per block index: [type, start character, cited document indexes]."""
+        """Per block index: [type, start character, its citations: (document index,
+        cited text, provider metadata) each]."""
         self._input_tokens: Any = None
         self._table: dict[str, Handler] = {
             "message_start": self._message_start,
@@ -134,8 +168,9 @@ class AnthropicInterpreter(TemplatedState):
 
     def _general(self, item: RawEvent, out: list[Event]) -> None:
         """An event the hot loop did not take: a text delta parsed and checked inline (the
-        template of its block's deltas then written: any ``index`` reads alike, a text
-        delta of any block is a token), anything else the general way."""
+        template of its block's deltas then written: a text delta of any block is a token;
+        an ``index`` that is not an integer, ``0.0`` or ``true``, goes the strict way and is
+        refused there), anything else the general way."""
         if item.__class__ is not tuple or item is OVERFLOW:
             StreamState.feed_raw(self, [item], out)
             return
@@ -154,10 +189,10 @@ class AnthropicInterpreter(TemplatedState):
             and d.__class__ is dict
             and d.get("type") == "text_delta"
             and (t := d.get("text")).__class__ is str
-            and (idx := obj.get("index")) in self._blocks
+            and (idx := obj.get("index")).__class__ is int  # not 0.0 nor true: the strict way
+            and idx in self._blocks
         ):
-            if idx.__class__ is int:
-                self._pre = b"%s%d%s" % (_HEAD, idx, _MID)
+            self._pre = b"%s%d%s" % (_HEAD, idx, _MID)
             if t:
                 self.token(0, t, out)
             return
@@ -215,9 +250,10 @@ class AnthropicInterpreter(TemplatedState):
                 )
                 return
             if not self.tool(idx, cid, name, arguments, out):
-                self._blocks[idx][0] = "dropped_tool_use"  # its deltas dropped with it
-        elif kind not in _IGNORED_BLOCKS:
-            self.unknown(f"content block {kind}", block, out)
+                self._blocks[idx][0] = _SKIPPED  # its deltas dropped with it
+        elif not _ignored_block(kind):
+            self._blocks[idx][0] = _SKIPPED
+            self.unknown(f"content block {quote(kind, 40)}", block, out)
 
     def _block_delta(self, obj: dict[str, Any], out: list[Event]) -> None:
         idx, delta = obj.get("index"), obj.get("delta")
@@ -241,8 +277,8 @@ class AnthropicInterpreter(TemplatedState):
             self._json_delta(idx, delta.get("partial_json"), obj, out)
         elif kind == "citations_delta":
             self._cite(idx, delta.get("citation"), out)
-        elif kind != "signature_delta":
-            self.unknown(f"delta {kind}", delta, out)
+        elif kind not in _IGNORED_DELTAS and not self._in_skipped(idx):
+            self.unknown(f"delta {str(kind)[:40]}", delta, out)
 
     def _json_delta(self, idx: int, part: Any, obj: dict[str, Any], out: list[Event]) -> None:
         block = self._blocks.get(idx)
@@ -253,10 +289,16 @@ class AnthropicInterpreter(TemplatedState):
                 self.tool(idx, None, None, part, out)
         elif block is None:
             self.fault(out, "bad_chunk", f"input_json_delta of an unknown block {idx}")
-        elif block[0] not in _IGNORED_BLOCKS:
+        elif block[0] in ("text", "thinking"):
             msg = f"input_json_delta of {quote(block[0], 40)} block {idx} (not a tool use): dropped"
             self.fault(out, "bad_chunk", msg)
-        # else a server tool's input (web search query): ignored with its block
+        # else a server tool's input (web search query, MCP call) or a skipped block's:
+        # ignored with its block
+
+    def _in_skipped(self, idx: int) -> bool:
+        """Block ``idx`` is of a type skipped or ignored (its deltas go with it)."""
+        block = self._blocks.get(idx)
+        return block is not None and (block[0] == _SKIPPED or _ignored_block(block[0]))
 
     def _cite(self, idx: int, c: Any, out: list[Event]) -> None:
         block = self._blocks.get(idx)
@@ -267,11 +309,18 @@ class AnthropicInterpreter(TemplatedState):
         if isinstance(got, str):
             self.fault(out, "bad_citations", f"citation {got}: {quote(c)}")
             return
-        doc = self.cite(got[0], got[1], out)
+        cit = got[1]
+        passage, meta = cit.cited_text, cit.provider_metadata
+        doc = self.cite(got[0], cit, out)
         if doc is None:
             return
-        if doc not in block[2]:
-            block[2].append(doc)
+        cited = (doc, passage, meta)
+        if cited in block[2]:
+            pass
+        elif len(block[2]) < MAX_SPANS:  # each passage of a source cited in this block
+            block[2].append(cited)
+        else:
+            self.span_over(out)
         self.emit_citations(out)  # live: a new source as soon as it is cited (once)
 
     def _block_stop(self, obj: dict[str, Any], out: list[Event]) -> None:
@@ -282,8 +331,8 @@ class AnthropicInterpreter(TemplatedState):
             return
         if block[2]:
             added = False
-            for doc in block[2]:
-                added = self.span(doc, block[1], self.chars0, out) or added
+            for doc, passage, meta in block[2]:
+                added = self.span(doc, block[1], self.chars0, out, passage, meta) or added
             block[2] = []
             if added:
                 self.emit_citations(out)

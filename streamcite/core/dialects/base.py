@@ -44,6 +44,8 @@ from streamcite.core.tokens import emit_token
 
 __all__ = [
     "MAX_SPANS",
+    "MAX_UNKNOWN",
+    "OTHER_TYPES",
     "DialectInterpreter",
     "Handler",
     "JSONDecodeError",
@@ -57,7 +59,10 @@ __all__ = [
 # The caps shared with the chat dialect (choices, tool calls, cited sources, answer size,
 # errors, error messages) are the builder's ``bounds`` (streamcite.core.bounds).
 MAX_UNKNOWN = 32
-"""Distinct unknown event types reported per stream (each once); the rest are counted."""
+"""Distinct unknown types counted by name per stream; the rest are counted together."""
+OTHER_TYPES = "(other types)"
+"""The :attr:`~streamcite.core.models.CitedAnswer.skipped_types` key of the types beyond
+:data:`MAX_UNKNOWN`."""
 
 _loads = loads = orjson.loads
 _new = new = object.__new__
@@ -94,7 +99,6 @@ class StreamState(Citing):
         "_surr",
         "_tool_count",
         "_tool_keys",
-        "_unknown",
         "builder",
         "cut",
         "done",
@@ -128,7 +132,6 @@ class StreamState(Citing):
         """Tool calls per choice (their keys' count, kept: never counted by a scan)."""
         self.tools_dropped = 0
         self.init_citing()
-        self._unknown: set[str] = set()
         self._surr: SurrogateJoiner | None = None
         """Set once an event held escaped lone surrogates (``core.surrogates``): the
         streamed texts are joined through it from then on."""
@@ -203,16 +206,22 @@ class StreamState(Citing):
         handler = table.get(kind) if type(kind) is str else None
         if handler is not None:
             handler(obj, out)
-        elif type(kind) is not str or kind not in ignored:
-            self.unknown(quote(kind, 60) if type(kind) is not str else kind, obj, out)
+        elif type(kind) is not str:
+            self.fault(out, "bad_chunk", f"{self.dialect} event without a type: {quote(obj)}")
+        elif kind not in ignored:
+            self.unknown(kind[:60], obj, out)
 
     def unknown(self, kind: str, obj: Any, out: list[Event]) -> None:
-        """An event type the dialect does not know: reported once per type (bounded)."""
-        if kind in self._unknown or len(self._unknown) >= MAX_UNKNOWN:
-            return
-        self._unknown.add(kind)
-        msg = f"{self.dialect} event type {kind[:60]!r} not understood: {quote(obj)}"
-        self.fault(out, "unknown_event", msg)
+        """An event (or content block, delta, part) type the dialect does not know: a
+        newer API version's, skipped without an error and counted on the answer
+        (:attr:`~streamcite.core.models.CitedAnswer.skipped_types`; at most
+        :data:`MAX_UNKNOWN` types, the rest under ``"(other types)"``)."""
+        if not kind.isprintable():  # a provider's string, shown in logs: inert
+            kind = "".join(c if c.isprintable() else "?" for c in kind)
+        skipped = self.builder.skipped_types
+        if kind not in skipped and len(skipped) >= MAX_UNKNOWN:
+            kind = OTHER_TYPES
+        skipped[kind] = skipped.get(kind, 0) + 1
 
     # -- what every dialect emits ----------------------------------------------------
 
@@ -360,8 +369,15 @@ class StreamState(Citing):
         out.append(FinishEvent(index=idx, reason=reason, raw_reason=raw))
 
     def _check_tool_arguments(self, out: list[Event]) -> None:
+        """Each call's arguments are JSON; a call that got none (a function without
+        parameters) gets an empty object, never ``""`` (unless the answer was cut)."""
+        self.builder.compact()
         for tidx, tc in sorted(self.builder.tool_calls.items()):
             if not tc.arguments:
+                if not self.cut:
+                    ev = ToolCallEvent(0, tidx, None, None, "{}")
+                    out.append(ev)
+                    self.builder.tool_call(ev)
                 continue
             try:
                 orjson.loads(tc.arguments)

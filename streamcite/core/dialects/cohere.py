@@ -17,6 +17,7 @@ from typing import Any
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.citation_caps import CITATION_TOO_LARGE
 from streamcite.core.dialects.base import (
+    MAX_SPANS,
     Handler,
     JSONDecodeError,
     StreamState,
@@ -286,21 +287,28 @@ class CohereInterpreter(TemplatedState):
             msg = f"citation {start}-{end} with {len(sources):,} sources: the first {cap} kept"
             self.fault(out, CITATION_TOO_LARGE, msg)
             sources = sources[:cap]
-        docs: list[int] = []
+        docs: list[tuple[int, str | None, dict[str, Any] | None]] = []
+        seen: set[tuple[int, str | None]] = set()
         for src in sources:
             got = _source(src)
             if got is None:
                 self.fault(out, "bad_citations", f"citation source: {quote(src)}")
                 continue
+            passage, meta = got[1].cited_text, got[1].provider_metadata
             doc = self.cite(got[0], got[1], out)
-            if doc is not None and doc not in docs:
-                docs.append(doc)
-        for doc in docs:
+            if doc is None or (doc, passage) in seen:
+                continue
+            if len(docs) >= MAX_SPANS:
+                self.span_over(out)
+                continue
+            seen.add((doc, passage))
+            docs.append((doc, passage, meta))  # each source's own passage
+        for doc, passage, meta in docs:
             if type(text) is str and self.text_slice(base + start, base + end) != text:
                 msg = f"citation {start}-{end} does not hold its text {quote(text, 60)}"
                 self.fault(out, "bad_citation_span", msg)
                 break
-            self.span(doc, base + start, base + end, out)
+            self.span(doc, base + start, base + end, out, passage, meta)
         if docs:
             self.emit_citations(out)
 
@@ -336,7 +344,11 @@ class CohereInterpreter(TemplatedState):
             return out
         msg = obj.get("message")
         if type(msg) is not dict:
-            self.event(b"", obj, out)
+            if "type" in obj and obj.get("type") not in self._table:
+                # A body is no stream event: an unknown type here is not a newer event.
+                self.malformed(out, f"cohere response without a message: {quote(obj)}")
+            else:
+                self.event(b"", obj, out)
             self.done = True
             return out
         self._start(obj, out)

@@ -2,13 +2,16 @@
 
 Each ``data:`` is a GenerateContentResponse. The first with ``responseId`` /
 ``modelVersion`` → ``meta``; a candidate's ``text`` part → ``token`` (``thought: true``:
-``reasoning``); a ``functionCall`` part → one whole ``tool_call``; ``finishReason`` →
+``reasoning``); a ``functionCall`` part → one whole ``tool_call`` (Vertex AI's streamed
+arguments, ``willContinue`` + ``partialArgs``, put together first); ``finishReason`` →
 ``finish``; ``usageMetadata`` (sent on every chunk) → one ``usage`` at the finish;
 ``promptFeedback.blockReason`` → ``finish`` ``content_filter``; an ``error`` object →
 ``error``. Candidate 0's ``groundingMetadata`` accumulates — it may come late or split
 across chunks: each new ``groundingChunks`` source is a citation, each
 ``groundingSupports`` segment a span, its UTF-8 BYTE offsets into the candidate's text
-converted to characters (a support whose text has not all arrived waits for it).
+converted to characters (a support whose text has not all arrived waits for it), with
+the passage of each grounding chunk it names (``retrievedContext.text``; two chunks of
+one source keep their own passages) and ``grounding_chunk_index`` in its metadata.
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from typing import Any
 
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.byte_offsets import ByteOffsets
+from streamcite.core.citations import ANSWER_SEGMENT
 from streamcite.core.dialects.base import MAX_SPANS, JSONDecodeError, StreamState, loads, new
+from streamcite.core.dialects.partial_args import StreamedArgs
 from streamcite.core.events import Event, TokenEvent
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
@@ -83,8 +88,10 @@ class GeminiInterpreter(StreamState):
         "_bytes",
         "_docs",
         "_pending",
+        "_quotes",
         "_seen_supports",
         "_sources_seen",
+        "_streamed",
         "_usage_raw",
         "_wait_docs",
         "_wait_end",
@@ -96,6 +103,9 @@ class GeminiInterpreter(StreamState):
         super().__init__(builder, marker_mode)
         self._docs: list[int | None] = []
         """Accumulated ``groundingChunks`` of candidate 0 → their ``document_index``."""
+        self._quotes: list[tuple[str | None, dict[str, Any]]] = []
+        """Per grounding chunk: its own passage and metadata (two chunks of one source
+        keep their two passages)."""
         self._sources_seen: list[Any] = []
         self._pending: list[dict[str, Any]] = []
         """Supports whose segment has not all arrived, or whose sources have not."""
@@ -106,6 +116,8 @@ class GeminiInterpreter(StreamState):
         self._wait_docs = 0
         """Grounding chunks known at the last pass (a support may wait for its sources)."""
         self._usage_raw: Any = None
+        self._streamed: dict[int, tuple[object, StreamedArgs]] = {}
+        """Per choice: the call whose arguments Vertex AI is streaming (its tool key)."""
 
     def event(self, name: bytes, obj: dict[str, Any], out: list[Event]) -> None:
         err = obj.get("error")
@@ -230,18 +242,25 @@ class GeminiInterpreter(StreamState):
                 self._resolve(out, final=False)
         reason = cand.get("finishReason")
         if type(reason) is str:
-            if idx == 0:
-                self._resolve(out, final=True)
-            mapped = finish_reason(reason)
-            if mapped == "stop" and idx == 0 and self.has_tools:
-                mapped = "tool_calls"
-            if mapped == "error" and idx == 0:
-                msg = cand.get("finishMessage")
-                message = msg if type(msg) is str else f"the candidate finished with {reason}"
-                self.provider_error(reason.lower(), message, None, out, retryable=True)
-            self.finish(idx, mapped, reason, out)
-            if idx == 0:
-                self._usage_out(out)
+            self._candidate_finish(idx, cand, reason, out)
+
+    def _candidate_finish(
+        self, idx: int, cand: dict[str, Any], reason: str, out: list[Event]
+    ) -> None:
+        if idx in self._streamed:
+            self._unended(idx, out)
+        if idx == 0:
+            self._resolve(out, final=True)
+        mapped = finish_reason(reason)
+        if mapped == "stop" and idx == 0 and self.has_tools:
+            mapped = "tool_calls"
+        if mapped == "error" and idx == 0:
+            msg = cand.get("finishMessage")
+            message = msg if type(msg) is str else f"the candidate finished with {reason}"
+            self.provider_error(reason.lower(), message, None, out, retryable=True)
+        self.finish(idx, mapped, reason, out)
+        if idx == 0:
+            self._usage_out(out)
 
     def _part(self, idx: int, part: Any, out: list[Event]) -> None:
         if type(part) is not dict:
@@ -259,6 +278,9 @@ class GeminiInterpreter(StreamState):
             return
         call = part.get("functionCall")
         if call is not None:
+            if type(call) is dict and (idx in self._streamed or call.get("willContinue")):
+                self._streamed_call(idx, call, out)
+                return
             name = call.get("name") if type(call) is dict else None
             if type(name) is not str:
                 self.fault(out, "bad_tool_call", f"functionCall not understood: {quote(call)}")
@@ -266,7 +288,8 @@ class GeminiInterpreter(StreamState):
             assert type(call) is dict
             cid = call.get("id")
             args = call.get("args")
-            arguments = dump_json(args) if args is not None else ""
+            # A call without arguments has an empty object of them (never "").
+            arguments = dump_json(args) if args is not None else "{}"
             if arguments is None:
                 self.fault(
                     out, "bad_tool_call", f"functionCall args nested too deeply: {quote(call)}"
@@ -276,6 +299,45 @@ class GeminiInterpreter(StreamState):
             self.tool(key, cid if type(cid) is str else None, name, arguments, out, idx)
         # thoughtSignature alone, executableCode, codeExecutionResult, inlineData,
         # fileData: ignored (docs/provider-streams.md)
+
+    def _streamed_call(self, idx: int, call: dict[str, Any], out: list[Event]) -> None:
+        """One part of a call whose arguments Vertex AI streams (``willContinue``,
+        ``partialArgs``): the call is announced with its name, its arguments are sent
+        whole when its last part came (:mod:`.partial_args`)."""
+        open_call = self._streamed.get(idx)
+        name = call.get("name")
+        if open_call is not None and name is not None:  # a new call before the end of this
+            self._unended(idx, out)
+            open_call = None
+        if open_call is None:
+            if type(name) is not str:
+                self.fault(out, "bad_tool_call", f"functionCall not understood: {quote(call)}")
+                return
+            cid = call.get("id")
+            key = object()
+            self.tool(key, cid if type(cid) is str else None, name, "", out, idx)
+            open_call = self._streamed[idx] = (key, StreamedArgs())
+        key, args = open_call
+        if "partialArgs" in call:
+            args.add(call["partialArgs"])
+        if call.get("willContinue") is True:
+            return
+        del self._streamed[idx]
+        if args.error is None:
+            self.tool(key, None, None, args.json(), out, idx)
+        else:
+            self._bad_call(f"streamed function call arguments: {args.error}", out)
+
+    def _unended(self, idx: int, out: list[Event]) -> None:
+        """Choice ``idx``'s streamed call never got its last part: its arguments are
+        unknown (a typed error, the answer incomplete), never sent as they are."""
+        self._streamed.pop(idx, None)
+        self._bad_call("a streamed function call ended before its last part", out)
+
+    def _bad_call(self, message: str, out: list[Event]) -> None:
+        self.fault(out, "bad_tool_call", message)
+        self.cut = True
+        self.builder.complete = False
 
     def _grounding(self, meta: dict[str, Any], out: list[Event]) -> None:
         chunks = meta.get("groundingChunks")
@@ -293,8 +355,12 @@ class GeminiInterpreter(StreamState):
                 if got is None:
                     self.fault(out, "bad_citations", f"grounding chunk: {quote(ch)}")
                     self._docs.append(None)
+                    self._quotes.append((None, {}))
                     continue
                 before = len(self.builder.citations)
+                where = dict(got[1].provider_metadata or ())
+                where["grounding_chunk_index"] = len(self._docs)
+                self._quotes.append((got[1].cited_text, where))
                 self._docs.append(self.cite(got[0], got[1], out))
                 added = added or len(self.builder.citations) > before
         supports = meta.get("groundingSupports")
@@ -384,8 +450,12 @@ class GeminiInterpreter(StreamState):
                 continue
             c = self.builder.citations[doc]
             if c.cited_text is None and type(text) is str:
+                # A web source quotes nothing: its cited_text is the answer's own
+                # segment, marked so that no check takes it for evidence.
                 c.cited_text = text[: self.builder.bounds.max_citation_text_chars]
-            added = self.span(doc, c0, c1, out) or added
+                c.provider_metadata = {**(c.provider_metadata or {}), ANSWER_SEGMENT: True}
+            passage, where = self._quotes[i]
+            added = self.span(doc, c0, c1, out, passage, where) or added
         return added
 
     def _error(self, err: Any, out: list[Event]) -> None:
@@ -398,6 +468,8 @@ class GeminiInterpreter(StreamState):
         self.provider_error(name, err.get("message"), http, out)
 
     def close_extra(self, out: list[Event]) -> None:
+        for idx in list(self._streamed):
+            self._unended(idx, out)
         if self._pending:
             self._resolve(out, final=True)
         self._usage_out(out)
