@@ -108,7 +108,7 @@ def cap_citation(obj: Any, bounds: StreamBounds) -> tuple[int, list[str]]:
             continue
         if len(v) > limit:
             problems.append(f"{name} cut to {limit:,} of its {len(v):,} characters")
-            v = clip_text(v, bounds)
+            v = v[: max(limit - 1, 0)] + "…"  # as clip_text cuts it
             setattr(obj, name, v)
         cost += len(v) if v.isascii() else len(v.encode("utf-8", "surrogatepass"))
     if hasattr(obj, "provider_metadata"):

@@ -253,7 +253,9 @@ class AnthropicInterpreter(TemplatedState):
                 self._blocks[idx][0] = _SKIPPED  # its deltas dropped with it
         elif not _ignored_block(kind):
             self._blocks[idx][0] = _SKIPPED
-            self.unknown(f"content block {quote(kind, 40)}", block, out)
+            self.unknown(
+                f"content block {kind[:40] if type(kind) is str else quote(kind, 40)}", block, out
+            )
 
     def _block_delta(self, obj: dict[str, Any], out: list[Event]) -> None:
         idx, delta = obj.get("index"), obj.get("delta")
