@@ -71,7 +71,11 @@ def test_http_md_has_every_path_serve_local_routes() -> None:
         _canonical(p)
         for p in _documented_paths(_section(page("http.md"), "streamcite serve-local"))
     }
-    routed = {_canonical(r.resource.canonical) for r in create_app(BackendConfig()).router.routes()}
+    routed = {
+        _canonical(r.resource.canonical)
+        for r in create_app(BackendConfig()).router.routes()
+        if r.resource is not None
+    }
     versions = {"/v1/", "/v1alpha/", "/v1beta/"}
     routed = {
         next(
@@ -88,7 +92,11 @@ async def test_http_md_has_every_path_the_relay_routes() -> None:
         _canonical(p) for p in _documented_paths(_section(page("http.md"), "streamcite relay"))
     }
     server = RelayServer(RelayConfig(base_url="http://127.0.0.1:9/v1"))
-    routed = {_canonical(r.resource.canonical) for r in server.relay.app.router.routes()}
+    routed = {
+        _canonical(r.resource.canonical)
+        for r in server.relay.app.router.routes()
+        if r.resource is not None
+    }
     routed = {"/static/{filename}" if p.startswith("/static") else p for p in routed}
     assert routed <= documented, f"not in docs/http.md: {sorted(routed - documented)}"
 

@@ -20,7 +20,9 @@ NODE_DIR = Path(__file__).parent.parent / "examples" / "usechat"
 NODE = shutil.which("node")
 READY = NODE is not None and (NODE_DIR / "node_modules" / "ai").is_dir()
 if not READY and os.environ.get("CI") == "true":
-    raise RuntimeError("CI: node and examples/usechat/node_modules are required (scripts/node-deps.sh)")
+    raise RuntimeError(
+        "CI: node and examples/usechat/node_modules are required (scripts/node-deps.sh)"
+    )
 pytestmark = pytest.mark.skipif(not READY, reason="node or examples/usechat deps missing")
 
 

@@ -43,7 +43,9 @@ READY = NODE is not None and all(
     (NODE_DIR / "node_modules" / name).is_dir() for name in ("ai", "@ai-sdk/react", "esbuild")
 )
 if not READY and os.environ.get("CI") == "true":
-    raise RuntimeError("CI: node and examples/usechat/node_modules are required (scripts/node-deps.sh)")
+    raise RuntimeError(
+        "CI: node and examples/usechat/node_modules are required (scripts/node-deps.sh)"
+    )
 pytestmark = pytest.mark.skipif(not READY, reason="node or examples/usechat deps missing")
 
 QUESTION = "How many days can I work remotely?"
