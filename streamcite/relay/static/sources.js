@@ -68,7 +68,7 @@ export function renderCitations(s) {
       if (c.cited_text_heading) li.appendChild(el("strong", "heading", c.cited_text_heading));
       if (c.cited_text) li.appendChild(el("blockquote", "cited", c.cited_text));
       // the other passages the provider quoted from this source, one per footnote
-      for (const text of extra.get(s.citations.indexOf(c)) || []) {
+      for (const text of extra.get(c.document_index) || []) {
         if (text !== (c.cited_text || "").trim()) li.appendChild(el("blockquote", "cited span-passage", text));
       }
       if (c.document_reference) li.appendChild(el("span", "reference", `reference ${c.document_reference}`));
@@ -81,7 +81,7 @@ export function renderCitations(s) {
   if (s.sources.length) renderWikit(s);
 }
 
-// Citation position -> the distinct passages its spans quote (a provider may cite one
+// Citation document_index -> the distinct passages its spans quote (a provider may cite one
 // source several times, each time with its own passage), in the order they arrived.
 const MAX_PASSAGES_PER_CITATION = 32;
 function spanPassages(s) {
