@@ -175,7 +175,7 @@ def console_outputs() -> list[tuple[str, str, str]]:
 
 
 @pytest.mark.parametrize(
-    "where,command,expected", console_outputs(), ids=lambda v: v if ":" in v else ""
+    "where,command,expected", [pytest.param(*c, id=c[0]) for c in console_outputs()]
 )
 def test_every_console_sample_is_what_the_command_prints(
     where: str, command: str, expected: str
