@@ -9,7 +9,9 @@ starts and ``result`` when its result arrives (:mod:`.provider_tool_shapes` read
 dialect's shapes). :class:`ProviderTools` numbers them and holds every value taken from
 upstream to a size: at most ``bounds.max_tool_calls`` tools per answer, inputs and
 summaries rendered by :func:`bounded_value` (strings cut with ``…``, lists and objects
-shortened, nesting flattened), so a 10 MB tool result gives an event of a few KB.
+shortened, nesting flattened), so a 10 MB tool result gives an event of a few KB. (It is
+the structured counterpart of :func:`streamcite.core.quote.quote`, which renders an
+upstream value as bounded text for a message: this one keeps it JSON for an event.)
 
 >>> bounded_json({"query": "café " * 2000}, 40)
 '{"query":"café café café café café café ca… (9,968 more characters)"}'
