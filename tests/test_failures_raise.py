@@ -4,8 +4,6 @@ status when the backend is not there, and succeed against a real ``serve-local``
 
 from __future__ import annotations
 
-import re
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -24,16 +22,10 @@ from streamcite.core.errors import (
 )
 from streamcite.events import ErrorEvent
 from streamcite.pipeline.opening import connect_message
+from tests._serve_local import free_port, serve_local
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def run_script(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
@@ -43,27 +35,9 @@ def run_script(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[s
 
 
 @pytest.fixture(scope="module")
-def serve_local() -> Iterator[str]:
-    """``streamcite serve-local --port 0`` as a user starts it; its root URL."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamcite.cli", "serve-local", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()  # the first line names the address (or EOF on exit)
-        match = re.search(r"(http://127\.0\.0\.1:\d+)", line)
-        assert match, line
-        yield match.group(1)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+def served() -> Iterator[str]:
+    with serve_local() as url:
+        yield url
 
 
 # -- raise_for_error -----------------------------------------------------------------
@@ -158,8 +132,8 @@ def test_quickstart_with_no_backend_exits_1_with_one_line() -> None:
     assert lines[0].endswith(f"(the embedded backend: streamcite serve-local --port {port})")
 
 
-def test_quickstart_against_serve_local_exits_0(serve_local: str) -> None:
-    r = run_script(str(EXAMPLES / "quickstart.py"), serve_local)
+def test_quickstart_against_serve_local_exits_0(served: str) -> None:
+    r = run_script(str(EXAMPLES / "quickstart.py"), served)
     assert r.returncode == 0, r.stderr
     assert "citations:" in r.stdout and "grounding: support score" in r.stdout
     assert r.stderr == ""
