@@ -360,6 +360,7 @@ def _renderer(opts: AskOptions, upstream: _Upstream) -> Renderer:
         marker_mode=opts.marker_mode,
         show_reasoning=not opts.no_reasoning,
         link=upstream.link,
+        live_claims=opts.grounding != "none",
     )
     return RichRenderer(settings)
 
