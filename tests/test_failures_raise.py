@@ -176,3 +176,26 @@ def test_every_example_that_streams_raises_for_errors() -> None:
         assert "raise_for_error()" in code, path.name
         if path.name != "parse_recorded.py":  # sans-I/O: its error propagates as is
             assert "except StreamciteError" in code and "sys.exit(" in code, path.name
+
+
+def test_the_quick_starts_commands_work_in_a_fresh_shell() -> None:
+    """No command of the quick start needs an activated venv: each is `make …` or a
+    path under .venv/bin (``streamcite serve-local`` was ``command not found``)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    quick = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    commands = [
+        line[2:].split("#")[0].strip() for line in quick.splitlines() if line.startswith("$ ")
+    ]
+    assert commands and all(
+        c.split()[0] in ("make",) or c.startswith(".venv/bin/") for c in commands
+    )
+    assert ".venv/bin/python examples/quickstart.py" in quick
+    dry = subprocess.run(
+        ["make", "-n", "serve", "ARGS=--port 0"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=ROOT,
+    )
+    assert dry.returncode == 0, dry.stderr
+    assert ".venv/bin/streamcite serve-local --port 0" in dry.stdout
