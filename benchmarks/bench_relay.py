@@ -23,10 +23,12 @@ For each N (default 100 and 1,000):
 Run: ``.venv/bin/python benchmarks/bench_relay.py [--clients 100,1000] [--log memory|redis]``
 (``--log redis`` needs ``streamcite.relay.redis`` and ``--redis-url``).
 
-``--streams 300,1000 --duration 10 [--json out.json]`` runs the scale mode instead
-(``benchmarks/relay_scale.py``): the relay pinned to one core, the upstream and the clients
-on the other, a bare forwarder measured in the same run as the floor, and the capacity
-(largest N with p99 ≤ 10 ms).
+``--streams 300,1000 --duration 10 [--loops asyncio,uvloop] [--json out.json]`` runs the
+scale mode instead (``benchmarks/relay_scale.py``): the relay pinned to one core, the
+upstream and the clients on the other, a bare forwarder on the same event loop measured in
+the same run as the floor; per loop (asyncio, and uvloop when installed) and N: CPU per
+event against the floor's, CPU per delivered token, the streams one core carries at that
+cost, and the p99 token latency (upstream write → client receive).
 """
 
 from __future__ import annotations
@@ -432,6 +434,12 @@ def main() -> None:
         "as the floor in the same run, clients re-asking for --duration seconds",
     )
     parser.add_argument("--duration", type=float, default=10.0, help="scale mode: seconds")
+    parser.add_argument(
+        "--loops",
+        default=None,
+        help="scale mode: comma-separated event loops of the relay and the floor "
+        "(default: asyncio, and uvloop when installed)",
+    )
     args = parser.parse_args()
     _quiet_logs()
     if args.streams is not None:

@@ -57,6 +57,18 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _run_on(coro: Any, loop_kind: str) -> None:
+    from streamcite.relay.eventloop import run
+
+    run(coro, loop_kind)  # type: ignore[arg-type]
+
+
+def available_loops() -> list[str]:
+    from streamcite.relay.eventloop import resolve
+
+    return ["asyncio"] + (["uvloop"] if resolve("auto") == "uvloop" else [])
+
+
 def _pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -155,7 +167,7 @@ def upstream_main(conn: Connection, delay: float) -> None:
 # -- the floor: a bare forwarder (core 0) ---------------------------------------------------
 
 
-def floor_main(conn: Connection, upstream: str) -> None:
+def floor_main(conn: Connection, upstream: str, loop_kind: str = "asyncio") -> None:
     """aiohttp WebSocket server; each ask → one upstream POST whose SSE events are sent, as
     read (split at the blank line, not parsed), one text frame each; then ``{"end":1}``."""
     _pin(MEASURED_CORE)
@@ -211,13 +223,15 @@ def floor_main(conn: Connection, upstream: str) -> None:
         await app["session"].close()
         await runner.cleanup()
 
-    asyncio.run(run())
+    _run_on(run(), loop_kind)
 
 
 # -- the relay (core 0) ---------------------------------------------------------------------
 
 
-def relay_main(conn: Connection, upstream_base: str, n: int, log_kind: str, redis: str) -> None:
+def relay_main(
+    conn: Connection, upstream_base: str, n: int, log_kind: str, redis: str, loop_kind: str
+) -> None:
     _pin(MEASURED_CORE)
     _quiet()
 
@@ -248,7 +262,7 @@ def relay_main(conn: Connection, upstream_base: str, n: int, log_kind: str, redi
         if log is not None:
             await log.aclose()
 
-    asyncio.run(run())
+    _run_on(run(), loop_kind)
 
 
 # -- the clients (core 1) -------------------------------------------------------------------
@@ -418,15 +432,17 @@ def run_phase(
     log_kind: str,
     redis: str,
     upstream_pid: int = 0,
+    loop_kind: str = "asyncio",
 ) -> dict[str, Any]:
     """Start the measured process (``relay`` or ``floor``) and N clients; measure."""
     parent, child = _MP.Pipe()
     if kind == "floor":
         target: Any = floor_main
-        args: tuple[Any, ...] = (child, f"http://127.0.0.1:{upstream_port}/v1/chat/completions")
+        up = f"http://127.0.0.1:{upstream_port}/v1/chat/completions"
+        args: tuple[Any, ...] = (child, up, loop_kind)
     else:
         target = relay_main
-        args = (child, f"http://127.0.0.1:{upstream_port}/v1", n, log_kind, redis)
+        args = (child, f"http://127.0.0.1:{upstream_port}/v1", n, log_kind, redis, loop_kind)
     proc = _MP.Process(target=target, args=args, daemon=True)
     proc.start()
     url = parent.recv()
@@ -459,6 +475,8 @@ def run_phase(
         for p in (clients, proc):
             if p.is_alive():
                 p.kill()
+    if not events:
+        print(f"{kind} on {loop_kind}: no event delivered in the window", flush=True)
     lat = sorted(x * 1000 for x in latencies)
     return {
         "events": events,
@@ -467,6 +485,7 @@ def run_phase(
         "cpu_pct": round(100 * cpu / duration, 1),
         "other_core_pct": round(100 * others / duration, 1),
         "cpu_us_per_event": round(1e6 * cpu / max(1, events), 2),
+        "cpu_us_per_token": round(1e6 * cpu / max(1, len(latencies)), 2),
         "p50_ms": round(_pct(lat, 0.5), 3),
         "p99_ms": round(_pct(lat, 0.99), 3),
         "max_ms": round(lat[-1], 3) if lat else None,
@@ -475,11 +494,16 @@ def run_phase(
 
 
 def scale_main(args: Any) -> None:
-    """``--streams N[,N...] --duration S``: floor then relay per N, same run; the JSON gets
-    ``floor_cpu_us_per_event`` beside ``relay_cpu_us_per_event`` for every N."""
+    """``--streams N[,N...] --duration S [--loops asyncio,uvloop]``: per loop and N, the floor
+    then the relay, same run; the JSON gets ``floor_cpu_us_per_event`` beside
+    ``relay_cpu_us_per_event``, the relay's CPU per delivered token, the streams of
+    ``1 / token_delay`` tokens/s one core carries at that cost, and the p99 token latency."""
     import resource
 
     counts = [int(x) for x in str(args.streams).split(",") if x.strip()]
+    loops = [
+        x for x in (getattr(args, "loops", None) or ",".join(available_loops())).split(",") if x
+    ]
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     need = 4 * max(counts) + 256
     if soft < need:
@@ -489,58 +513,58 @@ def scale_main(args: Any) -> None:
     up.start()
     port = parent.recv()
     results: list[dict[str, Any]] = []
+    rate = 1 / args.token_delay
     print(
-        f"relay scale benchmark · {1 / args.token_delay:.0f} tokens/s per stream · "
-        f"log={args.log} · measured on core {min(MEASURED_CORE)}, upstream + clients on core "
-        f"{min(OTHER_CORE)} · load average {os.getloadavg()[0]:.2f}",
+        f"relay scale benchmark · {rate:.0f} tokens/s per stream · log={args.log} · loops "
+        f"{', '.join(loops)} · measured on core {min(MEASURED_CORE)}, upstream + clients on "
+        f"core {min(OTHER_CORE)} · load average {os.getloadavg()[0]:.2f}",
         flush=True,
     )
     try:
-        for n in counts:
-            floor = run_phase(
-                "floor", n, args.duration, port, args.log, args.redis_url or "", up.pid or 0
-            )
-            relay = run_phase(
-                "relay", n, args.duration, port, args.log, args.redis_url or "", up.pid or 0
-            )
-            r = {
-                "streams": n,
-                "log": args.log,
-                "duration_s": args.duration,
-                "relay_cpu_us_per_event": relay["cpu_us_per_event"],
-                "floor_cpu_us_per_event": floor["cpu_us_per_event"],
-                "cpu_ratio": round(relay["cpu_us_per_event"] / floor["cpu_us_per_event"], 2),
-                "relay_p50_ms": relay["p50_ms"],
-                "relay_p99_ms": relay["p99_ms"],
-                "floor_p50_ms": floor["p50_ms"],
-                "floor_p99_ms": floor["p99_ms"],
-                "relay": relay,
-                "floor": floor,
-                "load_avg": round(os.getloadavg()[0], 2),
-            }
-            results.append(r)
-            print(json.dumps(r), flush=True)
+        for loop_kind in loops:
+            for n in counts:
+                phase = {
+                    kind: run_phase(kind, n, args.duration, port, args.log,
+                                    args.redis_url or "", up.pid or 0, loop_kind)
+                    for kind in ("floor", "relay")
+                }  # fmt: skip
+                relay, floor = phase["relay"], phase["floor"]
+                r = {
+                    "loop": loop_kind,
+                    "streams": n,
+                    "log": args.log,
+                    "duration_s": args.duration,
+                    "relay_cpu_us_per_event": relay["cpu_us_per_event"],
+                    "floor_cpu_us_per_event": floor["cpu_us_per_event"],
+                    "cpu_ratio": round(relay["cpu_us_per_event"] / floor["cpu_us_per_event"], 2),
+                    "relay_cpu_us_per_token": relay["cpu_us_per_token"],
+                    "streams_per_core": round(1e6 / max(relay["cpu_us_per_token"], 1e-9) / rate),
+                    "relay_p50_ms": relay["p50_ms"],
+                    "relay_p99_ms": relay["p99_ms"],
+                    "floor_p50_ms": floor["p50_ms"],
+                    "floor_p99_ms": floor["p99_ms"],
+                    "relay": relay,
+                    "floor": floor,
+                    "load_avg": round(os.getloadavg()[0], 2),
+                }
+                results.append(r)
+                print(json.dumps(r), flush=True)
     finally:
         parent.close()
         up.join(5)
         if up.is_alive():
             up.kill()
-    ok = [r["streams"] for r in results if r["relay_p99_ms"] <= 10.0]
-    capacity = max(ok) if ok else None
-    print("\n| streams | relay µs/event | floor µs/event | ratio | relay p50 / p99 ms "
-          "| floor p50 / p99 ms | relay CPU |")  # fmt: skip
-    print("|---:|---:|---:|---:|---:|---:|---:|")
+    print("\n| loop | streams | relay µs/event | floor µs/event | ratio | relay µs/token "
+          "| streams/core | relay p50 / p99 ms | floor p50 / p99 ms | relay CPU |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         print(
-            f"| {r['streams']} | {r['relay_cpu_us_per_event']} | {r['floor_cpu_us_per_event']} "
-            f"| {r['cpu_ratio']}× | {r['relay_p50_ms']} / {r['relay_p99_ms']} "
+            f"| {r['loop']} | {r['streams']} | {r['relay_cpu_us_per_event']} "
+            f"| {r['floor_cpu_us_per_event']} | {r['cpu_ratio']}× | {r['relay_cpu_us_per_token']} "
+            f"| {r['streams_per_core']} | {r['relay_p50_ms']} / {r['relay_p99_ms']} "
             f"| {r['floor_p50_ms']} / {r['floor_p99_ms']} | {r['relay']['cpu_pct']} % |"
         )
-    print(
-        f"\ncapacity (largest N run with relay p99 ≤ 10 ms at "
-        f"{1 / args.token_delay:.0f} tokens/s): {capacity} streams per relay core"
-    )
+    print(f"\nstreams/core: streams of {rate:.0f} tokens/s one core carries at the relay's CPU "
+          "per delivered token (measured at that N)")  # fmt: skip
     if args.json is not None:
-        args.json.write_text(
-            json.dumps({"results": results, "capacity_per_core": capacity}, indent=2)
-        )
+        args.json.write_text(json.dumps({"results": results}, indent=2))

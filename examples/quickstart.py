@@ -31,8 +31,7 @@ async def main() -> None:
     ) as stream:
         async for text in stream.text_stream:  # tokens as they arrive, footnotes as ¹ ²
             print(text, end="", flush=True)
-    # CitedAnswer: text, citations, sources, grounding, timings; a failure raises
-    answer = stream.answer.raise_for_error()
+    answer = stream.answer.raise_for_error()  # CitedAnswer; a failure raises StreamciteError
     print("\n\ncitations:")
     for c in answer.citations:
         print(f"  [{c.footnote}] {c.document_title} — {c.cited_text_heading}")

@@ -24,8 +24,10 @@ LINK_LINE = re.compile(r"^ {2}([⁰¹²³⁴⁵⁶⁷⁸⁹ ]+) (\S.*)$")
 
 
 def link_lines(out: str) -> list[str]:
-    """The targets of the ``  ¹ ² TARGET`` lines, as printed."""
-    return [m[2] for line in out.splitlines() if (m := LINK_LINE.match(line))]
+    """The targets of the ``  ¹ ² TARGET`` lines, as printed (not the quoted passages,
+    ``  ¹ “…”``)."""
+    matches = (LINK_LINE.match(line) for line in out.splitlines())
+    return [m[2] for m in matches if m and not m[2].startswith("“")]
 
 
 @pytest.fixture

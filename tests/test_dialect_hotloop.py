@@ -255,13 +255,78 @@ def test_responses_template_deltas_are_not_parsed(monkeypatch: pytest.MonkeyPatc
     _out, answer = _hot("responses", raw)
     assert answer.text == "".join(f"w{i}" for i in range(200))
     assert len(calls) == 5  # the prelude's three events, the part's first two deltas
-    # Deltas that differ in more than their text (per-event obfuscation) are all parsed,
-    # and after a few tries no template is written any more.
+    # OpenAI's per-event obfuscation string (letters and digits) varies: still the template.
     calls.clear()
-    obf = [_resp_delta(b"o", end=b'","obfuscation":"%d"}' % i) for i in range(100)]
+    obf = [_resp_delta(b"o", end=b'","obfuscation":"x%d"}' % i) for i in range(100)]
     _out, answer = _hot("responses", _resp_prelude() + obf)
     assert answer.text == "o" * 100
+    assert len(calls) == 5
+    # Deltas that differ in more than their text and obfuscation are all parsed, and after
+    # a few tries no template is written any more.
+    calls.clear()
+    other = [_resp_delta(b"o", end=b'","logprobs":[%d]}' % i) for i in range(100)]
+    _out, answer = _hot("responses", _resp_prelude() + other)
+    assert answer.text == "o" * 100
     assert len(calls) == 103
+
+
+def test_reasoning_deltas_by_template(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reasoning deltas (Responses' summary text, Anthropic's thinking, Cohere's thinking
+    and tool plan) take the template too: the same events as the general way, and only
+    the first of a run is parsed."""
+    import streamcite.core.dialects.anthropic as anthropic_mod
+    import streamcite.core.dialects.cohere as cohere_mod
+    import streamcite.core.dialects.responses as responses_mod
+
+    calls: list[bytes] = []
+
+    def counting(data: bytes) -> Any:
+        calls.append(data)
+        return orjson.loads(data)
+
+    for mod in (anthropic_mod, cohere_mod, responses_mod):
+        monkeypatch.setattr(mod, "loads", counting)
+    head = b'{"type":"response.reasoning_summary_text.delta","sequence_number":'
+    mid = b',"item_id":"rs_1","output_index":0,"summary_index":0,"delta":"'
+    raw = _resp_prelude() + [
+        (b"response.reasoning_summary_text.delta",
+         head + b"%d" % (i + 3) + mid + b'r\\u00e9%d","obfuscation":"Ab%d"}' % (i, i))
+        for i in range(50)
+    ]  # fmt: skip
+    assert _hot("responses", raw) == _general("responses", raw)
+    calls.clear()
+    _out, answer = _hot("responses", raw)
+    assert answer.reasoning_text == "".join(f"ré{i}" for i in range(50))
+    assert len(calls) == 4  # the prelude's three events, the first reasoning delta
+    anth = [
+        (b"content_block_start", b'{"type":"content_block_start","index":0,'
+         b'"content_block":{"type":"thinking","thinking":""}}'),
+        *[(b"content_block_delta", b'{"type":"content_block_delta","index":0,"delta":'
+           b'{"type":"thinking_delta","thinking":"t%d"}' % i + b" " * (i % 3) + b"}")
+          for i in range(40)],
+    ]  # fmt: skip
+    assert _hot("anthropic", anth) == _general("anthropic", anth)
+    calls.clear()
+    _out, answer = _hot("anthropic", anth)
+    assert answer.reasoning_text == "".join(f"t{i}" for i in range(40))
+    assert len(calls) == 2
+    coh = [
+        *[(b"tool-plan-delta", b'{"type":"tool-plan-delta","delta":{"message":'
+           b'{"tool_plan":"p%d"}}}' % i) for i in range(20)],
+        (b"content-start", b'{"type":"content-start","index":0,"delta":{"message":'
+         b'{"content":{"type":"thinking","thinking":""}}}}'),
+        *[(b"content-delta", b'{"type":"content-delta","index":0,"delta":{"message":'
+           b'{"content":{"thinking":"k%d"}}}}' % i) for i in range(20)],
+        (b"content-delta", b'{"type":"content-delta","index":0,"delta":{"message":'
+         b'{"content":{"thinking":"bad\\x"}}}}'),
+    ]  # fmt: skip
+    assert _hot("cohere", coh) == _general("cohere", coh)
+    calls.clear()
+    _out, answer = _hot("cohere", coh)
+    assert answer.reasoning_text == "".join(f"p{i}" for i in range(20)) + "".join(
+        f"k{i}" for i in range(20)
+    )
+    assert len(calls) == 4  # the first plan delta, the start, the first thinking, the bad one
 
 
 def test_responses_deeply_nested_field_no_template() -> None:

@@ -13,8 +13,9 @@ from typing import Any
 import orjson
 
 from streamcite.core.answer import AnswerBuilder
-from streamcite.core.bounds import MAX_CHOICES, TOO_MANY_CITATIONS, clip_message
-from streamcite.core.citations import bounded_citations
+from streamcite.core.bounds import MAX_CHOICES
+from streamcite.core.chunk_fields import ChunkFields
+from streamcite.core.chunk_surrogates import SurrogateHandling
 from streamcite.core.deltas import (
     check_spans,
     check_tool_arguments,
@@ -24,20 +25,17 @@ from streamcite.core.deltas import (
 from streamcite.core.errors_payload import error_from_payload
 from streamcite.core.events import (
     CitationRefEvent,
-    CitationsEvent,
     ErrorEvent,
     Event,
     FinishEvent,
-    MetaEvent,
     TokenEvent,
     UsageEvent,
 )
 from streamcite.core.fastpath import feed_keep_mode
 from streamcite.core.markers import FootnoteDetector, MarkerMode
-from streamcite.core.models import Usage
 from streamcite.core.named_events import named_event
 from streamcite.core.sse import OVERFLOW, RawEvent
-from streamcite.core.surrogates import SurrogateJoiner, loads_lone_surrogates, scrub_surrogates
+from streamcite.core.surrogates import SurrogateJoiner, loads_lone_surrogates
 from streamcite.core.template import ContentTemplate
 from streamcite.core.tokens import emit_token
 from streamcite.core.tool_placer import ToolPlacer
@@ -60,42 +58,21 @@ def _choice_usage(choices: list[Any]) -> Any:
     return None
 
 
-def _citation_lists(obj: dict[str, Any]) -> tuple[Any, Any]:
-    return obj.get("citations"), obj.get("search_results")
-
-
 def _has_extra(delta: dict[str, Any]) -> bool:
     """A delta carrying something besides its content string (reasoning, tool calls...)."""
     return any(delta.get(k) for k in _EXTRA_KEYS)
 
 
-class ChunkInterpreter:
-    """Interprets the data payloads of one chat stream and folds them into an answer."""
+class ChunkInterpreter(ChunkFields, SurrogateHandling):
+    """Interprets the data payloads of one chat stream and folds them into an answer.
 
-    __slots__ = (
-        "_builder",
-        "_detectors",
-        "_disp0",
-        "_finished",
-        "_last_citations",
-        "_meta_seen",
-        "_mode",
-        "_mode_keep",
-        "_raw0",
-        "_refs",
-        "_surr",
-        "_surr_held",
-        "_tools",
-        "_tpl",
-        "_tpl_off",
-        "_usage_pending",
-        "annotations_dropped",
-        "citations_dropped",
-        "cut",
-        "done",
-        "foreign_seen",
-        "spans_checked",
-    )
+    The hot path is here; the cold paths are its base classes, one concept each:
+    :class:`~streamcite.core.chunk_fields.ChunkFields` (meta, citations, usage),
+    :class:`~streamcite.core.chunk_surrogates.SurrogateHandling` (lone surrogates) and
+    :class:`~streamcite.core.chunk_faults.ChunkFaults` (errors and faults).
+    """
+
+    __slots__ = ()
 
     def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
         self._builder = builder if builder is not None else AnswerBuilder()
@@ -248,12 +225,6 @@ class ChunkInterpreter:
         if content:
             self._token(0, content, out)
 
-    def _overflow(self, out: list[Event]) -> None:
-        """The decoder dropped an event for its size (its :data:`OVERFLOW` marker)."""
-        if not self.done:
-            msg = "an SSE event exceeded max_event_size and was dropped"
-            self._fault(out, "event_too_large", msg, "sse")
-
     def _general(self, obj: Any, payload: bytes, out: list[Event]) -> None:
         if type(obj) is not dict:
             self._fault(out, "bad_chunk", f"chunk is not a JSON object: {payload[:120]!r}")
@@ -321,19 +292,6 @@ class ChunkInterpreter:
                 self._flush(idx, out)
                 finishes.append(FinishEvent(index=idx, reason=str(reason)))
         return finishes
-
-    def _provider_error(
-        self, err: Any, finishes: list[FinishEvent] | None, out: list[Event]
-    ) -> None:
-        """An error object in a chunk cut the answer, whatever follows it ([DONE], a
-        finish): enrichers skip it unless ``enrich_incomplete=True``. Not after choice
-        0's finish in an earlier chunk: then nothing of the answer was lost."""
-        ev = error_from_payload(err, "chunk")
-        self._builder.error(ev)
-        out.append(ev)
-        if not self.finished or any(f.index == 0 for f in finishes or ()):
-            self.cut = True
-            self._builder.complete = False
 
     def _index(self, ch: dict[str, Any], out: list[Event]) -> int | None:
         idx = ch.get("index", 0)
@@ -404,73 +362,6 @@ class ChunkInterpreter:
         if refs:
             self._add_refs(idx, refs, out)
 
-    def _keep_fields(self, obj: dict[str, Any]) -> None:
-        fields = self._builder.chunk_fields
-        for k, v in obj.items():
-            if k != "choices" and k not in fields:
-                fields[k] = v
-
-    def _meta(self, obj: dict[str, Any], out: list[Event]) -> None:
-        cid, model, created = obj.get("id"), obj.get("model"), obj.get("created")
-        if not cid and not model:
-            return  # e.g. Azure's preamble: empty id and model are not the completion's
-        self._keep_fields(obj)
-        self._meta_seen = True
-        ev = MetaEvent(
-            id=cid if isinstance(cid, str) else None,
-            model=model if isinstance(model, str) else None,
-            created=created if isinstance(created, int) and not isinstance(created, bool) else None,
-        )
-        self._builder.id = ev.id
-        self._builder.model = ev.model
-        out.append(ev)
-
-    def _citations(self, obj: dict[str, Any], out: list[Event]) -> None:
-        # Compared (and kept) up to one item beyond the caps: what is beyond them is
-        # never used, and a 10^6-item list is neither kept alive nor compared whole.
-        b = self._builder.bounds
-        cap = max(b.max_citations, b.max_search_results, b.max_citation_urls) + 1
-        raw = tuple(x[:cap] if type(x) is list else x for x in _citation_lists(obj))
-        if raw == self._last_citations:
-            return  # Perplexity repeats the set on every chunk
-        self._last_citations = raw
-        parsed = bounded_citations(obj, b)
-        if parsed is None:
-            return
-        citations, problems, over = parsed
-        if problems:
-            self._fault(out, "bad_citations", clip_message("; ".join(problems[:5])))
-        if over:
-            if not self.citations_dropped:  # reported once per stream, then counted
-                self._fault(out, TOO_MANY_CITATIONS, over)
-            self.citations_dropped += 1
-        if citations:
-            self._builder.citations = citations
-            out.append(CitationsEvent(citations=citations))
-
-    def _usage(self, usage: Any, out: list[Event], *, final: bool = True) -> None:
-        if type(usage) is not dict:
-            self._fault(out, "bad_chunk", f"usage is not an object: {usage!r:.120}")
-            return
-        vals = []
-        for k in ("prompt_tokens", "completion_tokens", "total_tokens"):
-            v = usage.get(k)
-            vals.append(v if isinstance(v, int) and not isinstance(v, bool) else None)
-        self._builder.usage = Usage(*vals)
-        ev = UsageEvent(prompt_tokens=vals[0], completion_tokens=vals[1], total_tokens=vals[2])
-        if final:
-            self._usage_pending = None
-            out.append(ev)
-        else:
-            # Usage on a mid-stream chunk (providers that send it on every chunk): kept,
-            # and reported once, at the finish / usage chunk or at the end of the stream.
-            self._usage_pending = ev
-
-    def _flush_usage(self, out: list[Event]) -> None:
-        if self._usage_pending is not None:
-            out.append(self._usage_pending)
-            self._usage_pending = None
-
     def _done(self, out: list[Event]) -> None:
         """``[DONE]``: the answer is complete unless a provider error cut it."""
         self._release_held(out)
@@ -478,111 +369,6 @@ class ChunkInterpreter:
         self._builder.complete = not self.cut
         check_spans(self, out)
         self._flush_usage(out)
-
-    def _lenient(self, obj: dict[str, Any], out: list[Event]) -> None:
-        """A chunk orjson refused for its lone surrogate escapes (cold). Each choice's
-        content joins a high half held from its previous content, and holds back a high
-        half it ends with (the template is off while one is held, so the next token
-        comes through :meth:`_token`); any other surrogate left alone becomes U+FFFD,
-        reported as ``lone_surrogate``."""
-        joiner = self._surr
-        if joiner is None:
-            joiner = self._surr = SurrogateJoiner()
-        lone = 0
-        choices = obj.get("choices")
-        for ch in choices if type(choices) is list else ():
-            delta = ch.get("delta") if type(ch) is dict else None
-            if type(delta) is not dict or type(c := delta.get("content")) is not str:
-                continue
-            idx = ch.get("index", 0)
-            if type(idx) is int and 0 <= idx < self._builder.bounds.max_choices:
-                delta["content"], n = joiner.join(idx, c)
-                lone += n
-        obj, n = scrub_surrogates(obj)
-        lone += n
-        if lone:
-            self._lone_surrogates(lone, out)
-        self._surr_held = False  # this chunk's tokens were joined above
-        self._interpret(obj, "delta", out)
-        self._surr_held = bool(joiner.held)
-        self._hold_template()
-
-    def _hold_template(self) -> None:
-        """The template is off while a high surrogate is held, back on after (cold)."""
-        if self._surr_held:
-            if self._tpl.on:
-                self._tpl.on = False
-                self._tpl_off = True
-        elif self._tpl_off:
-            self._tpl.on = True
-            self._tpl_off = False
-
-    def _release_held(self, out: list[Event], idx: int | None = None) -> None:
-        """High halves still held at a choice's finish (``idx``) or the end: U+FFFD."""
-        if self._surr is not None and self._surr_held:
-            for k in [idx] if idx is not None else list(self._surr.held):
-                if k in self._surr.held:
-                    self._token(k, "", out)
-
-    def _unhold(self, idx: int, out: list[Event]) -> str:
-        """A token of ``idx`` that did not start with the low half of the high one held:
-        that one was alone (U+FFFD, reported). ``""`` when nothing is held for ``idx``."""
-        assert self._surr is not None
-        lone = self._surr.release(idx)
-        self._surr_held = bool(self._surr.held)
-        if lone is None:
-            return ""
-        self._lone_surrogates(1, out)
-        self._hold_template()
-        return lone
-
-    def _lone_surrogates(self, n: int, out: list[Event]) -> None:
-        msg = f"{n} lone UTF-16 surrogate(s) in the stream's JSON: replaced by U+FFFD"
-        self._fault(out, "lone_surrogate", msg)
-
-    def cut_for_size(self, ev: ErrorEvent, out: list[Event]) -> None:
-        """The builder's ``answer_too_large`` (already recorded): the answer ends here,
-        incomplete; nothing more of the stream is interpreted (as after ``[DONE]``)."""
-        out.append(ev)
-        self.cut = True
-        self.done = True
-        self._builder.complete = False
-        self._usage_pending = None
-
-    def _sse_error(self, payload: bytes, out: list[Event]) -> None:
-        try:
-            obj = _loads(payload)
-        except _JSONDecodeError:
-            obj = payload.decode("utf-8", "replace")
-        if isinstance(obj, dict) and "error" in obj:
-            obj = obj["error"]
-        ev = error_from_payload(obj, "sse")
-        self._builder.error(ev)
-        out.append(ev)
-
-    def _foreign(self, obj: dict[str, Any], out: list[Event]) -> None:
-        """A chunk in another API's shape (an Anthropic, Responses or Cohere event, a
-        Gemini response) read as chat: nothing of it is the answer, and an empty answer
-        must not pass for a whole one. Reported once, the answer marked cut."""
-        self.cut = True
-        if self.foreign_seen:
-            return
-        self.foreign_seen = True
-        kind = obj.get("type")
-        what = f"an event of type {kind!r:.60}" if type(kind) is str else "a Gemini response"
-        msg = (
-            f"{what} has no choices: this is not a Chat Completions stream; read it with "
-            "its API (stream_chat(api=...)) or dialect='auto'"
-        )
-        self._fault(out, "wrong_dialect", msg)
-
-    def _fault(
-        self, out: list[Event], code: str, message: str, stage: str = "chunk"
-    ) -> list[Event]:
-        ev = ErrorEvent(code=code, message=message, retryable=False, stage=stage)
-        self._builder.error(ev)
-        out.append(ev)
-        return out
 
     # -- whole bodies and the end --------------------------------------------------
 

@@ -23,8 +23,8 @@ from aiohttp import WSMsgType, web
 from streamcite.logs import get_logger
 from streamcite.relay.guard import Identity
 from streamcite.relay.protocol import CloseCode, envelope, heartbeat_frame
-from streamcite.relay.streamlog import LogEntry
 from streamcite.relay.writer import SendGate
+from streamcite.streamlog import LogEntry
 
 __all__ = [
     "AiSdkClient",

@@ -16,6 +16,7 @@ from typing import Any
 
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.dialects.base import (
+    MAX_SPANS,
     Handler,
     JSONDecodeError,
     StreamState,
@@ -40,6 +41,9 @@ _REASONS = {
 }
 _HEAD = b'{"type":"content-delta","index":'
 _MID = b',"delta":{"message":{"content":{"text":"'
+_THINK = b',"delta":{"message":{"content":{"thinking":"'
+_PLAN = b'{"type":"tool-plan-delta","delta":{"message":{"tool_plan":"'
+_PLAN_END = b'"}}}'
 """A text delta's bytes, as Cohere sends them: ``_HEAD``, the content index, ``_MID``,
 the text, ``"}}}}`` (dialects/hotloop.py)."""
 _IGNORED = frozenset({"content-end", "tool-call-end", "citation-end", "debug"})
@@ -143,7 +147,34 @@ class CohereInterpreter(TemplatedState):
             if t:
                 self.token(0, t, out)
             return
+        if self._reasoning_template(obj, c, m, out):
+            return
         self.event(item[0], obj, out)
+
+    def _reasoning_template(self, obj: dict[str, Any], c: Any, m: Any, out: list[Event]) -> bool:
+        """A thinking ``content-delta`` of a known block, or a ``tool-plan-delta``: taken
+        (a reasoning delta) and the template of the next ones written."""
+        kind = obj.get("type")
+        if (
+            kind == "content-delta"
+            and c.__class__ is dict
+            and len(c) == 1
+            and (t := c.get("thinking")).__class__ is str
+            and (idx := obj.get("index", 0)).__class__ is int
+            and idx in self._blocks
+        ):
+            self._rpre, self._rend = b"%s%d%s" % (_HEAD, idx, _THINK), self._END
+        elif (
+            kind == "tool-plan-delta"
+            and m.__class__ is dict
+            and (t := m.get("tool_plan")).__class__ is str
+        ):
+            self._rpre, self._rend = _PLAN, _PLAN_END
+        else:
+            return False
+        if t:
+            self.reasoning(0, t, out)
+        return True
 
     def end_marker(self, out: list[Event]) -> None:
         self.end(out)
@@ -249,21 +280,28 @@ class CohereInterpreter(TemplatedState):
             # A span cited to nothing: no citation to hang it on (reported, not kept).
             self.fault(out, "bad_citations", f"citation {start}-{end} without sources")
             return
-        docs: list[int] = []
+        docs: list[tuple[int, str | None, dict[str, Any] | None]] = []
+        seen: set[tuple[int, str | None]] = set()
         for src in sources:
             got = _source(src)
             if got is None:
                 self.fault(out, "bad_citations", f"citation source: {src!r:.120}")
                 continue
+            passage, meta = got[1].cited_text, got[1].provider_metadata
             doc = self.cite(got[0], got[1], out)
-            if doc is not None and doc not in docs:
-                docs.append(doc)
-        for doc in docs:
+            if doc is None or (doc, passage) in seen:
+                continue
+            if len(docs) >= MAX_SPANS:
+                self.span_over(out)
+                continue
+            seen.add((doc, passage))
+            docs.append((doc, passage, meta))  # each source's own passage
+        for doc, passage, meta in docs:
             if type(text) is str and self.text_slice(base + start, base + end) != text:
                 msg = f"citation {start}-{end} does not hold its text {text!r:.60}"
                 self.fault(out, "bad_citation_span", msg)
                 break
-            self.span(doc, base + start, base + end, out)
+            self.span(doc, base + start, base + end, out, passage, meta)
         if docs:
             self.emit_citations(out)
 

@@ -26,7 +26,7 @@ from streamcite.core.markers import MarkerMode
 from streamcite.core.sse import RawEvent
 from streamcite.core.template import has_control, string_body
 
-__all__ = ["NO_TEMPLATE", "SequencedState", "TemplatedState", "padded_end"]
+__all__ = ["NO_SEQ", "NO_TEMPLATE", "SequencedState", "Template", "TemplatedState", "padded_end"]
 
 expect_fields(TokenEvent, ["type", "index", "text", "display"], "dialects/hotloop.py")
 _new = object.__new__
@@ -48,10 +48,27 @@ def padded_end(tail: bytes, end: bytes) -> bool:
     )
 
 
-class TemplatedState(StreamState):
-    """A dialect whose text deltas the hot loop of :meth:`feed_raw` takes by their bytes."""
+def _body_text(body: bytes) -> str | None:
+    """``body`` decoded as the inside of a JSON string (None: not one, or not UTF-8, or a
+    raw control character: the general way reports it)."""
+    if 0x22 in body or 0x5C in body:  # ints: ten times faster than bytes
+        return string_body(body)  # escapes (None: not a JSON string body)
+    try:
+        t = body.decode()
+    except UnicodeDecodeError:
+        return None
+    if not t.isprintable() and has_control(t):
+        return None  # raw control characters: invalid JSON
+    return t
 
-    __slots__ = ("_pre",)
+
+class TemplatedState(StreamState):
+    """A dialect whose text deltas the hot loop of :meth:`feed_raw` takes by their bytes,
+    and its reasoning deltas likewise when the dialect wrote their template
+    (:attr:`_rpre`, :attr:`_rend`: Anthropic's ``thinking_delta``, Cohere's thinking and
+    tool plan)."""
+
+    __slots__ = ("_pre", "_rend", "_rpre")
 
     _END = b'"}'
     """The bytes after a text delta's text (the dialect's own)."""
@@ -60,20 +77,24 @@ class TemplatedState(StreamState):
         super().__init__(builder, marker_mode)
         self._pre = NO_TEMPLATE
         """The bytes before the text of the last text delta taken (the dialect sets it)."""
+        self._rpre = NO_TEMPLATE
+        """The bytes before the text of the last reasoning delta taken (the dialect sets it)."""
+        self._rend = self._END
+        """The bytes after that reasoning text."""
 
     def _general(self, item: RawEvent, out: list[Event]) -> None:
         """One event the template did not take (the dialect's general way)."""
         raise NotImplementedError
 
     def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:  # noqa: C901, RUF100
-        """The hot loop: template text deltas inline, every other event to
+        """The hot loop: template text and reasoning deltas inline, every other event to
         :meth:`_general` (the detector's offset handed over around it)."""
         if self.done:
             return
         append, text_append, det = out.append, self._raw0.append, self._det0
         keep, offset = det.keep, det.offset
         fast = keep and not det.held and self._surr is None
-        pre, plen = self._pre, len(self._pre)
+        pre, plen, rpre = self._pre, len(self._pre), self._rpre
         end = self._END
         elen = len(end)
         make, token, length = _new, TokenEvent, len  # locals: no global lookups per event
@@ -115,31 +136,92 @@ class TemplatedState(StreamState):
                     continue
                 if t is not None and length(data) >= plen + elen:
                     continue  # an empty text (shorter: the quotes overlap, not JSON)
+            elif (
+                item.__class__ is tuple
+                and item[1].startswith(rpre)
+                and self._reasoned(item[1], out)
+            ):
+                continue
             det.offset = offset
             self._general(item, out)
             if self.done:
                 return
             offset = det.offset
             fast = keep and not det.held and self._surr is None
-            pre, plen = self._pre, len(self._pre)
+            pre, plen, rpre = self._pre, len(self._pre), self._rpre
         det.offset = offset
+
+    def _reasoned(self, data: bytes, out: list[Event]) -> bool:
+        """``data`` is the reasoning template's event: its text taken (True), or not."""
+        p, e = len(self._rpre), self._rend
+        if data.endswith(e):
+            body = data[p : -len(e)]
+        else:  # padded, or not the template
+            q = data.rfind(0x22)
+            if q < p or not padded_end(data[q:], e):
+                return False
+            body = data[p:q]
+        t = _body_text(body)
+        if t is None or len(data) < p + len(e):
+            return False  # (shorter: the quotes overlap, not JSON)
+        if t:
+            self.reasoning(0, t, out)
+        return True
+
+
+Template = tuple[bytes, int, bytes, int, bytes, int, bool]
+"""A sequenced delta's template: ``pre`` (the type and ``"sequence_number":``), its
+length, ``mid`` (the fields up to the text's opening quote), its length, ``tail`` (the
+closing quote and the fields after the text, up to ``"obfuscation":"`` when the next is
+true), its length, and whether an obfuscation string (ASCII letters and digits) and
+``"}`` end the event."""
+NO_SEQ: Template = (NO_TEMPLATE, 1, NO_TEMPLATE, 1, NO_TEMPLATE, 1, False)
+
+
+def _sequenced_body(data: bytes, tpl: Template) -> bytes | None:
+    """The text's bytes of ``data`` if it is ``tpl``'s event (any sequence number of up to
+    18 digits, and obfuscation string), else None."""
+    _pre, plen, mid, mlen, tail, tlen, obf = tpl
+    j = data.find(0x2C, plen)  # the number's comma
+    if not (
+        0 < j - plen < 19
+        and data.startswith(mid, j)
+        and (num := data[plen:j]).isdigit()
+        and (num[0] != 0x30 or j - plen == 1)  # a JSON integer: no leading zero
+    ):
+        return None
+    if obf:
+        stop = data.rfind(tail)
+        if not data.endswith(b'"}'):
+            return None
+        o = data[stop + tlen : -2]
+        if o and not o.isalnum():  # ASCII letters and digits only: a JSON string body
+            return None
+    else:
+        if not data.endswith(tail):
+            return None
+        stop = len(data) - tlen
+    return data[j + mlen : stop] if stop >= j + mlen else None  # (else the quotes overlap)
 
 
 class SequencedState(TemplatedState):
-    """A dialect whose text deltas carry a sequence number before the fields that place
-    them (OpenAI Responses): the template is ``_pre`` (the event type and
-    ``"sequence_number":``), any JSON integer of up to 18 digits, ``_mid`` (the fields up to
-    the text's opening quote), the text, ``_tail`` (its closing quote and the rest). The
-    dialect writes ``_mid`` and ``_tail`` from a parsed event's own values (their JSON as
-    orjson writes it, checked against the event's bytes), so a match is that event but for
-    its sequence number (which no dialect reads) and its text."""
+    """A dialect whose text and reasoning deltas carry a sequence number before the fields
+    that place them (OpenAI Responses): each template (:data:`Template`) is the event type
+    and ``"sequence_number":``, any JSON integer of up to 18 digits, the fields up to the
+    text's opening quote, the text, its closing quote and the rest — where OpenAI's
+    per-event ``obfuscation`` string (letters and digits) may vary too. The dialect writes
+    a template from a parsed event's own values (their JSON as orjson writes it, checked
+    against the event's bytes), so a match is that event but for its sequence number and
+    obfuscation (which no dialect reads) and its text."""
 
-    __slots__ = ("_mid", "_tail")
+    __slots__ = ("_rtpl", "_tpl")
 
     def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
         super().__init__(builder, marker_mode)
-        self._mid = NO_TEMPLATE
-        self._tail = NO_TEMPLATE
+        self._tpl = NO_SEQ
+        """The text deltas' template."""
+        self._rtpl = NO_SEQ
+        """The reasoning deltas' template."""
 
     def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:  # noqa: C901, RUF100
         """The hot loop of :class:`TemplatedState`, with the sequence number skipped."""
@@ -148,37 +230,24 @@ class SequencedState(TemplatedState):
         append, text_append, det = out.append, self._raw0.append, self._det0
         keep, offset = det.keep, det.offset
         fast = keep and not det.held and self._surr is None
-        pre, mid, end = self._pre, self._mid, self._tail
-        plen, mlen, elen = len(pre), len(mid), len(end)
-        make, token, length = _new, TokenEvent, len  # locals: no global lookups per event
+        tpl, rtpl = self._tpl, self._rtpl
+        seq_body, make, token, length = _sequenced_body, _new, TokenEvent, len
         for item in raw:
             # A tuple item is a named event (OVERFLOW's data is empty: it never matches).
-            if (
-                item.__class__ is tuple
-                and (data := item[1]).startswith(pre)
-                and data.endswith(end)
-                and 0 < (j := data.find(0x2C, plen)) - plen < 19  # the number's comma
-                and data.startswith(mid, j)
-                and (num := data[plen:j]).isdigit()
-                and (num[0] != 0x30 or j - plen == 1)  # a JSON integer: no leading zero
-                and (stop := length(data) - elen) >= j + mlen  # (else the quotes overlap)
-            ):
-                body = data[j + mlen : stop]
-                t: str | None
-                if 0x22 in body or 0x5C in body:  # ints: ten times faster than bytes
-                    t = string_body(body)  # escapes (None: not a JSON string body)
+            if item.__class__ is tuple:
+                data = item[1]
+                if data.startswith(tpl[0]):
+                    body, reason = seq_body(data, tpl), False
+                elif data.startswith(rtpl[0]):
+                    body, reason = seq_body(data, rtpl), True
                 else:
-                    try:
-                        t = body.decode()
-                    except UnicodeDecodeError:
-                        t = None  # the general way reports it
-                    else:
-                        if not t.isprintable() and has_control(t):
-                            t = None  # raw control characters: invalid JSON
-                if t is not None:
+                    body = None
+                if body is not None and (t := _body_text(body)) is not None:
                     if not t:
                         continue
-                    if fast and "[" not in t:
+                    if reason:
+                        self.reasoning(0, t, out)
+                    elif fast and "[" not in t:
                         offset += length(t)
                         ev = make(token)  # built as new_token does, inline
                         ev.type = "token"
@@ -186,11 +255,11 @@ class SequencedState(TemplatedState):
                         ev.text = ev.display = t
                         append(ev)
                         text_append(t)
-                        continue
-                    det.offset = offset
-                    self.token(0, t, out)
-                    offset = det.offset
-                    fast = keep and not det.held and self._surr is None
+                    else:
+                        det.offset = offset
+                        self.token(0, t, out)
+                        offset = det.offset
+                        fast = keep and not det.held and self._surr is None
                     continue
             det.offset = offset
             self._general(item, out)
@@ -198,6 +267,5 @@ class SequencedState(TemplatedState):
                 return
             offset = det.offset
             fast = keep and not det.held and self._surr is None
-            pre, mid, end = self._pre, self._mid, self._tail
-            plen, mlen, elen = len(pre), len(mid), len(end)
+            tpl, rtpl = self._tpl, self._rtpl
         det.offset = offset

@@ -22,7 +22,7 @@ from orjson import dumps
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.bounds import StreamBounds
 from streamcite.core.dialects.base import Handler, JSONDecodeError, StreamState, loads
-from streamcite.core.dialects.hotloop import SequencedState
+from streamcite.core.dialects.hotloop import SequencedState, Template
 from streamcite.core.events import Event
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
@@ -94,7 +94,13 @@ _SKIM = 1 << 16
 """An event larger than this whose SSE name is an ignored type, and whose data says
 so from its first key, is passed without being parsed (``.done`` echoes of a large
 answer: orjson's peak is ~13 times the bytes it parses)."""
-_HEAD = b'{"type":"response.output_text.delta","sequence_number":'
+_REASONING = frozenset({"response.reasoning_summary_text.delta", "response.reasoning_text.delta"})
+
+
+def _alnum(s: str) -> bool:
+    return s.isascii() and s.isalnum()
+
+
 _MAX_LEARNED = 16
 """Text-delta templates written per stream: one per text part in a plain stream; a stream
 whose deltas differ in more than their text stops being learned (parsed as before)."""
@@ -165,39 +171,54 @@ class ResponsesInterpreter(SequencedState):
         if obj.__class__ is not dict:
             self.fault(out, "bad_chunk", f"event is not a JSON object: {data[:120]!r}")
             return
+        kind = obj.get("type")
         if (
-            obj.get("type") == "response.output_text.delta"
+            kind == "response.output_text.delta"
             and (t := obj.get("delta")).__class__ is str
             and self._texts
             and (obj.get("item_id"), obj.get("content_index")) in self._parts
         ):
-            if self._learned < _MAX_LEARNED:
-                self._learn(obj, data)
+            if self._learned < _MAX_LEARNED and (tpl := self._learn(obj, data)) is not None:
+                self._tpl = tpl
             if t:
                 self.token(0, t, out)
             return
+        if kind in _REASONING and (t := obj.get("delta")).__class__ is str:
+            if self._learned < _MAX_LEARNED and (tpl := self._learn(obj, data)) is not None:
+                self._rtpl = tpl
+            if t:
+                self.reasoning(0, t, out)
+            return
         self.event(item[0], obj, out)
 
-    def _learn(self, obj: dict[str, Any], data: bytes) -> None:
-        """The template of this text part's deltas, from one of them: the fields before and
+    def _learn(self, obj: dict[str, Any], data: bytes) -> Template | None:
+        """The template of this part's deltas, from one of them: the fields before and
         after the text written as orjson writes their values, kept if they are this event's
-        bytes (a stream whose deltas differ in more than the text and the sequence number,
-        such as per-event ``obfuscation``, stops being learned after a few tries)."""
+        bytes; a last ``obfuscation`` string of letters and digits may vary (OpenAI sends
+        one per event). A stream whose deltas differ in more than that, the text and the
+        sequence number stops being learned after a few tries."""
         self._learned += 1
         keys = list(obj)
         seq = obj.get("sequence_number")
         if keys[:2] != ["type", "sequence_number"] or seq.__class__ is not int or seq < 0:
-            return
+            return None
         at = keys.index("delta")
+        obf = obj[keys[-1]] if keys[-1] == "obfuscation" and at < len(keys) - 1 else None
+        if obf is not None and not (obf.__class__ is str and (not obf or _alnum(obf))):
+            return None
+        after = keys[at + 1 : -1] if obf is not None else keys[at + 1 :]
         try:
+            head = b'{"type":%s,"sequence_number":' % dumps(obj["type"])
             mid = b"".join(b",%s:%s" % (dumps(k), dumps(obj[k])) for k in keys[2:at])
-            tail = b"".join(b",%s:%s" % (dumps(k), dumps(obj[k])) for k in keys[at + 1 :])
+            tail = b"".join(b",%s:%s" % (dumps(k), dumps(obj[k])) for k in after)
         except TypeError:  # orjson's own limit (a value nested deeper than 254): no template
-            return
+            return None
         mid += b',"delta":"'
-        tail = b'"' + tail + b"}"
-        if data.startswith(b"%s%d%s" % (_HEAD, seq, mid)) and data.endswith(tail):
-            self._pre, self._mid, self._tail = _HEAD, mid, tail
+        tail = b'"' + tail + (b',"obfuscation":"' if obf is not None else b"}")
+        last = b'%s"}' % obf.encode() if obf is not None else b""
+        if data.startswith(b"%s%d%s" % (head, seq, mid)) and data.endswith(tail + last):
+            return (head, len(head), mid, len(mid), tail, len(tail), obf is not None)
+        return None
 
     def _created(self, obj: dict[str, Any], out: list[Event]) -> None:
         r = obj.get("response")
@@ -269,7 +290,8 @@ class ResponsesInterpreter(SequencedState):
                 self.fault(out, "bad_annotation", f"span is not integers: {note!r:.120}")
             else:
                 base = self._parts.get((obj.get("item_id"), obj.get("content_index")), 0)
-                self.span(doc, base + start, base + end, out)
+                # No quoted passage in any Responses annotation: cited_text stays None.
+                self.span(doc, base + start, base + end, out, None, meta)
         self.emit_citations(out)
 
     def _reasoning_delta(self, obj: dict[str, Any], out: list[Event]) -> None:

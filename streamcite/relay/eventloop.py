@@ -1,0 +1,47 @@
+"""Choosing an event loop: asyncio's, or uvloop (``pip install 'streamcite[uvloop]'``).
+
+Used by ``benchmarks/bench_relay.py --streams`` to measure the relay and a bare forwarder
+on both loops. The relay's command still runs on asyncio's loop: on uvloop the relay
+accepts a stream but delivers none of its events (docs/performance.md, "Relay"), which
+must be understood before uvloop is offered there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+from collections.abc import Callable, Coroutine
+from typing import Any, Literal, TypeVar
+
+__all__ = ["LOOPS", "LoopChoice", "loop_factory", "resolve", "run"]
+
+LoopChoice = Literal["auto", "asyncio", "uvloop"]
+LOOPS: tuple[LoopChoice, ...] = ("auto", "asyncio", "uvloop")
+T = TypeVar("T")
+
+
+def resolve(choice: LoopChoice) -> Literal["asyncio", "uvloop"]:
+    """``auto`` → ``uvloop`` if it can be imported, else ``asyncio``; ``uvloop`` when it is
+    not installed raises :class:`RuntimeError` with the command that installs it."""
+    have = importlib.util.find_spec("uvloop") is not None
+    if choice == "auto":
+        return "uvloop" if have else "asyncio"
+    if choice == "uvloop" and not have:
+        raise RuntimeError("uvloop is not installed: pip install 'streamcite[uvloop]'")
+    return choice
+
+
+def loop_factory(choice: LoopChoice = "auto") -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The loop factory for :class:`asyncio.Runner` (None: asyncio's own loop)."""
+    if resolve(choice) == "asyncio":
+        return None
+    import uvloop
+
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
+
+
+def run(coro: Coroutine[Any, Any, T], choice: LoopChoice = "auto") -> T:
+    """``asyncio.run(coro)`` on the chosen loop."""
+    with asyncio.Runner(loop_factory=loop_factory(choice)) as runner:
+        return runner.run(coro)
