@@ -108,7 +108,13 @@ def discover_model(base_url: str, api: str, key: str | None) -> str:
         reason = connect_message(f"cannot connect: {type(exc).__name__}", url)
         raise ModelListError(f"no --model given and {one_line(reason)}; or {fix}") from None
     if status >= 400:
-        raise ModelListError(f"no --model given and GET {shown} answered HTTP {status}; {fix}")
+        from streamcite.apps._usage import base_url_hint
+
+        hint = base_url_hint(base_url, status, api)  # a wrong root: where the API lives
+        hint = f"; {one_line(hint.removeprefix('hint: '))}" if hint else ""
+        raise ModelListError(
+            f"no --model given and GET {shown} answered HTTP {status}{hint}; or {fix}"
+        )
     try:
         names = _names(orjson.loads(raw))
     except orjson.JSONDecodeError:

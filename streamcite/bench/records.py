@@ -24,8 +24,8 @@ MAX_MESSAGE = 200
 def message_of(text: str) -> str:
     """An error message for results.json, requests.csv and the summary: one line, no
     control characters or escape sequences, at most :data:`MAX_MESSAGE` characters."""
-    from streamcite.core.terminal import one_line
     from streamcite.core.bounds import clip_message
+    from streamcite.core.terminal import one_line
 
     return clip_message(one_line(" ".join(text.split())), MAX_MESSAGE)
 
