@@ -189,9 +189,9 @@ def test_a_remote_url_without_its_key_warns(monkeypatch: pytest.MonkeyPatch) -> 
 
 EXPECTED = {
     "openai": ("chat", "https://api.openai.com/v1", "OPENAI_API_KEY"),
-    "anthropic": ("anthropic", "https://api.anthropic.com/v1", "ANTHROPIC_API_KEY"),
-    "gemini": ("gemini", "https://generativelanguage.googleapis.com/v1beta", "GEMINI_API_KEY"),
-    "cohere": ("cohere", "https://api.cohere.com/v2", "CO_API_KEY"),
+    "anthropic": ("anthropic", "https://api.anthropic.com", "ANTHROPIC_API_KEY"),
+    "gemini": ("gemini", "https://generativelanguage.googleapis.com", "GEMINI_API_KEY"),
+    "cohere": ("cohere", "https://api.cohere.com", "CO_API_KEY"),
     "perplexity": ("chat", "https://api.perplexity.ai", "PERPLEXITY_API_KEY"),
     "openrouter": ("chat", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
 }

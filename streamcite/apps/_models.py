@@ -37,7 +37,9 @@ class SeveralModels(click.UsageError):
 
 def models_url(base_url: str, api: str) -> str:
     """Where ``api``'s model list lives for the API root ``base_url``."""
-    root = base_url.rstrip("/")
+    from streamcite.pipeline.apis import api_base
+
+    root = api_base(base_url, api).rstrip("/")  # a server root: the SDK's version added
     if api == "cohere" and root.endswith("/v2"):
         root = root[: -len("/v2")] + "/v1"  # Cohere lists its models under v1
     return root + "/models"

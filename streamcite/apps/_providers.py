@@ -31,13 +31,13 @@ LOCAL_ROOT = "http://127.0.0.1:8765"
 
 PRESETS: dict[str, Preset] = {
     "openai": Preset("chat", "https://api.openai.com/v1", ("OPENAI_API_KEY",)),
-    "anthropic": Preset("anthropic", "https://api.anthropic.com/v1", ("ANTHROPIC_API_KEY",)),
+    "anthropic": Preset("anthropic", "https://api.anthropic.com", ("ANTHROPIC_API_KEY",)),
     "gemini": Preset(
         "gemini",
-        "https://generativelanguage.googleapis.com/v1beta",
+        "https://generativelanguage.googleapis.com",
         ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
     ),
-    "cohere": Preset("cohere", "https://api.cohere.com/v2", ("CO_API_KEY", "COHERE_API_KEY")),
+    "cohere": Preset("cohere", "https://api.cohere.com", ("CO_API_KEY", "COHERE_API_KEY")),
     "perplexity": Preset("chat", "https://api.perplexity.ai", ("PERPLEXITY_API_KEY",)),
     "openrouter": Preset("chat", "https://openrouter.ai/api/v1", ("OPENROUTER_API_KEY",)),
     "local": Preset("chat", LOCAL_ROOT + "/v1", ()),
@@ -61,7 +61,7 @@ def presets_help() -> str:
     help's wrapping: click leaves a ``\\b`` paragraph as it is)::
 
         anthropic   anthropic API, key ANTHROPIC_API_KEY
-                    https://api.anthropic.com/v1
+                    https://api.anthropic.com
     """
     lines = ["\b", "Providers (--provider NAME): API, key variable(s), base URL"]
     for name, p in PRESETS.items():

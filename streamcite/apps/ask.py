@@ -108,7 +108,8 @@ class AskOptions:
     "below). --api, --base-url and --api-key-env override them.",
 )
 @base_url_option(
-    "API root with its version (…/v1; Gemini …/v1beta, Cohere …/v2). "
+    "API root with its version (…/v1; Gemini …/v1beta, Cohere …/v2), or for "
+    "--api anthropic, gemini, cohere the server's root as their SDKs take it. "
     "Default: the embedded local backend, started for this command."
 )
 @api_option()
