@@ -192,7 +192,7 @@ def test_the_quick_starts_commands_work_in_a_fresh_shell() -> None:
     assert commands and all(
         c.split()[0] in ("make",) or c.startswith(".venv/bin/") for c in commands
     )
-    assert "`.venv/bin/python` [`examples/quickstart.py`]" in quick
+    assert "$ .venv/bin/python examples/quickstart.py" in quick
     dry = subprocess.run(
         ["make", "-n", "serve", "ARGS=--port 0"],
         capture_output=True,
