@@ -63,6 +63,7 @@ expect_fields(
         "enrichment_skipped",
         "claims",
         "skipped_types",
+        "provider_tools",
     ],
     "answer.py (AnswerBuilder.snapshot)",
 )
