@@ -20,7 +20,7 @@ from typing import Any
 from orjson import dumps
 
 from streamcite.core.answer import AnswerBuilder
-from streamcite.core.bounds import StreamBounds
+from streamcite.core.bounds import REPEAT_BYTES_PER_CHAR, StreamBounds
 from streamcite.core.dialects.base import Handler, JSONDecodeError, StreamState, loads
 from streamcite.core.dialects.hotloop import SequencedState, Template
 from streamcite.core.events import Event
@@ -31,9 +31,6 @@ from streamcite.core.sse import OVERFLOW, RawEvent
 
 __all__ = ["REPEAT_BYTES_PER_CHAR", "ResponsesInterpreter", "event_limit"]
 
-REPEAT_BYTES_PER_CHAR = 4
-"""Bytes an event may take per character of the answer cap, in this dialect: the UTF-8
-of any character (JSON escapes of control characters aside)."""
 
 
 def event_limit(max_event_size: int, bounds: StreamBounds) -> int:
@@ -44,7 +41,9 @@ def event_limit(max_event_size: int, bounds: StreamBounds) -> int:
     the usage and the status): an answer within ``bounds.max_answer_chars`` must not
     make them too large to read. So the limit is ``max_event_size`` plus the UTF-8 of
     an answer at the cap; the answer cap bounds what the answer holds, one event at a
-    time is held (docs/provider-streams.md "Dialects").
+    time is held (docs/provider-streams.md "Dialects"). What is parsed is held to less:
+    an event beyond ``bounds.max_event_bytes`` is parsed only within
+    :meth:`~streamcite.core.bounds.StreamBounds.repeat_limit` of the answer so far.
 
     >>> event_limit(1 << 16, StreamBounds(max_answer_chars=1000))
     69536
@@ -162,7 +161,7 @@ class ResponsesInterpreter(SequencedState):
             StreamState.feed_raw(self, [item], out)
             return
         data = item[1]
-        if len(data) > _SKIM and _ignored_repeat(item[0], data):
+        if len(data) > _SKIM and (_ignored_repeat(item[0], data) or self._oversized(data, out)):
             return
         try:
             obj = loads(data)
@@ -195,6 +194,21 @@ class ResponsesInterpreter(SequencedState):
                 self.reasoning(0, t, out)
             return
         self.event(item[0], obj, out)
+
+    def _oversized(self, data: bytes, out: list[Event]) -> bool:
+        """``data`` is larger than an event repeating the answer so far may be (its
+        :meth:`~streamcite.core.bounds.StreamBounds.repeat_limit`): not parsed (orjson
+        would spend ~13-30 times its bytes), ``event_too_large``, the answer cut."""
+        b = self.builder.bounds
+        if len(data) <= b.max_event_bytes:
+            return False
+        limit = b.repeat_limit(self.builder.answer_chars())
+        if len(data) <= limit:
+            return False
+        msg = f"an event of {len(data):,} bytes (beyond {limit:,} for this answer) was not read"
+        self.fault(out, "event_too_large", msg, "sse")
+        self.cut = True
+        return True
 
     def _learn(self, obj: dict[str, Any], data: bytes) -> Template | None:
         """The template of this part's deltas, from one of them: the fields before and
