@@ -26,7 +26,18 @@ from streamcite.pipeline import stream_chat
 from tests._dialect_sse import sse
 from tests._upstream import chunk
 
-WORDS = "river mountain castle bridge harbour engine library garden tower market".split()
+WORDS = [
+    "river",
+    "mountain",
+    "castle",
+    "bridge",
+    "harbour",
+    "engine",
+    "library",
+    "garden",
+    "tower",
+    "market",
+]
 
 
 def _passage(i: int, n: int) -> str:

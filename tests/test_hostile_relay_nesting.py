@@ -24,7 +24,11 @@ DEEP = 990  # orjson reads up to 1,024 levels
 
 def _nested_event() -> bytes:
     inner = '{"a":' * DEEP + '"NESTEDVALUE"' + "}" * DEEP
-    data = '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":' + inner + "}}"
+    data = (
+        '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":'
+        + inner
+        + "}}"
+    )
     return b"event: content_block_delta\ndata: " + data.encode() + b"\n\n"
 
 

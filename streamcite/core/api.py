@@ -77,8 +77,6 @@ class _Undecided:
 
     def _decide(self, dialect: DialectName) -> DialectInterpreter:
         it = make_interpreter(dialect, self.builder, self._mode)
-        if self._parser._dropped:
-            it.cut = True
         self._parser._interpreter = it
         self._parser._dialect = dialect
         self._parser._limit_for(dialect)
@@ -96,11 +94,9 @@ class _Undecided:
     def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:
         for k, item in enumerate(raw):
             if item is OVERFLOW:
-                msg = "an SSE event exceeded max_event_size and was dropped"
-                ev = ErrorEvent(code="event_too_large", message=msg, stage="sse")
-                self.builder.error(ev)
-                out.append(ev)
-                self._parser._dropped = True  # the interpreter chosen will end incomplete
+                # Held (a marker, no bytes): the interpreter chosen reports it and ends
+                # the answer incomplete.
+                self._held.append(item)
                 continue
             name, data = (b"", item) if isinstance(item, bytes) else (item[0], item[1])
             if len(self._held) < _HOLD_ERRORS and (not data.strip() or _is_error(name, data)):
@@ -150,7 +146,6 @@ class ChatStreamParser:
     __slots__ = (
         "_decoder",
         "_dialect",
-        "_dropped",
         "_fed",
         "_interpreter",
         "_max_event_size",
@@ -170,7 +165,6 @@ class ChatStreamParser:
             max_event_size = bounds.max_event_bytes
         self._decoder = SSEDecoder(max_event_size)
         self._max_event_size = max_event_size
-        self._dropped = False
         self.builder = AnswerBuilder(bounds)
         self._interpreter: DialectInterpreter
         self._dialect: Dialect = dialect

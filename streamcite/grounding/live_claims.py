@@ -31,10 +31,10 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from streamcite.core.citations import answer_passages
 from streamcite.core.claim_channel import ClaimChecker, ClaimJob, ClaimScore
 from streamcite.core.events import CitationsEvent, ClaimEvent
 from streamcite.core.grounding import GroundingFact
-from streamcite.core.citations import answer_passages
 from streamcite.enrich.facts import MAX_FACT_CHARS, MAX_FACTS, fact_from, split_fact
 from streamcite.grounding import lexicon
 from streamcite.grounding.live import FactIndex

@@ -36,7 +36,6 @@ from streamcite.core.sse import OVERFLOW, RawEvent
 __all__ = ["REPEAT_BYTES_PER_CHAR", "ResponsesInterpreter", "event_limit"]
 
 
-
 def event_limit(max_event_size: int, bounds: StreamBounds) -> int:
     """The SSE decoder's per-event limit for a Responses stream.
 
