@@ -24,7 +24,7 @@ from streamcite.logs import get_logger
 from streamcite.relay.guard import Identity
 from streamcite.relay.protocol import CloseCode, envelope, heartbeat_frame
 from streamcite.relay.streamlog import LogEntry
-from streamcite.relay.writer import SendGate
+from streamcite.relay.writer import SendGate, write_transport
 
 __all__ = [
     "AiSdkClient",
@@ -60,7 +60,8 @@ class Client:
 
     def __init__(self, request: web.Request, cap: int, who: Identity) -> None:
         self.id = secrets.token_hex(4)
-        self.transport = request.transport
+        self.transport = write_transport(request.transport)
+        """The connection's transport (None: not a writable one — a test double)."""
         self.who = who
         self.pumps: dict[str, asyncio.Task[None]] = {}
         """The task delivering each stream this client follows, by stream id."""
@@ -142,7 +143,7 @@ class Client:
     def backlogged(self) -> bool:
         """True when the kernel stopped taking this client's bytes (its buffer holds some)."""
         t = self.transport
-        return isinstance(t, asyncio.WriteTransport) and t.get_write_buffer_size() > 0
+        return t is not None and t.get_write_buffer_size() > 0
 
     async def idle_tick(self) -> None:
         """Called by a pump with nothing to send for a while (SSE sends a heartbeat)."""
@@ -153,7 +154,7 @@ class Client:
     def abort(self) -> None:
         """Drop the TCP connection at once (a network cut, as far as the client knows)."""
         self.closing = True
-        if isinstance(self.transport, asyncio.WriteTransport):
+        if self.transport is not None:
             self.transport.abort()
 
     def _stop_pumps(self) -> None:
@@ -192,7 +193,7 @@ class WsClient(Client):
         # the order holds. ``ws.closed`` turns true before aiohttp writes its close frame:
         # nothing is written after it.
         t = self.transport
-        if self.ws.closed or not isinstance(t, asyncio.WriteTransport) or t.is_closing():
+        if self.ws.closed or t is None or t.is_closing():
             raise ConnectionResetError("the WebSocket is closing")
         t.write(data)
 
@@ -288,13 +289,13 @@ class AiSdkClient(Client):
             self.abort()
 
 
-def limit_write_buffer(
-    transport: asyncio.BaseTransport | None, high: int, sndbuf: int | None
-) -> None:
+def limit_write_buffer(transport: object, high: int, sndbuf: int | None) -> None:
     """Cap the transport's write buffer at ``high`` bytes (and ``SO_SNDBUF`` if given)."""
-    if isinstance(transport, asyncio.WriteTransport):
-        transport.set_write_buffer_limits(high=high)
-    if sndbuf is not None and transport is not None:
+    transport = write_transport(transport)
+    if transport is None:
+        return
+    transport.set_write_buffer_limits(high=high)
+    if sndbuf is not None:
         sock = transport.get_extra_info("socket")
         if sock is not None:
             with contextlib.suppress(OSError):
