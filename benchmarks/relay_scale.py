@@ -57,10 +57,23 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _run_on(coro: Any, loop_kind: str) -> None:
+def _run_on(coro: Any, loop_kind: str, profile: str = "") -> None:
+    """Run ``coro`` on ``loop_kind``; with ``profile``, under yappi's CPU clock (every
+    thread's, so the loop's callbacks count too), stats saved to ``profile`` (pstat)."""
     from streamcite.relay.eventloop import run
 
-    run(coro, loop_kind)  # type: ignore[arg-type]
+    if not profile:
+        run(coro, loop_kind)  # type: ignore[arg-type]
+        return
+    import yappi
+
+    yappi.set_clock_type("cpu")
+    yappi.start(builtins=True)
+    try:
+        run(coro, loop_kind)  # type: ignore[arg-type]
+    finally:
+        yappi.stop()
+        yappi.get_func_stats().save(profile, type="pstat")
 
 
 def available_loops() -> list[str]:
@@ -167,7 +180,9 @@ def upstream_main(conn: Connection, delay: float) -> None:
 # -- the floor: a bare forwarder (core 0) ---------------------------------------------------
 
 
-def floor_main(conn: Connection, upstream: str, loop_kind: str = "asyncio") -> None:
+def floor_main(
+    conn: Connection, upstream: str, loop_kind: str = "asyncio", profile: str = ""
+) -> None:
     """aiohttp WebSocket server; each ask → one upstream POST whose SSE events are sent, as
     read (split at the blank line, not parsed), one text frame each; then ``{"end":1}``."""
     _pin(MEASURED_CORE)
@@ -223,14 +238,20 @@ def floor_main(conn: Connection, upstream: str, loop_kind: str = "asyncio") -> N
         await app["session"].close()
         await runner.cleanup()
 
-    _run_on(run(), loop_kind)
+    _run_on(run(), loop_kind, profile)
 
 
 # -- the relay (core 0) ---------------------------------------------------------------------
 
 
 def relay_main(
-    conn: Connection, upstream_base: str, n: int, log_kind: str, redis: str, loop_kind: str
+    conn: Connection,
+    upstream_base: str,
+    n: int,
+    log_kind: str,
+    redis: str,
+    loop_kind: str,
+    profile: str = "",
 ) -> None:
     _pin(MEASURED_CORE)
     _quiet()
@@ -262,7 +283,7 @@ def relay_main(
         if log is not None:
             await log.aclose()
 
-    _run_on(run(), loop_kind)
+    _run_on(run(), loop_kind, profile)
 
 
 # -- the clients (core 1) -------------------------------------------------------------------
@@ -433,16 +454,19 @@ def run_phase(
     redis: str,
     upstream_pid: int = 0,
     loop_kind: str = "asyncio",
+    profile: str = "",
 ) -> dict[str, Any]:
-    """Start the measured process (``relay`` or ``floor``) and N clients; measure."""
+    """Start the measured process (``relay`` or ``floor``) and N clients; measure.
+    ``profile``: a path, to profile the measured process with yappi (CPU clock)."""
     parent, child = _MP.Pipe()
     if kind == "floor":
         target: Any = floor_main
         up = f"http://127.0.0.1:{upstream_port}/v1/chat/completions"
-        args: tuple[Any, ...] = (child, up, loop_kind)
+        args: tuple[Any, ...] = (child, up, loop_kind, profile)
     else:
         target = relay_main
-        args = (child, f"http://127.0.0.1:{upstream_port}/v1", n, log_kind, redis, loop_kind)
+        base = f"http://127.0.0.1:{upstream_port}/v1"
+        args = (child, base, n, log_kind, redis, loop_kind, profile)
     proc = _MP.Process(target=target, args=args, daemon=True)
     proc.start()
     url = parent.recv()
@@ -523,9 +547,11 @@ def scale_main(args: Any) -> None:
     try:
         for loop_kind in loops:
             for n in counts:
+                prof = str(args.profile or "")
                 phase = {
                     kind: run_phase(kind, n, args.duration, port, args.log,
-                                    args.redis_url or "", up.pid or 0, loop_kind)
+                                    args.redis_url or "", up.pid or 0, loop_kind,
+                                    f"{prof}.{kind}.{loop_kind}.{n}" if prof else "")
                     for kind in ("floor", "relay")
                 }  # fmt: skip
                 relay, floor = phase["relay"], phase["floor"]

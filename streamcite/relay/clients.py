@@ -22,6 +22,7 @@ from aiohttp import WSMsgType, web
 
 from streamcite.logs import get_logger
 from streamcite.relay.guard import Identity
+from streamcite.relay.live import LiveWriter
 from streamcite.relay.protocol import CloseCode, envelope, heartbeat_frame
 from streamcite.relay.streamlog import LogEntry
 from streamcite.relay.writer import SendGate, write_transport
@@ -140,6 +141,11 @@ class Client:
         """Write already encoded frames (see :meth:`_encode`)."""
         raise NotImplementedError
 
+    def live_writer(self) -> LiveWriter | None:
+        """A writer for :mod:`streamcite.relay.live` taps (None: this client has no
+        synchronous write path, its pumps always read the log)."""
+        return None
+
     def backlogged(self) -> bool:
         """True when the kernel stopped taking this client's bytes (its buffer holds some)."""
         t = self.transport
@@ -196,6 +202,28 @@ class WsClient(Client):
         if self.ws.closed or t is None or t.is_closing():
             raise ConnectionResetError("the WebSocket is closing")
         t.write(data)
+
+    def live_writer(self) -> LiveWriter | None:
+        """Write one event frame now, when the socket's buffer is empty (so the cap holds
+        and nothing is queued ahead of it) and the WebSocket is open; else False."""
+        t = self.transport
+        if t is None:
+            return None
+        ws = self.ws
+        frame = ws_text_frame
+        clock = time.monotonic
+
+        def write(payload: bytes) -> bool:
+            if self.closing or ws.closed or t.get_write_buffer_size() or t.is_closing():
+                return False
+            try:
+                t.write(frame(payload))
+            except (ConnectionError, RuntimeError):
+                return False
+            self.last_send = clock()
+            return True
+
+        return write
 
     def close_soon(self, code: int, reason: str) -> None:
         """Close from any task without waiting: queued frames go out before the close."""
