@@ -11,6 +11,10 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'
+	# The chat-UI extras (the examples' browser tests), in steps of their own: one
+	# resolve of all three can take minutes.
+	$(BIN)/python -m pip install -q -e '.[gradio,streamlit]'
+	$(BIN)/python -m pip install -q -e '.[chainlit]'
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -7,7 +7,7 @@ one CitedAnswer.
 
 The five that matter::
 
-    stream_chat(request, base_url=..., api=...)  # async context manager + iterator of events
+    stream_chat(request, base_url=..., api=...)  # async iterator of events (stream_chat_sync: sync)
     ChatStream                           # what stream_chat returns: .text_stream, .until_done()
     CitedAnswer                          # the final answer: text, citations, sources, grounding
     iter_events / aiter_events / answer_from_response  # the sans-I/O core: bytes or bodies
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from streamcite.core.models import CitedAnswer
     from streamcite.enrich.base import Enricher
     from streamcite.pipeline import ChatStream, Timeouts, stream_chat
+    from streamcite.pipeline.sync import stream_chat_sync
 
 try:
     __version__ = version("streamcite")
@@ -52,13 +53,15 @@ __all__ = [
     "answer_from_response",
     "iter_events",
     "stream_chat",
+    "stream_chat_sync",
 ]
 
-# Public names -> the module that defines them (the eleven of __all__).
+# Public names -> the module that defines them (the twelve of __all__).
 _LAZY: dict[str, str] = {
     "ChatStream": "streamcite.pipeline",
     "Timeouts": "streamcite.pipeline",
     "stream_chat": "streamcite.pipeline",
+    "stream_chat_sync": "streamcite.pipeline.sync",
     "CitedAnswer": "streamcite.core.models",
     "Enricher": "streamcite.enrich.base",
     "Event": "streamcite.core.events",

@@ -26,7 +26,7 @@ EXPECTED: dict[str, tuple[str | None, str | None, bool, int, int, int, list[str]
     "anthropic__thinking_tool_use.sse": ("tool_calls", "tool_use", True, 0, 0, 1, []),
     "anthropic__web_search_citations.sse": ("stop", "end_turn", True, 7, 9, 0, []),
     "anthropic__web_search_citations_2.sse": ("stop", "end_turn", True, 2, 5, 0, []),
-    "anthropic__web_search_thinking_citations.sse": ("stop", "end_turn", True, 4, 5, 0, []),
+    "anthropic__web_search_thinking_citations.sse": ("stop", "end_turn", True, 4, 7, 0, []),
     "cohere__document_citations_thinking.sse": ("stop", "COMPLETE", True, 2, 9, 0, []),
     "cohere__error_invalid_tool_generation.sse": (
         "error",

@@ -205,7 +205,7 @@ def test_anthropic_citations_thinking() -> None:
         "end_char_index": 158,
         "file_id": None,
     }
-    # Two citations_delta of one URL: one Citation (the first cited text kept).
+    # Two citations_delta of one URL: one Citation (the first cited text; both on the spans).
     assert (web.document_index, web.source_url, web.document_title) == (
         1,
         "https://hermon.example/hiver",
@@ -216,11 +216,23 @@ def test_anthropic_citations_thinking() -> None:
         "type": "web_search_result_location",
         "encrypted_index": "EpMBCioIdcore",
     }
-    # The span of each citation is the text block it belongs to.
+    # The span of each citation is the text block it belongs to, one per quoted passage:
+    # the URL cited twice in one block keeps both of its passages.
     assert spans(a) == [
         (0, "Le mont Hermon (חרמון) culmine à 2 814 m 🏔️."),
         (1, " Il est enneigé l'hiver [1]."),
+        (1, " Il est enneigé l'hiver [1]."),
     ]
+    assert [s.cited_text for s in a.citation_spans] == [
+        "Le mont Hermon culmine à 2 814 mètres.",
+        "En hiver, le sommet est couvert de neige ❄️.",
+        "Station de ski ouverte.",
+    ]
+    assert a.citation_spans[0].provider_metadata == doc.provider_metadata
+    assert a.citation_spans[2].provider_metadata == {
+        "type": "web_search_result_location",
+        "encrypted_index": "EpMBCioIdcore2",
+    }
     assert a.citation_spans[0].end_utf16 == a.citation_spans[0].end + 1  # 🏔 is astral
     assert a.usage is not None and (a.usage.prompt_tokens, a.usage.completion_tokens) == (412, 61)
     fin = [e for e in events if isinstance(e, FinishEvent)]

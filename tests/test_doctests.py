@@ -20,6 +20,7 @@ MODULES = [
     "streamcite.core.redact",
     "streamcite.core.retry_after",
     "streamcite.core.surrogates",
+    "streamcite.core.terminal",
     "streamcite.grounding.checker",
     "streamcite.grounding.sentence_stream",
     "streamcite.transports.base",

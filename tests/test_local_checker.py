@@ -10,7 +10,7 @@ import pytest
 
 from streamcite.core.errors import StreamciteError
 from streamcite.core.events import GroundingEvent, SourcesEvent
-from streamcite.core.grounding import GroundingFact, GroundingResult
+from streamcite.core.grounding import NO_FACTS_REASON, GroundingFact, GroundingResult
 from streamcite.core.models import Citation, CitedAnswer
 from streamcite.core.sources import QuotedSource, SourceChunk, SourceDocument
 from streamcite.enrich.base import EnrichContext, Enricher
@@ -277,8 +277,11 @@ async def test_filler_and_questions_do_not_count_in_the_support_score() -> None:
 async def test_no_facts_and_empty_answers() -> None:
     checker = LocalGrounding()
     no_facts = await checker.check(BRAD_PITT, [])
-    assert no_facts.support_score == 0.0 and not no_facts.cited_chunks
-    assert all(not c.supported for c in no_facts.claims)
+    # Nothing to check against: no verdict (not "every claim unsupported").
+    assert no_facts.support_score is None and not no_facts.cited_chunks
+    assert no_facts.claims == [] and no_facts.unsupported_claims == 0
+    assert no_facts.reason == NO_FACTS_REASON and not no_facts.nothing_to_check
+    assert (await checker.check(BRAD_PITT, ["  ", ""])).reason == NO_FACTS_REASON
     empty = await checker.check("", [WIKI])
     assert empty.claims == [] and empty.support_score == 0.0
     only_filler = await checker.check("Sure! Anything else?", [WIKI])
@@ -463,7 +466,8 @@ async def test_enricher_with_wikit_sources_both_and_explicit_facts() -> None:
     assert [f.origin_kind for f in result.facts] == ["citation", "citation", "source"]
 
     failed = (await LocalGrounding(facts_from="sources").enrich(context(answer, None))).to_result()
-    assert failed.warnings[0].startswith("no Wikit sources") and failed.support_score == 0.0
+    assert failed.warnings[0].startswith("no Wikit sources") and failed.support_score is None
+    assert failed.reason == NO_FACTS_REASON and failed.unsupported_claims == 0
 
     explicit = LocalGrounding(facts=["Titanic was directed by James Cameron."])
     assert explicit.needs == ()

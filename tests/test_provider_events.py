@@ -34,7 +34,15 @@ def test_wire_forms_type_first_unknown_null() -> None:
     assert RefusalEvent(0, "no").to_dict() == {"type": "refusal", "index": 0, "text": "no"}
     ev = CitationsEvent([Citation(source_url="u", document_index=0)], [CitationSpan(0, 3, 9)])
     assert ev.to_dict()["spans"] == [
-        {"document_index": 0, "start": 3, "end": 9, "start_utf16": None, "end_utf16": None}
+        {
+            "document_index": 0,
+            "start": 3,
+            "end": 9,
+            "start_utf16": None,
+            "end_utf16": None,
+            "cited_text": None,
+            "provider_metadata": None,
+        }
     ]
     assert CitationsEvent().to_dict() == {"type": "citations", "citations": [], "spans": []}
 

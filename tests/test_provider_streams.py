@@ -177,7 +177,15 @@ def test_url_citation_becomes_citation_with_span() -> None:
     assert d["citations"][0]["source_url"] == "https://www.louvre.fr/?utm_source=openai"
     assert d["citations"][0]["document_title"] == "Musée du Louvre"
     assert d["spans"] == [
-        {"document_index": 0, "start": 23, "end": 78, "start_utf16": 23, "end_utf16": 78}
+        {
+            "document_index": 0,
+            "start": 23,
+            "end": 78,
+            "start_utf16": 23,
+            "end_utf16": 78,
+            "cited_text": None,  # url_citation quotes nothing
+            "provider_metadata": None,
+        }
     ]
     a = events[-1].answer  # type: ignore[union-attr]
     span = a.citation_spans[0]

@@ -53,7 +53,7 @@ def _sse(event: str, data: dict[str, Any]) -> bytes:
     )
 
 
-def anthropic_stream() -> list[bytes]:
+def anthropic_stream(blocks: list[tuple[str, dict[str, Any] | None]] = BLOCKS) -> list[bytes]:
     message = {
         "id": "msg_spans",
         "type": "message",
@@ -65,7 +65,7 @@ def anthropic_stream() -> list[bytes]:
         "usage": {"input_tokens": 9, "output_tokens": 1},
     }
     out = [_sse("message_start", {"message": message})]
-    for i, (text, cite) in enumerate(BLOCKS):
+    for i, (text, cite) in enumerate(blocks):
         block: dict[str, Any] = {"type": "text", "text": ""}
         if cite is not None:
             block["citations"] = []
@@ -91,12 +91,12 @@ def anthropic_stream() -> list[bytes]:
     return out
 
 
-def upstream() -> web.Application:
+def upstream(blocks: list[tuple[str, dict[str, Any] | None]] = BLOCKS) -> web.Application:
     async def messages(request: web.Request) -> web.StreamResponse:
         await request.read()
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
-        for part in anthropic_stream():
+        for part in anthropic_stream(blocks):
             await resp.write(part)
         return resp
 
@@ -148,3 +148,39 @@ async def test_span_anchored_citations_get_footnotes() -> None:
         target = page.locator(".passage:target blockquote")
         assert await target.text_content() == BLOCKS[2][1]["cited_text"]  # type: ignore[index]
         save_screenshot(await page.screenshot(full_page=True), "relay-spans.png")
+
+
+# One document cited twice, each time with its own passage (as Anthropic does).
+_POLICY = {
+    "type": "web_search_result_location",
+    "url": "https://example.org/remote",
+    "title": "Remote Work Policy",
+    "encrypted_index": "e1",
+}
+TWICE: list[tuple[str, dict[str, Any] | None]] = [
+    (
+        "Remote work is allowed up to three days per week.",
+        {**_POLICY, "cited_text": "Employees may work remotely up to three days per week."},
+    ),
+    (" ", None),
+    ("Tuesday is a team day.", {**_POLICY, "cited_text": "Tuesday is a team day for everyone."}),
+]
+
+
+async def test_each_footnote_shows_its_own_passage() -> None:
+    async with (
+        running(upstream(TWICE)) as url,
+        relay(url + "/v1", api="anthropic", model="claude-test") as server,
+        browser_page() as page,
+    ):
+        await page.goto(server.url + "/")
+        await ask(page, "How many remote days, and which is the team day?")
+        stream = await wait_done(page)
+        assert stream["spans"] == 2
+        await page.wait_for_selector(".sources article.doc")
+        assert await page.locator(".sources article.doc").count() == 1  # one source...
+        quotes = await page.eval_on_selector_all(
+            ".sources article.doc blockquote.cited", "els => els.map(e => e.textContent)"
+        )
+        # ...and both passages the provider quoted from it, each once
+        assert quotes == [TWICE[0][1]["cited_text"], TWICE[2][1]["cited_text"]]  # type: ignore[index]

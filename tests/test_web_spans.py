@@ -69,8 +69,8 @@ def test_live_citations_send_each_source_once_and_spans_in_utf16() -> None:
     assert {c["id"] for c in spans} == {"citation-spans"}  # one part, replaced as it grows
     final = spans[-1]["data"]["spans"]
     assert final == [
-        {"sourceId": "cite-1", "start": 0, "end": _utf16(first)},
-        {"sourceId": "cite-2", "start": _utf16(paris), "end": _utf16(len(TEXT))},
+        {"sourceId": "cite-1", "start": 0, "end": _utf16(first), "citedText": None},
+        {"sourceId": "cite-2", "start": _utf16(paris), "end": _utf16(len(TEXT)), "citedText": None},
     ]
     # what JavaScript slices with those offsets is what each provider anchored
     js = TEXT.encode("utf-16-le")
@@ -85,14 +85,22 @@ def test_spans_from_the_wire_form_and_bad_spans_left_out() -> None:
         "type": "citations",
         "citations": [SimpleNamespace(**c) for c in cites],
         "spans": [
-            {"document_index": 0, "start": 0, "end": 3, "start_utf16": 0, "end_utf16": 4},
+            {
+                "document_index": 0,
+                "start": 0,
+                "end": 3,
+                "start_utf16": 0,
+                "end_utf16": 4,
+                "cited_text": "A quote.",
+            },
             {"document_index": 5, "start": 0, "end": 1, "start_utf16": 0, "end_utf16": 1},
             {"document_index": 0, "start": None, "end": None, "start_utf16": "x", "end_utf16": 1},
         ],
     }
     got = encode([TokenEvent(text="a🙂b"), wire, DoneEvent()])
     (part,) = [c for c in got if c["type"] == "data-citation-spans"]
-    assert part["data"] == {"spans": [{"sourceId": "cite-1", "start": 0, "end": 4}]}
+    want = {"sourceId": "cite-1", "start": 0, "end": 4, "citedText": "A quote."}
+    assert part["data"] == {"spans": [want]}
 
 
 def test_citations_without_spans_add_no_part() -> None:
@@ -177,5 +185,6 @@ def test_a_thousand_live_spans_are_written_in_linear_bytes() -> None:
         "sourceId": f"cite-{n}",
         "start": 6 * n - 6,
         "end": 6 * n - 1,
+        "citedText": None,
     }
     assert len(text) == 6 * n

@@ -8,12 +8,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamcite.apps._terminal import console_text
+from streamcite.core.citations import answer_passages
 from streamcite.core.grounding import GroundingResult
 from streamcite.core.markers import footnote_numbers, render_markers, render_superscript
 from streamcite.core.models import Citation, CitedAnswer
 from streamcite.core.sources import QuotedSource
 
-__all__ = ["print_claims", "source_links", "sources_table", "support_label"]
+__all__ = ["passage_lines", "print_claims", "source_links", "sources_table", "support_label"]
+
+_QUOTE_CHARS = 200
+"""Characters of a quoted passage shown per line (the rest elided)."""
 
 
 @dataclass(slots=True)
@@ -130,9 +134,26 @@ def source_links(answer: CitedAnswer, link: Callable[[str], str] | None = None) 
     return out
 
 
+def passage_lines(answer: CitedAnswer) -> list[str]:
+    """``¹ “quoted passage”`` lines: every distinct passage the answer's citations quote
+    (a source cited twice with two quotes has two lines), under its footnote."""
+    out = []
+    for _, c in answer_passages(answer.citations, answer.citation_spans):
+        text = " ".join((c.cited_text or "").split())
+        if len(text) > _QUOTE_CHARS:
+            text = text[: _QUOTE_CHARS - 1] + "…"
+        n = c.footnote
+        mark = render_superscript(n) if n is not None else "·"
+        out.append(f"  [cyan]{mark}[/cyan] [dim]“{console_text(text)}”[/dim]")
+    return out
+
+
 def support_label(g: GroundingResult) -> str:
     """ "support score 0.83" coloured by level, never green when a checked claim fails;
-    "nothing to check" when no claim needed one (the score then means nothing)."""
+    "nothing to check" when no claim needed one (the score then means nothing); "not
+    checked" and why when there was nothing to check against (no verdict, never ✗)."""
+    if g.support_score is None and g.reason:
+        return f"[yellow]not checked[/yellow] ({console_text(g.reason)})"
     if g.nothing_to_check:
         return "[dim]nothing to check[/dim] (no claim needed a check)"
     score = "n/a" if g.support_score is None else f"{g.support_score:.2f}"

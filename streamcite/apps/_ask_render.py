@@ -12,7 +12,12 @@ from typing import TextIO
 
 import orjson
 
-from streamcite.apps._answer_summary import print_claims, source_links, sources_table
+from streamcite.apps._answer_summary import (
+    passage_lines,
+    print_claims,
+    source_links,
+    sources_table,
+)
 from streamcite.apps._local_links import LIVE_PAGES_HINT
 from streamcite.apps._provider_render import ProviderRender
 from streamcite.apps._terminal import (
@@ -211,13 +216,7 @@ class RichRenderer(Renderer):
         c.print()
         self._provider.finish(answer)
         if answer.citations or answer.sources:
-            c.print(sources_table(answer))
-            links = source_links(answer, self.opts.link)
-            for line in links:
-                c.print(line, overflow="fold")
-            if links and self.opts.link is not None:
-                for line in LIVE_PAGES_HINT.split("\n"):
-                    c.print(f"  [dim]{console_text(line)}[/dim]", soft_wrap=False)
+            self._sources(answer)
         elif answer.complete and not answer.refusal and not answer.tool_calls:
             c.print("[yellow]No sources: the answer cites nothing.[/yellow]")
         if answer.dangling_refs:
@@ -226,3 +225,19 @@ class RichRenderer(Renderer):
         if answer.grounding is not None:
             c.print()
             print_claims(c, answer, self.opts.marker_mode)
+
+    def _sources(self, answer: CitedAnswer) -> None:
+        """The sources table, the links, and each footnote's own quoted passage(s)."""
+        c = self.console
+        c.print(sources_table(answer))
+        links = source_links(answer, self.opts.link)
+        for line in links:
+            c.print(line, overflow="fold")
+        if links and self.opts.link is not None:
+            for line in LIVE_PAGES_HINT.split("\n"):
+                c.print(f"  [dim]{console_text(line)}[/dim]", soft_wrap=False)
+        quotes = passage_lines(answer)
+        if quotes:
+            c.print("[dim]Quoted passages:[/dim]")
+            for line in quotes:
+                c.print(line, soft_wrap=True)

@@ -1,10 +1,14 @@
-"""How the bench tool's tables write a number (the JSON and CSV keep every digit)."""
+"""How the bench tool's tables write a number (the JSON and CSV keep every digit) and a
+run's title."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["cell", "fmt"]
+__all__ = ["NBSP", "cell", "fmt", "nowrap", "run_title"]
+
+NBSP = "\u00a0"
 
 
 def fmt(x: Any, digits: int = 1) -> str:
@@ -35,3 +39,25 @@ def cell(x: Any, digits: int = 1) -> str:
         if abs(x) >= 1_000:
             digits = 0  # a fraction of a thousand says nothing and costs a column
     return fmt(x, digits)
+
+
+def nowrap(text: str) -> str:
+    """Keep a phrase on one line: wrapping may only happen at the ` · ` separators."""
+    return text.replace(" ", NBSP)
+
+
+def run_title(load: Mapping[str, Any]) -> str:
+    parts = [f"concurrency {load.get('concurrency')}"]
+    if load.get("rate") is not None:
+        parts.append(f"rate {load['rate']:g}/s ({load.get('schedule')})")
+    else:
+        parts.append("closed loop")
+    if load.get("duration_s"):
+        parts.append(f"{load['duration_s']:g} s window")
+    else:
+        parts.append(f"{load.get('requests')} requests")
+    if load.get("warmup"):
+        parts.append(f"+{load['warmup']} warm-up")
+    if load.get("ramp_up_s"):
+        parts.append(f"{load['ramp_up_s']:g} s ramp-up")
+    return " · ".join(nowrap(p) for p in parts)

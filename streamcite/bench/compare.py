@@ -16,6 +16,7 @@ from rich.text import Text
 
 from streamcite.bench.cells import cell as _cell
 from streamcite.bench.cells import fmt as _fmt
+from streamcite.bench.cells import run_title
 
 __all__ = ["compare_rows", "compare_tables", "pairing_warnings"]
 
@@ -131,8 +132,6 @@ def compare_tables(
     a: Mapping[str, Any], b: Mapping[str, Any], name_a: str = "A", name_b: str = "B"
 ) -> Group:
     """Side-by-side tables of two results documents, with B/A ratios."""
-    from streamcite.bench.tables import run_title
-
     items: list[Any] = []
     pairs, by_position = _pairs(a, b)
     if not pairs:

@@ -10,14 +10,13 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from streamcite.apps._terminal import one_line
 from streamcite.bench.cells import cell as _cell
 from streamcite.bench.cells import fmt as _fmt
+from streamcite.bench.cells import nowrap, run_title
 from streamcite.bench.stats import pct_key
+from streamcite.core.terminal import one_line
 
 __all__ = ["compare_rows", "compare_tables", "print_summary", "run_title", "summary_tables"]
-
-NBSP = "\u00a0"
 
 # (key, label). The three stage rows are shown in the order the stages finished.
 _HEAD_ROWS: tuple[tuple[str, str], ...] = (
@@ -42,28 +41,6 @@ _TAIL_ROWS: tuple[tuple[str, str], ...] = (
     ("output_tokens", "output tokens"),
     ("reasoning_tokens", "reasoning tokens"),
 )
-
-
-def _nb(text: str) -> str:
-    """Keep a phrase on one line: wrapping may only happen at the ` · ` separators."""
-    return text.replace(" ", NBSP)
-
-
-def run_title(load: Mapping[str, Any]) -> str:
-    parts = [f"concurrency {load.get('concurrency')}"]
-    if load.get("rate") is not None:
-        parts.append(f"rate {load['rate']:g}/s ({load.get('schedule')})")
-    else:
-        parts.append("closed loop")
-    if load.get("duration_s"):
-        parts.append(f"{load['duration_s']:g} s window")
-    else:
-        parts.append(f"{load.get('requests')} requests")
-    if load.get("warmup"):
-        parts.append(f"+{load['warmup']} warm-up")
-    if load.get("ramp_up_s"):
-        parts.append(f"{load['ramp_up_s']:g} s ramp-up")
-    return " · ".join(_nb(p) for p in parts)
 
 
 def _rows(s: Mapping[str, Any], load: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
@@ -124,7 +101,7 @@ def _lines(s: Mapping[str, Any]) -> Text:
         tps = f"{_fmt(s.get('output_tokens_per_s'), 0)} output tokens/s"
         parts.append(f"{tps} ({source})" if source else tps)
     parts.append(f"errors: {errors}")
-    text = Text(" · ".join(_nb(p) for p in parts) + "\n")
+    text = Text(" · ".join(nowrap(p) for p in parts) + "\n")
     if s.get("offered_rps") is not None:
         achieved = s.get("achieved_rps")
         # The open loop's arrival rate (sends over the send span), not a second throughput.

@@ -1,4 +1,5 @@
-"""Citations found in chat chunks: Magisterium objects, Perplexity URLs and search results.
+"""Citations found in chat chunks: Magisterium objects, Perplexity URLs and search results;
+and the distinct passages of an answer (:func:`answer_passages`), the facts its checks use.
 
 A cold path (once per answer, or when the set changes): validated strictly, item
 by item, so one bad item is reported without losing the good ones.
@@ -6,14 +7,27 @@ by item, so one bad item is reported without losing the good ones.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from streamcite.core._fields import expect_fields
 from streamcite.core.bounds import DEFAULT_BOUNDS, StreamBounds
-from streamcite.core.models import Citation
+from streamcite.core.models import Citation, CitationSpan
 
-__all__ = ["ChunkCitations", "bounded_citations", "citations_from_chunk", "parse_citation"]
+__all__ = [
+    "ANSWER_SEGMENT",
+    "ChunkCitations",
+    "answer_passages",
+    "bounded_citations",
+    "citations_from_chunk",
+    "parse_citation",
+]
+
+ANSWER_SEGMENT = "cited_text_is_answer_segment"
+"""Key set (``True``) in a citation's ``provider_metadata`` when its ``cited_text`` is the
+answer's own words (a Gemini web source quotes nothing; its support's segment is shown
+instead): never a passage to check the answer against."""
 
 _STR_FIELDS = (
     "cited_text",
@@ -157,3 +171,43 @@ def bounded_citations(obj: dict[str, Any], bounds: StreamBounds) -> ChunkCitatio
         except ValueError as exc:
             problems.append(str(exc))
     return out, problems, over
+
+
+def answer_passages(
+    citations: Sequence[Citation], spans: Sequence[CitationSpan] = ()
+) -> list[tuple[int | None, Citation]]:
+    """Every distinct passage an answer quotes, each with its source: the citations' own
+    ``cited_text`` first, then each span's passage not seen yet (a source cited several
+    times, each time with its own quote), in order. Each item is ``(position in
+    citations or None, citation)``; a span's passage comes as a copy of its source's citation
+    with ``cited_text`` set to that passage (the string itself shared, not copied).
+    A passage quoted for two sources comes once (with the first); blank passages are
+    left out; a span of no known source keeps its passage alone.
+
+    >>> c = Citation(cited_text="Three days a week.", document_index=0, source_url="u")
+    >>> s = CitationSpan(0, 0, 9, cited_text="Tuesday is a team day.")
+    >>> [(i, p.cited_text) for i, p in answer_passages([c], [s])]
+    [(0, 'Three days a week.'), (0, 'Tuesday is a team day.')]
+    """
+    out: list[tuple[int | None, Citation]] = []
+    seen: set[str] = set()
+    position: dict[int | None, int] = {}
+    for i, c in enumerate(citations):
+        position.setdefault(c.document_index, i)
+        text = c.cited_text
+        if c.provider_metadata and c.provider_metadata.get(ANSWER_SEGMENT):
+            continue  # the answer's own words, not a passage of the source
+        if text and text.strip() and text not in seen:
+            seen.add(text)
+            out.append((i, c))
+    for s in spans:
+        text = s.cited_text
+        if not text or not text.strip() or text in seen:
+            continue
+        seen.add(text)
+        at = position.get(s.document_index)
+        if at is None:
+            out.append((None, Citation(cited_text=text, document_index=s.document_index)))
+        else:
+            out.append((at, replace(citations[at], cited_text=text)))
+    return out

@@ -209,7 +209,8 @@ def _annotations(it: ChatState, notes: Any, out: list[Event]) -> None:
             continue
         url, title, start, end = got
         citations.append(Citation(document_title=title, document_index=n, source_url=url))
-        spans.append(CitationSpan(n, start, end, *_utf16(it, start, end)))
+        s16, e16 = _utf16(it, start, end)
+        spans.append(CitationSpan(n, start, end, s16, e16))  # url_citation: no passage
         n += 1
     if n > len(b.citations):
         b.citations, b.citation_spans = citations, spans
@@ -218,7 +219,7 @@ def _annotations(it: ChatState, notes: Any, out: list[Event]) -> None:
             check_spans(it, out)  # the text is final already
 
 
-def _utf16(it: ChatState, start: int | None, end: int | None) -> tuple[int | None, ...]:
+def _utf16(it: ChatState, start: int | None, end: int | None) -> tuple[int | None, int | None]:
     """A span's offsets in UTF-16 units, when the text it indexes has arrived (else None)."""
     if start is None or end is None or end > it.builder.text_length():
         return (None, None)

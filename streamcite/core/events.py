@@ -187,6 +187,9 @@ class GroundingEvent(_Wire):
     """Checked claims citing no fact (added field; derived from ``claims``)."""
     nothing_to_check: bool | None = None
     """True when no claim needed a check: ``support_score`` is then no measure of support."""
+    reason: str | None = None
+    """Why there is no verdict (added field): ``support_score`` is ``None`` and no claim is
+    marked unsupported, e.g. "no quoted text to check against: add Wikit sources or facts"."""
 
     def __post_init__(self) -> None:
         fill_claim_counts(self)
@@ -204,6 +207,7 @@ class GroundingEvent(_Wire):
             checked_claims=r.checked_claims,
             unsupported_claims=r.unsupported_claims,
             nothing_to_check=r.nothing_to_check,
+            reason=r.reason,
         )
 
     def to_result(self) -> GroundingResult:
@@ -218,6 +222,7 @@ class GroundingEvent(_Wire):
             checked_claims=self.checked_claims,
             unsupported_claims=self.unsupported_claims,
             nothing_to_check=self.nothing_to_check,
+            reason=self.reason,
         )
 
 

@@ -7,12 +7,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "NO_FACTS_REASON",
     "CitedChunk",
     "GroundingClaim",
     "GroundingFact",
     "GroundingResult",
     "fill_claim_counts",
+    "no_verdict",
 ]
+
+NO_FACTS_REASON = "no quoted text to check against: add Wikit sources or facts"
+"""The ``reason`` of a grounding result that gives no verdict for want of any fact
+(a Responses ``url_citation`` quotes nothing, for instance)."""
 
 
 @dataclass(slots=True)
@@ -96,6 +102,9 @@ class GroundingResult:
     nothing_to_check: bool | None = None
     """True when no claim needed a check: ``support_score`` then says nothing about
     support (Google reports 1.0, or nothing); render "nothing to check", not "100%"."""
+    reason: str | None = None
+    """Why there is no verdict (``support_score`` is ``None``, no claim is marked
+    unsupported), e.g. :data:`NO_FACTS_REASON`; ``None`` when the answer was checked."""
 
     def __post_init__(self) -> None:
         fill_claim_counts(self)
@@ -141,3 +150,17 @@ def fill_claim_counts(obj: Any) -> None:
         obj.unsupported_claims = sum(1 for c in required if not c.citation_indices)
     if obj.nothing_to_check is None:
         obj.nothing_to_check = obj.checked_claims == 0
+
+
+def no_verdict(provider: str, warnings: list[str] | None = None) -> GroundingResult:
+    """The result of a check that had no fact at all to check against: no verdict
+    (``support_score`` ``None``, no claim, none unsupported) and the reason."""
+    return GroundingResult(
+        provider=provider,
+        support_score=None,
+        warnings=list(warnings or ()),
+        checked_claims=0,
+        unsupported_claims=0,
+        nothing_to_check=False,
+        reason=NO_FACTS_REASON,
+    )

@@ -97,8 +97,9 @@ class CitationSpan:
     the same offsets in UTF-16 code units, for JavaScript strings (``None`` for the chat
     dialect's ``url_citation`` spans, which index text that may not have arrived yet).
 
-    >>> CitationSpan(0, 2, 5, 2, 6)
-    CitationSpan(document_index=0, start=2, end=5, start_utf16=2, end_utf16=6)
+    >>> CitationSpan(0, 2, 5, 2, 6)  # doctest: +NORMALIZE_WHITESPACE
+    CitationSpan(document_index=0, start=2, end=5, start_utf16=2, end_utf16=6,
+                 cited_text=None, provider_metadata=None)
     """
 
     document_index: int | None
@@ -111,6 +112,14 @@ class CitationSpan:
     """``start`` in UTF-16 code units."""
     end_utf16: int | None = None
     """``end`` in UTF-16 code units."""
+    cited_text: str | None = None
+    """The passage that supports this span, as the provider quoted it: Anthropic
+    ``cited_text``, the Cohere source's text, the Gemini ``retrievedContext.text``;
+    ``None`` where the API sends none (OpenAI ``url_citation``). Each span keeps its own
+    passage, however many times one source is cited."""
+    provider_metadata: dict[str, Any] | None = None
+    """Where the provider says the passage is (page, character range, search-result
+    index, grounding chunk...), as sent; ``None`` when it says nothing."""
 
 
 @dataclass(slots=True)

@@ -9,14 +9,15 @@ the others in order; every step taken is reported as a warning.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from streamcite.core._validate import digits_int
+from streamcite.core.citations import answer_passages
 from streamcite.core.grounding import GroundingFact
 from streamcite.core.markers import footnote_numbers
-from streamcite.core.models import Citation, CitedAnswer
+from streamcite.core.models import Citation, CitationSpan, CitedAnswer
 from streamcite.core.sources import QuotedSource
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "answer_footnotes",
     "build_facts",
     "fact_from",
+    "passage_facts",
     "prepare_facts",
     "split_fact",
 ]
@@ -194,3 +196,20 @@ def prepare_facts(
         )
         windows = [windows[i] for i in keep]
     return PreparedFacts([f for f, _ in windows], warnings, split, dropped)
+
+
+def passage_facts(
+    citations: Sequence[Citation],
+    spans: Sequence[CitationSpan] = (),
+    max_chars: int = MAX_FACT_CHARS,
+) -> list[GroundingFact]:
+    """One fact per distinct passage the answer quotes (its citations' and its spans':
+    :func:`~streamcite.core.citations.answer_passages`), each fact's ``origin_index``
+    the position of its source in ``citations`` (long ones in windows, as
+    :func:`build_facts`)."""
+    out: list[GroundingFact] = []
+    for at, c in answer_passages(citations, spans):
+        fact = fact_from(c, at)
+        if fact is not None:
+            out.extend(split_fact(fact, max_chars))
+    return out

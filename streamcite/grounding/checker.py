@@ -30,11 +30,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from streamcite.core.events import GroundingEvent, SourcesEvent
-from streamcite.core.grounding import CitedChunk, GroundingClaim, GroundingFact, GroundingResult
+from streamcite.core.grounding import (
+    CitedChunk,
+    GroundingClaim,
+    GroundingFact,
+    GroundingResult,
+    no_verdict,
+)
 from streamcite.core.models import Citation, CitedAnswer
 from streamcite.core.sources import QuotedSource
 from streamcite.enrich.base import EnrichContext
-from streamcite.enrich.facts import MAX_FACT_CHARS, MAX_FACTS, build_facts
+from streamcite.enrich.facts import MAX_FACT_CHARS, MAX_FACTS, build_facts, passage_facts
 from streamcite.enrich.limits import (
     MAX_ANSWER_TOKENS,
     InvalidGroundingRequest,
@@ -183,6 +189,9 @@ class LocalGrounding:
     ) -> GroundingResult:
         """Check ``answer`` against ``facts`` (texts, GroundingFacts, Citations, QuotedSources).
 
+        With no fact at all there is no verdict: ``support_score`` is ``None``, no claim
+        is marked unsupported, and ``reason`` says why.
+
         ``answer`` is the raw text (footnote markers may stay: claim offsets are on it),
         or a CitedAnswer, whose ``text`` is checked.
 
@@ -235,6 +244,10 @@ class LocalGrounding:
     ) -> GroundingResult:
         t0 = time.perf_counter()
         result = _check(answer, facts, threshold, claim_level_scores, self.lang)
+        if not facts and result.checked_claims:
+            # Claims to check and nothing to check them against: no verdict (not "every
+            # claim unsupported"). With no claim to check, "nothing to check" stands.
+            return no_verdict("local", warnings)
         result.warnings.extend(warnings)
         _log.debug(
             "local_grounding_checked",
@@ -281,15 +294,15 @@ class LocalGrounding:
             items = build_facts(self.facts)
         else:
             if self.facts_from in ("citations", "both"):
-                items.extend(build_facts(ctx.answer.citations))
+                # Every distinct passage: the citations' and the spans' (one source
+                # cited twice keeps both quotes).
+                items.extend(passage_facts(ctx.answer.citations, ctx.answer.citation_spans))
             if self.facts_from in ("sources", "both"):
                 event = await ctx.result_of("sources")
                 if isinstance(event, SourcesEvent):
                     items.extend(build_facts(event.sources))
                 else:
                     warnings.append("no Wikit sources available: the sources step failed")
-        if not items:
-            warnings.append("no facts to check the answer against")
         result = await self.check(
             ctx.answer.text,
             items,

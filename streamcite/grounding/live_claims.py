@@ -12,6 +12,10 @@ complete sentence, when the facts to check it against are known:
 * **citations without spans** known mid-stream: at once, against those;
 * otherwise at the finish chunk, against every fact known then.
 
+The facts are every distinct passage quoted (the citations' and the spans'). With no
+fact at all (a Responses ``url_citation`` quotes nothing) a claim gets no verdict
+(``supported`` and ``score`` ``None``).
+
 A sentence that cannot be checked yet waits, bounded (``max_waiting``; beyond, it is
 counted in ``dropped`` and the pipeline reports it). Only the answer's first
 ``max_chars`` characters (:data:`MAX_LIVE_CHARS`, the whole-answer check's limit) are
@@ -30,7 +34,7 @@ from dataclasses import dataclass
 from streamcite.core.events import CitationsEvent, ClaimEvent
 from streamcite.core.grounding import GroundingFact
 from streamcite.enrich.claims import ClaimChecker, ClaimJob, ClaimScore
-from streamcite.enrich.facts import MAX_FACTS, build_facts
+from streamcite.enrich.facts import MAX_FACTS, passage_facts
 from streamcite.grounding import lexicon
 from streamcite.grounding.live import FactIndex
 from streamcite.grounding.sentence_stream import SentenceStream, StreamedSentence
@@ -129,8 +133,9 @@ class LocalClaimSession:
     def on_citations(self, event: CitationsEvent) -> list[ClaimJob]:
         if self._finished:
             return []
-        if event.citations:
-            self._cited = build_facts(event.citations)
+        if event.citations or event.spans:
+            # Every distinct passage known now: the citations' and the spans' own.
+            self._cited = passage_facts(event.citations, event.spans)
             self._known = self._facts_now()
         if event.spans:
             self._spans_seen = True
@@ -168,6 +173,8 @@ class LocalClaimSession:
 
     def run(self, job: ClaimJob) -> ClaimEvent:
         known: _Facts = job.payload
+        if not known.facts:  # nothing to check against: no verdict
+            return job.unchecked(self.checker)
         v = self._checker.check(known.index, job.text, heading=job.heading)
         ev = job.unchecked(self.checker)
         if not v.required:

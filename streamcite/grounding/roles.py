@@ -18,15 +18,11 @@ conjunction ``ו`` are prefixes).
 
 from __future__ import annotations
 
-from collections.abc import Container, Sequence
+from collections.abc import Container
 from itertools import compress, repeat
-from typing import TYPE_CHECKING
 
 from streamcite.grounding.tokens import token_table
 from streamcite.grounding.words import fold
-
-if TYPE_CHECKING:  # facts.py imports this module (a fact's roles, Fact.roles)
-    from streamcite.grounding.facts import Fact
 
 __all__ = [
     "Clause",
@@ -34,11 +30,11 @@ __all__ = [
     "apposition_roles",
     "claim_clauses",
     "claim_roles",
+    "clause_at",
     "conflicting_roles",
     "could_conflict",
     "fact_bindings",
     "fact_roles",
-    "order_conflict",
     "other_role",
     "role_conflict",
 ]
@@ -396,7 +392,9 @@ def _object(
     return frozenset(side), agent, agent or _HEBREW_OBJECT in skipped
 
 
-def _clause(tokens: list[bytes], keys: list[str], v: int, lang: str) -> tuple[Clause, bool] | None:
+def clause_at(
+    tokens: list[bytes], keys: list[str], v: int, lang: str
+) -> tuple[Clause, bool] | None:
     """The clause around the verb at ``v`` and whether a marker opens its object, or
     None when its reading is not clear."""
     if not _open(tokens[v]) or keys[v] in _symmetric(lang):
@@ -442,55 +440,10 @@ def claim_clauses(tokens: list[bytes], names: set[str], lang: str) -> list[Claus
             keys[v + 1] or tokens[v + 1] in _OBJECT_WORDS
         ):
             continue  # nothing on one side: most words, passed over without a call
-        read = _clause(tokens, keys, v, lang)
+        read = clause_at(tokens, keys, v, lang)
         if read is None:
             continue
         clause, marked = read
         if (hebrew and marked) or not names.isdisjoint(clause[1] | clause[2]):
             out.append(clause)
     return out
-
-
-def _readings(clauses: Sequence[Clause], fact: Fact, a: int, b: int) -> tuple[bool, bool]:
-    """(a clause of the claim swapped in tokens ``a:b`` of the fact, one in the same order)."""
-    keys = fact.keys
-    verbs = {c[0] for c in clauses}
-    swapped = same = False
-    for p in compress(range(a, b), map(verbs.__contains__, keys[a:b])):
-        near = set(keys[max(0, p - 6) : p + 7])
-        for verb, agent, patient in clauses:
-            if verb != keys[p] or near.isdisjoint(agent) or near.isdisjoint(patient):
-                continue
-            read = _clause(fact.tokens, keys, p, fact.table.lang)
-            if read is None:
-                continue
-            (_, f_agent, f_patient), _ = read
-            if agent & f_patient - f_agent and patient & f_agent - f_patient:
-                swapped = True
-            elif agent & f_agent and patient & f_patient:
-                same = True
-    return swapped, same
-
-
-def order_conflict(
-    clauses: Sequence[Clause], fact: Fact, window: Sequence[int], present: set[str]
-) -> bool:
-    """The fact's window says the claim's clause the other way round ("Acme Corp bought
-    Globex" against "Globex bought Acme Corp"), and the fact nowhere says it the claim's
-    way. ``present``: the claim's keys found in the fact (a clause whose verb or sides
-    the fact lacks is passed over without reading the fact)."""
-    clauses = [
-        c
-        for c in clauses
-        if c[0] in present and not present.isdisjoint(c[1]) and not present.isdisjoint(c[2])
-    ]
-    if not clauses:
-        return False
-    spans = fact.sentences()
-    a, b = spans[window[0]][0], spans[window[-1]][1]
-    swapped, same = _readings(clauses, fact, a, b)
-    if not swapped or same:
-        return False
-    # Another sentence may say it the claim's way ("Acme bought Globex in 1990 … Globex
-    # bought Acme in 2005"): the claim is then told, not contradicted.
-    return not (_readings(clauses, fact, 0, a)[1] or _readings(clauses, fact, b, len(fact.keys))[1])

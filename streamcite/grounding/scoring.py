@@ -12,10 +12,10 @@ from streamcite.grounding.comparators import _scales, fact_dates, fact_numbers, 
 from streamcite.grounding.config import DEFAULT_CONFIG, EngineConfig
 from streamcite.grounding.facts import Fact
 from streamcite.grounding.lexicon import ROOTED, root
+from streamcite.grounding.order import order_conflict
 from streamcite.grounding.roles import (
     conflicting_roles,
     could_conflict,
-    order_conflict,
     other_role,
 )
 from streamcite.grounding.rules import status_conflict, swapped_number

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamcite.core.answer import AnswerBuilder
+from streamcite.core.claim_channel import ClaimJob, ClaimSession, claims_from_grounding
 from streamcite.core.events import (
     CitationsEvent,
     ClaimEvent,
@@ -42,7 +43,6 @@ from streamcite.core.events import (
     GroundingEvent,
     TokenEvent,
 )
-from streamcite.enrich.claims import ClaimJob, ClaimSession, claims_from_grounding
 
 __all__ = [
     "CLAIM_TIMEOUT",

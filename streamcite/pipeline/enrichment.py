@@ -15,10 +15,10 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from streamcite.core.answer import AnswerBuilder
+from streamcite.core.enrich_gate import skip_reason
+from streamcite.core.enricher import EnrichContext, Enricher
 from streamcite.core.errors import StreamciteError
 from streamcite.core.events import ErrorEvent, Event
-from streamcite.enrich.base import EnrichContext, Enricher
-from streamcite.enrich.gate import skip_reason
 from streamcite.telemetry import switch
 
 if TYPE_CHECKING:

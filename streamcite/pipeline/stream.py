@@ -18,11 +18,11 @@ from urllib.parse import urlsplit
 
 from streamcite.core.api import ChatStreamParser
 from streamcite.core.bounds import DEFAULT_BOUNDS, StreamBounds
+from streamcite.core.enricher import Enricher
 from streamcite.core.events import ErrorEvent, Event, GroundingEvent, TokenEvent
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import CitedAnswer
 from streamcite.core.redact import Redactor, header_secrets
-from streamcite.enrich.base import Enricher
 from streamcite.logs import get_logger
 from streamcite.pipeline.apis import Api, check_api, prepare_request
 from streamcite.pipeline.claims import ClaimStage

@@ -19,7 +19,7 @@ connections (``max_connections``, ``/healthz`` ``clients``).
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 from aiohttp import web
@@ -35,12 +35,34 @@ from streamcite.web.stream import question_from_ui_messages, ui_message_stream
 from streamcite.web.uimessage import UI_MESSAGE_STREAM_HEADERS
 
 if TYPE_CHECKING:
-    from streamcite.relay.server import Relay
+    from streamcite.relay.clients import Client
+    from streamcite.relay.config import RelayConfig
+    from streamcite.relay.metrics import RelayMetrics
+    from streamcite.relay.producer import Producer
+    from streamcite.relay.quotas import StreamQuotas
+    from streamcite.relay.routes import Access
 
-__all__ = ["add_aisdk_route"]
+__all__ = ["AiSdkHost", "add_aisdk_route"]
 
 
-def add_aisdk_route(app: web.Application, relay: Relay) -> None:
+class AiSdkHost(Protocol):
+    """What the route uses of the relay (:class:`~streamcite.relay.server.Relay`), so
+    that this module does not import the server that imports it."""
+
+    config: RelayConfig
+    metrics: RelayMetrics
+    quotas: StreamQuotas
+    producer: Producer
+    access: Access
+
+    @property
+    def active_streams(self) -> int: ...
+
+    @property
+    def clients(self) -> set[Client]: ...
+
+
+def add_aisdk_route(app: web.Application, relay: AiSdkHost) -> None:
     active = [0]
 
     async def handle(request: web.Request) -> web.StreamResponse:
@@ -81,7 +103,7 @@ def add_aisdk_route(app: web.Application, relay: Relay) -> None:
     app.router.add_post("/api/chat", handle)
 
 
-async def _serve(relay: Relay, request: web.Request, question: str) -> web.StreamResponse:
+async def _serve(relay: AiSdkHost, request: web.Request, question: str) -> web.StreamResponse:
     cfg = relay.config
     events: Any = stream_chat(
         relay.producer.request_body(AskMessage(question=question)),

@@ -24,8 +24,8 @@ from streamcite.logs import get_logger
 from streamcite.relay.guard import Identity
 from streamcite.relay.live import LiveWriter
 from streamcite.relay.protocol import CloseCode, envelope, heartbeat_frame
-from streamcite.relay.streamlog import LogEntry
 from streamcite.relay.writer import SendGate, write_transport
+from streamcite.streamlog import LogEntry
 
 __all__ = [
     "AiSdkClient",

@@ -19,7 +19,7 @@ from streamcite.relay.metrics import RelayMetrics
 from streamcite.relay.producer import Producer
 from streamcite.relay.protocol import AskMessage, ResumeMessage, accepted_frame, relay_error_frame
 from streamcite.relay.quotas import QUOTA_CODE, StreamQuotas
-from streamcite.relay.streamlog import StreamLog, StreamStatus
+from streamcite.streamlog import StreamLog, StreamStatus
 
 __all__ = ["RESUME_ERRORS", "StreamControl", "log_failed_message"]
 

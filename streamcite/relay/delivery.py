@@ -24,7 +24,7 @@ from streamcite.relay.metrics import RelayMetrics
 from streamcite.relay.producer import Producer
 from streamcite.relay.protocol import CloseCode, envelope, is_done_payload, relay_error_frame
 from streamcite.relay.replay import rebuild_answer
-from streamcite.relay.streamlog import StreamLog, StreamStatus
+from streamcite.streamlog import StreamLog, StreamStatus
 
 __all__ = ["REMOTE_POLL", "Delivery", "bad_seq"]
 

@@ -1,4 +1,4 @@
-"""In-memory :class:`~streamcite.relay.streamlog.StreamLog` for a single relay process.
+"""In-memory :class:`~streamcite.streamlog.StreamLog` for a single relay process.
 
 Each stream keeps its payloads back to back in one ``bytearray`` with an ``array`` of end
 offsets (8 bytes per entry): the bytes the limits count are the bytes held, whatever the
@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
 from streamcite.logs import get_logger
-from streamcite.relay.streamlog import LogEntry, StreamLog, StreamStatus
+from streamcite.streamlog import LogEntry, StreamLog, StreamStatus
 
 __all__ = ["MemoryStreamLog"]
 

@@ -142,7 +142,23 @@ class RelayMetrics:
         self.multiprocess = multiprocess_dir() is not None
         self.registry = CollectorRegistry(auto_describe=True)
         """This relay's registry (in multiprocess mode ``/metrics`` reads the directory)."""
+        self._count(self.registry)
+        self._time(self.registry)
         reg = self.registry
+        live: Literal["livesum"] = "livesum"
+        self._log_streams = Gauge(
+            _P + "log_streams", "Streams kept in the event log (live and retained).",
+            registry=reg, multiprocess_mode=live,
+        )  # fmt: skip
+        self._log_bytes = Gauge(
+            _P + "log_bytes", "Event payload bytes kept in the log.",
+            registry=reg, multiprocess_mode=live,
+        )  # fmt: skip
+        self._deadlines = _DeadlineCollector()
+        reg.register(self._deadlines)
+
+    def _count(self, reg: CollectorRegistry) -> None:
+        """The gauges and counters of streams, connections, events, errors (in ``__init__``)."""
         live: Literal["livesum"] = (
             "livesum"  # gauges in multiprocess mode: the sum over live processes
         )
@@ -190,6 +206,9 @@ class RelayMetrics:
         )
         """Connections the relay closed, by reason (``too_slow``, ``shutdown``)."""
 
+    def _time(self, reg: CollectorRegistry) -> None:
+        """The latency histograms (in ``__init__``, after :meth:`_count`)."""
+
         def hist(name: str, doc: str) -> Histogram:
             return Histogram(_P + name, doc, registry=reg, buckets=_LATENCY_BUCKETS)
 
@@ -210,16 +229,6 @@ class RelayMetrics:
         )
         self.stages = {stage: stages.labels(stage) for stage in self.STAGES}
         """The pipeline's own stage timings (``answer.timings``), in seconds."""
-        self._log_streams = Gauge(
-            _P + "log_streams", "Streams kept in the event log (live and retained).",
-            registry=reg, multiprocess_mode=live,
-        )  # fmt: skip
-        self._log_bytes = Gauge(
-            _P + "log_bytes", "Event payload bytes kept in the log.",
-            registry=reg, multiprocess_mode=live,
-        )  # fmt: skip
-        self._deadlines = _DeadlineCollector()
-        reg.register(self._deadlines)
 
     def set_active(self, streams: int) -> None:
         """Upstream requests running now (called as streams start and end)."""

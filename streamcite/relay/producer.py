@@ -1,6 +1,6 @@
 """The producer: one task per stream runs the upstream request and logs every event.
 
-It never waits for a client: events go to the :class:`~streamcite.relay.streamlog.StreamLog`
+It never waits for a client: events go to the :class:`~streamcite.streamlog.StreamLog`
 and the pumps (:mod:`streamcite.relay.delivery`) read them from there, so a slow client
 cannot slow the upstream read or another stream. Every stream ends with ``done`` —
 also when it is cancelled, abandoned (nobody listened within ``resume_grace``), cut
@@ -34,7 +34,7 @@ from streamcite.relay.protocol import AskMessage
 from streamcite.relay.quotas import StreamQuotas
 from streamcite.relay.readers import ReaderHeartbeat
 from streamcite.relay.replay import rebuild_answer
-from streamcite.relay.streamlog import StreamLog
+from streamcite.streamlog import StreamLog
 
 __all__ = ["SUPERSEDED", "OnEvent", "ProducedStream", "Producer", "SupersedeLog", "SyncAppendLog"]
 

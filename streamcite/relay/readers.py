@@ -17,7 +17,7 @@ import contextlib
 from collections import Counter
 
 from streamcite.logs import LibraryLogger
-from streamcite.relay.streamlog import StreamLog
+from streamcite.streamlog import StreamLog
 
 __all__ = ["ReaderHeartbeat", "heartbeat_interval"]
 

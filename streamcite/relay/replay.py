@@ -14,7 +14,7 @@ from streamcite.core.errors import StreamciteError
 from streamcite.core.events import DoneEvent, ErrorEvent, event_from_json
 from streamcite.core.models import CitedAnswer
 from streamcite.logs import get_logger
-from streamcite.relay.streamlog import LogEntry
+from streamcite.streamlog import LogEntry
 
 __all__ = ["rebuild_answer"]
 

@@ -19,7 +19,7 @@ from streamcite.relay.config import TOKEN_COOKIE, RelayConfig
 from streamcite.relay.guard import Guard, Identity
 from streamcite.relay.metrics import CONTENT_TYPE, RelayMetrics
 from streamcite.relay.protocol import relay_error_frame
-from streamcite.relay.streamlog import StreamLog
+from streamcite.streamlog import StreamLog
 from streamcite.web.deadlines import ReadDeadlines
 
 __all__ = ["SECURITY_HEADERS", "Access", "LogWithStats", "PlainEndpoints", "security_headers"]

@@ -3,7 +3,7 @@ starts and shuts them down; :class:`RelayServer` listens on a port.
 
 WebSocket and SSE between browsers and a citation-aware upstream. One *producer* task
 per stream (:mod:`~streamcite.relay.producer`) runs the pipeline and appends every event
-to the :class:`~streamcite.relay.streamlog.StreamLog`; one *pump* per (client, stream)
+to the :class:`~streamcite.streamlog.StreamLog`; one *pump* per (client, stream)
 (:mod:`~streamcite.relay.delivery`) reads the log after the last ``seq`` it delivered
 and writes frames to its client. The module map is in ``docs/relay.md``.
 
@@ -37,8 +37,8 @@ from streamcite.relay.quotas import StreamQuotas
 from streamcite.relay.readers import ReaderHeartbeat, heartbeat_interval
 from streamcite.relay.routes import Access, PlainEndpoints, security_headers
 from streamcite.relay.sse import SseEndpoint
-from streamcite.relay.streamlog import StreamLog
 from streamcite.relay.websocket import WsEndpoint
+from streamcite.streamlog import StreamLog
 from streamcite.web.deadlines import ReadDeadlines
 
 __all__ = ["STATIC_DIR", "Relay", "RelayConfig", "RelayMetrics", "RelayServer"]

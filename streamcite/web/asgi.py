@@ -15,7 +15,7 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
-from streamcite.relay.streamlog import StreamLog
+from streamcite.streamlog import StreamLog
 from streamcite.web.eventsse import SSE_HEADERS, event_sse, parse_last_event_id, sse_from_log
 from streamcite.web.stream import question_from_ui_messages, ui_message_stream
 from streamcite.web.uimessage import UI_MESSAGE_STREAM_HEADERS

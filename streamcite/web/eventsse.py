@@ -1,7 +1,7 @@
 """streamcite's own event stream as SSE: ``id:`` = ``seq``, resumable from a stream log.
 
 Without a log, events are numbered 1, 2, 3, ... as they are sent. With a
-:class:`~streamcite.relay.streamlog.StreamLog`, :func:`record_events` appends every event
+:class:`~streamcite.streamlog.StreamLog`, :func:`record_events` appends every event
 (the log gives it its ``seq``) and :func:`sse_from_log` serves the entries after a
 ``Last-Event-ID``, then follows the live rest until the stream is finished.
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from streamcite.relay.streamlog import StreamLog
+from streamcite.streamlog import StreamLog
 
 __all__ = ["SSE_HEADERS", "event_sse", "parse_last_event_id", "record_events", "sse_from_log"]
 

@@ -40,8 +40,9 @@ def frame(chunk: Mapping[str, Any]) -> bytes:
 
 
 def spans_part(spans: Any, sids: list[str | None]) -> bytes:
-    """``data-citation-spans``: each span's ``sourceId`` (``sids``: the event's citations')
-    and its UTF-16 offsets into the text. A span without them (the chat dialect's, until
+    """``data-citation-spans``: each span's ``sourceId`` (``sids``: the event's citations'),
+    its UTF-16 offsets into the text and ``citedText``, the passage it quotes (``null``
+    where the API sends none). A span without them (the chat dialect's, until
     the text it indexes has arrived) is left out: a later citations event carries it."""
     out = []
     for sp in spans:
@@ -50,7 +51,9 @@ def spans_part(spans: Any, sids: list[str | None]) -> bytes:
         if type(doc) is int and 0 <= doc < len(sids) and type(start) is int and type(end) is int:
             sid = sids[doc]
             if sid is not None:  # a dropped source (over max_sources) anchors nothing
-                out.append({"sourceId": sid, "start": start, "end": end})
+                text = field(sp, "cited_text")
+                cited = text if type(text) is str else None  # the span's own passage
+                out.append({"sourceId": sid, "start": start, "end": end, "citedText": cited})
     if not out:
         return b""
     return frame({"type": "data-citation-spans", "id": "citation-spans", "data": {"spans": out}})

@@ -4,7 +4,8 @@
 ``token``; ``thinking_delta`` → ``reasoning``; a ``tool_use`` block and its
 ``input_json_delta`` → ``tool_call``; ``citations_delta`` → a ``citations`` event at
 once (the new source), and at the block's ``content_block_stop`` its span: the whole
-text block the citation belongs to; ``message_delta`` → ``usage`` and ``finish``;
+text block the citation belongs to, with that citation's ``cited_text`` and location
+(``provider_metadata``) — one span per citation, so a source cited twice keeps both quotes; ``message_delta`` → ``usage`` and ``finish``;
 ``message_stop`` ends the stream; ``error`` (``overloaded_error``...) → ``error``.
 Ignored: ``ping``, ``signature_delta``, ``redacted_thinking``, ``server_tool_use`` and
 ``web_search_tool_result`` blocks (the citations carry what an answer needs of them).
@@ -17,7 +18,13 @@ from typing import Any
 import orjson
 
 from streamcite.core.answer import AnswerBuilder
-from streamcite.core.dialects.base import Handler, JSONDecodeError, StreamState, loads
+from streamcite.core.dialects.base import (
+    MAX_SPANS,
+    Handler,
+    JSONDecodeError,
+    StreamState,
+    loads,
+)
 from streamcite.core.dialects.hotloop import TemplatedState
 from streamcite.core.events import Event
 from streamcite.core.markers import MarkerMode
@@ -112,7 +119,8 @@ class AnthropicInterpreter(TemplatedState):
     def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
         super().__init__(builder, marker_mode)
         self._blocks: dict[int, list[Any]] = {}
-        """Per block index: [type, start character, cited document indexes]."""
+        """Per block index: [type, start character, its citations: (document index,
+        cited text, provider metadata) each]."""
         self._input_tokens: Any = None
         self._table: dict[str, Handler] = {
             "message_start": self._message_start,
@@ -256,11 +264,18 @@ class AnthropicInterpreter(TemplatedState):
         if isinstance(got, str):
             self.fault(out, "bad_citations", f"citation {got}: {c!r:.120}")
             return
-        doc = self.cite(got[0], got[1], out)
+        cit = got[1]
+        passage, meta = cit.cited_text, cit.provider_metadata
+        doc = self.cite(got[0], cit, out)
         if doc is None:
             return
-        if doc not in block[2]:
-            block[2].append(doc)
+        quote = (doc, passage, meta)
+        if quote in block[2]:
+            pass
+        elif len(block[2]) < MAX_SPANS:  # each passage of a source cited in this block
+            block[2].append(quote)
+        else:
+            self.span_over(out)
         self.emit_citations(out)  # live: a new source as soon as it is cited (once)
 
     def _block_stop(self, obj: dict[str, Any], out: list[Event]) -> None:
@@ -271,8 +286,8 @@ class AnthropicInterpreter(TemplatedState):
             return
         if block[2]:
             added = False
-            for doc in block[2]:
-                added = self.span(doc, block[1], self.chars0, out) or added
+            for doc, passage, meta in block[2]:
+                added = self.span(doc, block[1], self.chars0, out, passage, meta) or added
             block[2] = []
             if added:
                 self.emit_citations(out)

@@ -122,6 +122,7 @@ class StreamState(Citing):
         self._map: OffsetMap | None = None
         self._tool_keys: dict[Any, int] = {}
         self._cite_keys: dict[Any, int] = {}
+        self._passages: dict[str, str] = {}
         self._cit_sent = (0, 0)
         """(citations, spans) the last ``citations`` event carried: both lists only grow,
         so an event with the same counts would repeat the last one."""

@@ -1,6 +1,8 @@
 """The citation registry of a non-chat stream: one :class:`Citation` per distinct source,
-the spans that anchor them in choice 0's text (characters and UTF-16), and the
-``citations`` event sent only when something was added. A mixin of
+the spans that anchor them in choice 0's text (characters and UTF-16) with the passage
+each one quotes, and the ``citations`` event sent only when something was added.
+Every passage stored goes through :meth:`Citing.passage` (one string per distinct
+passage, shared by the citation and its spans). A mixin of
 :class:`~streamcite.core.dialects.base.StreamState`, which owns the state named below.
 Sans-I/O."""
 
@@ -33,6 +35,7 @@ class Citing:
         "_cit_sent",
         "_cite_keys",
         "_map",
+        "_passages",
         "citations_dropped",
         "spans_dropped",
     )
@@ -44,6 +47,7 @@ class Citing:
     _map: OffsetMap | None
     _astral: int
     _astral_upto: int
+    _passages: dict[str, str]
     citations_dropped: int
     spans_dropped: int
 
@@ -64,13 +68,34 @@ class Citing:
             self.citations_dropped += 1
             return None
         citation.document_index = n
+        citation.cited_text = self.passage(citation.cited_text)
         self._cite_keys[key] = n
         self.builder.citations = [*self.builder.citations, citation]
         return n
 
-    def span(self, doc: int, start: int, end: int, out: list[Event]) -> bool:
-        """Add the span ``start:end`` (characters of choice 0's text) of citation ``doc``.
-        False (and reported) when it is not within the text so far or over the bound."""
+    def passage(self, text: str | None) -> str | None:
+        """The one stored copy of a quoted passage (a citation's or a span's): the same
+        string for every span and citation that quote it. ``None`` and ``""`` stay."""
+        if not text:
+            return text
+        known = self._passages.get(text)
+        if known is None:
+            self._passages[text] = known = text
+        return known
+
+    def span(
+        self,
+        doc: int,
+        start: int,
+        end: int,
+        out: list[Event],
+        cited_text: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> bool:
+        """Add the span ``start:end`` (characters of choice 0's text) of citation ``doc``,
+        with the passage it quotes (``cited_text``) and where the provider says that
+        passage is (``meta``). False (and reported) when it is not within the text so
+        far or over the bound."""
         if not 0 <= start <= end <= self.chars0:
             msg = (
                 f"citation span {start}-{end} of citation {doc} is not within the answer"
@@ -79,14 +104,26 @@ class Citing:
             self.fault(out, "bad_citation_span", msg)
             return False
         if len(self.builder.citation_spans) >= MAX_SPANS:
-            if not self.spans_dropped:
-                msg = f"more than {MAX_SPANS} citation spans: the rest dropped"
-                self.fault(out, TOO_MANY_CITATIONS, msg)
-            self.spans_dropped += 1
+            self.span_over(out)
             return False
-        sp = CitationSpan(doc, start, end, self.utf16_at(start), self.utf16_at(end))
+        sp = CitationSpan(
+            doc,
+            start,
+            end,
+            self.utf16_at(start),
+            self.utf16_at(end),
+            self.passage(cited_text),
+            meta or None,
+        )
         self.builder.citation_spans = [*self.builder.citation_spans, sp]
         return True
+
+    def span_over(self, out: list[Event]) -> None:
+        """A span beyond :data:`MAX_SPANS`: reported once, then counted."""
+        if not self.spans_dropped:
+            msg = f"more than {MAX_SPANS} citation spans: the rest dropped"
+            self.fault(out, TOO_MANY_CITATIONS, msg)
+        self.spans_dropped += 1
 
     def emit_citations(self, out: list[Event]) -> None:
         """A ``citations`` event with every citation and span so far (consumers replace),

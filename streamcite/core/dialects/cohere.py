@@ -16,6 +16,7 @@ from typing import Any
 
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.dialects.base import (
+    MAX_SPANS,
     Handler,
     JSONDecodeError,
     StreamState,
@@ -279,21 +280,28 @@ class CohereInterpreter(TemplatedState):
             # A span cited to nothing: no citation to hang it on (reported, not kept).
             self.fault(out, "bad_citations", f"citation {start}-{end} without sources")
             return
-        docs: list[int] = []
+        docs: list[tuple[int, str | None, dict[str, Any] | None]] = []
+        seen: set[tuple[int, str | None]] = set()
         for src in sources:
             got = _source(src)
             if got is None:
                 self.fault(out, "bad_citations", f"citation source: {src!r:.120}")
                 continue
+            passage, meta = got[1].cited_text, got[1].provider_metadata
             doc = self.cite(got[0], got[1], out)
-            if doc is not None and doc not in docs:
-                docs.append(doc)
-        for doc in docs:
+            if doc is None or (doc, passage) in seen:
+                continue
+            if len(docs) >= MAX_SPANS:
+                self.span_over(out)
+                continue
+            seen.add((doc, passage))
+            docs.append((doc, passage, meta))  # each source's own passage
+        for doc, passage, meta in docs:
             if type(text) is str and self.text_slice(base + start, base + end) != text:
                 msg = f"citation {start}-{end} does not hold its text {text!r:.60}"
                 self.fault(out, "bad_citation_span", msg)
                 break
-            self.span(doc, base + start, base + end, out)
+            self.span(doc, base + start, base + end, out, passage, meta)
         if docs:
             self.emit_citations(out)
 

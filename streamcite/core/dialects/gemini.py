@@ -8,7 +8,9 @@ Each ``data:`` is a GenerateContentResponse. The first with ``responseId`` /
 ``error``. Candidate 0's ``groundingMetadata`` accumulates — it may come late or split
 across chunks: each new ``groundingChunks`` source is a citation, each
 ``groundingSupports`` segment a span, its UTF-8 BYTE offsets into the candidate's text
-converted to characters (a support whose text has not all arrived waits for it).
+converted to characters (a support whose text has not all arrived waits for it), with
+the passage of each grounding chunk it names (``retrievedContext.text``; two chunks of
+one source keep their own passages) and ``grounding_chunk_index`` in its metadata.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 import orjson
 
 from streamcite.core.answer import AnswerBuilder
+from streamcite.core.citations import ANSWER_SEGMENT
 from streamcite.core.dialects.base import MAX_SPANS, JSONDecodeError, StreamState, loads, new
 from streamcite.core.events import Event, TokenEvent
 from streamcite.core.markers import MarkerMode
@@ -108,7 +111,7 @@ class _Bytes:
 class GeminiInterpreter(StreamState):
     """Interprets one Gemini stream (``:streamGenerateContent?alt=sse``)."""
 
-    __slots__ = ("_docs", "_pending", "_seen_supports", "_sources_seen", "_usage_raw")
+    __slots__ = ("_docs", "_pending", "_quotes", "_seen_supports", "_sources_seen", "_usage_raw")
 
     dialect = "gemini"
 
@@ -116,6 +119,9 @@ class GeminiInterpreter(StreamState):
         super().__init__(builder, marker_mode)
         self._docs: list[int | None] = []
         """Accumulated ``groundingChunks`` of candidate 0 → their ``document_index``."""
+        self._quotes: list[tuple[str | None, dict[str, Any]]] = []
+        """Per grounding chunk: its own passage and metadata (two chunks of one source
+        keep their two passages)."""
         self._sources_seen: list[Any] = []
         self._pending: list[dict[str, Any]] = []
         """Supports whose segment has not all arrived, or whose sources have not."""
@@ -303,8 +309,12 @@ class GeminiInterpreter(StreamState):
                 if got is None:
                     self.fault(out, "bad_citations", f"grounding chunk: {ch!r:.120}")
                     self._docs.append(None)
+                    self._quotes.append((None, {}))
                     continue
                 before = len(self.builder.citations)
+                where = dict(got[1].provider_metadata or ())
+                where["grounding_chunk_index"] = len(self._docs)
+                self._quotes.append((got[1].cited_text, where))
                 self._docs.append(self.cite(got[0], got[1], out))
                 added = added or len(self.builder.citations) > before
         supports = meta.get("groundingSupports")
@@ -363,8 +373,12 @@ class GeminiInterpreter(StreamState):
                     continue
                 c = self.builder.citations[doc]
                 if c.cited_text is None and type(text) is str:
+                    # A web source quotes nothing: its cited_text is the answer's own
+                    # segment, marked so that no check takes it for evidence.
                     c.cited_text = text
-                added = self.span(doc, c0, c1, out) or added
+                    c.provider_metadata = {**(c.provider_metadata or {}), ANSWER_SEGMENT: True}
+                passage, where = self._quotes[i]
+                added = self.span(doc, c0, c1, out, passage, where) or added
         self._pending = keep
         if added:
             self.emit_citations(out)

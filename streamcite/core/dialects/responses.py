@@ -290,7 +290,8 @@ class ResponsesInterpreter(SequencedState):
                 self.fault(out, "bad_annotation", f"span is not integers: {note!r:.120}")
             else:
                 base = self._parts.get((obj.get("item_id"), obj.get("content_index")), 0)
-                self.span(doc, base + start, base + end, out)
+                # No quoted passage in any Responses annotation: cited_text stays None.
+                self.span(doc, base + start, base + end, out, None, meta)
         self.emit_citations(out)
 
     def _reasoning_delta(self, obj: dict[str, Any], out: list[Event]) -> None:

@@ -10,7 +10,7 @@ import orjson
 
 from streamcite.core.errors import MalformedResponse, UpstreamError
 from streamcite.core.events import GroundingEvent, SourcesEvent
-from streamcite.core.grounding import GroundingResult
+from streamcite.core.grounding import GroundingResult, no_verdict
 from streamcite.core.models import CitedAnswer
 from streamcite.core.redact import Redactor
 from streamcite.enrich._http import (
@@ -30,7 +30,7 @@ from streamcite.enrich.azure.request import (
     parse_detect_response,
 )
 from streamcite.enrich.base import EnrichContext
-from streamcite.enrich.facts import fact_from
+from streamcite.enrich.facts import fact_from, passage_facts
 from streamcite.enrich.question import question_of
 from streamcite.logs import get_logger
 
@@ -240,11 +240,8 @@ class AzureGroundedness(PooledClient):
             items = list(self.facts)
         else:
             if self.facts_from in ("citations", "both"):
-                items.extend(
-                    f
-                    for i, c in enumerate(ctx.answer.citations)
-                    if (f := fact_from(c, i)) is not None
-                )
+                # Every distinct passage: the citations' and the spans'.
+                items.extend(passage_facts(ctx.answer.citations, ctx.answer.citation_spans))
             if self.facts_from in ("sources", "both"):
                 event = await ctx.result_of("sources")
                 if isinstance(event, SourcesEvent):
@@ -255,7 +252,7 @@ class AzureGroundedness(PooledClient):
                     warnings.append("no Wikit sources available: the sources step failed")
         if not items:
             warnings.append("no grounding sources: the check was not sent")
-            return GroundingEvent(provider="azure", warnings=warnings)
+            return GroundingEvent.from_result(no_verdict("azure", warnings))
         result = await self.check(ctx.answer, items, query=_question(ctx.request))
         result.warnings[:0] = warnings
         return GroundingEvent.from_result(result)

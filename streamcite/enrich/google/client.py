@@ -15,7 +15,7 @@ import orjson
 
 from streamcite.core.errors import MalformedResponse
 from streamcite.core.events import GroundingEvent, SourcesEvent
-from streamcite.core.grounding import GroundingResult
+from streamcite.core.grounding import GroundingResult, no_verdict
 from streamcite.core.models import CitedAnswer
 from streamcite.enrich._auth import (
     CLOUD_PLATFORM_SCOPE,
@@ -26,7 +26,7 @@ from streamcite.enrich._auth import (
 )
 from streamcite.enrich._http import PooledClient, RetryPolicy, SessionHolder, send, with_retries
 from streamcite.enrich.base import EnrichContext
-from streamcite.enrich.facts import PreparedFacts, fact_from
+from streamcite.enrich.facts import PreparedFacts, fact_from, passage_facts
 from streamcite.enrich.google.errors import GoogleAuthError, GroundingInputError, raise_for_status
 from streamcite.enrich.google.request import (
     DEFAULT_ENDPOINT,
@@ -236,10 +236,9 @@ class GoogleGrounding(PooledClient):
         items: list[Any] = []
         warnings: list[str] = []
         if self.facts_from in ("citations", "both"):
-            # Prebuilt so citation and source facts keep origins into their own lists.
-            items.extend(
-                f for i, c in enumerate(ctx.answer.citations) if (f := fact_from(c, i)) is not None
-            )
+            # Prebuilt so citation and source facts keep origins into their own lists;
+            # every distinct passage (the citations' and the spans').
+            items.extend(passage_facts(ctx.answer.citations, ctx.answer.citation_spans))
         if self.facts_from in ("sources", "both"):
             event = await ctx.result_of("sources")
             if isinstance(event, SourcesEvent):
@@ -259,6 +258,8 @@ class GoogleGrounding(PooledClient):
     async def enrich(self, ctx: EnrichContext) -> GroundingEvent:
         """Check the answer that just streamed; returns a ``grounding`` event."""
         items, warnings = await self.facts_for(ctx)
+        if not items:  # nothing quoted to check against: no verdict (not a fault)
+            return GroundingEvent.from_result(no_verdict("google", warnings))
         result = await self.check(ctx.answer, items)
         result.warnings[:0] = warnings
         return GroundingEvent.from_result(result)

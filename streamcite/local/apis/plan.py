@@ -159,6 +159,36 @@ def _segments(answer: Answer, text_len: int) -> list[CitedSegment]:
     ]
 
 
+async def _read_question(
+    request: web.Request,
+    error: ErrorReply,
+    parse: Callable[[Any], DialectRequest | str],
+    unknown_model: UnknownModel,
+) -> DialectRequest | web.Response:
+    """The request's body read as the API's (bounded), or the error to send instead."""
+    state = request.app[STATE]
+    limit = state.config.max_body_bytes
+    raw = await read_body(request, limit)
+    if raw is None:
+        return error(413, f"the request body is larger than {limit} bytes", None)
+    try:
+        body = orjson.loads(raw) if raw else None
+    except orjson.JSONDecodeError:
+        return error(400, "the request body is not valid JSON", None)
+    if not isinstance(body, dict):
+        return error(400, "the request body must be a JSON object", None)
+    asked = parse(body)
+    if isinstance(asked, str):
+        return error(400, asked, None)
+    if asked.model != MODEL:
+        return unknown_model(shown_model(asked.model))
+    if len(asked.question) > state.config.max_question_chars:
+        return error(
+            413, f"the question is longer than {state.config.max_question_chars} characters", None
+        )
+    return asked
+
+
 async def plan_answer(
     request: web.Request,
     error: ErrorReply,
@@ -186,25 +216,9 @@ async def plan_answer(
     chat_only = [k for k in CHAT_ONLY_FAULTS if getattr(spec, k) is not None]
     if chat_only:
         return error(400, f"fault {chat_only[0]} is served by /v1/chat/completions only", None)
-    limit = state.config.max_body_bytes
-    raw = await read_body(request, limit)
-    if raw is None:
-        return error(413, f"the request body is larger than {limit} bytes", None)
-    try:
-        body = orjson.loads(raw) if raw else None
-    except orjson.JSONDecodeError:
-        return error(400, "the request body is not valid JSON", None)
-    if not isinstance(body, dict):
-        return error(400, "the request body must be a JSON object", None)
-    asked = parse(body)
-    if isinstance(asked, str):
-        return error(400, asked, None)
-    if asked.model != MODEL:
-        return unknown_model(shown_model(asked.model))
-    if len(asked.question) > state.config.max_question_chars:
-        return error(
-            413, f"the question is longer than {state.config.max_question_chars} characters", None
-        )
+    asked = await _read_question(request, error, parse, unknown_model)
+    if isinstance(asked, web.Response):
+        return asked
     if stream is not None:
         asked.stream = stream
     answer = state.answer(asked.question)

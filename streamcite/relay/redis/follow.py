@@ -23,7 +23,7 @@ from streamcite.relay.redis.errors import TRANSIENT, RedisUnavailable
 from streamcite.relay.redis.scripts import FETCH, FINISH_SEQ, unpack_entries, unpack_fanout
 from streamcite.relay.redis.settings import RedisLogSettings
 from streamcite.relay.redis.waiting import TimerWheel, Waiters
-from streamcite.relay.streamlog import LogEntry
+from streamcite.streamlog import LogEntry
 
 __all__ = ["FanoutFollower", "FollowedStream"]
 

@@ -8,7 +8,7 @@ from streamcite.core.errors import StreamciteError
 from streamcite.relay.redis.scripts import bulk
 from streamcite.relay.redis.settings import KeyLayout
 from streamcite.relay.redis.waiting import Waiters
-from streamcite.relay.streamlog import LogEntry
+from streamcite.streamlog import LogEntry
 
 __all__ = ["OwnedStream"]
 

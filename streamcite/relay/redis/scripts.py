@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import redis.asyncio as aioredis
 from redis.exceptions import NoScriptError
 
-from streamcite.relay.streamlog import LogEntry
+from streamcite.streamlog import LogEntry
 
 __all__ = [
     "APPEND",

@@ -1,4 +1,4 @@
-"""RedisStreamLog: the relay's :class:`~streamcite.relay.streamlog.StreamLog` in Redis Streams,
+"""RedisStreamLog: the relay's :class:`~streamcite.streamlog.StreamLog` in Redis Streams,
 shared by every relay instance of a deployment.
 
 This module is the lifecycle and the per-call paths; the parts are, one concept each:
@@ -39,7 +39,7 @@ from streamcite.relay.redis.scripts import (
 from streamcite.relay.redis.settings import RedisLogSettings
 from streamcite.relay.redis.waiting import TimerWheel
 from streamcite.relay.redis.writer import BatchedWriter
-from streamcite.relay.streamlog import LogEntry, StreamLog, StreamStatus
+from streamcite.streamlog import LogEntry, StreamLog, StreamStatus
 
 __all__ = ["RedisStreamLog"]
 
@@ -47,7 +47,7 @@ _log = get_logger("streamcite.relay.redislog")
 
 
 class RedisStreamLog:
-    """:class:`~streamcite.relay.streamlog.StreamLog` stored in Redis Streams.
+    """:class:`~streamcite.streamlog.StreamLog` stored in Redis Streams.
 
     Each relay process creates one from a :class:`RedisLogSettings` with the same ``url`` and
     ``prefix`` and a unique ``instance_id``::

@@ -27,7 +27,7 @@ from streamcite.relay.redis.owned import OwnedStream
 from streamcite.relay.redis.scripts import APPEND, bulk, pack_append
 from streamcite.relay.redis.settings import RedisLogSettings
 from streamcite.relay.redis.waiting import TimerWheel, Waiters
-from streamcite.relay.streamlog import LogEntry
+from streamcite.streamlog import LogEntry
 
 __all__ = ["MAX_PENDING", "BatchedWriter"]
 

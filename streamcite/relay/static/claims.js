@@ -76,6 +76,14 @@ export function claimMark(claim) {
 export function renderSupport(s) {
   const g = s.grounding;
   const node = s.turn.support;
+  if (g && g.support_score == null && typeof g.reason === "string") {
+    // No verdict (nothing to check against): "not checked", never a red mark.
+    node.hidden = false;
+    node.textContent = "not checked";
+    node.title = `grounding check (${String(g.provider)}): ${g.reason.slice(0, 200)}`;
+    node.dataset.level = "neutral";
+    return;
+  }
   if (!g || typeof g.support_score !== "number") {
     node.hidden = true;
     return;

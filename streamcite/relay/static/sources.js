@@ -39,6 +39,7 @@ export function renderCitations(s) {
   const box = s.turn.citations;
   box.replaceChildren();
   const groups = new Map();
+  const extra = spanPassages(s);
   for (const c of s.citations) {
     if (!c || typeof c !== "object") continue;
     const key = [c.document_title, c.document_author, c.document_year, documentUrl(c.source_url)].join("\u0000");
@@ -66,6 +67,10 @@ export function renderCitations(s) {
       }
       if (c.cited_text_heading) li.appendChild(el("strong", "heading", c.cited_text_heading));
       if (c.cited_text) li.appendChild(el("blockquote", "cited", c.cited_text));
+      // the other passages the provider quoted from this source, one per footnote
+      for (const text of extra.get(c.document_index) || []) {
+        if (text !== (c.cited_text || "").trim()) li.appendChild(el("blockquote", "cited span-passage", text));
+      }
       if (c.document_reference) li.appendChild(el("span", "reference", `reference ${c.document_reference}`));
       list.appendChild(li);
     }
@@ -74,6 +79,22 @@ export function renderCitations(s) {
   }
   s.turn.sources.hidden = groups.size === 0;
   if (s.sources.length) renderWikit(s);
+}
+
+// Citation document_index -> the distinct passages its spans quote (a provider may cite one
+// source several times, each time with its own passage), in the order they arrived.
+const MAX_PASSAGES_PER_CITATION = 32;
+function spanPassages(s) {
+  const out = new Map();
+  for (const sp of s.spans) {
+    if (!sp || !Number.isInteger(sp.document_index) || typeof sp.cited_text !== "string") continue;
+    const text = sp.cited_text.trim();
+    if (!text) continue;
+    if (!out.has(sp.document_index)) out.set(sp.document_index, []);
+    const list = out.get(sp.document_index);
+    if (list.length < MAX_PASSAGES_PER_CITATION && !list.includes(text)) list.push(text);
+  }
+  return out;
 }
 
 // A document's URL without the fragment that points at one passage (#chunk-N).
