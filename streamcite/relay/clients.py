@@ -172,7 +172,7 @@ class Client:
 
 class WsClient(Client):
     kind = "ws"
-    __slots__ = ("closer", "send_timeout", "ws")
+    __slots__ = ("closer", "live", "send_timeout", "ws")
 
     def __init__(
         self,
@@ -186,8 +186,12 @@ class WsClient(Client):
         self.ws = ws
         self.send_timeout = send_timeout
         self.closer: asyncio.Task[None] | None = None
+        self.live: _LiveFrames | None = None
+        """Frames the live taps gave this client in this loop turn (one write per turn)."""
 
     async def _write(self, frame: bytes, seq: int | None) -> None:
+        if self.live is not None:
+            self.live.flush()
         await self.ws.send_frame(frame, WSMsgType.TEXT)
 
     def _encode(self, frame: bytes, seq: int | None) -> bytes:
@@ -198,32 +202,22 @@ class WsClient(Client):
         # (uncompressed: ``compress=False``) frames synchronously to the same transport, so
         # the order holds. ``ws.closed`` turns true before aiohttp writes its close frame:
         # nothing is written after it.
+        if self.live is not None:
+            self.live.flush()
         t = self.transport
         if self.ws.closed or t is None or t.is_closing():
             raise ConnectionResetError("the WebSocket is closing")
         t.write(data)
 
     def live_writer(self) -> LiveWriter | None:
-        """Write one event frame now, when the socket's buffer is empty (so the cap holds
-        and nothing is queued ahead of it) and the WebSocket is open; else False."""
-        t = self.transport
-        if t is None:
+        """Take one event frame for the socket now, when its buffer is empty (so the cap
+        holds and nothing is queued ahead of it) and the WebSocket is open; else False.
+        The frames taken in one loop turn go out in one write at the end of the turn."""
+        if self.transport is None:
             return None
-        ws = self.ws
-        frame = ws_text_frame
-        clock = time.monotonic
-
-        def write(payload: bytes) -> bool:
-            if self.closing or ws.closed or t.get_write_buffer_size() or t.is_closing():
-                return False
-            try:
-                t.write(frame(payload))
-            except (ConnectionError, RuntimeError):
-                return False
-            self.last_send = clock()
-            return True
-
-        return write
+        if self.live is None:
+            self.live = _LiveFrames(self, self.transport)
+        return self.live.take
 
     def close_soon(self, code: int, reason: str) -> None:
         """Close from any task without waiting: queued frames go out before the close."""
@@ -236,11 +230,63 @@ class WsClient(Client):
     async def _close(self, code: int, reason: str) -> None:
         # The close frame queues behind what the client has not read yet: give a slow
         # client a few seconds to reach it (and see the code), then drop the connection.
+        if self.live is not None:
+            self.live.flush()
         try:
             async with asyncio.timeout(max(5.0, self.send_timeout)):
                 await self.ws.close(code=code, message=reason.encode())
         except (TimeoutError, ConnectionError, RuntimeError, aiohttp.ClientError):
             self.abort()
+
+
+class _LiveFrames:
+    """A WebSocket client's frames from live taps, written once per loop turn.
+
+    Every other write to the client flushes them first, so frames keep their order; they
+    never hold more than the write-buffer cap (a frame that would pass it is refused: the
+    tap lets go and its pump waits for room, as for any write)."""
+
+    __slots__ = ("client", "frames", "loop", "size", "transport", "ws")
+
+    def __init__(self, client: WsClient, transport: asyncio.WriteTransport) -> None:
+        self.client = client
+        self.ws = client.ws
+        self.transport = transport
+        self.loop = asyncio.get_running_loop()
+        self.frames: list[bytes] = []
+        self.size = 0
+
+    def take(self, payload: bytes) -> bool:
+        client, t = self.client, self.transport
+        if client.closing or self.ws.closed or t.get_write_buffer_size() or t.is_closing():
+            self.flush()
+            return False
+        data = ws_text_frame(payload)
+        frames = self.frames
+        if not frames:
+            self.loop.call_soon(self.flush)
+        elif self.size + len(data) > client.gate.cap:
+            self.flush()
+            return False
+        frames.append(data)
+        self.size += len(data)
+        return True
+
+    def flush(self) -> None:
+        frames = self.frames
+        if not frames:
+            return
+        data = frames[0] if len(frames) == 1 else b"".join(frames)
+        frames.clear()
+        self.size = 0
+        t = self.transport
+        if self.ws.closed or t.is_closing():
+            return  # the connection is going: the client resumes after its last frame
+        try:
+            t.write(data)
+        except (ConnectionError, RuntimeError):
+            return
+        self.client.last_send = time.monotonic()
 
 
 class SseClient(Client):
