@@ -44,10 +44,7 @@ class ReadDeadline:
         loop = self._loop
         at = loop.time() + seconds
         self._at = at
-        task = asyncio.current_task()
-        if task is not self._task:
-            self._task = task
-        self._base = task.cancelling() if task is not None else 0
+        self._task = asyncio.current_task()
         handle = self._handle
         if handle is None or self._when > at:
             if handle is not None:
@@ -87,4 +84,5 @@ class ReadDeadline:
         task = self._task
         if task is not None and not task.done():
             self._fired = True
+            self._base = task.cancelling()  # cancels from elsewhere, already pending
             task.cancel()
