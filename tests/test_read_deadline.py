@@ -11,7 +11,7 @@ import pytest
 from streamcite.pipeline.deadline import ReadDeadline
 from streamcite.relay.eventloop import LoopChoice, resolve, run
 
-LOOPS: list[LoopChoice] = ["asyncio"] + (["uvloop"] if resolve("auto") == "uvloop" else [])
+LOOPS: list[LoopChoice] = ["asyncio", "uvloop"] if resolve("auto") == "uvloop" else ["asyncio"]
 
 
 async def _reads_within_their_deadline_share_one_timer() -> None:
@@ -25,7 +25,7 @@ async def _reads_within_their_deadline_share_one_timer() -> None:
             timers.append(when)
         return call_at(when, callback, *args, **kw)
 
-    loop.call_at = counting  # type: ignore[method-assign]
+    loop.call_at = counting  # type: ignore[method-assign,assignment]
     try:
         for _ in range(60):  # 60 reads of ~2 ms, each allowed 0.2 s
             deadline.arm(0.2)
