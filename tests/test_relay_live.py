@@ -13,10 +13,15 @@ from types import SimpleNamespace
 from typing import Any
 
 import orjson
+import pytest
 from aiohttp import web
+from hypothesis import given
+from hypothesis import strategies as st
 
+from streamcite.core.events import TokenEvent
 from streamcite.relay.clients import _LiveFrames, ws_text_frame
 from streamcite.relay.memlog import MemoryStreamLog
+from streamcite.relay.protocol import token_json
 from tests._relay_fixtures import (
     chunk_frame,
     eventually,
@@ -164,3 +169,17 @@ async def test_live_frames_keep_order_and_the_cap() -> None:
     assert not live.take(one)
     await asyncio.sleep(0)
     assert len(t.writes) == 4
+
+
+@given(st.integers(0, 2**31), st.text(), st.text() | st.just(None))
+def test_token_json_is_orjsons_bytes_for_the_event(index: int, text: str, display: Any) -> None:
+    display = text if display is None else display
+    event = TokenEvent(index=index, text=text, display=display)
+    assert token_json(index, text, display) == orjson.dumps(event)
+
+
+def test_token_json_refuses_what_orjson_refuses() -> None:
+    with pytest.raises(orjson.JSONEncodeError):
+        orjson.dumps(TokenEvent(text="\ud800"))
+    with pytest.raises(orjson.JSONEncodeError):
+        token_json(0, "\ud800", "\ud800")

@@ -20,13 +20,13 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from streamcite.relay.protocol import envelope, is_done_payload
+from streamcite.relay.protocol import is_done_payload
 
 __all__ = ["LiveTap", "LiveWriter", "Taps"]
 
 OnSent = Callable[[str, int, float], None]
 LiveWriter = Callable[[bytes], bool]
-"""Writes one event frame (the envelope's JSON) to a client now and returns True, or
+"""Writes one event frame (the enveloped event's JSON) to a client now and returns True, or
 returns False, writing nothing, when it cannot go out at once (``Client.live_writer``)."""
 
 
@@ -55,17 +55,18 @@ class LiveTap:
         self.counted = 0
         """Frames the tap wrote (the pump adds them to the relay's count)."""
 
-    def offer(self, seq: int, payload: bytes) -> bool:
-        """Deliver entry ``seq`` now if it is the next one and the socket takes it at once;
-        False: the tap let go (the entry stays in the log for the pump)."""
-        if seq != self.delivered + 1 or not self.write(envelope(self.sid, seq, payload)):
+    def offer(self, seq: int, frame: bytes, done: bool) -> bool:
+        """Deliver entry ``seq`` (its enveloped ``frame``) now if it is the next one and
+        the socket takes it at once; False: the tap let go (the entry stays in the log for
+        the pump), or it delivered ``done``."""
+        if seq != self.delivered + 1 or not self.write(frame):
             self.release()
             return False
         self.delivered = seq
         self.counted += 1
         if self.on_sent is not None:
             self.on_sent(self.sid, seq, time.perf_counter())
-        if is_done_payload(payload):
+        if done:
             self.done = True
             self.release()
             return False
@@ -79,10 +80,12 @@ class LiveTap:
 class Taps:
     """The taps of one stream, fed by its producer on every append."""
 
-    __slots__ = ("closed", "last_seq", "taps")
+    __slots__ = ("closed", "head", "last_seq", "taps")
 
-    def __init__(self) -> None:
+    def __init__(self, sid: str) -> None:
         self.taps: list[LiveTap] = []
+        self.head = b'{"stream_id":"%s","seq":' % sid.encode("ascii")
+        """The start of :func:`~streamcite.relay.protocol.envelope` for this stream."""
         self.last_seq = 0
         """The last ``seq`` the producer logged (a pump may park only when caught up)."""
         self.closed = False
@@ -93,12 +96,15 @@ class Taps:
         it let go, and their pumps read it from the log)."""
         self.last_seq = seq
         taps = self.taps
-        if taps:
-            if len(taps) == 1:
-                if not taps[0].offer(seq, payload):
-                    taps.clear()
-            else:
-                self.taps = [tap for tap in taps if tap.offer(seq, payload)]
+        if not taps:
+            return
+        frame = b"%b%d,%b" % (self.head, seq, payload[1:])  # envelope(sid, seq, payload)
+        done = is_done_payload(payload)
+        if len(taps) == 1:
+            if not taps[0].offer(seq, frame, done):
+                taps.clear()
+        else:
+            self.taps = [tap for tap in taps if tap.offer(seq, frame, done)]
 
     def park(self, tap: LiveTap) -> None:
         self.taps.append(tap)

@@ -30,7 +30,7 @@ from streamcite.relay.config import RelayConfig
 from streamcite.relay.guard import Identity, StreamBinder
 from streamcite.relay.live import Taps
 from streamcite.relay.metrics import RelayMetrics
-from streamcite.relay.protocol import AskMessage
+from streamcite.relay.protocol import AskMessage, token_json
 from streamcite.relay.quotas import StreamQuotas
 from streamcite.relay.readers import ReaderHeartbeat
 from streamcite.relay.replay import rebuild_answer
@@ -191,7 +191,7 @@ class Producer:
             self.quotas.release(key)
             raise
         stream = ProducedStream(
-            sid, quota_key=key, taps=Taps() if self._append_nowait is not None else None
+            sid, quota_key=key, taps=Taps(sid) if self._append_nowait is not None else None
         )
         self.streams[sid] = stream
         self.metrics.streams_started += 1
@@ -358,12 +358,15 @@ class Producer:
         citations_seq = 0  # the citations frame in the log that a newer one supersedes
         async for event in upstream:
             t = time.perf_counter()
-            if type(event) is CitationsEvent and run.hold(event):
+            kind = type(event)
+            if kind is TokenEvent:  # the hot path: its JSON from a template
+                payload = token_json(event.index, event.text, event.display)  # type: ignore[union-attr]
+            elif kind is CitationsEvent and run.hold(event):  # type: ignore[arg-type]
                 continue  # a newer one, or done, logs it
-            if type(event) is DoneEvent and run.held is not None:
-                citations_seq = await self._log_held(stream, run)
-            if type(event) is ErrorEvent or type(event) is DoneEvent:  # cold path
-                bounded = bounds.payload(event)
+            elif kind is ErrorEvent or kind is DoneEvent:  # cold path
+                if kind is DoneEvent and run.held is not None:
+                    citations_seq = await self._log_held(stream, run)
+                bounded = bounds.payload(event)  # type: ignore[arg-type]
                 if bounded is None:
                     continue  # one error too many: counted, not sent
                 payload = bounded
@@ -377,7 +380,6 @@ class Producer:
                 seq = await log.append(sid, payload)
             if on_event is not None:
                 on_event(sid, seq, t)
-            kind = type(event)
             if kind is TokenEvent:
                 if first_token:
                     first_token = False
