@@ -87,6 +87,13 @@ async def _read_json(
         yield rec.note(ev)
     for ev in parser.close():
         yield rec.note(ev)
+    _warn_skipped(parser, rec)
+
+
+def _warn_skipped(parser: ChatStreamParser, rec: Recorder) -> None:
+    """One warning per provider type the dialect skipped (a newer API's), with its count."""
+    for kind, count in parser.builder.skipped_types.items():
+        rec.log.warning("stream.skipped_type", dialect=parser.dialect, type=kind, count=count)
 
 
 def _read_failure(exc: Exception, budget: Budget, waiting_first: bool) -> ErrorEvent:
@@ -156,3 +163,4 @@ async def _read_sse(
         deadline.close()
     for ev in parser.close():
         yield note(ev)
+    _warn_skipped(parser, rec)

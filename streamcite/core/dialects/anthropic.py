@@ -7,8 +7,11 @@ once (the new source), and at the block's ``content_block_stop`` its span: the w
 text block the citation belongs to, with that citation's ``cited_text`` and location
 (``provider_metadata``) — one span per citation, so a source cited twice keeps both quotes; ``message_delta`` → ``usage`` and ``finish``;
 ``message_stop`` ends the stream; ``error`` (``overloaded_error``...) → ``error``.
-Ignored: ``ping``, ``signature_delta``, ``redacted_thinking``, ``server_tool_use`` and
-``web_search_tool_result`` blocks (the citations carry what an answer needs of them).
+Ignored: ``ping``, ``signature_delta``, ``redacted_thinking``, the server tools' blocks
+(``server_tool_use``, ``mcp_tool_use``, every ``*_tool_result``: the citations carry what
+an answer needs of them), ``compaction`` blocks and their ``compaction_delta``. A block,
+delta or event type this module does not know (a newer API version's) is skipped with
+what belongs to it and counted on the answer (``skipped_types``), never an error.
 """
 
 from __future__ import annotations
@@ -55,9 +58,30 @@ _STATUS = {
     "overloaded_error": 529,
 }
 _IGNORED = frozenset({"ping"})
-_IGNORED_BLOCKS = frozenset(
-    {"redacted_thinking", "server_tool_use", "web_search_tool_result", "web_fetch_tool_result"}
+_SERVER_TOOL_BLOCKS = frozenset(
+    {
+        "server_tool_use",
+        "web_search_tool_result",
+        "web_fetch_tool_result",
+        "code_execution_tool_result",
+        "bash_code_execution_tool_result",
+        "text_editor_code_execution_tool_result",
+        "tool_search_tool_result",
+        "mcp_tool_use",
+        "mcp_tool_result",
+        "container_upload",
+    }
 )
+"""Blocks of the tools Anthropic runs itself (web search and fetch, code execution, tool
+search, the MCP connector): their inputs and results; the answer's text and citations
+carry what it needs of them. Any other ``*_tool_use`` / ``*_tool_result`` block but
+``tool_use`` is one too (the API's naming for server tools)."""
+_IGNORED_BLOCKS = _SERVER_TOOL_BLOCKS | {"redacted_thinking", "compaction"}
+"""Blocks read as documented ignores: server tools', ``redacted_thinking`` (encrypted) and
+``compaction`` (the API's summary of earlier turns, sent back on the next request)."""
+_IGNORED_DELTAS = frozenset({"signature_delta", "compaction_delta"})
+_SKIPPED = "skipped"
+"""The type recorded for a block of an unknown type: its deltas are skipped with it."""
 _HEAD = b'{"type":"content_block_delta","index":'
 _MID = b',"delta":{"type":"text_delta","text":"'
 _THINK = b',"delta":{"type":"thinking_delta","thinking":"'
@@ -65,6 +89,14 @@ _THINK = b',"delta":{"type":"thinking_delta","thinking":"'
 the text, ``"}}`` (padding spaces before the last brace: dialects/hotloop.py)."""
 # Citation fields that have a Citation field of their own (the rest: provider_metadata).
 _MAPPED = frozenset({"cited_text", "title", "document_title", "url", "source"})
+
+
+def _ignored_block(kind: Any) -> bool:
+    """A block type read as a documented ignore (:data:`_IGNORED_BLOCKS`, or a server
+    tool's ``*_tool_use`` / ``*_tool_result`` of a type newer than this list)."""
+    if kind in _IGNORED_BLOCKS:
+        return True
+    return type(kind) is str and kind != "tool_use" and kind.endswith(("_tool_use", "_tool_result"))
 
 
 def finish_reason(stop_reason: str) -> str:
@@ -137,8 +169,9 @@ class AnthropicInterpreter(TemplatedState):
 
     def _general(self, item: RawEvent, out: list[Event]) -> None:
         """An event the hot loop did not take: a text delta parsed and checked inline (the
-        template of its block's deltas then written: any ``index`` reads alike, a text
-        delta of any block is a token), anything else the general way."""
+        template of its block's deltas then written: a text delta of any block is a token;
+        an ``index`` that is not an integer, ``0.0`` or ``true``, goes the strict way and is
+        refused there), anything else the general way."""
         if item.__class__ is not tuple or item is OVERFLOW:
             StreamState.feed_raw(self, [item], out)
             return
@@ -157,10 +190,10 @@ class AnthropicInterpreter(TemplatedState):
             and d.__class__ is dict
             and d.get("type") == "text_delta"
             and (t := d.get("text")).__class__ is str
-            and (idx := obj.get("index")) in self._blocks
+            and (idx := obj.get("index")).__class__ is int  # not 0.0 nor true: the strict way
+            and idx in self._blocks
         ):
-            if idx.__class__ is int:
-                self._pre = b"%s%d%s" % (_HEAD, idx, _MID)
+            self._pre = b"%s%d%s" % (_HEAD, idx, _MID)
             if t:
                 self.token(0, t, out)
             return
@@ -213,8 +246,9 @@ class AnthropicInterpreter(TemplatedState):
                 return
             arguments = orjson.dumps(args).decode() if args else ""
             self.tool(idx, cid, name, arguments, out)
-        elif kind not in _IGNORED_BLOCKS:
-            self.unknown(f"content block {kind}", block, out)
+        elif not _ignored_block(kind):
+            self._blocks[idx][0] = _SKIPPED
+            self.unknown(f"content block {str(kind)[:40]}", block, out)
 
     def _block_delta(self, obj: dict[str, Any], out: list[Event]) -> None:
         idx, delta = obj.get("index"), obj.get("delta")
@@ -238,8 +272,8 @@ class AnthropicInterpreter(TemplatedState):
             self._json_delta(idx, delta.get("partial_json"), obj, out)
         elif kind == "citations_delta":
             self._cite(idx, delta.get("citation"), out)
-        elif kind != "signature_delta":
-            self.unknown(f"delta {kind}", delta, out)
+        elif kind not in _IGNORED_DELTAS and not self._in_skipped(idx):
+            self.unknown(f"delta {str(kind)[:40]}", delta, out)
 
     def _json_delta(self, idx: int, part: Any, obj: dict[str, Any], out: list[Event]) -> None:
         block = self._blocks.get(idx)
@@ -250,10 +284,16 @@ class AnthropicInterpreter(TemplatedState):
                 self.tool(idx, None, None, part, out)
         elif block is None:
             self.fault(out, "bad_chunk", f"input_json_delta of an unknown block {idx}")
-        elif block[0] not in _IGNORED_BLOCKS:
+        elif block[0] in ("text", "thinking"):
             msg = f"input_json_delta of {block[0]!r:.40} block {idx} (not a tool use): dropped"
             self.fault(out, "bad_chunk", msg)
-        # else a server tool's input (web search query): ignored with its block
+        # else a server tool's input (web search query, MCP call) or a skipped block's:
+        # ignored with its block
+
+    def _in_skipped(self, idx: int) -> bool:
+        """Block ``idx`` is of a type skipped or ignored (its deltas go with it)."""
+        block = self._blocks.get(idx)
+        return block is not None and (block[0] == _SKIPPED or _ignored_block(block[0]))
 
     def _cite(self, idx: int, c: Any, out: list[Event]) -> None:
         block = self._blocks.get(idx)

@@ -43,6 +43,8 @@ from streamcite.core.tokens import emit_token
 
 __all__ = [
     "MAX_SPANS",
+    "MAX_UNKNOWN",
+    "OTHER_TYPES",
     "DialectInterpreter",
     "Handler",
     "JSONDecodeError",
@@ -56,7 +58,10 @@ __all__ = [
 # The caps shared with the chat dialect (choices, tool calls, cited sources, answer size,
 # errors, error messages) are the builder's ``bounds`` (streamcite.core.bounds).
 MAX_UNKNOWN = 32
-"""Distinct unknown event types reported per stream (each once); the rest are counted."""
+"""Distinct unknown types counted by name per stream; the rest are counted together."""
+OTHER_TYPES = "(other types)"
+"""The :attr:`~streamcite.core.models.CitedAnswer.skipped_types` key of the types beyond
+:data:`MAX_UNKNOWN`."""
 
 _loads = loads = orjson.loads
 _new = new = object.__new__
@@ -92,7 +97,6 @@ class StreamState(Citing):
         "_raw0",
         "_surr",
         "_tool_keys",
-        "_unknown",
         "builder",
         "cut",
         "done",
@@ -126,7 +130,6 @@ class StreamState(Citing):
         self._cit_sent = (0, 0)
         """(citations, spans) the last ``citations`` event carried: both lists only grow,
         so an event with the same counts would repeat the last one."""
-        self._unknown: set[str] = set()
         self._surr: SurrogateJoiner | None = None
         """Set once an event held escaped lone surrogates (``core.surrogates``): the
         streamed texts are joined through it from then on."""
@@ -203,16 +206,22 @@ class StreamState(Citing):
         handler = table.get(kind) if type(kind) is str else None
         if handler is not None:
             handler(obj, out)
-        elif type(kind) is not str or kind not in ignored:
-            self.unknown(repr(kind)[:60] if type(kind) is not str else kind, obj, out)
+        elif type(kind) is not str:
+            self.fault(out, "bad_chunk", f"{self.dialect} event without a type: {obj!r:.120}")
+        elif kind not in ignored:
+            self.unknown(kind[:60], obj, out)
 
     def unknown(self, kind: str, obj: Any, out: list[Event]) -> None:
-        """An event type the dialect does not know: reported once per type (bounded)."""
-        if kind in self._unknown or len(self._unknown) >= MAX_UNKNOWN:
-            return
-        self._unknown.add(kind)
-        msg = f"{self.dialect} event type {kind[:60]!r} not understood: {obj!r:.120}"
-        self.fault(out, "unknown_event", msg)
+        """An event (or content block, delta, part) type the dialect does not know: a
+        newer API version's, skipped without an error and counted on the answer
+        (:attr:`~streamcite.core.models.CitedAnswer.skipped_types`; at most
+        :data:`MAX_UNKNOWN` types, the rest under ``"(other types)"``)."""
+        if not kind.isprintable():  # a provider's string, shown in logs: inert
+            kind = "".join(c if c.isprintable() else "?" for c in kind)
+        skipped = self.builder.skipped_types
+        if kind not in skipped and len(skipped) >= MAX_UNKNOWN:
+            kind = OTHER_TYPES
+        skipped[kind] = skipped.get(kind, 0) + 1
 
     # -- what every dialect emits ----------------------------------------------------
 
@@ -348,8 +357,15 @@ class StreamState(Citing):
         out.append(FinishEvent(index=idx, reason=reason, raw_reason=raw))
 
     def _check_tool_arguments(self, out: list[Event]) -> None:
+        """Each call's arguments are JSON; a call that got none (a function without
+        parameters) gets an empty object, never ``""`` (unless the answer was cut)."""
+        self.builder.compact()
         for tidx, tc in sorted(self.builder.tool_calls.items()):
             if not tc.arguments:
+                if not self.cut:
+                    ev = ToolCallEvent(0, tidx, None, None, "{}")
+                    out.append(ev)
+                    self.builder.tool_call(ev)
                 continue
             try:
                 orjson.loads(tc.arguments)

@@ -337,7 +337,11 @@ class CohereInterpreter(TemplatedState):
             return out
         msg = obj.get("message")
         if type(msg) is not dict:
-            self.event(b"", obj, out)
+            if "type" in obj and obj.get("type") not in self._table:
+                # A body is no stream event: an unknown type here is not a newer event.
+                self.malformed(out, f"cohere response without a message: {obj!r:.120}")
+            else:
+                self.event(b"", obj, out)
             self.done = True
             return out
         self._start(obj, out)

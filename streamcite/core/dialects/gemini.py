@@ -2,7 +2,8 @@
 
 Each ``data:`` is a GenerateContentResponse. The first with ``responseId`` /
 ``modelVersion`` → ``meta``; a candidate's ``text`` part → ``token`` (``thought: true``:
-``reasoning``); a ``functionCall`` part → one whole ``tool_call``; ``finishReason`` →
+``reasoning``); a ``functionCall`` part → one whole ``tool_call`` (Vertex AI's streamed
+arguments, ``willContinue`` + ``partialArgs``, put together first); ``finishReason`` →
 ``finish``; ``usageMetadata`` (sent on every chunk) → one ``usage`` at the finish;
 ``promptFeedback.blockReason`` → ``finish`` ``content_filter``; an ``error`` object →
 ``error``. Candidate 0's ``groundingMetadata`` accumulates — it may come late or split
@@ -22,6 +23,7 @@ import orjson
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.citations import ANSWER_SEGMENT
 from streamcite.core.dialects.base import MAX_SPANS, JSONDecodeError, StreamState, loads, new
+from streamcite.core.dialects.partial_args import StreamedArgs
 from streamcite.core.events import Event, TokenEvent
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
@@ -111,7 +113,15 @@ class _Bytes:
 class GeminiInterpreter(StreamState):
     """Interprets one Gemini stream (``:streamGenerateContent?alt=sse``)."""
 
-    __slots__ = ("_docs", "_pending", "_quotes", "_seen_supports", "_sources_seen", "_usage_raw")
+    __slots__ = (
+        "_docs",
+        "_pending",
+        "_quotes",
+        "_seen_supports",
+        "_sources_seen",
+        "_streamed",
+        "_usage_raw",
+    )
 
     dialect = "gemini"
 
@@ -127,6 +137,8 @@ class GeminiInterpreter(StreamState):
         """Supports whose segment has not all arrived, or whose sources have not."""
         self._seen_supports: set[tuple[str, str]] = set()
         self._usage_raw: Any = None
+        self._streamed: dict[int, tuple[object, StreamedArgs]] = {}
+        """Per choice: the call whose arguments Vertex AI is streaming (its tool key)."""
 
     def event(self, name: bytes, obj: dict[str, Any], out: list[Event]) -> None:
         err = obj.get("error")
@@ -251,18 +263,25 @@ class GeminiInterpreter(StreamState):
                 self._resolve(out, final=False)
         reason = cand.get("finishReason")
         if type(reason) is str:
-            if idx == 0:
-                self._resolve(out, final=True)
-            mapped = finish_reason(reason)
-            if mapped == "stop" and idx == 0 and self.has_tools:
-                mapped = "tool_calls"
-            if mapped == "error" and idx == 0:
-                msg = cand.get("finishMessage")
-                message = msg if type(msg) is str else f"the candidate finished with {reason}"
-                self.provider_error(reason.lower(), message, None, out, retryable=True)
-            self.finish(idx, mapped, reason, out)
-            if idx == 0:
-                self._usage_out(out)
+            self._candidate_finish(idx, cand, reason, out)
+
+    def _candidate_finish(
+        self, idx: int, cand: dict[str, Any], reason: str, out: list[Event]
+    ) -> None:
+        if idx in self._streamed:
+            self._unended(idx, out)
+        if idx == 0:
+            self._resolve(out, final=True)
+        mapped = finish_reason(reason)
+        if mapped == "stop" and idx == 0 and self.has_tools:
+            mapped = "tool_calls"
+        if mapped == "error" and idx == 0:
+            msg = cand.get("finishMessage")
+            message = msg if type(msg) is str else f"the candidate finished with {reason}"
+            self.provider_error(reason.lower(), message, None, out, retryable=True)
+        self.finish(idx, mapped, reason, out)
+        if idx == 0:
+            self._usage_out(out)
 
     def _part(self, idx: int, part: Any, out: list[Event]) -> None:
         if type(part) is not dict:
@@ -280,6 +299,9 @@ class GeminiInterpreter(StreamState):
             return
         call = part.get("functionCall")
         if call is not None:
+            if type(call) is dict and (idx in self._streamed or call.get("willContinue")):
+                self._streamed_call(idx, call, out)
+                return
             name = call.get("name") if type(call) is dict else None
             if type(name) is not str:
                 self.fault(out, "bad_tool_call", f"functionCall not understood: {call!r:.120}")
@@ -287,11 +309,51 @@ class GeminiInterpreter(StreamState):
             assert type(call) is dict
             cid = call.get("id")
             args = call.get("args")
-            arguments = orjson.dumps(args).decode() if args is not None else ""
+            # A call without arguments has an empty object of them (never "").
+            arguments = orjson.dumps(args).decode() if args is not None else "{}"
             key = object()  # every functionCall part is a whole call of its own
             self.tool(key, cid if type(cid) is str else None, name, arguments, out, idx)
         # thoughtSignature alone, executableCode, codeExecutionResult, inlineData,
         # fileData: ignored (docs/provider-streams.md)
+
+    def _streamed_call(self, idx: int, call: dict[str, Any], out: list[Event]) -> None:
+        """One part of a call whose arguments Vertex AI streams (``willContinue``,
+        ``partialArgs``): the call is announced with its name, its arguments are sent
+        whole when its last part came (:mod:`.partial_args`)."""
+        open_call = self._streamed.get(idx)
+        name = call.get("name")
+        if open_call is not None and name is not None:  # a new call before the end of this
+            self._unended(idx, out)
+            open_call = None
+        if open_call is None:
+            if type(name) is not str:
+                self.fault(out, "bad_tool_call", f"functionCall not understood: {call!r:.120}")
+                return
+            cid = call.get("id")
+            key = object()
+            self.tool(key, cid if type(cid) is str else None, name, "", out, idx)
+            open_call = self._streamed[idx] = (key, StreamedArgs())
+        key, args = open_call
+        if "partialArgs" in call:
+            args.add(call["partialArgs"])
+        if call.get("willContinue") is True:
+            return
+        del self._streamed[idx]
+        if args.error is None:
+            self.tool(key, None, None, args.json(), out, idx)
+        else:
+            self._bad_call(f"streamed function call arguments: {args.error}", out)
+
+    def _unended(self, idx: int, out: list[Event]) -> None:
+        """Choice ``idx``'s streamed call never got its last part: its arguments are
+        unknown (a typed error, the answer incomplete), never sent as they are."""
+        self._streamed.pop(idx, None)
+        self._bad_call("a streamed function call ended before its last part", out)
+
+    def _bad_call(self, message: str, out: list[Event]) -> None:
+        self.fault(out, "bad_tool_call", message)
+        self.cut = True
+        self.builder.complete = False
 
     def _grounding(self, meta: dict[str, Any], out: list[Event]) -> None:
         chunks = meta.get("groundingChunks")
@@ -393,6 +455,8 @@ class GeminiInterpreter(StreamState):
         self.provider_error(name, err.get("message"), http, out)
 
     def close_extra(self, out: list[Event]) -> None:
+        for idx in list(self._streamed):
+            self._unended(idx, out)
         if self._pending:
             self._resolve(out, final=True)
         self._usage_out(out)
