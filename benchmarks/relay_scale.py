@@ -276,6 +276,10 @@ def relay_main(
             log = RedisStreamLog(RedisLogSettings(redis, instance_id=config.instance_id))
             await log.connect()
         async with RelayServer(config, log=log) as server:
+            if os.environ.get("STREAMCITE_BENCH_GC") == "freeze":
+                import gc
+
+                gc.freeze()
             conn.send(server.ws_url)
             loop = asyncio.get_running_loop()
             with contextlib.suppress(EOFError, OSError):
@@ -483,12 +487,15 @@ def run_phase(
         cparent.send((start, end))
         time.sleep(warm)
         cpu0 = _cpu_seconds(proc.pid or 0)
+        spy = _py_spy(proc.pid or 0, duration) if os.environ.get("STREAMCITE_BENCH_PYSPY") else None
         others0 = _cpu_seconds(clients.pid or 0) + _cpu_seconds(upstream_pid or os.getpid())
         time.sleep(max(0.0, end - time.perf_counter()))
         cpu = _cpu_seconds(proc.pid or 0) - cpu0
         others = (
             _cpu_seconds(clients.pid or 0) + _cpu_seconds(upstream_pid or os.getpid()) - others0
         )
+        if spy is not None:
+            spy.wait(30)
         if not cparent.poll(60):
             raise RuntimeError(f"{kind}: no result from the clients")
         events, latencies = cparent.recv()
@@ -515,6 +522,17 @@ def run_phase(
         "max_ms": round(lat[-1], 3) if lat else None,
         "tokens": len(lat),
     }
+
+
+def _py_spy(pid: int, duration: float) -> Any:
+    """``STREAMCITE_BENCH_PYSPY=PREFIX``: a py-spy sampling profile (native frames too) of
+    the measured process over the window, as collapsed stacks in ``PREFIX.<pid>.txt``."""
+    import subprocess
+
+    out = f"{os.environ['STREAMCITE_BENCH_PYSPY']}.{pid}.txt"
+    cmd = ["py-spy", "record", "--native", "-r", "200", "-f", "raw"]
+    cmd += ["-d", str(max(1, int(duration))), "-p", str(pid), "-o", out]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def scale_main(args: Any) -> None:

@@ -44,7 +44,8 @@ class ReadDeadline:
         loop = self._loop
         at = loop.time() + seconds
         self._at = at
-        self._task = asyncio.current_task()
+        # With the loop given, no get_running_loop (which asks the kernel for the pid).
+        self._task = asyncio.current_task(loop)
         handle = self._handle
         if handle is None or self._when > at:
             if handle is not None:
