@@ -47,7 +47,7 @@ class ReadDeadline:
         # With the loop given, no get_running_loop (which asks the kernel for the pid).
         self._task = asyncio.current_task(loop)
         handle = self._handle
-        if handle is None or self._when > at:
+        if handle is None or self._when > at + _EARLY:  # (a millisecond late is in time)
             if handle is not None:
                 handle.cancel()
             self._when = at
