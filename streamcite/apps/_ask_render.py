@@ -35,6 +35,7 @@ from streamcite.core.events import (
     Event,
     GroundingEvent,
     MetaEvent,
+    ProviderToolEvent,
     ReasoningEvent,
     RefusalEvent,
     SourcesEvent,
@@ -141,6 +142,11 @@ class RichRenderer(Renderer):
     def event(self, event: Event) -> None:
         if isinstance(event, ReasoningEvent | ToolCallEvent | RefusalEvent):
             self._streaming = self._provider.event(event) or self._streaming
+        elif isinstance(event, ProviderToolEvent):
+            if self._streaming and event.phase == "result":
+                self.console.print()  # the tool's line on a line of its own
+                self._streaming = False
+            self._provider.provider_tool(event)
         elif isinstance(event, TokenEvent):
             if event.index == 0 and event.display:
                 self._provider.end_reasoning()

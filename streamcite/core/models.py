@@ -206,6 +206,10 @@ class CitedAnswer:
     """Provider event or content types the dialect does not know (a newer API version's),
     skipped without failing the answer: type → how many were skipped (at most 32 types;
     the rest are counted under ``"(other types)"``). Empty when nothing was skipped."""
+    provider_tools: list[Any] = field(default_factory=list)
+    """``ProviderToolEvent`` objects (the tools the provider ran itself: web search, code
+    execution, MCP…), calls and results in the order they came; at most
+    ``StreamBounds.max_tool_calls`` tools."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = _plain(self)
