@@ -215,6 +215,28 @@ class CitedAnswer:
         out: dict[str, Any] = _plain(self)
         return out
 
+    def raise_for_error(self) -> CitedAnswer:
+        """This answer, unless it failed: then raise an
+        :class:`~streamcite.core.errors.AnswerError` (a :class:`StreamciteError
+        <streamcite.core.errors.StreamciteError>`) carrying the first error's ``code``.
+
+        Failed means cut before its end (``complete`` false) or any error recorded,
+        of any stage: connect (:class:`~streamcite.core.errors.ConnectFailed`), HTTP
+        (:class:`~streamcite.core.errors.UpstreamRefused`), time limit
+        (:class:`~streamcite.core.errors.AnswerTimeout`), a broken stream
+        (:class:`~streamcite.core.errors.AnswerIncomplete`), an enricher
+        (:class:`~streamcite.core.errors.EnrichmentFailed`).
+
+        >>> CitedAnswer(text="ok", complete=True).raise_for_error().text
+        'ok'
+        """
+        from streamcite.core.errors import answer_error
+
+        error = answer_error(self)
+        if error is not None:
+            raise error
+        return self
+
     def citation_for(self, number: int) -> Citation | None:
         """The citation a one-based footnote ``[number]`` points at, if any."""
         for c in self.citations:
