@@ -173,7 +173,7 @@ def _many_tools(n: int) -> bytes:
     """An Anthropic stream with ``n`` web searches (a call and its result each), then text."""
 
     def frame(data: dict[str, Any]) -> bytes:
-        return b"event: " + data["type"].encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
+        return b"event: " + str(data["type"]).encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
 
     head, _, _ = STREAM.partition(b"event: content_block_start")
     out = [head]
