@@ -22,6 +22,7 @@ from streamcite.core.bounds import clip_message
 from streamcite.core.dialects.citing import MAX_SPANS, Citing
 from streamcite.core.dialects.payloads import fix_strings, status_retryable
 from streamcite.core.dialects.protocol import DialectInterpreter, Handler
+from streamcite.core.dialects.provider_tools import ProviderTools
 from streamcite.core.events import (
     CitationRefEvent,
     ErrorEvent,
@@ -37,6 +38,7 @@ from streamcite.core.events import (
 from streamcite.core.markers import FootnoteDetector, MarkerMode
 from streamcite.core.models import Usage
 from streamcite.core.offsets import OffsetMap
+from streamcite.core.quote import quote
 from streamcite.core.sse import OVERFLOW, RawEvent
 from streamcite.core.surrogates import SurrogateJoiner, loads_lone_surrogates
 from streamcite.core.tokens import emit_token
@@ -94,8 +96,10 @@ class StreamState(Citing):
         "_disp0",
         "_mode",
         "_mode_keep",
+        "_ptools",
         "_raw0",
         "_surr",
+        "_tool_count",
         "_tool_keys",
         "builder",
         "cut",
@@ -103,6 +107,7 @@ class StreamState(Citing):
         "failed",
         "finished",
         "meta_seen",
+        "tools_dropped",
         "usage_pending",
     )
 
@@ -125,17 +130,15 @@ class StreamState(Citing):
         ``_astral_upto``: counted when a span asks, never per token."""
         self._map: OffsetMap | None = None
         self._tool_keys: dict[Any, int] = {}
-        self._cite_keys: dict[Any, int] = {}
-        self._passages: dict[str, str] = {}
-        self._cit_sent = (0, 0)
-        """(citations, spans) the last ``citations`` event carried: both lists only grow,
-        so an event with the same counts would repeat the last one."""
+        self._tool_count: dict[int, int] = {}
+        """Tool calls per choice (their keys' count, kept: never counted by a scan)."""
+        self.tools_dropped = 0
+        self.init_citing()
         self._surr: SurrogateJoiner | None = None
         """Set once an event held escaped lone surrogates (``core.surrogates``): the
         streamed texts are joined through it from then on."""
-        self.citations_dropped = 0
-        self.spans_dropped = 0
         self.usage_pending: UsageEvent | None = None
+        self._ptools: ProviderTools | None = None
         self.meta_seen = False
         self.cut = False
         """A provider error or a failed status cut the answer."""
@@ -207,7 +210,7 @@ class StreamState(Citing):
         if handler is not None:
             handler(obj, out)
         elif type(kind) is not str:
-            self.fault(out, "bad_chunk", f"{self.dialect} event without a type: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"{self.dialect} event without a type: {quote(obj)}")
         elif kind not in ignored:
             self.unknown(kind[:60], obj, out)
 
@@ -301,27 +304,44 @@ class StreamState(Citing):
         arguments: str,
         out: list[Event],
         idx: int = 0,
-    ) -> None:
-        """A tool-call fragment of the call known by ``key`` (a new key starts a call)."""
+    ) -> bool:
+        """A tool-call fragment of the call known by ``key`` (a new key starts a call).
+        False when the call is beyond a cap (reported once, then counted)."""
         if self._surr is not None and arguments:
             arguments = self._join(("a", idx, key), arguments, out)
         tidx = self._tool_keys.get((idx, key))
         if tidx is None:
-            tidx = sum(1 for k in self._tool_keys if k[0] == idx)
-            cap = self.builder.bounds.max_tool_calls
-            if tidx >= cap:
-                msg = f"tool call beyond the {cap:,} of a choice: dropped"
-                self.fault(out, "bad_tool_call", msg)
-                return
+            tidx = self._tool_count.get(idx, 0)
+            bounds = self.builder.bounds
+            if (
+                tidx >= bounds.max_tool_calls
+                or len(self._tool_keys) >= bounds.max_answer_tool_calls
+            ):
+                if not self.tools_dropped:
+                    msg = (
+                        f"tool call beyond the {bounds.max_tool_calls:,} of a choice or the"
+                        f" {bounds.max_answer_tool_calls:,} of the answer: dropped"
+                    )
+                    self.fault(out, "bad_tool_call", msg)
+                self.tools_dropped += 1
+                return False
             self._tool_keys[(idx, key)] = tidx
+            self._tool_count[idx] = tidx + 1
         ev = ToolCallEvent(idx, tidx, cid or None, name or None, arguments)
         out.append(ev)
         if idx == 0:
             self.builder.tool_call(ev)
+        return True
+
+    def ptools(self) -> ProviderTools:
+        """The provider-run tools of this answer (made at the first one)."""
+        if self._ptools is None:
+            self._ptools = ProviderTools(self.builder, self.fault)
+        return self._ptools
 
     @property
     def has_tools(self) -> bool:
-        return any(k[0] == 0 for k in self._tool_keys)
+        return 0 in self._tool_count
 
     def usage(
         self, prompt: Any, completion: Any, total: Any, out: list[Event], *, final: bool = True
@@ -348,6 +368,7 @@ class StreamState(Citing):
         if idx == 0:
             if self.finished:
                 return
+            self.flush_citations(out)
             self.finished = True
             self.builder.finish_reason = reason
             if reason == "error":
@@ -388,7 +409,11 @@ class StreamState(Citing):
         st = status if type(status) is int else None
         if retryable is None:
             retryable = status_retryable(code_s, st)
-        msg = message if isinstance(message, str) else ("" if message is None else str(message))
+        msg = (
+            message
+            if isinstance(message, str)
+            else ("" if message is None else quote(message, 300))
+        )
         limit = self.builder.bounds.max_error_message
         ev = ErrorEvent(
             code=clip_message(code_s, 100),
@@ -433,6 +458,7 @@ class StreamState(Citing):
         for idx in list(self._det):
             self._flush(idx, out)
         self.close_extra(out)
+        self.flush_citations(out)
         self.flush_usage(out)
         if not self.done and not self.finished and not self.failed:
             why = f"the {self.dialect} stream ended before its end event"

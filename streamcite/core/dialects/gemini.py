@@ -18,15 +18,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from streamcite.core.answer import AnswerBuilder
+from streamcite.core.byte_offsets import ByteOffsets
 from streamcite.core.citations import ANSWER_SEGMENT
 from streamcite.core.dialects.base import MAX_SPANS, JSONDecodeError, StreamState, loads, new
 from streamcite.core.dialects.partial_args import StreamedArgs
+from streamcite.core.dialects.provider_tool_shapes import gemini_code_part
 from streamcite.core.events import Event, TokenEvent
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
+from streamcite.core.quote import dump_json, quote
 from streamcite.core.sse import RawEvent
 
 __all__ = ["GeminiInterpreter", "finish_reason"]
@@ -48,6 +49,7 @@ _KNOWN = frozenset(
     {"candidates", "usageMetadata", "promptFeedback", "responseId", "modelVersion", "createTime"}
 )
 """The chunk fields the dialect reads (``error`` is looked at first)."""
+_NEVER = 1 << 62
 _STATUS_CODES = {"RESOURCE_EXHAUSTED": 429, "UNAVAILABLE": 503, "INTERNAL": 500}
 
 
@@ -80,40 +82,11 @@ def _source(chunk: Any) -> tuple[Any, Citation] | None:
     return None
 
 
-class _Bytes:
-    """UTF-8 byte offsets of one text → character offsets, walked forward (supports come
-    in text order): each part of the text is encoded about once, and nothing is kept
-    per character (per-character tables cost some 70 bytes per character of answer).
-
-    >>> b = _Bytes("né 🙂!")
-    >>> b.byte_length, b.to_char(3, end=False), b.to_char(5, end=False), b.to_char(5, end=True)
-    (9, 2, 3, 4)
-    """
-
-    __slots__ = ("byte", "byte_length", "char", "text")
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.byte_length = len(text) if text.isascii() else len(text.encode("utf-8"))
-        self.char = 0
-        self.byte = 0
-
-    def to_char(self, b: int, *, end: bool) -> int:
-        """The character at byte ``b``; inside a character: its start, or past it (``end``)."""
-        if b < self.byte:
-            self.char = self.byte = 0
-        need = b - self.byte
-        piece = self.text[self.char : self.char + need].encode("utf-8")[:need]
-        whole = piece.decode("utf-8", "ignore")  # a cut character at the end is left out
-        self.char += len(whole)
-        self.byte += len(piece) if len(whole) == len(piece) else len(whole.encode("utf-8"))
-        return self.char + 1 if end and self.byte < b else self.char
-
-
 class GeminiInterpreter(StreamState):
     """Interprets one Gemini stream (``:streamGenerateContent?alt=sse``)."""
 
     __slots__ = (
+        "_bytes",
         "_docs",
         "_pending",
         "_quotes",
@@ -121,6 +94,8 @@ class GeminiInterpreter(StreamState):
         "_sources_seen",
         "_streamed",
         "_usage_raw",
+        "_wait_docs",
+        "_wait_end",
     )
 
     dialect = "gemini"
@@ -136,6 +111,11 @@ class GeminiInterpreter(StreamState):
         self._pending: list[dict[str, Any]] = []
         """Supports whose segment has not all arrived, or whose sources have not."""
         self._seen_supports: set[tuple[str, str]] = set()
+        self._bytes = ByteOffsets()
+        self._wait_end = _NEVER
+        """The smallest ``endIndex`` a pending support waits for (bytes not arrived)."""
+        self._wait_docs = 0
+        """Grounding chunks known at the last pass (a support may wait for its sources)."""
         self._usage_raw: Any = None
         self._streamed: dict[int, tuple[object, StreamedArgs]] = {}
         """Per choice: the call whose arguments Vertex AI is streaming (its tool key)."""
@@ -147,7 +127,7 @@ class GeminiInterpreter(StreamState):
             return
         if _KNOWN.isdisjoint(obj):
             # ``data: {}`` or another shape: no empty ``meta`` for it, an error.
-            self.fault(out, "bad_chunk", f"gemini chunk with no field known: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"gemini chunk with no field known: {quote(obj)}")
             return
         self.meta(obj.get("responseId"), obj.get("modelVersion"), None, out)
         usage = obj.get("usageMetadata")
@@ -158,7 +138,7 @@ class GeminiInterpreter(StreamState):
             for cand in candidates:
                 self._candidate(cand, out)
         elif candidates is not None:
-            self.fault(out, "bad_chunk", f"candidates is not an array: {candidates!r:.120}")
+            self.fault(out, "bad_chunk", f"candidates is not an array: {quote(candidates)}")
         feedback = obj.get("promptFeedback")
         if type(feedback) is dict and type(block := feedback.get("blockReason")) is str:
             self.finish(0, "content_filter", block, out)
@@ -235,7 +215,7 @@ class GeminiInterpreter(StreamState):
         if usage is None:
             return
         if type(usage) is not dict:
-            self.fault(out, "bad_chunk", f"usageMetadata is not an object: {usage!r:.120}")
+            self.fault(out, "bad_chunk", f"usageMetadata is not an object: {quote(usage)}")
             return
         p, c = usage.get("promptTokenCount"), usage.get("candidatesTokenCount")
         self.usage(p, c, usage.get("totalTokenCount"), out)
@@ -243,7 +223,7 @@ class GeminiInterpreter(StreamState):
     def _candidate(self, cand: Any, out: list[Event]) -> None:
         idx = cand.get("index", 0) if type(cand) is dict else None
         if type(idx) is not int or not 0 <= idx < self.builder.bounds.max_choices:
-            self.fault(out, "bad_chunk", f"candidate not understood: {cand!r:.120}")
+            self.fault(out, "bad_chunk", f"candidate not understood: {quote(cand)}")
             return
         content = cand.get("content")
         if type(content) is dict:
@@ -252,13 +232,13 @@ class GeminiInterpreter(StreamState):
                 for part in parts:
                     self._part(idx, part, out)
             elif parts is not None:
-                self.fault(out, "bad_chunk", f"parts is not an array: {parts!r:.120}")
+                self.fault(out, "bad_chunk", f"parts is not an array: {quote(parts)}")
         if idx == 0:
             meta = cand.get("groundingMetadata")
             if type(meta) is dict:
                 self._grounding(meta, out)
             elif meta is not None:
-                self.fault(out, "bad_citations", f"groundingMetadata: {meta!r:.120}")
+                self.fault(out, "bad_citations", f"groundingMetadata: {quote(meta)}")
             if self._pending:
                 self._resolve(out, final=False)
         reason = cand.get("finishReason")
@@ -285,12 +265,12 @@ class GeminiInterpreter(StreamState):
 
     def _part(self, idx: int, part: Any, out: list[Event]) -> None:
         if type(part) is not dict:
-            self.fault(out, "bad_chunk", f"part is not an object: {part!r:.120}")
+            self.fault(out, "bad_chunk", f"part is not an object: {quote(part)}")
             return
         text = part.get("text")
         if text is not None:
             if type(text) is not str:
-                self.fault(out, "bad_chunk", f"part text is not a string: {part!r:.120}")
+                self.fault(out, "bad_chunk", f"part text is not a string: {quote(part)}")
             elif text:
                 if part.get("thought") is True:
                     self.reasoning(idx, text, out)
@@ -304,17 +284,23 @@ class GeminiInterpreter(StreamState):
                 return
             name = call.get("name") if type(call) is dict else None
             if type(name) is not str:
-                self.fault(out, "bad_tool_call", f"functionCall not understood: {call!r:.120}")
+                self.fault(out, "bad_tool_call", f"functionCall not understood: {quote(call)}")
                 return
             assert type(call) is dict
             cid = call.get("id")
             args = call.get("args")
             # A call without arguments has an empty object of them (never "").
-            arguments = orjson.dumps(args).decode() if args is not None else "{}"
+            arguments = dump_json(args) if args is not None else "{}"
+            if arguments is None:
+                self.fault(
+                    out, "bad_tool_call", f"functionCall args nested too deeply: {quote(call)}"
+                )
+                return
             key = object()  # every functionCall part is a whole call of its own
             self.tool(key, cid if type(cid) is str else None, name, arguments, out, idx)
-        # thoughtSignature alone, executableCode, codeExecutionResult, inlineData,
-        # fileData: ignored (docs/provider-streams.md)
+        elif idx == 0 and ("executableCode" in part or "codeExecutionResult" in part):
+            gemini_code_part(self.ptools(), part, out)  # code execution: provider_tool
+        # thoughtSignature alone, inlineData, fileData: ignored (docs/provider-streams.md)
 
     def _streamed_call(self, idx: int, call: dict[str, Any], out: list[Event]) -> None:
         """One part of a call whose arguments Vertex AI streams (``willContinue``,
@@ -327,7 +313,7 @@ class GeminiInterpreter(StreamState):
             open_call = None
         if open_call is None:
             if type(name) is not str:
-                self.fault(out, "bad_tool_call", f"functionCall not understood: {call!r:.120}")
+                self.fault(out, "bad_tool_call", f"functionCall not understood: {quote(call)}")
                 return
             cid = call.get("id")
             key = object()
@@ -369,7 +355,7 @@ class GeminiInterpreter(StreamState):
                 seen.append(ch)
                 got = _source(ch)
                 if got is None:
-                    self.fault(out, "bad_citations", f"grounding chunk: {ch!r:.120}")
+                    self.fault(out, "bad_citations", f"grounding chunk: {quote(ch)}")
                     self._docs.append(None)
                     self._quotes.append((None, {}))
                     continue
@@ -383,10 +369,10 @@ class GeminiInterpreter(StreamState):
         if type(supports) is list:
             for sup in supports:
                 if type(sup) is not dict:
-                    self.fault(out, "bad_citations", f"grounding support: {sup!r:.120}")
+                    self.fault(out, "bad_citations", f"grounding support: {quote(sup)}")
                     continue
                 # The same support sent again (cumulative metadata) is the same span.
-                key = (repr(sup.get("segment"))[:400], repr(sup.get("groundingChunkIndices"))[:200])
+                key = (quote(sup.get("segment"), 400), quote(sup.get("groundingChunkIndices"), 200))
                 if key in self._seen_supports or len(self._seen_supports) >= MAX_SPANS:
                     continue
                 self._seen_supports.add(key)
@@ -395,59 +381,88 @@ class GeminiInterpreter(StreamState):
             self.emit_citations(out)
 
     def _resolve(self, out: list[Event], *, final: bool) -> None:
-        """Pending supports whose bytes and sources have arrived become spans."""
+        """Pending supports whose bytes and sources have arrived become spans. Linear:
+        the answer's bytes are counted once, a chunk that brings neither the bytes nor
+        the sources a support waits for costs nothing more, and the offsets of a pass
+        are converted in one sorted walk (:mod:`streamcite.core.byte_offsets`)."""
+        m = self._bytes
+        blen = m.grow(self.builder.text_so_far())
+        try:
+            if final or blen >= self._wait_end or len(self._docs) != self._wait_docs:
+                self._resolve_pass(m, out, final=final)
+        finally:
+            m.release()
+
+    def _ready(self, sup: Any, out: list[Event]) -> tuple[dict[str, Any], list[Any]] | None:
+        """A support's segment and (capped) chunk indices, or None (reported)."""
+        seg, ids = sup.get("segment"), sup.get("groundingChunkIndices")
+        if type(seg) is not dict or type(ids) is not list:
+            self.fault(out, "bad_citations", f"grounding support: {quote(sup)}")
+            return None
+        start, end = seg.get("startIndex", 0), seg.get("endIndex")
+        if type(start) is not int or type(end) is not int or not 0 <= start <= end:
+            self.fault(out, "bad_citation_span", f"segment offsets: {quote(seg)}")
+            return None
+        return seg, ids[: self.builder.bounds.max_citation_sources]
+
+    def _resolve_pass(self, m: ByteOffsets, out: list[Event], *, final: bool) -> None:
         keep: list[dict[str, Any]] = []
-        added = False
-        m = _Bytes(self.builder.text_so_far()) if self._pending else None
+        ready: list[tuple[dict[str, Any], list[Any], int, int]] = []
+        wait_end, ndocs = _NEVER, len(self._docs)
         for sup in self._pending:
-            assert m is not None
-            seg, ids = sup.get("segment"), sup.get("groundingChunkIndices")
-            if type(seg) is not dict or type(ids) is not list:
-                self.fault(out, "bad_citations", f"grounding support: {sup!r:.120}")
+            got = self._ready(sup, out)
+            if got is None:
                 continue
-            start, end = seg.get("startIndex", 0), seg.get("endIndex")
-            if type(start) is not int or type(end) is not int or not 0 <= start <= end:
-                self.fault(out, "bad_citation_span", f"segment offsets: {seg!r:.120}")
-                continue
-            waiting = end > m.byte_length or any(
-                type(i) is not int or i >= len(self._docs) for i in ids
-            )
-            if waiting:
+            seg, ids = got
+            start, end = seg.get("startIndex", 0), seg["endIndex"]
+            bytes_missing = end > m.byte_length
+            if bytes_missing or any(type(i) is not int or not 0 <= i < ndocs for i in ids):
                 if final:
-                    seg_text = seg.get("text")
                     msg = f"grounding segment {start}-{end} (bytes)"
-                    if seg_text is not None:
-                        msg += f" of {seg_text!r:.60}"
+                    if (seg_text := seg.get("text")) is not None:
+                        msg += f" of {quote(seg_text, 60)}"
                     msg += f" beyond the answer ({m.byte_length} bytes) or its sources"
                     self.fault(out, "bad_citation_span", msg)
                 else:
                     keep.append(sup)
+                    if bytes_missing:
+                        wait_end = min(wait_end, end)
                 continue
-            c0, c1 = m.to_char(start, end=False), m.to_char(end, end=True)
+            ready.append((seg, ids, start, end))
+        self._pending, self._wait_end, self._wait_docs = keep, wait_end, ndocs
+        needed = sorted({(s, False) for _, _, s, _ in ready} | {(e, True) for *_, e in ready})
+        chars = {key: m.to_char(key[0], end=key[1]) for key in needed}
+        added = False
+        for seg, ids, start, end in ready:
+            c0, c1 = chars[(start, False)], chars[(end, True)]
             text = seg.get("text")
             if type(text) is str and m.text[c0:c1] != text:
-                msg = f"grounding segment {start}-{end} (bytes) does not hold its text {text!r:.60}"
+                msg = f"grounding segment {start}-{end} (bytes) does not hold its text {quote(text, 60)}"
                 self.fault(out, "bad_citation_span", msg)
                 continue
-            for i in ids:
-                doc = self._docs[i]
-                if doc is None:
-                    continue
-                c = self.builder.citations[doc]
-                if c.cited_text is None and type(text) is str:
-                    # A web source quotes nothing: its cited_text is the answer's own
-                    # segment, marked so that no check takes it for evidence.
-                    c.cited_text = text
-                    c.provider_metadata = {**(c.provider_metadata or {}), ANSWER_SEGMENT: True}
-                passage, where = self._quotes[i]
-                added = self.span(doc, c0, c1, out, passage, where) or added
-        self._pending = keep
+            added = self._anchor(ids, text, c0, c1, out) or added
         if added:
             self.emit_citations(out)
 
+    def _anchor(self, ids: list[Any], text: Any, c0: int, c1: int, out: list[Event]) -> bool:
+        added = False
+        for i in ids:
+            doc = self._docs[i]
+            if doc is None:
+                continue
+            c = self.builder.citations[doc]
+            if c.cited_text is None and type(text) is str:
+                # A web source quotes nothing: its cited_text is the answer's own
+                # segment, marked so that no check takes it for evidence.
+                c.cited_text = text[: self.builder.bounds.max_citation_text_chars]
+                c.provider_metadata = {**(c.provider_metadata or {}), ANSWER_SEGMENT: True}
+            passage, where = self._quotes[i]
+            added = self.span(doc, c0, c1, out, passage, where) or added
+        return added
+
     def _error(self, err: Any, out: list[Event]) -> None:
         if type(err) is not dict:
-            self.provider_error("upstream_error", str(err)[:300], None, out)
+            self.provider_error("upstream_error", quote(err, 300), None, out)
             return
         status, code = err.get("status"), err.get("code")
         name = status if type(status) is str else "upstream_error"
@@ -468,11 +483,11 @@ class GeminiInterpreter(StreamState):
         if out is None:
             out = []
         if type(obj) is not dict:
-            self.fault(out, "bad_chunk", f"response is not a JSON object: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"response is not a JSON object: {quote(obj)}")
             return out
         cands = obj.get("candidates")
         if obj.get("error") is None and obj.get("promptFeedback") is None and not cands:
-            self.malformed(out, f"gemini response without candidates: {obj!r:.120}")
+            self.malformed(out, f"gemini response without candidates: {quote(obj)}")
             self.done = True
             return out
         self.event(b"", obj, out)

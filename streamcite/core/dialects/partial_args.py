@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import orjson
+from streamcite.core.quote import dump_json, quote
 
 __all__ = ["MAX_ARGUMENT_CHARS", "MAX_PATH_DEPTH", "StreamedArgs", "parse_json_path"]
 
@@ -87,7 +87,7 @@ class StreamedArgs:
         if self.error is not None:
             return
         if type(partial_args) is not list:
-            self.error = f"partialArgs is not an array: {partial_args!r:.80}"
+            self.error = f"partialArgs is not an array: {quote(partial_args, 80)}"
             return
         for arg in partial_args:
             self._add_one(arg)
@@ -98,12 +98,12 @@ class StreamedArgs:
         path = arg.get("jsonPath") if type(arg) is dict else None
         segments = parse_json_path(path) if type(path) is str else None
         if not segments:
-            self.error = f"partial argument with a path not understood: {arg!r:.80}"
+            self.error = f"partial argument with a path not understood: {quote(arg, 80)}"
             return
         assert type(arg) is dict and type(path) is str
         given = [k for k in _VALUES if k in arg]
         if len(given) > 1:
-            self.error = f"partial argument with {len(given)} values: {arg!r:.80}"
+            self.error = f"partial argument with {len(given)} values: {quote(arg, 80)}"
             return
         if not given:  # only a continuation flag: nothing to place
             return
@@ -111,7 +111,7 @@ class StreamedArgs:
         value = arg[kind]
         if kind == "stringValue":
             if type(value) is not str:
-                self.error = f"stringValue is not a string: {arg!r:.80}"
+                self.error = f"stringValue is not a string: {quote(arg, 80)}"
                 return
             self.chars += len(value)
             if self.chars > MAX_ARGUMENT_CHARS:
@@ -122,11 +122,11 @@ class StreamedArgs:
             self._continuing = path if arg.get("willContinue") is True else None
         elif kind == "numberValue":
             if type(value) not in (int, float):
-                self.error = f"numberValue is not a number: {arg!r:.80}"
+                self.error = f"numberValue is not a number: {quote(arg, 80)}"
                 return
         elif kind == "boolValue":
             if type(value) is not bool:
-                self.error = f"boolValue is not a boolean: {arg!r:.80}"
+                self.error = f"boolValue is not a boolean: {quote(arg, 80)}"
                 return
         else:
             value = None
@@ -144,7 +144,7 @@ class StreamedArgs:
             fresh: Any = value if nxt is None else ([] if type(nxt) is int else {})
             if type(seg) is int:
                 if type(node) is not list or seg > len(node):
-                    self.error = f"partial argument's index not in order: {arg!r:.80}"
+                    self.error = f"partial argument's index not in order: {quote(arg, 80)}"
                     return
                 if seg == len(node):
                     node.append(fresh)
@@ -152,16 +152,21 @@ class StreamedArgs:
                     node[seg] = fresh
             else:
                 if type(node) is not dict:
-                    self.error = f"partial argument's path crosses a value: {arg!r:.80}"
+                    self.error = f"partial argument's path crosses a value: {quote(arg, 80)}"
                     return
                 if nxt is None or seg not in node:
                     node[seg] = fresh
             if nxt is not None:
                 node = node[seg]
                 if type(node) is not (list if type(nxt) is int else dict):
-                    self.error = f"partial argument's path crosses a value: {arg!r:.80}"
+                    self.error = f"partial argument's path crosses a value: {quote(arg, 80)}"
                     return
 
     def json(self) -> str:
-        """The arguments as a JSON object (``{}`` when none came)."""
-        return orjson.dumps(self._root).decode()
+        """The arguments as a JSON object (``{}`` when none came, or when the paths nest
+        deeper than JSON can be written: then :attr:`error` says so)."""
+        text = dump_json(self._root)
+        if text is None:
+            self.error = "partial arguments nested too deeply"
+            return "{}"
+        return text

@@ -8,9 +8,12 @@
 (``url_citation`` and ``container_file_citation`` with their span ``start_index:end_index``
 of the content part, ``file_citation`` without one); ``response.completed`` /
 ``response.incomplete`` → ``usage`` and ``finish``; ``response.failed`` and ``error`` →
-``error`` (the answer cut). The ``.done`` / ``.added`` echoes of what the deltas carried,
-``response.in_progress`` and the hosted tools' progress events are ignored (see
-docs/provider-streams.md).
+``error`` (the answer cut). A hosted tool's item (``web_search_call``, ``file_search_call``,
+``code_interpreter_call``, ``image_generation_call``, ``mcp_call``) → ``provider_tool``: its
+``call`` at ``response.output_item.added``, its ``result`` (with the input, which some
+tools send only then) at ``response.output_item.done``. The ``.done`` / ``.added`` echoes
+of what the deltas carried, ``response.in_progress`` and the hosted tools' progress events
+are ignored (see docs/provider-streams.md).
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ from streamcite.core.answer import AnswerBuilder
 from streamcite.core.bounds import StreamBounds
 from streamcite.core.dialects.base import Handler, JSONDecodeError, StreamState, loads
 from streamcite.core.dialects.hotloop import SequencedState, Template
+from streamcite.core.dialects.provider_tool_shapes import HOSTED_ITEMS, responses_item
 from streamcite.core.events import Event
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
+from streamcite.core.quote import quote
 from streamcite.core.sse import OVERFLOW, RawEvent
 
 __all__ = ["REPEAT_BYTES_PER_CHAR", "ResponsesInterpreter", "event_limit"]
@@ -55,7 +60,6 @@ _IGNORED = frozenset(
     {
         "response.in_progress",
         "response.queued",
-        "response.output_item.done",
         "response.content_part.done",
         "response.output_text.done",
         "response.refusal.done",
@@ -137,6 +141,7 @@ class ResponsesInterpreter(SequencedState):
         self._table: dict[str, Handler] = {
             "response.created": self._created,
             "response.output_item.added": self._item_added,
+            "response.output_item.done": self._item_done,
             "response.content_part.added": self._part_added,
             "response.output_text.delta": self._text_delta,
             "response.output_text.annotation.added": self._annotation,
@@ -161,7 +166,7 @@ class ResponsesInterpreter(SequencedState):
             StreamState.feed_raw(self, [item], out)
             return
         data = item[1]
-        if len(data) > _SKIM and _ignored_repeat(item[0], data):
+        if len(data) > _SKIM and (_ignored_repeat(item[0], data) or self._echo(item[0], data)):
             return
         try:
             obj = loads(data)
@@ -183,13 +188,26 @@ class ResponsesInterpreter(SequencedState):
             if t:
                 self.token(0, t, out)
             return
-        if kind in _REASONING and (t := obj.get("delta")).__class__ is str:
+        if (
+            kind.__class__ is str
+            and kind in _REASONING
+            and (t := obj.get("delta")).__class__ is str
+        ):
             if self._learned < _MAX_LEARNED and (tpl := self._learn(obj, data)) is not None:
                 self._rtpl = tpl
             if t:
                 self.reasoning(0, t, out)
             return
         self.event(item[0], obj, out)
+
+    def _echo(self, name: bytes, data: bytes) -> bool:
+        """A large ``response.output_item.done`` of no open hosted tool (a message's echo
+        of its text): passed unparsed. A hosted tool's item names its id first."""
+        if name != b"response.output_item.done":
+            return False
+        open_ids = self._ptools.open if self._ptools is not None else ()
+        head = data[:4096]
+        return not any(type(k) is str and k.encode() in head for k in open_ids)
 
     def _learn(self, obj: dict[str, Any], data: bytes) -> Template | None:
         """The template of this part's deltas, from one of them: the fields before and
@@ -223,23 +241,39 @@ class ResponsesInterpreter(SequencedState):
     def _created(self, obj: dict[str, Any], out: list[Event]) -> None:
         r = obj.get("response")
         if type(r) is not dict:
-            self.fault(out, "bad_chunk", f"response.created without a response: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"response.created without a response: {quote(obj)}")
             return
         self.meta(r.get("id"), r.get("model"), r.get("created_at"), out)
 
     def _item_added(self, obj: dict[str, Any], out: list[Event]) -> None:
         item = obj.get("item")
         if type(item) is not dict:
-            self.fault(out, "bad_chunk", f"output item is not an object: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"output item is not an object: {quote(obj)}")
             return
         if item.get("type") == "function_call":
             iid, cid, name = item.get("id"), _str(item.get("call_id")), _str(item.get("name"))
             args = item.get("arguments")
             if type(iid) is not str or cid is None or name is None:
-                self.fault(out, "bad_tool_call", f"function_call not understood: {item!r:.120}")
+                self.fault(out, "bad_tool_call", f"function_call not understood: {quote(item)}")
                 return
             self.tool(iid, cid, name, args if type(args) is str else "", out)
-        # message, reasoning and hosted tool items: their content comes as deltas
+        elif item.get("type") in HOSTED_ITEMS:
+            name, tool_input, _ = responses_item(item)
+            status, server = item.get("status"), item.get("server_label")
+            self.ptools().call(out, item.get("id"), name, tool_input, server, status)
+        # message and reasoning items: their content comes as deltas
+
+    def _item_done(self, obj: dict[str, Any], out: list[Event]) -> None:
+        item = obj.get("item")
+        if type(item) is dict and item.get("type") in HOSTED_ITEMS:
+            name, tool_input, summary = responses_item(item)
+            status, server = item.get("status"), item.get("server_label")
+            if type(item.get("error")) is str and item["error"]:
+                status = "failed"
+            self.ptools().result(
+                out, item.get("id"), name, status, summary, tool_input=tool_input, server=server
+            )
+        # other items: echoes of what their deltas carried
 
     def _part_key(self, obj: dict[str, Any]) -> tuple[Any, Any]:
         key = (obj.get("item_id"), obj.get("content_index"))
@@ -255,7 +289,7 @@ class ResponsesInterpreter(SequencedState):
     def _text_delta(self, obj: dict[str, Any], out: list[Event]) -> None:
         text = obj.get("delta")
         if type(text) is not str:
-            self.fault(out, "bad_chunk", f"output_text delta is not a string: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"output_text delta is not a string: {quote(obj)}")
             return
         self._part_key(obj)
         if text:
@@ -265,7 +299,7 @@ class ResponsesInterpreter(SequencedState):
     def _annotation(self, obj: dict[str, Any], out: list[Event]) -> None:
         note = obj.get("annotation")
         if type(note) is not dict:
-            self.fault(out, "bad_annotation", f"annotation is not an object: {obj!r:.120}")
+            self.fault(out, "bad_annotation", f"annotation is not an object: {quote(obj)}")
             return
         kind = note.get("type")
         url, title, fid = _str(note.get("url")), _str(note.get("title")), _str(note.get("file_id"))
@@ -276,7 +310,7 @@ class ResponsesInterpreter(SequencedState):
             key = ("file", fid)
             title = _str(note.get("filename")) or title
         else:
-            self.fault(out, "bad_annotation", f"annotation not understood: {note!r:.120}")
+            self.fault(out, "bad_annotation", f"annotation not understood: {quote(note)}")
             return
         meta = {k: v for k, v in note.items() if k not in _MAPPED}
         if kind != "url_citation":
@@ -287,7 +321,7 @@ class ResponsesInterpreter(SequencedState):
             return
         if start is not None or end is not None:
             if type(start) is not int or type(end) is not int:
-                self.fault(out, "bad_annotation", f"span is not integers: {note!r:.120}")
+                self.fault(out, "bad_annotation", f"span is not integers: {quote(note)}")
             else:
                 base = self._parts.get((obj.get("item_id"), obj.get("content_index")), 0)
                 # No quoted passage in any Responses annotation: cited_text stays None.
@@ -297,24 +331,24 @@ class ResponsesInterpreter(SequencedState):
     def _reasoning_delta(self, obj: dict[str, Any], out: list[Event]) -> None:
         text = obj.get("delta")
         if type(text) is not str:
-            self.fault(out, "bad_chunk", f"reasoning delta is not a string: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"reasoning delta is not a string: {quote(obj)}")
         elif text:
             self.reasoning(0, text, out)
 
     def _refusal_delta(self, obj: dict[str, Any], out: list[Event]) -> None:
         text = obj.get("delta")
         if type(text) is not str:
-            self.fault(out, "bad_chunk", f"refusal delta is not a string: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"refusal delta is not a string: {quote(obj)}")
         elif text:
             self.refusal(0, text, out)
 
     def _arguments_delta(self, obj: dict[str, Any], out: list[Event]) -> None:
         iid, part = obj.get("item_id"), obj.get("delta")
         if type(part) is not str or type(iid) is not str:
-            self.fault(out, "bad_tool_call", f"arguments delta not understood: {obj!r:.120}")
+            self.fault(out, "bad_tool_call", f"arguments delta not understood: {quote(obj)}")
         elif (0, iid) not in self._tool_keys:
             # No function_call item announced it: no name, no call id. Not a call.
-            self.fault(out, "bad_tool_call", f"arguments delta of an unknown item {iid!r:.60}")
+            self.fault(out, "bad_tool_call", f"arguments delta of an unknown item {quote(iid, 60)}")
         elif part:
             self.tool(iid, None, None, part, out)
 
@@ -323,12 +357,12 @@ class ResponsesInterpreter(SequencedState):
         if type(u) is dict:
             self.usage(u.get("input_tokens"), u.get("output_tokens"), u.get("total_tokens"), out)
         elif u is not None:
-            self.fault(out, "bad_chunk", f"usage is not an object: {u!r:.120}")
+            self.fault(out, "bad_chunk", f"usage is not an object: {quote(u)}")
 
     def _completed(self, obj: dict[str, Any], out: list[Event]) -> None:
         r = obj.get("response")
         if type(r) is not dict:
-            self.fault(out, "bad_chunk", f"{obj.get('type')} without a response: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"{obj.get('type')} without a response: {quote(obj)}")
             r = {}
         self.meta(r.get("id"), r.get("model"), r.get("created_at"), out)
         self._usage_of(r, out)
@@ -377,7 +411,7 @@ class ResponsesInterpreter(SequencedState):
         if out is None:
             out = []
         if type(obj) is not dict:
-            self.fault(out, "bad_chunk", f"response is not a JSON object: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"response is not a JSON object: {quote(obj)}")
             return out
         if type(obj.get("error")) is dict and obj.get("object") != "response":
             self._error(obj, out)
@@ -386,11 +420,11 @@ class ResponsesInterpreter(SequencedState):
         self._created({"response": obj}, out)
         output = obj.get("output")
         if type(output) is not list:
-            self.malformed(out, f"response without an output array: {obj!r:.120}")
+            self.malformed(out, f"response without an output array: {quote(obj)}")
             output = []
         for item in output:
             if type(item) is not dict:
-                self.fault(out, "bad_chunk", f"output item is not an object: {item!r:.120}")
+                self.fault(out, "bad_chunk", f"output item is not an object: {quote(item)}")
                 continue
             self._body_item(item, out)
         if obj.get("status") == "failed":
@@ -406,6 +440,9 @@ class ResponsesInterpreter(SequencedState):
             self._item_added({"item": {**item, "arguments": ""}}, out)
             if type(args) is str and type(iid) is str:
                 self._arguments_delta({"item_id": iid, "delta": args}, out)
+        elif kind in HOSTED_ITEMS:
+            self._item_added({"item": item}, out)
+            self._item_done({"item": item}, out)
         elif kind == "reasoning":
             for part in item.get("summary") or ():
                 if type(part) is dict:
