@@ -425,7 +425,11 @@ def main() -> None:
         help="event loop of the relay and client processes (uvloop must be installed)",
     )
     parser.add_argument(
-        "--profile", type=Path, default=None, help="cProfile the relay's latency phases to PATH"
+        "--profile",
+        type=Path,
+        default=None,
+        help="cProfile the relay's latency phases to PATH; with --streams: yappi (CPU "
+        "clock) profiles of the relay and the floor to PATH.<relay|floor>.<loop>.<N>",
     )
     parser.add_argument(
         "--streams",

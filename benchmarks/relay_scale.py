@@ -20,27 +20,17 @@ event frames the clients received in that window.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import json
 import multiprocessing as mp
 import os
-import random
 import time
 from multiprocessing.connection import Connection
 from typing import Any
 
+from relay_load import MEASURED_CORE, OTHER_CORE, clients_main, pin, upstream_main
+
 _MP = mp.get_context("spawn")
-_CORES = sorted(os.sched_getaffinity(0))
-MEASURED_CORE = {_CORES[0]}
-OTHER_CORE = {_CORES[-1]}
-_WORDS = 100
-"""Tokens per answer (then finish, usage, [DONE]): 2 s at 50 tokens/s."""
-
-
-def _pin(cores: set[int]) -> None:
-    with contextlib.suppress(OSError):
-        os.sched_setaffinity(0, cores)
 
 
 def _quiet() -> None:
@@ -57,10 +47,23 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _run_on(coro: Any, loop_kind: str) -> None:
+def _run_on(coro: Any, loop_kind: str, profile: str = "") -> None:
+    """Run ``coro`` on ``loop_kind``; with ``profile``, under yappi's CPU clock (every
+    thread's, so the loop's callbacks count too), stats saved to ``profile`` (pstat)."""
     from streamcite.relay.eventloop import run
 
-    run(coro, loop_kind)  # type: ignore[arg-type]
+    if not profile:
+        run(coro, loop_kind)  # type: ignore[arg-type]
+        return
+    import yappi
+
+    yappi.set_clock_type("cpu")
+    yappi.start(builtins=True)
+    try:
+        run(coro, loop_kind)  # type: ignore[arg-type]
+    finally:
+        yappi.stop()
+        yappi.get_func_stats().save(profile, type="pstat")
 
 
 def available_loops() -> list[str]:
@@ -75,102 +78,15 @@ def _pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, max(0, round(q * (len(values) - 1))))]
 
 
-# -- the upstream (core 1) ------------------------------------------------------------------
-
-_HEAD = (
-    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-    b"Transfer-Encoding: chunked\r\n\r\n"
-)
-
-
-def _chunk(data: bytes) -> bytes:
-    return b"%x\r\n%s\r\n" % (len(data), data)
-
-
-_PREFIX = b'data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","model":"bench","choices":[{"index":0,'
-_ROLE = _chunk(_PREFIX + b'"delta":{"role":"assistant","content":""},"finish_reason":null}]}\n\n')
-_FINISH = _chunk(_PREFIX + b'"delta":{},"finish_reason":"stop"}]}\n\n')
-_USAGE = _chunk(
-    b'data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","model":"bench","choices":[],'
-    b'"usage":{"prompt_tokens":12,"completion_tokens":100,"total_tokens":112}}\n\n'
-)
-_DONE = _chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n"
-
-
-class _Upstream(asyncio.Protocol):
-    """One keep-alive HTTP/1.1 connection: each POST gets a chunked SSE answer of
-    ``_WORDS`` tokens, one every ``delay`` seconds, each text ``" @<perf_counter>@"``."""
-
-    def __init__(self, delay: float) -> None:
-        self.delay = delay
-        self.buf = b""
-        self.transport: asyncio.Transport | None = None
-        self.handle: asyncio.TimerHandle | None = None
-        self.left = 0
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        self.buf += data
-        end = self.buf.find(b"\r\n\r\n")
-        if end < 0:
-            return
-        head = self.buf[:end].lower()
-        length = 0
-        i = head.find(b"content-length:")
-        if i >= 0:
-            length = int(head[i + 15 :].split(b"\r\n", 1)[0])
-        if len(self.buf) < end + 4 + length:
-            return
-        self.buf = self.buf[end + 4 + length :]
-        assert self.transport is not None
-        self.transport.write(_HEAD + _ROLE)
-        self.left = _WORDS
-        loop = asyncio.get_running_loop()
-        self.handle = loop.call_at(loop.time() + self.delay, self.tick)
-
-    def tick(self) -> None:
-        t = self.transport
-        if t is None or t.is_closing():
-            return
-        loop = asyncio.get_running_loop()
-        self.left -= 1
-        text = b" @%.6f@" % time.perf_counter()
-        t.write(_chunk(_PREFIX + b'"delta":{"content":"%s"},"finish_reason":null}]}\n\n' % text))
-        if self.left > 0:
-            self.handle = loop.call_at(loop.time() + self.delay, self.tick)
-        else:
-            t.write(_FINISH + _USAGE + _DONE)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self.handle is not None:
-            self.handle.cancel()
-        self.transport = None
-
-
-def upstream_main(conn: Connection, delay: float) -> None:
-    _pin(OTHER_CORE)
-
-    async def run() -> None:
-        loop = asyncio.get_running_loop()
-        server = await loop.create_server(lambda: _Upstream(delay), "127.0.0.1", 0, backlog=4096)
-        conn.send(server.sockets[0].getsockname()[1])
-        with contextlib.suppress(EOFError, OSError):
-            await loop.run_in_executor(None, conn.recv)
-        server.close()
-
-    asyncio.run(run())
-
-
 # -- the floor: a bare forwarder (core 0) ---------------------------------------------------
 
 
-def floor_main(conn: Connection, upstream: str, loop_kind: str = "asyncio") -> None:
+def floor_main(
+    conn: Connection, upstream: str, loop_kind: str = "asyncio", profile: str = ""
+) -> None:
     """aiohttp WebSocket server; each ask → one upstream POST whose SSE events are sent, as
     read (split at the blank line, not parsed), one text frame each; then ``{"end":1}``."""
-    _pin(MEASURED_CORE)
+    pin(MEASURED_CORE)
     import aiohttp
     from aiohttp import WSMsgType, web
 
@@ -223,16 +139,22 @@ def floor_main(conn: Connection, upstream: str, loop_kind: str = "asyncio") -> N
         await app["session"].close()
         await runner.cleanup()
 
-    _run_on(run(), loop_kind)
+    _run_on(run(), loop_kind, profile)
 
 
 # -- the relay (core 0) ---------------------------------------------------------------------
 
 
 def relay_main(
-    conn: Connection, upstream_base: str, n: int, log_kind: str, redis: str, loop_kind: str
+    conn: Connection,
+    upstream_base: str,
+    n: int,
+    log_kind: str,
+    redis: str,
+    loop_kind: str,
+    profile: str = "",
 ) -> None:
-    _pin(MEASURED_CORE)
+    pin(MEASURED_CORE)
     _quiet()
 
     async def run() -> None:
@@ -255,6 +177,11 @@ def relay_main(
             log = RedisStreamLog(RedisLogSettings(redis, instance_id=config.instance_id))
             await log.connect()
         async with RelayServer(config, log=log) as server:
+            gc_mode = os.environ.get("STREAMCITE_BENCH_GC")
+            if gc_mode in ("freeze", "off"):
+                import gc
+
+                gc.freeze() if gc_mode == "freeze" else gc.disable()
             conn.send(server.ws_url)
             loop = asyncio.get_running_loop()
             with contextlib.suppress(EOFError, OSError):
@@ -262,163 +189,7 @@ def relay_main(
         if log is not None:
             await log.aclose()
 
-    _run_on(run(), loop_kind)
-
-
-# -- the clients (core 1) -------------------------------------------------------------------
-
-_ASK = json.dumps({"type": "ask", "question": "What is a relay?"}).encode()
-
-
-def _masked(payload: bytes) -> bytes:
-    mask = os.urandom(4)
-    n = len(payload)
-    head = bytes([0x81, 0x80 | n]) if n < 126 else bytes([0x81, 0xFE]) + n.to_bytes(2, "big")
-    body = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
-    return head + mask + body
-
-
-_ASK_FRAME = _masked(_ASK)
-
-
-class _WsClient(asyncio.Protocol):
-    """A raw WebSocket client: handshake, then frames parsed by hand (server frames are
-    unmasked), each timestamped once per ``data_received``."""
-
-    def __init__(self, stats: _Stats, floor: bool) -> None:
-        self.stats = stats
-        self.floor = floor
-        self.buf = b""
-        self.upgraded = False
-        self.transport: asyncio.Transport | None = None
-        self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-        key = base64.b64encode(os.urandom(16))
-        # The relay serves only its own Host (name and port: its DNS-rebinding guard).
-        port = int(transport.get_extra_info("peername")[1])
-        transport.write(
-            b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
-            b"Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n"
-            % (port, key)
-        )
-
-    def ask(self) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.write(_ASK_FRAME)
-
-    def data_received(self, data: bytes) -> None:
-        t = time.perf_counter()
-        buf = self.buf + data
-        if not self.upgraded:
-            end = buf.find(b"\r\n\r\n")
-            if end < 0:
-                self.buf = buf
-                return
-            if not buf.startswith(b"HTTP/1.1 101"):
-                self.ready.set_exception(ConnectionError(buf[:80].decode(errors="replace")))
-                return
-            self.upgraded = True
-            buf = buf[end + 4 :]
-            if self.floor:  # the floor sends no hello
-                self.ready.set_result(None)
-        i, n = 0, len(buf)
-        stats = self.stats
-        while n - i >= 2:
-            length = buf[i + 1] & 0x7F
-            head = 2
-            if length == 126:
-                if n - i < 4:
-                    break
-                length = int.from_bytes(buf[i + 2 : i + 4], "big")
-                head = 4
-            elif length == 127:
-                if n - i < 10:
-                    break
-                length = int.from_bytes(buf[i + 2 : i + 10], "big")
-                head = 10
-            if n - i < head + length:
-                break
-            self.frame(buf[i + head : i + head + length], t, stats)
-            i += head + length
-        self.buf = buf[i:]
-
-    def frame(self, payload: bytes, t: float, stats: _Stats) -> None:
-        if self.floor:
-            if payload == b'{"end":1}':
-                self.ask()
-                return
-            event = True
-        else:
-            if not self.ready.done() and payload.startswith(b'{"type":"hello"'):
-                self.ready.set_result(None)
-                return
-            event = payload.startswith(b'{"stream_id"')
-            if event and payload.find(b'"type":"done"', 0, 80) > 0:
-                stats.count(t)
-                self.ask()
-                return
-        if not event:
-            return
-        j = payload.find(b"@")
-        if j >= 0 and (self.floor or payload.find(b'"type":"token"', 0, 80) > 0):
-            stats.token(t, t - float(payload[j + 1 : payload.index(b"@", j + 1)]))
-        else:
-            stats.count(t)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.transport = None
-        if not self.ready.done():
-            self.ready.set_exception(ConnectionError("closed before the handshake"))
-
-
-class _Stats:
-    __slots__ = ("end", "events", "latencies", "start")
-
-    def __init__(self) -> None:
-        self.start = float("inf")
-        self.end = float("inf")
-        self.events = 0
-        self.latencies: list[float] = []
-
-    def count(self, t: float) -> None:
-        if self.start <= t < self.end:
-            self.events += 1
-
-    def token(self, t: float, latency: float) -> None:
-        if self.start <= t < self.end:
-            self.events += 1
-            self.latencies.append(latency)
-
-
-def clients_main(conn: Connection, url: str, n: int, floor: bool) -> None:
-    _pin(OTHER_CORE)
-
-    async def run() -> None:
-        loop = asyncio.get_running_loop()
-        stats = _Stats()
-        port = int(url.rsplit(":", 1)[1].split("/", 1)[0])
-        clients: list[_WsClient] = []
-        for _ in range(n):
-            _, proto = await loop.create_connection(
-                lambda: _WsClient(stats, floor), "127.0.0.1", port
-            )
-            clients.append(proto)
-        await asyncio.wait_for(asyncio.gather(*(c.ready for c in clients)), 60)
-        for c in clients:  # asks spread over one token interval ×50 (1 s)
-            loop.call_later(random.uniform(0, 1.0), c.ask)
-        conn.send("asking")
-        start, end = conn.recv()
-        stats.start, stats.end = start, end
-        await asyncio.sleep(max(0.0, end - time.perf_counter()) + 0.3)
-        conn.send((stats.events, stats.latencies))
-        for c in clients:
-            if c.transport is not None:
-                c.transport.abort()
-
-    asyncio.run(run())
+    _run_on(run(), loop_kind, profile)
 
 
 # -- one measured phase ---------------------------------------------------------------------
@@ -433,16 +204,19 @@ def run_phase(
     redis: str,
     upstream_pid: int = 0,
     loop_kind: str = "asyncio",
+    profile: str = "",
 ) -> dict[str, Any]:
-    """Start the measured process (``relay`` or ``floor``) and N clients; measure."""
+    """Start the measured process (``relay`` or ``floor``) and N clients; measure.
+    ``profile``: a path, to profile the measured process with yappi (CPU clock)."""
     parent, child = _MP.Pipe()
     if kind == "floor":
         target: Any = floor_main
         up = f"http://127.0.0.1:{upstream_port}/v1/chat/completions"
-        args: tuple[Any, ...] = (child, up, loop_kind)
+        args: tuple[Any, ...] = (child, up, loop_kind, profile)
     else:
         target = relay_main
-        args = (child, f"http://127.0.0.1:{upstream_port}/v1", n, log_kind, redis, loop_kind)
+        base = f"http://127.0.0.1:{upstream_port}/v1"
+        args = (child, base, n, log_kind, redis, loop_kind, profile)
     proc = _MP.Process(target=target, args=args, daemon=True)
     proc.start()
     url = parent.recv()
@@ -459,12 +233,15 @@ def run_phase(
         cparent.send((start, end))
         time.sleep(warm)
         cpu0 = _cpu_seconds(proc.pid or 0)
+        spy = _py_spy(proc.pid or 0, duration) if os.environ.get("STREAMCITE_BENCH_PYSPY") else None
         others0 = _cpu_seconds(clients.pid or 0) + _cpu_seconds(upstream_pid or os.getpid())
         time.sleep(max(0.0, end - time.perf_counter()))
         cpu = _cpu_seconds(proc.pid or 0) - cpu0
         others = (
             _cpu_seconds(clients.pid or 0) + _cpu_seconds(upstream_pid or os.getpid()) - others0
         )
+        if spy is not None:
+            spy.wait(30)
         if not cparent.poll(60):
             raise RuntimeError(f"{kind}: no result from the clients")
         events, latencies = cparent.recv()
@@ -491,6 +268,17 @@ def run_phase(
         "max_ms": round(lat[-1], 3) if lat else None,
         "tokens": len(lat),
     }
+
+
+def _py_spy(pid: int, duration: float) -> Any:
+    """``STREAMCITE_BENCH_PYSPY=PREFIX``: a py-spy sampling profile (native frames too) of
+    the measured process over the window, as collapsed stacks in ``PREFIX.<pid>.txt``."""
+    import subprocess
+
+    out = f"{os.environ['STREAMCITE_BENCH_PYSPY']}.{pid}.txt"
+    cmd = ["py-spy", "record", "--native", "-r", "200", "-f", "raw"]
+    cmd += ["-d", str(max(1, int(duration))), "-p", str(pid), "-o", out]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def scale_main(args: Any) -> None:
@@ -523,9 +311,11 @@ def scale_main(args: Any) -> None:
     try:
         for loop_kind in loops:
             for n in counts:
+                prof = str(args.profile or "")
                 phase = {
                     kind: run_phase(kind, n, args.duration, port, args.log,
-                                    args.redis_url or "", up.pid or 0, loop_kind)
+                                    args.redis_url or "", up.pid or 0, loop_kind,
+                                    f"{prof}.{kind}.{loop_kind}.{n}" if prof else "")
                     for kind in ("floor", "relay")
                 }  # fmt: skip
                 relay, floor = phase["relay"], phase["floor"]

@@ -65,3 +65,33 @@ def test_ui_messages_and_chat_bodies_skip_a_nested_text() -> None:
     assert question_from_ui_messages(body) == "Where?"
     chat = {"model": "m", "messages": [{"role": "user", "content": parts}]}
     assert chat_request_as("anthropic", chat)["messages"] == [{"role": "user", "content": "Where?"}]
+
+
+NESTED_MODEL = "[" * 300 + "]" * 300  # beyond orjson's 255 levels of dumps
+SIMPLE = {
+    "chat": ("/v1/chat/completions", '{"model": %s, "messages": [{"role": "user", "content": "Hi?"}]}'),
+    "responses": ("/v1/responses", '{"model": %s, "input": "Hi?"}'),
+    "anthropic": ("/v1/messages", '{"model": %s, "max_tokens": 50, "messages": [{"role": "user", "content": "Hi?"}]}'),
+    "cohere": ("/v2/chat", '{"model": %s, "messages": [{"role": "user", "content": "Hi?"}]}'),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("api", SIMPLE)
+async def test_a_model_nested_beyond_255_levels_is_a_4xx_in_the_apis_shape(
+    backend: LocalBackend, api: str
+) -> None:
+    # Before: orjson.dumps(model) raised in the 404's message: a bare 500 and a traceback.
+    path, template = SIMPLE[api]
+    async with httpx.AsyncClient(base_url=backend.root_url, timeout=30) as client:
+        resp = await client.post(
+            path, content=template % NESTED_MODEL, headers={"Content-Type": "application/json"}
+        )
+    assert 400 <= resp.status_code < 500, resp.text[:300]
+    body = resp.json()
+    assert isinstance(body, dict) and ("error" in body or "message" in body or "type" in body)
+    assert len(resp.text) < 2000
+    if api == "chat":
+        assert resp.status_code == 400
+        assert (
+            body["error"]["param"] == "model" and body["error"]["type"] == "invalid_request_error"
+        )

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -19,6 +20,8 @@ from streamcite.bench.csvout import write_csv
 from streamcite.bench.records import MAX_MESSAGE
 from streamcite.bench.tables import summary_tables
 from tests._serve_local import serve_local
+from tests.test_ask_first_hour import _list
+from tests.test_ask_first_hour import models_server as models_server  # a fixture
 
 
 @pytest.fixture(scope="module")
@@ -115,3 +118,28 @@ def test_a_formula_at_the_start_of_a_message_is_quoted_in_the_csv(tmp_path: Path
     with write_csv(doc, tmp_path).open(encoding="utf-8", newline="") as fh:
         row = next(csv.DictReader(fh))
     assert row["error_message"] == "'=HYPERLINK(1)" and row["errors"] == "x@chunk"
+
+
+def test_without_model_bench_uses_the_one_model_the_server_lists(
+    served: str, tmp_path: Path
+) -> None:
+    r = bench(
+        "--base-url", served + "/v1", "--question", "Remote?", "--requests", "2",
+        "--warmup", "0", "--no-plots", "--out", str(tmp_path),
+    )  # fmt: skip
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    doc = orjson.loads((tmp_path / "results.json").read_bytes())
+    assert doc["config"]["model"] == "streamcite-local"
+    assert doc["runs"][0]["summary"]["ok"] == 2, doc["runs"][0]["summary"]
+
+
+def test_without_model_bench_lists_several_and_stops(
+    models_server: Any,
+) -> None:
+    url, handler = models_server
+    handler.body = _list("alpha", "beta\x1b]52;c;x\x07", "gamma")
+    r = bench("--base-url", url + "/v1", "--question", "Remote?", "--requests", "1")
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "lists 3 models: alpha, beta, gamma; pick one with -m NAME" in r.stderr
+    assert "\x1b" not in r.stderr
+    assert [s["path"] for s in handler.seen] == ["/v1/models"]  # nothing was benchmarked

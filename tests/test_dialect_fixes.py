@@ -6,8 +6,7 @@ from __future__ import annotations
 import tracemalloc
 
 from streamcite.core.api import ChatStreamParser
-from streamcite.core.bounds import StreamBounds
-from streamcite.core.sse import DEFAULT_MAX_EVENT_SIZE
+from streamcite.core.bounds import MAX_EVENT_BYTES, StreamBounds
 from tests._dialect_streams import (
     ResponsesItem,
     check_run,
@@ -79,8 +78,9 @@ def test_responses_event_limit_covers_an_answer_at_the_cap() -> None:
     assert event_limit(1 << 16, b) == (1 << 16) + REPEAT_BYTES_PER_CHAR * 1000
     p = ChatStreamParser(dialect="responses", bounds=b, max_event_size=1 << 16)
     assert p._decoder.max_event_size == event_limit(1 << 16, b)
-    # Other dialects keep the limit given.
-    assert ChatStreamParser(dialect="anthropic")._decoder.max_event_size == DEFAULT_MAX_EVENT_SIZE
+    # Other dialects keep the limit given (by default, the bounds' max_event_bytes).
+    assert ChatStreamParser(dialect="anthropic")._decoder.max_event_size == MAX_EVENT_BYTES
+    assert ChatStreamParser(dialect="anthropic", max_event_size=99)._decoder.max_event_size == 99
 
 
 def test_auto_raises_the_limit_once_it_reads_responses() -> None:

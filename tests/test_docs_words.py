@@ -39,8 +39,6 @@ def hits(text: str) -> list[str]:
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_docs_carry_no_development_log_words(page: Path) -> None:
-    if page.name == "core-speed.md":  # being folded into docs/performance.md elsewhere
-        pytest.skip("docs/core-speed.md is replaced by docs/performance.md")
     found = hits(page.read_text(encoding="utf-8"))
     assert not found, f"{page.name}:\n" + "\n".join(found)
 

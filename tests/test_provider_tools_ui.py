@@ -169,6 +169,124 @@ async def test_relay_page_takes_provider_tools_without_an_error() -> None:
         assert status == "done"
 
 
+def _many_tools(n: int) -> bytes:
+    """An Anthropic stream with ``n`` web searches (a call and its result each), then text."""
+
+    def frame(data: dict[str, Any]) -> bytes:
+        return b"event: " + str(data["type"]).encode() + b"\ndata: " + orjson.dumps(data) + b"\n\n"
+
+    head, _, _ = STREAM.partition(b"event: content_block_start")
+    out = [head]
+    for i in range(n):
+        use = {"type": "server_tool_use", "id": f"srvtoolu_m{i}", "name": "web_search",
+               "input": {"query": f"q{i}"}}  # fmt: skip
+        res = {"type": "web_search_tool_result", "tool_use_id": f"srvtoolu_m{i}", "content": []}
+        for k, block in ((2 * i, use), (2 * i + 1, res)):
+            out.append(frame({"type": "content_block_start", "index": k, "content_block": block}))
+            out.append(frame({"type": "content_block_stop", "index": k}))
+    k = 2 * n
+    out.append(frame({"type": "content_block_start", "index": k,
+                      "content_block": {"type": "text", "text": ""}}))  # fmt: skip
+    out.append(frame({"type": "content_block_delta", "index": k,
+                      "delta": {"type": "text_delta", "text": "Fini."}}))  # fmt: skip
+    out.append(frame({"type": "content_block_stop", "index": k}))
+    out.append(frame({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                      "usage": {"output_tokens": 9}}))  # fmt: skip
+    out.append(frame({"type": "message_stop"}))
+    return b"".join(out)
+
+
+HOSTILE_RESULT = STREAM.replace(
+    b'"url":"https://example.org/cafe-tel-aviv","title":"Le caf\xc3\xa9 \xe2\x80\x94 \xd7\xaa\xd7\x9c \xd7\x90\xd7\x91\xd7\x99\xd7\x91","encrypted_content"',
+    b'"url":"javascript:alert(1)","title":"<img src=x onerror=alert(1)>","encrypted_content"',
+).replace(b'"name":"horaires"', b'"name":"<b>horaires</b>"')
+
+
+@pytest.mark.browser
+async def test_relay_page_shows_a_card_per_provider_tool() -> None:
+    from tests.test_relay_page_kinds import ask, page_for, wait_done
+
+    async with (
+        running(_messages_app()) as url,
+        relay(url + "/v1", api="anthropic") as server,
+        page_for(server.url + "/", bypass_csp=False) as page,
+    ):
+        await ask(page, "Horaires du café ?")
+        stream = await wait_done(page)
+        assert stream["text"] == ANSWER
+        tools = stream["providerTools"]
+        assert [t["name"] for t in tools] == [
+            "web_search", "bash_code_execution", "text_editor_code_execution",
+            "code_execution", "horaires", "web_fetch",
+        ]  # fmt: skip
+        assert all(t["phase"] == "result" and t["status"] == "completed" for t in tools)
+        cards = page.locator(".turn .provider-tool")
+        assert await cards.count() == 6
+        first = cards.nth(0)
+        assert await first.locator(".tool-name").text_content() == "web_search"
+        assert await first.locator(".tool-id").text_content() == "srvtoolu_1"
+        assert await first.locator(".ptool-input").text_content() == (
+            '{"query":"café Tel Aviv horaires"}'
+        )
+        assert await first.locator(".ptool-result").text_content() == "completed · 1 result"
+        link = first.locator("a.ptool-link")
+        assert await link.text_content() == "Le café — תל אביב"
+        assert await link.get_attribute("href") == "https://example.org/cafe-tel-aviv"
+        code = cards.nth(3)
+        assert await code.locator(".ptool-result").text_content() == "completed · exit 0"
+        assert await code.locator(".ptool-output").text_content() == "10"
+        assert await cards.nth(4).locator(".ptool-server").text_content() == "(cafes)"
+        # a result without its call still gets its card, its fetched URL as a link
+        fetch = cards.nth(5)
+        assert await fetch.locator(".ptool-input").is_hidden()
+        assert await fetch.locator("a.ptool-link").get_attribute("href") == (
+            "https://example.org/cafe-tel-aviv"
+        )
+        # the cards come before the answer's text, in the turn
+        before = await page.evaluate(
+            "document.querySelector('.provider-tools').compareDocumentPosition("
+            "document.querySelector('.turn .text')) & Node.DOCUMENT_POSITION_FOLLOWING"
+        )
+        assert before
+
+
+@pytest.mark.browser
+async def test_relay_page_provider_tool_cards_are_inert() -> None:
+    from tests.test_relay_page_kinds import ask, page_for, wait_done
+
+    assert b"javascript:alert(1)" in HOSTILE_RESULT and b"<b>horaires" in HOSTILE_RESULT
+    async with (
+        running(_messages_app(HOSTILE_RESULT)) as url,
+        relay(url + "/v1", api="anthropic") as server,
+        page_for(server.url + "/") as page,  # CSP bypassed: the rendering must be inert
+    ):
+        await ask(page, "Horaires du café ?")
+        await wait_done(page)
+        first = page.locator(".turn .provider-tool").nth(0)
+        assert await first.locator("a").count() == 0  # javascript: never a link
+        assert await page.locator(".turn img, .turn b").count() == 0
+        name = page.locator(".turn .provider-tool").nth(4).locator(".tool-name")
+        assert await name.text_content() == "<b>horaires</b>"
+
+
+@pytest.mark.browser
+async def test_relay_page_shows_at_most_64_provider_tool_cards() -> None:
+    from tests.test_relay_page_kinds import ask, page_for, wait_done
+
+    async with (
+        running(_messages_app(_many_tools(70))) as url,
+        relay(url + "/v1", api="anthropic") as server,
+        page_for(server.url + "/") as page,
+    ):
+        await ask(page, "Horaires du café ?")
+        stream = await wait_done(page)
+        assert stream["text"] == "Fini."
+        assert len(stream["providerTools"]) == 64
+        assert await page.locator(".turn .provider-tool").count() == 64
+        more = await page.locator(".turn .ptool-more").text_content()
+        assert more == "12 more provider tool events not shown"  # 6 calls, 6 results
+
+
 # -- ask ----------------------------------------------------------------------------------
 
 _EVIL = orjson.dumps("\x1b]0;pwned\x07[bold]x[/bold]\x1b[2J\u202e").decode()  # JSON-escaped

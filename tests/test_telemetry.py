@@ -615,3 +615,45 @@ def test_the_environment_without_opentelemetry_warns_and_stays_off() -> None:
     )  # fmt: skip
     assert done.stdout.strip() == "False"
     assert "STREAMCITE_OTEL is set but OpenTelemetry is not installed" in done.stderr
+
+
+SECRET = "The secret launch code is 7421"
+
+
+async def test_a_malformed_chunk_puts_no_answer_text_in_telemetry(otel: Otel) -> None:
+    # Fault messages quote the malformed event (kept on the error event, for the caller):
+    # its content, the answer's own words, must not reach a span's exception.message.
+    async def handle(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        await resp.write(chunk("Hello. "))
+        await resp.write(
+            b'data: {"choices":[{"index":0,"delta":{"content":"' + SECRET.encode() + b"\n\n"
+        )
+        await resp.write(
+            b'data: {"choices":[{"index":0,"delta":{"content":["' + SECRET.encode() + b'"]}}]}\n\n'
+        )
+        await resp.write(chunk(None, "stop"))
+        await resp.write(b"data: [DONE]\n\n")
+        return resp
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    try:
+        base = f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
+        async with stream_chat(body(model="m"), base_url=base, timeouts=FAST) as s:
+            answer = await s.until_done()
+    finally:
+        await runner.cleanup()
+    assert {e.code for e in answer.errors} >= {"invalid_json"}
+    assert any(SECRET in e.message for e in answer.errors)  # the caller still sees it
+    exceptions = [e for sp in otel.finished() for e in sp.events if e.name == "exception"]
+    assert len(exceptions) == len(answer.errors)
+    for sp in otel.finished():
+        values = [*(sp.attributes or {}).values(), sp.status.description or ""]
+        values += [v for e in sp.events for v in (e.attributes or {}).values()]
+        assert not any(SECRET[4:20] in str(v) for v in values), sp.name

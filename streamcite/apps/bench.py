@@ -95,6 +95,12 @@ def command(**kw: Any) -> None:
         _compare(console, kw["compare"])
         return
     local = _check_usage(kw)
+    if not local and not kw["model"]:  # the one model the server lists, as `ask` does
+        from streamcite.apps._models import discover_model
+
+        api = check_api(kw.get("api") or "chat")
+        key = env_secret(kw["api_key_env"], "--api-key-env")
+        kw["model"] = discover_model(kw["base_url"], api, key)
     prompts = _workload(kw)
     slos = _objectives(kw["slos"])
     percentiles = _percentiles(kw["percentiles"])
@@ -142,8 +148,6 @@ def _check_usage(kw: Mapping[str, Any]) -> bool:
     local = not kw["base_url"]
     if not local and (kw["corpus"] or kw["local_in_process"]):
         raise click.UsageError("--corpus and --local-in-process go with --upstream local")
-    if not local and not kw["model"]:
-        raise click.UsageError("--model is required with --base-url")
     if bool(kw["wikit_app"]) != bool(kw["wikit_org"]):
         raise click.UsageError("--wikit-app and --wikit-org go together")
     if kw["grounding"] == "google" and not local and not kw["google_config"]:

@@ -34,7 +34,10 @@ _TARGET: list[_Decorator] = [
     ),
     api_option(),
     api_key_env_option(help="Environment variable holding the endpoint's key."),
-    model_option(f"Model name (default with --upstream local: {LOCAL_MODEL})."),
+    model_option(
+        f"Model name (default with --upstream local: {LOCAL_MODEL}; with --base-url:"
+        " the one model GET …/models lists)."
+    ),
     click.option(
         "--upstream",
         type=click.Choice(["local"]),

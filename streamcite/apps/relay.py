@@ -133,6 +133,14 @@ if TYPE_CHECKING:
 @allow_client_faults_option(
     "Forward the clients' 'faults' option to the upstream (demos of the embedded backend)."
 )
+@click.option(
+    "--loop",
+    type=click.Choice(["auto", "asyncio", "uvloop"]),
+    default="auto",
+    show_default=True,
+    help="Event loop: auto is uvloop when installed (pip install 'streamcite[uvloop]'), "
+    "else asyncio's.",
+)
 @verbose_option()
 def command(**opts: Any) -> None:
     """Relay questions from browsers (WebSocket or SSE) to the upstream and stream the
@@ -159,10 +167,17 @@ def command(**opts: Any) -> None:
         "google_token": env_secret(opts["google_token_env"], "--google-token-env"),
     }
     from streamcite.local.corpus import CorpusError
+    from streamcite.relay.eventloop import resolve
+    from streamcite.relay.eventloop import run as run_loop
 
     try:
+        loop = resolve(opts["loop"])
+    except RuntimeError as exc:
+        raise click.UsageError(f"--loop: {exc}") from None
+    opts["loop"] = loop
+    try:
         with contextlib.suppress(KeyboardInterrupt):  # pragma: no cover - interactive
-            asyncio.run(_serve(opts, upstream, secrets))
+            run_loop(_serve(opts, upstream, secrets), loop)
     except CorpusError as exc:  # --strict and a file that is not UTF-8, or an empty folder
         raise click.ClickException(one_line(str(exc))) from None
     except OSError as exc:
@@ -288,7 +303,8 @@ async def _serve(opts: dict[str, Any], upstream: str, secrets: dict[str, str | N
             upstream_desc += f" ({api} API)"
         print(
             f"  chat page: {page}  ·  WebSocket: {server.ws_url}  ·  upstream: {upstream_desc}"
-            f"  ·  log: {'redis' if log is not None else 'memory'}  ·  Ctrl-C to stop",
+            f"  ·  log: {'redis' if log is not None else 'memory'}  ·  loop: {opts['loop']}"
+            "  ·  Ctrl-C to stop",
             file=sys.stderr,
             flush=True,
         )

@@ -22,7 +22,7 @@ from streamcite.core.dialects.responses import event_limit
 from streamcite.core.events import DoneEvent, ErrorEvent, Event
 from streamcite.core.markers import FootnoteDetector, MarkerMode
 from streamcite.core.models import CitedAnswer
-from streamcite.core.sse import DEFAULT_MAX_EVENT_SIZE, OVERFLOW, RawEvent, SSEDecoder
+from streamcite.core.sse import OVERFLOW, RawEvent, SSEDecoder
 from streamcite.core.surrogates import loads_lone_surrogates, scrub_surrogates
 
 __all__ = [
@@ -84,22 +84,26 @@ class _Undecided:
 
     def _decide_by(self, item: RawEvent) -> DialectInterpreter:
         name, data = (b"", item) if isinstance(item, bytes) else (item[0], item[1])
+        if len(data) > self._parser._max_event_size:
+            # Too large to parse for its keys: its name (or a Responses type) tells.
+            if data.startswith(b'{"type":"response.'):
+                return self._decide("responses")
+            return self._decide(detect_stream(name, b""))
         return self._decide(detect_stream(name, data))
 
     def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:
         for k, item in enumerate(raw):
             if item is OVERFLOW:
-                msg = "an SSE event exceeded max_event_size and was dropped"
-                ev = ErrorEvent(code="event_too_large", message=msg, stage="sse")
-                self.builder.error(ev)
-                out.append(ev)
+                # Held (a marker, no bytes): the interpreter chosen reports it and ends
+                # the answer incomplete.
+                self._held.append(item)
                 continue
             name, data = (b"", item) if isinstance(item, bytes) else (item[0], item[1])
             if len(self._held) < _HOLD_ERRORS and (not data.strip() or _is_error(name, data)):
                 self._held.append(item)
                 continue
             it = self._decide_by(item)
-            it.feed_raw([*self._held, *raw[k:]], out)
+            it.feed_raw(self._parser._within_limit([*self._held, *raw[k:]]), out)
             return
 
     def feed_completion(self, obj: Any, out: list[Event] | None = None) -> list[Event]:
@@ -152,11 +156,13 @@ class ChatStreamParser:
     def __init__(
         self,
         marker_mode: MarkerMode = "keep",
-        max_event_size: int = DEFAULT_MAX_EVENT_SIZE,
+        max_event_size: int | None = None,
         bounds: StreamBounds = DEFAULT_BOUNDS,
         *,
         dialect: Dialect = "auto",
     ) -> None:
+        if max_event_size is None:
+            max_event_size = bounds.max_event_bytes
         self._decoder = SSEDecoder(max_event_size)
         self._max_event_size = max_event_size
         self.builder = AnswerBuilder(bounds)
@@ -176,11 +182,25 @@ class ChatStreamParser:
         self._limit_for(dialect)
 
     def _limit_for(self, dialect: Dialect) -> None:
-        """The decoder's per-event limit for ``dialect`` (once it is known): a Responses
-        stream repeats the whole answer in single events, so its limit covers an answer
-        at the cap (:func:`~streamcite.core.dialects.responses.event_limit`)."""
-        if dialect == "responses":
+        """The decoder's per-event limit for ``dialect``: a Responses stream repeats the
+        whole answer in single events, so its limit covers an answer at the cap
+        (:func:`~streamcite.core.dialects.responses.event_limit`; until an ``auto``
+        parser knows its dialect, the same); any other, ``max_event_size``."""
+        if dialect in ("responses", "auto"):
             self._decoder.max_event_size = event_limit(self._max_event_size, self.builder.bounds)
+        else:
+            self._decoder.max_event_size = self._max_event_size
+
+    def _within_limit(self, raw: list[RawEvent]) -> list[RawEvent]:
+        """The events an ``auto`` parser decoded before its dialect was known, those
+        beyond that dialect's limit replaced by :data:`OVERFLOW` (never parsed)."""
+        limit = self._decoder.max_event_size
+        return [
+            OVERFLOW
+            if item is not OVERFLOW and len(item if isinstance(item, bytes) else item[1]) > limit
+            else item
+            for item in raw
+        ]
 
     @property
     def dialect(self) -> Dialect:
@@ -229,8 +249,11 @@ class ChatStreamParser:
     def feed_body(self, body: bytes) -> list[Event]:
         """A non-streaming JSON body of the parser's dialect (``auto``: decided from its
         keys) → the same events as the stream of the same answer (held to the same caps:
-        beyond ``max_answer_chars``, ``answer_too_large``)."""
+        beyond ``max_answer_chars``, ``answer_too_large``; a body beyond
+        ``bounds.body_limit()`` is not parsed: ``event_too_large``)."""
         out: list[Event] = []
+        if (too_big := self._body_too_large(body)) is not None:
+            return [too_big]
         try:
             obj: Any = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
@@ -257,6 +280,16 @@ class ChatStreamParser:
         if (too_large := self.builder.check_size()) is not None:
             out.append(too_large)
         return out
+
+    def _body_too_large(self, body: bytes | str) -> ErrorEvent | None:
+        """A body beyond ``bounds.body_limit()``: recorded (``event_too_large``, the answer
+        incomplete), never parsed (orjson spends ~13-30 times the bytes it parses)."""
+        limit = self.builder.bounds.body_limit()
+        if len(body) <= limit:
+            return None
+        msg = f"a response body of {len(body):,} bytes (beyond {limit:,}) was not read"
+        self.builder.complete = False
+        return self.add_error(ErrorEvent(code="event_too_large", message=msg, stage="chunk"))
 
     def close(self) -> list[Event]:
         """End of input: held markers released, truncation reported as an error event."""
@@ -326,6 +359,8 @@ def answer_from_response(
     parser = ChatStreamParser(marker_mode, dialect=dialect)
     if isinstance(body, dict):
         obj: Any = body
+    elif parser._body_too_large(body) is not None:
+        return parser.answer
     else:
         try:
             obj = orjson.loads(body)

@@ -29,9 +29,11 @@ The error codes a cap turns into:
                              sources of one citation beyond ``max_citation_sources``,
                              or citations beyond ``max_citation_bytes`` in all
                              (the rest dropped)
-``event_too_large``          one event beyond ``max_event_bytes`` (skipped), or a
-                             whole body beyond ``max_body_bytes`` (not read:
-                             ``complete: false``)
+``event_too_large``          one event beyond ``max_event_bytes`` (or, for an event
+                             that repeats the answer, beyond
+                             :meth:`StreamBounds.repeat_limit` of the answer so far),
+                             or a whole body beyond :meth:`StreamBounds.body_limit`:
+                             not parsed, ``complete: false``
 ===========================  ======================================================
 """
 
@@ -52,8 +54,10 @@ __all__ = [
     "MAX_CITATION_WIRE_BYTES",
     "MAX_ERRORS",
     "MAX_ERROR_MESSAGE",
+    "MAX_EVENT_BYTES",
     "MAX_METADATA_BYTES",
     "MAX_TOOL_CALLS",
+    "REPEAT_BYTES_PER_CHAR",
     "TOO_MANY_CITATIONS",
     "StreamBounds",
     "clip_message",
@@ -111,6 +115,20 @@ event is sent only when the set has doubled since the last one, and the whole se
 always at the finish and the end: the events of a stream stay within a small constant
 times what its citations weigh."""
 
+MAX_EVENT_BYTES = 2 * 1024 * 1024
+"""Bytes of one upstream event (an SSE event's data) that does not repeat the answer: a
+chat chunk, an Anthropic, Gemini or Cohere event, a Responses delta. The largest event
+recorded from any provider is under 50 KB (a Gemini chunk with its grounding, an
+Anthropic search result block); parsing JSON costs up to ~30 times its bytes in memory
+(``[{},{},…]``), so beyond this an event is not parsed at all: ``event_too_large``,
+the answer ``complete: false``."""
+
+REPEAT_BYTES_PER_CHAR = 4
+"""Bytes an event or body that repeats the answer may take per character of it, beyond
+``max_event_bytes``: the UTF-8 of any character (JSON escapes of control characters
+aside). A Responses ``response.completed`` repeats the whole answer, a non-streaming
+body carries it once."""
+
 MAX_ERRORS = 1000
 """At most this many errors are kept on an answer; the rest are counted (``errors_dropped``)."""
 
@@ -157,10 +175,36 @@ class StreamBounds:
     """Bytes of all citations and spans of an answer."""
     max_citation_wire_bytes: int = MAX_CITATION_WIRE_BYTES
     """Bytes of ``citations`` events before they are coalesced (sent on doubling)."""
+    max_event_bytes: int = MAX_EVENT_BYTES
+    """Bytes of one event that does not repeat the answer; beyond: not parsed."""
+    max_body_bytes: int | None = None
+    """Bytes of a non-streaming body; ``None``: :meth:`body_limit` (from the answer cap)."""
     max_errors: int = MAX_ERRORS
     """Errors kept on an answer (the rest counted)."""
     max_error_message: int = MAX_ERROR_MESSAGE
     """Characters of an error message built from upstream data."""
+
+    def repeat_limit(self, chars: int) -> int:
+        """Bytes of an event that repeats an answer of ``chars`` characters (a Responses
+        ``response.completed``): ``max_event_bytes`` + 4 bytes a character.
+
+        >>> StreamBounds(max_event_bytes=1000).repeat_limit(10)
+        1040
+        """
+        return self.max_event_bytes + REPEAT_BYTES_PER_CHAR * chars
+
+    def body_limit(self) -> int:
+        """Bytes of a non-streaming body: ``max_body_bytes``, else the
+        :meth:`repeat_limit` of an answer at ``max_answer_chars`` (34 MiB by default).
+
+        >>> DEFAULT_BOUNDS.body_limit() // (1024 * 1024)
+        34
+        >>> StreamBounds(max_body_bytes=10).body_limit()
+        10
+        """
+        if self.max_body_bytes is not None:
+            return self.max_body_bytes
+        return self.repeat_limit(self.max_answer_chars)
 
 
 DEFAULT_BOUNDS = StreamBounds()

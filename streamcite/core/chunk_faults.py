@@ -35,6 +35,7 @@ class ChunkFaults(ChunkState):
         if not self.done:
             msg = "an SSE event exceeded max_event_size and was dropped"
             self._fault(out, "event_too_large", msg, "sse")
+            self.cut = True  # something of the answer may be lost: complete: false
 
     def _provider_error(
         self, err: Any, finishes: list[FinishEvent] | None, out: list[Event]

@@ -2,7 +2,9 @@
 
 Some servers name every event; a chat chunk, ``[DONE]`` or a provider error carried
 that way is interpreted as if unnamed (never silently lost). What is clearly not a chat
-chunk (pings, ``{}``, a provider's own extension events) carries nothing and is ignored.
+chunk (pings, ``{}``, a provider's own extension events) carries nothing and is ignored;
+another API's event (an Anthropic, Cohere or Responses event type, a Gemini response) is
+the ``wrong_dialect`` error and cuts the answer.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from streamcite.core.quote import quote
+from streamcite.core.wrong_dialect import is_foreign
 
 if TYPE_CHECKING:
     from streamcite.core.chat_state import ChatState
@@ -46,3 +49,7 @@ def named_event(it: ChatState, event: bytes, payload: bytes, out: list[Event]) -
     # An unhashable "object" value cannot be tested against a set: the tuple compares.
     if type(obj) is dict and (not _CHAT_KEYS.isdisjoint(obj) or obj.get("object") in _CHAT_OBJECTS):
         it._interpret(obj, "delta", out)
+    elif type(obj) is dict and is_foreign(obj):
+        # Another API's event (a stream detected as chat that switches to Anthropic's
+        # events): its text is not read, so the answer must not pass for a whole one.
+        it._foreign(obj, out)

@@ -8,8 +8,10 @@ sentence in about a millisecond. The verdict is the engine's for an answer of th
 sentence (the score is its best fact's, calibrated; the facts cited are those whose
 score reaches the threshold the caller applies).
 
-Not thread-safe by itself: the engine's token tables learn words as they read them.
-Every check (live or whole-answer) therefore holds :data:`ENGINE_LOCK`.
+Every check (live or whole-answer) holds :data:`ENGINE_LOCK`, one at a time. The facts
+of an index are read before it is taken (once an index, under the index's own lock: the
+token tables hand out their ids under their own lock), so reading one stream's facts
+never holds up another stream's checks.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ ENGINE_LOCK = threading.Lock()
 class FactIndex:
     """Facts read once, for scoring many claims one at a time."""
 
-    __slots__ = ("_config", "_corpus", "lang", "texts")
+    __slots__ = ("_building", "_config", "_corpus", "lang", "texts")
 
     def __init__(
         self,
@@ -54,14 +56,20 @@ class FactIndex:
         self.lang = lang
         self._config = config
         self._corpus: Facts | None = None
+        self._building = threading.Lock()
 
     def _facts(self) -> Facts:
+        """The facts read (once: the first caller reads them, outside the engine lock)."""
         if self._corpus is None:
-            self._corpus = Facts(self.texts, token_table(self.lang))
+            with self._building:
+                if self._corpus is None:
+                    self._corpus = Facts(self.texts, token_table(self.lang))
         return self._corpus
 
     def check(self, text: str, *, heading: bool = False) -> ClaimVerdict:
         """The verdict on one sentence ``text`` (offsets relative to it: 0, len)."""
+        if self.texts:
+            self._facts()  # not under ENGINE_LOCK: other streams' checks go on meanwhile
         with ENGINE_LOCK:
             return self._check(text, heading)
 
@@ -70,7 +78,8 @@ class FactIndex:
         if (heading and not structured_claim(text)) or not needs_grounding(text):
             return verdict
         cfg = self._config
-        table = token_table(self.lang)
+        # The table the facts were read with (a full table is replaced by a new one).
+        table = self._corpus.table if self._corpus is not None else token_table(self.lang)
         plain = without_enumerators(without_markers(text))
         tokens = raw_tokens(plain)
         feats = features(plain, tokens, table, salience=True)

@@ -31,10 +31,11 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from streamcite.core.citations import answer_passages
 from streamcite.core.claim_channel import ClaimChecker, ClaimJob, ClaimScore
 from streamcite.core.events import CitationsEvent, ClaimEvent
 from streamcite.core.grounding import GroundingFact
-from streamcite.enrich.facts import MAX_FACTS, passage_facts
+from streamcite.enrich.facts import MAX_FACT_CHARS, MAX_FACTS, fact_from, split_fact
 from streamcite.grounding import lexicon
 from streamcite.grounding.live import FactIndex
 from streamcite.grounding.sentence_stream import SentenceStream, StreamedSentence
@@ -65,6 +66,9 @@ class OfflineClaimChecker:
 
 
 _OFFLINE = OfflineClaimChecker()
+
+_MAX_PASSAGES = 4096
+"""Passages whose facts a session keeps (an answer's citations are capped far below)."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -100,6 +104,8 @@ class LocalClaimSession:
         out unchecked."""
         self._static = list(facts)[:MAX_FACTS]
         self._cited: list[GroundingFact] = []
+        self._passages: dict[tuple[int | None, str], list[GroundingFact]] = {}
+        """(source position, passage) → its facts: each passage read once a stream."""
         self._spans: list[tuple[int, int]] = []
         self._spans_seen = False
         self._threshold = citation_threshold
@@ -133,10 +139,8 @@ class LocalClaimSession:
     def on_citations(self, event: CitationsEvent) -> list[ClaimJob]:
         if self._finished:
             return []
-        if event.citations or event.spans:
-            # Every distinct passage known now: the citations' and the spans' own.
-            self._cited = passage_facts(event.citations, event.spans)
-            self._known = self._facts_now()
+        if (event.citations or event.spans) and self._cite(event):
+            self._known = self._facts_now()  # a new index only when the facts changed
         if event.spans:
             self._spans_seen = True
             self._spans = [
@@ -192,6 +196,30 @@ class LocalClaimSession:
         return ev
 
     # -- internals -----------------------------------------------------------------
+
+    def _cite(self, event: CitationsEvent) -> bool:
+        """The facts of every distinct passage known now (the citations' and the spans'
+        own), as :func:`~streamcite.enrich.facts.passage_facts` gives them; only the
+        passages not seen before are read (each event carries the whole set). True when
+        they differ from the last event's."""
+        room = MAX_FACTS - len(self._static)
+        facts: list[GroundingFact] = []
+        changed = False
+        for at, c in answer_passages(event.citations, event.spans):
+            if len(facts) >= room:
+                break
+            key = (at, c.cited_text or "")
+            got = self._passages.get(key)
+            if got is None:
+                changed = True
+                fact = fact_from(c, at)
+                got = [] if fact is None else split_fact(fact, MAX_FACT_CHARS)
+                if len(self._passages) < _MAX_PASSAGES:
+                    self._passages[key] = got
+            facts.extend(got)
+        changed = changed or len(facts) != len(self._cited)
+        self._cited = facts
+        return changed
 
     def _facts_now(self) -> _Facts:
         facts = [*self._static, *self._cited][:MAX_FACTS]

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 
 from streamcite.core.api import ChatStreamParser
 from streamcite.core.events import ErrorEvent, Event, FinishEvent, TokenEvent
+from streamcite.pipeline.deadline import ReadDeadline
 from streamcite.pipeline.recorder import Recorder
 from streamcite.pipeline.timeouts import Budget
 from streamcite.transports.base import TransportError, UpstreamResponse
@@ -122,34 +123,44 @@ async def _read_sse(
     idle = budget.timeouts.idle
     t0 = budget.t0
     waiting_first = True
-    while True:
-        try:
+    deadline = ReadDeadline()  # one timer for all the reads, not one per read
+    arm, disarm = deadline.arm, deadline.disarm
+    try:
+        while True:
             # Until the first token, one deadline from the request's sending: reads that
             # bring no token (keep-alive comments, a byte at a time) do not restart it.
-            async with asyncio.timeout(
-                budget.first_token_left() if waiting_first else bounded(idle)
-            ):
+            arm(budget.first_token_left() if waiting_first else bounded(idle))
+            try:
                 data = await anext(reads)
-        except StopAsyncIteration:
-            break
-        except Exception as exc:
-            yield rec.error(_read_failure(exc, budget, waiting_first))
-            break
-        for ev in feed(data):
-            t = type(ev)
-            if t is TokenEvent:
-                if waiting_first:
-                    waiting_first = False
-                    timings.ttft_ms = (time.perf_counter() - t0) * 1000
-                    yield ev
-                    # Logged after the consumer has the token: logging is not on the TTFT path.
-                    rec.log.info("stream.first_token", ttft_ms=round(timings.ttft_ms, 3))
-                    continue
-            elif t is FinishEvent or t is ErrorEvent:
-                note(ev)
-            yield ev
-        if parser.done:
-            break  # [DONE]: don't wait for the server to close the connection
+            except StopAsyncIteration:
+                break
+            except asyncio.CancelledError:
+                if not deadline.expired():
+                    raise
+                yield rec.error(_read_failure(TimeoutError(), budget, waiting_first))
+                break
+            except Exception as exc:
+                yield rec.error(_read_failure(exc, budget, waiting_first))
+                break
+            finally:
+                disarm()
+            for ev in feed(data):
+                t = type(ev)
+                if t is TokenEvent:
+                    if waiting_first:
+                        waiting_first = False
+                        timings.ttft_ms = (time.perf_counter() - t0) * 1000
+                        yield ev
+                        # Logged after the consumer has the token: not on the TTFT path.
+                        rec.log.info("stream.first_token", ttft_ms=round(timings.ttft_ms, 3))
+                        continue
+                elif t is FinishEvent or t is ErrorEvent:
+                    note(ev)
+                yield ev
+            if parser.done:
+                break  # [DONE]: don't wait for the server to close the connection
+    finally:
+        deadline.close()
     for ev in parser.close():
         yield note(ev)
     _warn_skipped(parser, rec)

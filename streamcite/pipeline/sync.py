@@ -27,6 +27,7 @@ import contextlib
 import os
 import queue
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
@@ -104,29 +105,130 @@ class _End:
         self.error = error
 
 
+class _Channel:
+    """One stream's run and its hand-over queue. The loop side (the pump) holds this,
+    never the :class:`SyncChatStream`: a stream its reader drops is collected, and its
+    finaliser closes the run."""
+
+    __slots__ = (
+        "closed",
+        "ended",
+        "pump",
+        "pump_waiting",
+        "put_count",
+        "queue",
+        "room",
+        "runner",
+        "stream",
+        "taken",
+    )
+
+    def __init__(self, runner: _LoopThread, stream: ChatStream) -> None:
+        self.runner = runner
+        self.stream = stream
+        self.queue: queue.SimpleQueue[Event | _End] = queue.SimpleQueue()
+        # Items in the queue = put - taken; each count is written by one thread only.
+        self.put_count = 0  # the loop thread's
+        self.taken = 0  # the reader's
+        self.room = asyncio.Event()  # touched on the loop thread only
+        self.pump_waiting = False
+        self.pump: asyncio.Task[None] | None = None  # set on the loop thread
+        self.closed = False
+        self.ended = False  # the _End was put (loop thread)
+
+    # -- the loop side ------------------------------------------------------------------
+
+    def start_pump(self) -> None:
+        if self.closed:  # closed (from another thread) before the pump could start
+            self.end(None)
+            return
+        self.pump = self.runner.loop.create_task(
+            self.run_pump(), name=f"sync-{self.stream.stream_id}"
+        )
+
+    async def run_pump(self) -> None:
+        error: BaseException | None = None
+        try:
+            async for ev in self.stream:
+                self.put(ev)
+                if self.put_count - self.taken >= _AHEAD:
+                    self.room.clear()
+                    self.pump_waiting = True
+                    if self.put_count - self.taken >= _AHEAD:  # the reader may have taken some
+                        await self.room.wait()
+                    self.pump_waiting = False
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a caller's bug (bad arguments, a custom transport)
+            error = exc
+        finally:
+            self.end(error)
+
+    def put(self, item: Event | _End) -> None:
+        self.put_count += 1
+        self.queue.put(item)
+
+    def end(self, error: BaseException | None) -> None:
+        if not self.ended:
+            self.ended = True
+            self.put(_End(error))
+
+    async def aclose(self) -> None:
+        pump = self.pump
+        if pump is not None and not pump.done():
+            pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pump
+        try:
+            await self.stream.aclose()
+        finally:
+            self.end(None)  # a pump cancelled before its first step put nothing
+
+    def abandon(self) -> None:
+        """The reader dropped its stream without closing it: close the run, not waiting."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.runner.thread.is_alive() and self.runner.pid == os.getpid():
+            with contextlib.suppress(RuntimeError):  # the loop is closing with the process
+                asyncio.run_coroutine_threadsafe(self.aclose(), self.runner.loop)
+
+    # -- the reader side ----------------------------------------------------------------
+
+    def get(self) -> Event | _End:
+        while True:
+            try:
+                item = self.queue.get(timeout=_SLICE)
+            except queue.Empty:
+                if not self.runner.thread.is_alive():  # pragma: no cover - the loop died
+                    raise RuntimeError("streamcite's sync loop thread stopped") from None
+                continue
+            self.taken += 1
+            if self.pump_waiting and self.put_count - self.taken < _AHEAD // 2:
+                self.pump_waiting = False
+                self.runner.loop.call_soon_threadsafe(self.room.set)
+            return item
+
+
 class SyncChatStream:
     """A :class:`~streamcite.ChatStream` read from a plain thread: a context manager and
     an iterator of the same events (the last is always ``done``).
 
     ``answer`` is the :class:`~streamcite.CitedAnswer` so far and, after ``done``, the
     final one; ``text_stream`` yields only the displayable text of choice 0;
-    ``until_done()`` reads the rest and returns the answer; ``close()`` cancels.
+    ``until_done()`` reads the rest and returns the answer; ``close()`` cancels. A
+    stream dropped without ``close()`` (a ``for`` loop left with ``break``) is closed
+    when it is collected, as an async generator is.
     """
 
     def __init__(self, request: Mapping[str, Any], **options: Any) -> None:
         self._runner = _LoopThread.get()
         self._stream = ChatStream(request, **options)  # binds to no loop until it runs
-        self._queue: queue.SimpleQueue[Event | _End] = queue.SimpleQueue()
-        # Items in the queue = put - taken; each count is written by one thread only.
-        self._put_count = 0  # the loop thread's
-        self._taken = 0  # the reader's
-        self._room = asyncio.Event()  # touched on the loop thread only
-        self._pump_waiting = False
-        self._pump: asyncio.Task[None] | None = None  # set on the loop thread
+        self._ch = _Channel(self._runner, self._stream)
         self._started = False
         self._final: CitedAnswer | None = None
         self._finished = False
-        self._closed = False
+        weakref.finalize(self, self._ch.abandon)
 
     def __repr__(self) -> str:
         return repr(self._stream).replace("<ChatStream", "<SyncChatStream", 1)
@@ -134,6 +236,14 @@ class SyncChatStream:
     @property
     def stream_id(self) -> str:
         return self._stream.stream_id
+
+    @property
+    def _put_count(self) -> int:
+        return self._ch.put_count
+
+    @property
+    def _taken(self) -> int:
+        return self._ch.taken
 
     @property
     def answer(self) -> CitedAnswer:
@@ -159,12 +269,14 @@ class SyncChatStream:
         if self._finished:
             raise StopIteration
         if not self._started:
-            if self._closed:  # closed before it started: nothing is sent
+            if self._ch.closed:  # closed before it started: nothing is sent
                 self._finished = True
                 raise StopIteration
             self._started = True  # no round trip: the first event is what we wait for
-            self._runner.loop.call_soon_threadsafe(self._start_pump)
-        item = self._get()
+            # A close() from another thread from here on is seen by the loop: the
+            # pump does not start, or is cancelled, and the reader gets the end.
+            self._runner.loop.call_soon_threadsafe(self._ch.start_pump)
+        item = self._ch.get()
         if type(item) is _End:
             self._finished = True
             if item.error is not None:
@@ -191,13 +303,13 @@ class SyncChatStream:
     def close(self) -> None:
         """Stop: cancel the run, close the upstream response, cancel enrichers. Idempotent;
         waits at most ``_CLOSE_TIMEOUT`` seconds for the closing to finish."""
-        if self._closed:
+        if self._ch.closed:
             return
-        self._closed = True
+        self._ch.closed = True
         self._finished = True
         if not self._runner.thread.is_alive():  # pragma: no cover - the loop died
             return
-        future = asyncio.run_coroutine_threadsafe(self._aclose(), self._runner.loop)
+        future = asyncio.run_coroutine_threadsafe(self._ch.aclose(), self._runner.loop)
         try:
             future.result(_CLOSE_TIMEOUT)
         except concurrent.futures.TimeoutError:  # pragma: no cover - a stuck close
@@ -205,57 +317,6 @@ class SyncChatStream:
         if self._final is None:
             with contextlib.suppress(Exception):
                 self._final = self._stream.answer  # the loop is done with it now
-
-    # -- the loop side ------------------------------------------------------------------
-
-    def _start_pump(self) -> None:
-        self._pump = self._runner.loop.create_task(self._run_pump(), name=f"sync-{self.stream_id}")
-
-    async def _run_pump(self) -> None:
-        error: BaseException | None = None
-        try:
-            async for ev in self._stream:
-                self._put(ev)
-                if self._put_count - self._taken >= _AHEAD:
-                    self._room.clear()
-                    self._pump_waiting = True
-                    if self._put_count - self._taken >= _AHEAD:  # the reader may have taken some
-                        await self._room.wait()
-                    self._pump_waiting = False
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # a caller's bug (bad arguments, a custom transport)
-            error = exc
-        finally:
-            self._put(_End(error))
-
-    def _put(self, item: Event | _End) -> None:
-        self._put_count += 1
-        self._queue.put(item)
-
-    async def _aclose(self) -> None:
-        pump = self._pump  # set already: _start_pump was scheduled before this
-        if pump is not None and not pump.done():
-            pump.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await pump
-        await self._stream.aclose()
-
-    # -- the reader side ----------------------------------------------------------------
-
-    def _get(self) -> Event | _End:
-        while True:
-            try:
-                item = self._queue.get(timeout=_SLICE)
-            except queue.Empty:
-                if not self._runner.thread.is_alive():  # pragma: no cover - the loop died
-                    raise RuntimeError("streamcite's sync loop thread stopped") from None
-                continue
-            self._taken += 1
-            if self._pump_waiting and self._put_count - self._taken < _AHEAD // 2:
-                self._pump_waiting = False
-                self._runner.loop.call_soon_threadsafe(self._room.set)
-            return item
 
 
 def stream_chat_sync(request: Mapping[str, Any], **options: Any) -> SyncChatStream:

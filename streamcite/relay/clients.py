@@ -22,8 +22,9 @@ from aiohttp import WSMsgType, web
 
 from streamcite.logs import get_logger
 from streamcite.relay.guard import Identity
+from streamcite.relay.live import LiveWriter
 from streamcite.relay.protocol import CloseCode, envelope, heartbeat_frame
-from streamcite.relay.writer import SendGate
+from streamcite.relay.writer import SendGate, write_transport
 from streamcite.streamlog import LogEntry
 
 __all__ = [
@@ -60,7 +61,8 @@ class Client:
 
     def __init__(self, request: web.Request, cap: int, who: Identity) -> None:
         self.id = secrets.token_hex(4)
-        self.transport = request.transport
+        self.transport = write_transport(request.transport)
+        """The connection's transport (None: not a writable one — a test double)."""
         self.who = who
         self.pumps: dict[str, asyncio.Task[None]] = {}
         """The task delivering each stream this client follows, by stream id."""
@@ -139,10 +141,15 @@ class Client:
         """Write already encoded frames (see :meth:`_encode`)."""
         raise NotImplementedError
 
+    def live_writer(self) -> LiveWriter | None:
+        """A writer for :mod:`streamcite.relay.live` taps (None: this client has no
+        synchronous write path, its pumps always read the log)."""
+        return None
+
     def backlogged(self) -> bool:
         """True when the kernel stopped taking this client's bytes (its buffer holds some)."""
         t = self.transport
-        return isinstance(t, asyncio.WriteTransport) and t.get_write_buffer_size() > 0
+        return t is not None and t.get_write_buffer_size() > 0
 
     async def idle_tick(self) -> None:
         """Called by a pump with nothing to send for a while (SSE sends a heartbeat)."""
@@ -153,7 +160,7 @@ class Client:
     def abort(self) -> None:
         """Drop the TCP connection at once (a network cut, as far as the client knows)."""
         self.closing = True
-        if isinstance(self.transport, asyncio.WriteTransport):
+        if self.transport is not None:
             self.transport.abort()
 
     def _stop_pumps(self) -> None:
@@ -165,7 +172,7 @@ class Client:
 
 class WsClient(Client):
     kind = "ws"
-    __slots__ = ("closer", "send_timeout", "ws")
+    __slots__ = ("closer", "live", "send_timeout", "ws")
 
     def __init__(
         self,
@@ -179,8 +186,12 @@ class WsClient(Client):
         self.ws = ws
         self.send_timeout = send_timeout
         self.closer: asyncio.Task[None] | None = None
+        self.live: _LiveFrames | None = None
+        """Frames the live taps gave this client in this loop turn (one write per turn)."""
 
     async def _write(self, frame: bytes, seq: int | None) -> None:
+        if self.live is not None:
+            self.live.flush()
         await self.ws.send_frame(frame, WSMsgType.TEXT)
 
     def _encode(self, frame: bytes, seq: int | None) -> bytes:
@@ -191,10 +202,22 @@ class WsClient(Client):
         # (uncompressed: ``compress=False``) frames synchronously to the same transport, so
         # the order holds. ``ws.closed`` turns true before aiohttp writes its close frame:
         # nothing is written after it.
+        if self.live is not None:
+            self.live.flush()
         t = self.transport
-        if self.ws.closed or not isinstance(t, asyncio.WriteTransport) or t.is_closing():
+        if self.ws.closed or t is None or t.is_closing():
             raise ConnectionResetError("the WebSocket is closing")
         t.write(data)
+
+    def live_writer(self) -> LiveWriter | None:
+        """Take one event frame for the socket now, when its buffer is empty (so the cap
+        holds and nothing is queued ahead of it) and the WebSocket is open; else False.
+        The frames taken in one loop turn go out in one write at the end of the turn."""
+        if self.transport is None:
+            return None
+        if self.live is None:
+            self.live = _LiveFrames(self, self.transport)
+        return self.live.take
 
     def close_soon(self, code: int, reason: str) -> None:
         """Close from any task without waiting: queued frames go out before the close."""
@@ -207,11 +230,63 @@ class WsClient(Client):
     async def _close(self, code: int, reason: str) -> None:
         # The close frame queues behind what the client has not read yet: give a slow
         # client a few seconds to reach it (and see the code), then drop the connection.
+        if self.live is not None:
+            self.live.flush()
         try:
             async with asyncio.timeout(max(5.0, self.send_timeout)):
                 await self.ws.close(code=code, message=reason.encode())
         except (TimeoutError, ConnectionError, RuntimeError, aiohttp.ClientError):
             self.abort()
+
+
+class _LiveFrames:
+    """A WebSocket client's frames from live taps, written once per loop turn.
+
+    Every other write to the client flushes them first, so frames keep their order; they
+    never hold more than the write-buffer cap (a frame that would pass it is refused: the
+    tap lets go and its pump waits for room, as for any write)."""
+
+    __slots__ = ("client", "frames", "loop", "size", "transport", "ws")
+
+    def __init__(self, client: WsClient, transport: asyncio.WriteTransport) -> None:
+        self.client = client
+        self.ws = client.ws
+        self.transport = transport
+        self.loop = asyncio.get_running_loop()
+        self.frames: list[bytes] = []
+        self.size = 0
+
+    def take(self, payload: bytes) -> bool:
+        client, t = self.client, self.transport
+        if client.closing or self.ws.closed or t.get_write_buffer_size() or t.is_closing():
+            self.flush()
+            return False
+        data = ws_text_frame(payload)
+        frames = self.frames
+        if not frames:
+            self.loop.call_soon(self.flush)
+        elif self.size + len(data) > client.gate.cap:
+            self.flush()
+            return False
+        frames.append(data)
+        self.size += len(data)
+        return True
+
+    def flush(self) -> None:
+        frames = self.frames
+        if not frames:
+            return
+        data = frames[0] if len(frames) == 1 else b"".join(frames)
+        frames.clear()
+        self.size = 0
+        t = self.transport
+        if self.ws.closed or t.is_closing():
+            return  # the connection is going: the client resumes after its last frame
+        try:
+            t.write(data)
+        except (ConnectionError, RuntimeError):
+            return
+        self.client.last_send = time.monotonic()
 
 
 class SseClient(Client):
@@ -288,13 +363,13 @@ class AiSdkClient(Client):
             self.abort()
 
 
-def limit_write_buffer(
-    transport: asyncio.BaseTransport | None, high: int, sndbuf: int | None
-) -> None:
+def limit_write_buffer(transport: object, high: int, sndbuf: int | None) -> None:
     """Cap the transport's write buffer at ``high`` bytes (and ``SO_SNDBUF`` if given)."""
-    if isinstance(transport, asyncio.WriteTransport):
-        transport.set_write_buffer_limits(high=high)
-    if sndbuf is not None and transport is not None:
+    transport = write_transport(transport)
+    if transport is None:
+        return
+    transport.set_write_buffer_limits(high=high)
+    if sndbuf is not None:
         sock = transport.get_extra_info("socket")
         if sock is not None:
             with contextlib.suppress(OSError):

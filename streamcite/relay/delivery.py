@@ -19,6 +19,7 @@ from streamcite.core.events import DoneEvent, ErrorEvent
 from streamcite.relay.bounds import StreamBounds
 from streamcite.relay.clients import Client, ClientGone, OnSent, TooSlow
 from streamcite.relay.config import RelayConfig
+from streamcite.relay.live import LiveTap, LiveWriter, Taps
 from streamcite.relay.metrics import RelayMetrics
 from streamcite.relay.producer import Producer
 from streamcite.relay.protocol import CloseCode, envelope, is_done_payload, relay_error_frame
@@ -104,7 +105,10 @@ class Delivery:
         log = self.log
         bound = self.config.client_buffer_events
         block = self.config.heartbeat_interval
-        if sid not in self.producer.streams:
+        produced = self.producer.streams.get(sid)
+        taps = produced.taps if produced is not None else None
+        writer = client.live_writer() if taps is not None else None
+        if produced is None:
             # Only a status check notices that another instance (the owner) died: poll
             # often enough that its readers learn it soon after its lease lapses.
             block = min(block, REMOTE_POLL)
@@ -112,8 +116,24 @@ class Delivery:
         status = await log.status(sid)
         backlog_end = status.last_seq if status is not None else 0
         while True:
+            wait = block
+            if (
+                writer is not None
+                and taps is not None
+                and not taps.closed
+                and taps.last_seq == at.delivered
+                and not client.backlogged()
+            ):
+                # Caught up: park, and let the producer hand over each new event.
+                tap = await self._park(taps, writer, sid, at.delivered, wait)
+                at.delivered = tap.delivered
+                if tap.done:
+                    return
+                if tap.counted:
+                    continue
+                wait = 0  # nothing came through the tap: what the log has, or the idle check
             delivered = at.delivered
-            entries = await log.read(sid, delivered, block=block)
+            entries = await log.read(sid, delivered, block=wait)
             if not entries:
                 if await self._idle(client, sid, delivered):
                     return
@@ -132,6 +152,23 @@ class Delivery:
             at.delivered = last.seq
             if is_done_payload(last.payload):
                 return
+
+    async def _park(
+        self, taps: Taps, writer: LiveWriter, sid: str, delivered: int, wait: float
+    ) -> LiveTap:
+        """Wait on a live tap until it lets go (a gap, a backlog, ``done``, the stream's
+        end here) or ``wait`` seconds pass; the tap tells what it delivered."""
+        loop = asyncio.get_running_loop()
+        tap = LiveTap(sid, delivered, writer, loop.create_future(), self.on_sent)
+        taps.park(tap)
+        timer = loop.call_later(wait, tap.release)
+        try:
+            await tap.waiter
+        finally:
+            timer.cancel()
+            taps.unpark(tap)
+            self.metrics.events_sent += tap.counted
+        return tap
 
     async def _idle(self, client: Client, sid: str, delivered: int) -> bool:
         """Nothing new within the block: True when the stream is over for this client

@@ -1,9 +1,7 @@
 """Choosing an event loop: asyncio's, or uvloop (``pip install 'streamcite[uvloop]'``).
 
-Used by ``benchmarks/bench_relay.py --streams`` to measure the relay and a bare forwarder
-on both loops. The relay's command still runs on asyncio's loop: on uvloop the relay
-accepts a stream but delivers none of its events (docs/performance.md, "Relay"), which
-must be understood before uvloop is offered there.
+``streamcite relay --loop auto|asyncio|uvloop`` (auto: uvloop when it can be imported)
+and ``benchmarks/bench_relay.py --streams … --loops asyncio,uvloop`` run through here.
 """
 
 from __future__ import annotations

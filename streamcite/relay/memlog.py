@@ -198,9 +198,14 @@ class MemoryStreamLog:
         st = self._streams[stream_id]
         if st.finished:
             raise ValueError(f"stream {stream_id!r} is finished")
-        seq = st.add(payload)
+        # _Stream.add, count and nbytes inlined (this runs once per event).
+        buf, ends = st.buf, st.ends
+        buf += payload
+        ends.append(st.origin + len(buf))
+        n = len(ends)
+        seq = st.base + n - 1
         self._total += len(payload) + ENTRY_OVERHEAD
-        if st.count > self.max_entries or st.nbytes > self.max_bytes:
+        if n > self.max_entries or len(buf) + ENTRY_OVERHEAD * n > self.max_bytes:
             self._trim(st)
         if self._total > self.max_total_bytes:
             self._shrink(st)

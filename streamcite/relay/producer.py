@@ -28,8 +28,9 @@ from streamcite.pipeline.bodies import chat_request_as
 from streamcite.relay.bounds import StreamBounds
 from streamcite.relay.config import RelayConfig
 from streamcite.relay.guard import Identity, StreamBinder
+from streamcite.relay.live import Taps
 from streamcite.relay.metrics import RelayMetrics
-from streamcite.relay.protocol import AskMessage
+from streamcite.relay.protocol import AskMessage, token_json
 from streamcite.relay.quotas import StreamQuotas
 from streamcite.relay.readers import ReaderHeartbeat
 from streamcite.relay.replay import rebuild_answer
@@ -96,6 +97,9 @@ class ProducedStream:
     started: float = field(default_factory=time.perf_counter)
     quota_key: str | None = None
     """The client whose quota this stream counts against (released when it ends)."""
+    taps: Taps | None = None
+    """Pumps of caught-up clients, handed each event as it is logged (a log that appends
+    without awaiting only: see :mod:`streamcite.relay.live`)."""
 
 
 class _Run:
@@ -186,7 +190,9 @@ class Producer:
         except BaseException:
             self.quotas.release(key)
             raise
-        stream = ProducedStream(sid, quota_key=key)
+        stream = ProducedStream(
+            sid, quota_key=key, taps=Taps(sid) if self._append_nowait is not None else None
+        )
         self.streams[sid] = stream
         self.metrics.streams_started += 1
         self.metrics.set_active(len(self.streams))
@@ -346,17 +352,21 @@ class Producer:
         on_event = self.on_event
         metrics = self.metrics
         supersede = self._supersede
+        taps = stream.taps
         first_token = True
         time_to = dict(metrics.time_to)  # the first event of each kind, then dropped
         citations_seq = 0  # the citations frame in the log that a newer one supersedes
         async for event in upstream:
             t = time.perf_counter()
-            if type(event) is CitationsEvent and run.hold(event):
+            kind = type(event)
+            if kind is TokenEvent:  # the hot path: its JSON from a template
+                payload = token_json(event.index, event.text, event.display)  # type: ignore[union-attr]
+            elif kind is CitationsEvent and run.hold(event):  # type: ignore[arg-type]
                 continue  # a newer one, or done, logs it
-            if type(event) is DoneEvent and run.held is not None:
-                citations_seq = await self._log_held(sid, run)
-            if type(event) is ErrorEvent or type(event) is DoneEvent:  # cold path
-                bounded = bounds.payload(event)
+            elif kind is ErrorEvent or kind is DoneEvent:  # cold path
+                if kind is DoneEvent and run.held is not None:
+                    citations_seq = await self._log_held(stream, run)
+                bounded = bounds.payload(event)  # type: ignore[arg-type]
                 if bounded is None:
                     continue  # one error too many: counted, not sent
                 payload = bounded
@@ -364,11 +374,12 @@ class Producer:
                 payload = orjson.dumps(event)
             if append_nowait is not None:
                 seq = append_nowait(sid, payload)
+                if taps is not None:
+                    taps.logged(seq, payload)
             else:
                 seq = await log.append(sid, payload)
             if on_event is not None:
                 on_event(sid, seq, t)
-            kind = type(event)
             if kind is TokenEvent:
                 if first_token:
                     first_token = False
@@ -390,13 +401,21 @@ class Producer:
                 if hist is not None:
                     hist.observe(t - stream.started)
 
-    async def _log_held(self, sid: str, run: _Run) -> int:
+    async def _append(self, stream: ProducedStream, payload: bytes) -> int:
+        """Log one event off the hot loop (which inlines this); its ``seq``."""
+        seq = await self.log.append(stream.stream_id, payload)
+        if stream.taps is not None:
+            stream.taps.logged(seq, payload)
+        return seq
+
+    async def _log_held(self, stream: ProducedStream, run: _Run) -> int:
         """Log the citations event held back (before ``done``: a reader needs the newest set,
         and a ``done`` too large for its bound leaves out what was streamed)."""
         held, run.held = run.held, None
         if held is None:
             return run.citations_seq
-        seq = await self.log.append(sid, orjson.dumps(held))
+        sid = stream.stream_id
+        seq = await self._append(stream, orjson.dumps(held))
         if run.citations_seq and self._supersede is not None:
             self._supersede(sid, run.citations_seq, SUPERSEDED % seq)
         run.citations_seq = seq
@@ -408,7 +427,7 @@ class Producer:
         """Log ``error`` + ``done`` for a stream that ended without its own ``done``."""
         sid = stream.stream_id
         with contextlib.suppress(Exception):
-            await self._log_held(sid, run)
+            await self._log_held(stream, run)
         if run.log_failed:
             # The pipeline may have folded tokens it had not yielded yet (or that
             # never reached the log): the answer is what the clients were given.
@@ -418,12 +437,14 @@ class Producer:
             if type(event) is ErrorEvent:
                 self.metrics.errors[event.code] += 1
             with contextlib.suppress(Exception):
-                await self.log.append(sid, bounds.final_payload(event))
+                await self._append(stream, bounds.final_payload(event))
 
     def _release(self, stream: ProducedStream, run: _Run, logger: LibraryLogger) -> None:
         """The stream is over: free its slot and quota, record its outcome."""
         metrics = self.metrics
         self.streams.pop(stream.stream_id, None)
+        if stream.taps is not None:
+            stream.taps.release_all()
         metrics.set_active(len(self.streams))
         if stream.quota_key is not None:
             self.quotas.release(stream.quota_key)

@@ -41,6 +41,7 @@ __all__ = [
     "is_done_payload",
     "parse_client_message",
     "relay_error_frame",
+    "token_json",
     "valid_stream_id",
 ]
 
@@ -244,6 +245,18 @@ def envelope(stream_id: str, seq: int, payload: bytes) -> bytes:
     as is. ``payload`` is a JSON object (``{"type": ...}``).
     """
     return b'{"stream_id":"%s","seq":%d,%s' % (stream_id.encode("ascii"), seq, payload[1:])
+
+
+_dumps = orjson.dumps
+
+
+def token_json(index: int, text: str, display: str) -> bytes:
+    """``orjson.dumps(TokenEvent(index=index, text=text, display=display))``, byte for
+    byte, without orjson's walk over a dataclass (about 2 µs of the relay's CPU per token);
+    ``orjson.JSONEncodeError`` for the same strings (a lone surrogate)."""
+    t = _dumps(text)
+    d = t if display == text else _dumps(display)
+    return b'{"type":"token","index":%d,"text":%b,"display":%b}' % (index, t, d)
 
 
 def is_done_payload(payload: bytes) -> bool:

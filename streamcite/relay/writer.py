@@ -13,10 +13,36 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import cast
 
 from aiohttp.base_protocol import BaseProtocol
 
-__all__ = ["SendGate"]
+__all__ = ["SendGate", "write_transport"]
+
+_WRITE_METHODS = (
+    "write",
+    "get_write_buffer_size",
+    "set_write_buffer_limits",
+    "is_closing",
+    "abort",
+)
+
+
+def write_transport(transport: object) -> asyncio.WriteTransport | None:
+    """``transport`` as a writable transport, or None when it is not one.
+
+    Duck-typed: uvloop's transports implement asyncio's transport interface without
+    subclassing its classes, so ``isinstance(t, asyncio.WriteTransport)`` is False for
+    every uvloop connection — and a relay that relied on it wrote nothing on uvloop (each
+    write saw "no transport" and ended its pump as if the client had gone)."""
+    if isinstance(transport, asyncio.WriteTransport):
+        return transport
+    if transport is not None and all(
+        callable(getattr(transport, name, None)) for name in _WRITE_METHODS
+    ):
+        return cast(asyncio.WriteTransport, transport)
+    return None
+
 
 _POLL = 0.01
 """Wait step when the transport gives no drain signal (never seen with aiohttp)."""
@@ -27,10 +53,8 @@ class SendGate:
 
     __slots__ = ("_n", "_pending", "cap", "protocol", "transport")
 
-    def __init__(
-        self, transport: asyncio.BaseTransport | None, protocol: BaseProtocol | None, cap: int
-    ) -> None:
-        self.transport = transport if isinstance(transport, asyncio.WriteTransport) else None
+    def __init__(self, transport: object, protocol: BaseProtocol | None, cap: int) -> None:
+        self.transport = write_transport(transport)
         self.protocol = protocol
         """The connection's aiohttp protocol: its drain waiter wakes us."""
         self.cap = cap

@@ -371,11 +371,39 @@ class EnricherSpan:
         span.end()
 
 
+_QUOTING = frozenset(
+    {
+        "bad_annotation",
+        "bad_chunk",
+        "bad_citation_span",
+        "bad_citations",
+        "bad_content_part",
+        "bad_tool_arguments",
+        "bad_tool_call",
+        "citation_too_large",
+        "invalid_json",
+        "lone_surrogate",
+        "unknown_event",
+        "wrong_dialect",
+    }
+)
+"""Codes of the faults streamcite reports about a malformed upstream event: their
+messages quote the event, which may hold the answer's (or the question's) text."""
+
+
+def _error_message(err: ErrorEvent) -> str:
+    """The ``exception.message`` of a typed error: the scrubbed message, but no quote of
+    upstream content (docs/observability.md: no question or answer text in telemetry)."""
+    if err.code in _QUOTING:
+        return f"{err.code}: an upstream event could not be read as expected ({err.stage})"
+    return err.message[:4096]
+
+
 def _error_attributes(err: ErrorEvent) -> dict[str, Any]:
     """The ``exception`` event of a typed error: its code, stage and (scrubbed) message."""
     attrs: dict[str, Any] = {
         "exception.type": err.code[:_MAX_TEXT],
-        "exception.message": err.message[:4096],
+        "exception.message": _error_message(err),
         "error.type": err.code[:_MAX_TEXT],
         "streamcite.error.stage": err.stage,
         "streamcite.error.retryable": err.retryable,

@@ -31,7 +31,7 @@ with warnings.catch_warnings():  # Chainlit's own DeprecationWarnings (pydantic)
 from streamcite.core.events import ReasoningEvent
 from streamcite.core.models import CitedAnswer
 from streamcite.pipeline import ChatStream
-from streamcite.ui.render import ChatView, escape_markdown, full_markdown, tool_markdown
+from streamcite.ui.render import ChatView, Pacer, escape_markdown, full_markdown, tool_markdown
 
 __all__ = ["AnswerMessage", "send_answer"]
 
@@ -59,6 +59,12 @@ class AnswerMessage:
             await self._show_tools()
         elif changed:
             await self._show_answer()
+
+    async def refresh(self) -> None:
+        """Bring the answer and the tool steps up to date (after held-back changes)."""
+        if self.view.tool_calls:
+            await self._show_tools()
+        await self._show_answer()
 
     async def _show_tools(self) -> None:
         for index, call in self.view.tool_calls.items():
@@ -94,10 +100,15 @@ async def send_answer(stream: ChatStream, *, author: str | None = None) -> Cited
     """Run ``stream`` into the chat; returns its final answer. A cancelled task (the
     Stop button) closes the stream and the upstream request."""
     shown = AnswerMessage(author)
+    pacer = Pacer()  # a long answer is redrawn at a pace its size allows
     async with stream:
         async for event in stream:
             changed = shown.view.feed(event)
-            if changed:
+            if changed == "reasoning":  # streamed token by token: nothing to redraw
                 await shown.show(changed, event)
+            elif pacer.wants(changed):
+                started = pacer.start()
+                await (shown.show(changed, event) if changed else shown.refresh())
+                pacer.drawn(started)
     await shown.finish()
     return stream.answer

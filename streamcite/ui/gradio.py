@@ -29,6 +29,7 @@ from streamcite.pipeline import ChatStream, stream_chat
 from streamcite.pipeline.apis import Api
 from streamcite.ui.render import (
     ChatView,
+    Pacer,
     escape_markdown,
     full_markdown,
     plain_text,
@@ -61,12 +62,19 @@ def view_messages(view: ChatView) -> list[gr.ChatMessage]:
 async def answer_messages(stream: ChatStream) -> AsyncIterator[list[gr.ChatMessage]]:
     """Run ``stream``; after each event that changes what is shown, the messages so far.
 
-    The stream is closed when this generator is (Gradio's Stop button)."""
+    The stream is closed when this generator is (Gradio's Stop button). A long answer
+    is redrawn at a pace its size allows (:class:`~streamcite.ui.render.Pacer`)."""
     view = ChatView()
+    pacer = Pacer()
     async with stream:
         async for event in stream:
-            if view.feed(event):
-                yield view_messages(view)
+            if pacer.wants(view.feed(event)):
+                started = pacer.start()
+                messages = view_messages(view)
+                pacer.drawn(started)
+                yield messages
+        if pacer.pending:
+            yield view_messages(view)
 
 
 def history_messages(history: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:

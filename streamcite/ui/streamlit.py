@@ -29,6 +29,7 @@ from streamcite.core.models import CitedAnswer
 from streamcite.pipeline.sync import SyncChatStream
 from streamcite.ui.render import (
     ChatView,
+    Pacer,
     escape_markdown,
     full_markdown,
     tool_markdown,
@@ -54,15 +55,21 @@ def _show_steps(view: ChatView, thinking: object, tools: object) -> None:
 def write_answer(stream: SyncChatStream) -> CitedAnswer:
     """Read ``stream`` into the current container; returns its final answer."""
     view = ChatView()
+    pacer = Pacer()  # a long answer is redrawn at a pace its size allows
     thinking, tools, body = st.empty(), st.empty(), st.empty()
     body.markdown(full_markdown(view))
     with stream:
         for event in stream:
             changed = view.feed(event)
-            if changed in ("reasoning", "tool"):
+            if not pacer.wants(changed):
+                continue
+            started = pacer.start()
+            if changed in ("reasoning", "tool") or not changed:
                 _show_steps(view, thinking, tools)
-            elif changed:
+            if changed not in ("reasoning", "tool"):
                 body.markdown(full_markdown(view))
+            pacer.drawn(started)
+    _show_steps(view, thinking, tools)
     body.markdown(full_markdown(view))
     return stream.answer
 

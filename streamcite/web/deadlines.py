@@ -147,9 +147,10 @@ class ReadDeadlines:
 
     def _close(self, conn: Any, phase: str) -> None:
         self.closed[phase] += 1
-        transport = getattr(conn, "transport", None)
-        if isinstance(transport, asyncio.Transport):
-            transport.abort()  # nothing to flush to a client that sends nothing
+        # Duck-typed: uvloop's transports are not instances of asyncio.Transport.
+        abort = getattr(getattr(conn, "transport", None), "abort", None)
+        if callable(abort):
+            abort()  # nothing to flush to a client that sends nothing
         else:
             conn.force_close()
 

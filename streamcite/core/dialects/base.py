@@ -159,6 +159,7 @@ class StreamState(Citing):
                 self.payload(b"", item, out)
             elif item is OVERFLOW:
                 self.fault(out, "event_too_large", "an SSE event exceeded max_event_size", "sse")
+                self.cut = True  # something of the answer may be lost
             else:
                 self.payload(item[0], item[1], out)
 

@@ -13,7 +13,7 @@ dispatch, no call per event, the footnote detector's offset kept in a local. Any
 else (another event, an escape that is not valid JSON, invalid UTF-8, a raw control
 character, a ``[`` the footnote detector must see, a stream with lone surrogates)
 goes to the dialect's :meth:`TemplatedState._general`, one event at a time, unchanged.
-docs/core-speed.md ("Dialects") has the measurements.
+docs/provider-streams.md ("Dialect speed") has the measurements.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from typing import Any
 from orjson import dumps
 
 from streamcite.core.answer import AnswerBuilder
-from streamcite.core.bounds import StreamBounds
+from streamcite.core.bounds import REPEAT_BYTES_PER_CHAR, StreamBounds
 from streamcite.core.dialects.base import JSONDecodeError, StreamState, loads
 from streamcite.core.dialects.hotloop import SequencedState, Template
 from streamcite.core.dialects.protocol import Method
@@ -36,10 +36,6 @@ from streamcite.core.sse import OVERFLOW, RawEvent
 
 __all__ = ["REPEAT_BYTES_PER_CHAR", "ResponsesInterpreter", "event_limit"]
 
-REPEAT_BYTES_PER_CHAR = 4
-"""Bytes an event may take per character of the answer cap, in this dialect: the UTF-8
-of any character (JSON escapes of control characters aside)."""
-
 
 def event_limit(max_event_size: int, bounds: StreamBounds) -> int:
     """The SSE decoder's per-event limit for a Responses stream.
@@ -49,7 +45,9 @@ def event_limit(max_event_size: int, bounds: StreamBounds) -> int:
     the usage and the status): an answer within ``bounds.max_answer_chars`` must not
     make them too large to read. So the limit is ``max_event_size`` plus the UTF-8 of
     an answer at the cap; the answer cap bounds what the answer holds, one event at a
-    time is held (docs/provider-streams.md "Dialects").
+    time is held (docs/provider-streams.md "Dialects"). What is parsed is held to less:
+    an event beyond ``bounds.max_event_bytes`` is parsed only within
+    :meth:`~streamcite.core.bounds.StreamBounds.repeat_limit` of the answer so far.
 
     >>> event_limit(1 << 16, StreamBounds(max_answer_chars=1000))
     69536
@@ -151,7 +149,11 @@ class ResponsesInterpreter(SequencedState):
             StreamState.feed_raw(self, [item], out)
             return
         data = item[1]
-        if len(data) > _SKIM and (_ignored_repeat(item[0], data) or self._echo(item[0], data)):
+        if len(data) > _SKIM and (
+            _ignored_repeat(item[0], data)
+            or self._echo(item[0], data)
+            or self._oversized(data, out)
+        ):
             return
         try:
             obj = loads(data)
@@ -188,6 +190,21 @@ class ResponsesInterpreter(SequencedState):
             handler(self, obj, out)  # what event() would call (a typed event: no other check)
         elif kind.__class__ is not str or kind not in _IGNORED:
             self.event(item[0], obj, out)
+
+    def _oversized(self, data: bytes, out: list[Event]) -> bool:
+        """``data`` is larger than an event repeating the answer so far may be (its
+        :meth:`~streamcite.core.bounds.StreamBounds.repeat_limit`): not parsed (orjson
+        would spend ~13-30 times its bytes), ``event_too_large``, the answer cut."""
+        b = self.builder.bounds
+        if len(data) <= b.max_event_bytes:
+            return False
+        limit = b.repeat_limit(self.builder.answer_chars())
+        if len(data) <= limit:
+            return False
+        msg = f"an event of {len(data):,} bytes (beyond {limit:,} for this answer) was not read"
+        self.fault(out, "event_too_large", msg, "sse")
+        self.cut = True
+        return True
 
     def _echo(self, name: bytes, data: bytes) -> bool:
         """A large ``response.output_item.done`` of no open hosted tool (a message's echo

@@ -20,6 +20,7 @@ from aiohttp import web
 from streamcite.local.answerer import question_from_messages, token_pieces, with_wrong_number
 from streamcite.local.apis.anthropic import anthropic_models
 from streamcite.local.apis.openai_stream import StreamPlan, stream_completion
+from streamcite.local.apis.plan import shown_model
 from streamcite.local.config import MODEL
 from streamcite.local.faults import FaultSpec, FaultSpecError
 from streamcite.local.replies import json_response, openai_error
@@ -73,6 +74,10 @@ def _parse_chat(raw: bytes) -> _ChatRequest | web.Response:
     model = body.get("model")
     if model is None:
         return openai_error(400, "you must provide a model parameter", param="model")
+    if not isinstance(model, str):
+        return openai_error(
+            400, "Invalid type for 'model': expected a string", param="model", code="invalid_type"
+        )
     if model != MODEL:
         return model_not_found(model)
     return _ChatRequest(body, messages, stream, include_usage, max_tokens)
@@ -82,8 +87,7 @@ def model_not_found(model: object) -> web.Response:
     """OpenAI's 404 for a model it does not serve, word for word (``code``
     ``model_not_found``), with the one model this backend does serve (``/v1/responses``
     answers the same)."""
-    shown = model if isinstance(model, str) else orjson.dumps(model).decode()
-    shown = "".join(c if c.isprintable() else "?" for c in shown[:80])  # inert when echoed
+    shown = shown_model(model)  # inert when echoed, bounded at any depth
     return openai_error(
         404,
         f"The model `{shown}` does not exist or you do not have access to it. "

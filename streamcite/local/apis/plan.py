@@ -29,6 +29,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from streamcite.core.quote import quote
 from streamcite.local.answerer import Answer, token_pieces, with_wrong_number
 from streamcite.local.config import MODEL
 from streamcite.local.faults import FaultSpec, FaultSpecError
@@ -65,7 +66,7 @@ name as shown (see :func:`shown_model`)."""
 def shown_model(model: object) -> str:
     """A requested model name as an error message may quote it: at most 80 characters,
     anything unprintable as ``?`` (inert when echoed to a terminal or a page)."""
-    shown = model if isinstance(model, str) else orjson.dumps(model).decode()
+    shown = model if isinstance(model, str) else quote(model, 80)  # any depth: bounded
     return "".join(c if c.isprintable() else "?" for c in shown[:80])
 
 

@@ -15,10 +15,12 @@
 //   claims.js      claim tints and the support score
 //   sources.js     the Sources and Retrieved passages panels
 //   kinds.js       reasoning, tool calls, refusals
+//   ptools.js      tools the provider runs (web search, code execution, MCP)
 //   offsets.js     code points and UTF-16; lang.js, dom.js: small helpers
 
 import { connect } from "./connection.js";
 import { partsView } from "./kinds.js";
+import { providerToolsView } from "./ptools.js";
 import { $, send, state } from "./state.js";
 import { addTurnError, newTurn, setTurnStatus } from "./turns.js";
 
@@ -70,6 +72,7 @@ window.streamcite = {
       claims: s.claims.length,
       spans: s.spans.length,
       ...partsView(s),
+      providerTools: providerToolsView(s),
     })),
   connected: () => state.connected,
   dropConnection: () => state.ws && state.ws.close(4000, "dropped by the page"),

@@ -1,5 +1,5 @@
 // The stream's events, in order and exactly once: each event kind goes to the module
-// that shows it (render.js, footnotes.js, claims.js, sources.js, kinds.js).
+// that shows it (render.js, footnotes.js, claims.js, sources.js, kinds.js, ptools.js).
 
 import { renderSupport } from "./claims.js";
 import {
@@ -11,6 +11,7 @@ import {
   showSkipped,
 } from "./kinds.js";
 import { statedLanguage } from "./lang.js";
+import { onProviderTool, settleProviderTools } from "./ptools.js";
 import { queueRender, setDirection } from "./render.js";
 import { renderCitations, renderWikit } from "./sources.js";
 import { MAX_SPANS, send, state } from "./state.js";
@@ -45,6 +46,12 @@ export function onStreamEvent(ev) {
       if (ev.index === 0) {
         settleReasoning(s);
         onToolCall(s, ev);
+      }
+      break;
+    case "provider_tool":
+      if (ev.index === 0) {
+        settleReasoning(s);
+        onProviderTool(s, ev);
       }
       break;
     case "refusal":
@@ -129,6 +136,7 @@ function finish(s, answer) {
   s.lang = statedLanguage(answer.language);
   settleReasoning(s);
   settleToolCalls(s, answer.tool_calls);
+  settleProviderTools(s, answer.provider_tools);
   if (s.parts.refusal === null && typeof answer.refusal === "string" && answer.refusal) {
     onRefusal(s, answer.refusal);
   }

@@ -16,6 +16,20 @@ export function safeHref(url) {
   }
 }
 
+// A passage is shown up to this many characters ("…" after): a provider may quote a
+// whole document, and the panel is drawn again at every citations event.
+export const MAX_PASSAGE_CHARS = 2000;
+
+/** `text` cut at MAX_PASSAGE_CHARS (never inside a surrogate pair), with "…". */
+export function clipPassage(text) {
+  const s = String(text);
+  if (s.length <= MAX_PASSAGE_CHARS) return s;
+  let end = MAX_PASSAGE_CHARS;
+  const code = s.charCodeAt(end);
+  if (code >= 0xdc00 && code <= 0xdfff) end -= 1; // do not split a surrogate pair
+  return s.slice(0, end).trimEnd() + "…";
+}
+
 function linkOrText(url, label, className) {
   const href = safeHref(url);
   if (href) {
@@ -50,7 +64,7 @@ export function renderCitations(s) {
     items.sort((a, b) => (a.document_index ?? 0) - (b.document_index ?? 0));
     const first = items[0];
     const doc = el("article", "doc");
-    setLang(doc, items.map((c) => [c.document_title, c.cited_text].join(" ")).join(" "), first.language);
+    setLang(doc, items.map((c) => clipPassage([c.document_title, c.cited_text].join(" "))).join(" "), first.language);
     const h = el("h3", "doc-title");
     h.appendChild(linkOrText(documentUrl(first.source_url), first.document_title || "Untitled document", "doc-link"));
     doc.appendChild(h);
@@ -66,10 +80,10 @@ export function renderCitations(s) {
         li.appendChild(c.source_url ? linkOrText(c.source_url, `[${n}]`, "num") : el("span", "num", `[${n}]`));
       }
       if (c.cited_text_heading) li.appendChild(el("strong", "heading", c.cited_text_heading));
-      if (c.cited_text) li.appendChild(el("blockquote", "cited", c.cited_text));
+      if (c.cited_text) li.appendChild(el("blockquote", "cited", clipPassage(c.cited_text)));
       // the other passages the provider quoted from this source, one per footnote
       for (const text of extra.get(c.document_index) || []) {
-        if (text !== (c.cited_text || "").trim()) li.appendChild(el("blockquote", "cited span-passage", text));
+        if (text !== (c.cited_text || "").trim()) li.appendChild(el("blockquote", "cited span-passage", clipPassage(text)));
       }
       if (c.document_reference) li.appendChild(el("span", "reference", `reference ${c.document_reference}`));
       list.appendChild(li);
@@ -133,7 +147,7 @@ export function renderWikit(s) {
   for (const items of groups.values()) {
     const d = items[0].document;
     const doc = el("article", "doc");
-    const sample = items.map((src) => (src.chunk && src.chunk.data) || "").join(" ");
+    const sample = items.map((src) => clipPassage((src.chunk && src.chunk.data) || "")).join(" ");
     setLang(doc, [d.title || d.name || "", sample].join(" "), d.language);
     const h = el("h3", "doc-title");
     h.appendChild(linkOrText(d.url, d.title || d.name || d.id, "doc-link"));
@@ -162,7 +176,7 @@ export function renderWikit(s) {
         same.href = `#cite-${s.id}-${n}`;
         li.appendChild(same);
       } else if (chunk.data) {
-        li.appendChild(el("blockquote", "cited", plainText(chunk.data)));
+        li.appendChild(el("blockquote", "cited", plainText(clipPassage(chunk.data))));
       }
       list.appendChild(li);
     }

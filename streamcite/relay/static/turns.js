@@ -5,6 +5,7 @@
 import { el } from "./dom.js";
 import { newParts } from "./kinds.js";
 import { setLang } from "./lang.js";
+import { newProviderTools } from "./ptools.js";
 import { $, state } from "./state.js";
 
 export function setConn(stateName, text) {
@@ -40,6 +41,7 @@ export function newTurn(question) {
     refusal: $(".refusal", node),
     refusalText: $(".refusal-text", node),
     tools: $(".tool-calls", node),
+    ptools: $(".provider-tools", node),
   };
 }
 
@@ -64,6 +66,7 @@ export function newStream(id, turn) {
     tail: null, // text node that receives tokens between full renders
     lang: null, // the answer's stated language (done.answer.language), when there is one
     parts: newParts(), // reasoning, tool calls, refusal (kinds.js)
+    ptools: newProviderTools(), // tools the provider ran (ptools.js)
   };
   turn.node.dataset.streamId = id;
   state.streams.set(id, s);

@@ -1,0 +1,231 @@
+"""Live claims fed by a hostile stream's citations: each passage is read once a stream
+(every ``citations`` event carries the whole set), a new fact index is made only when
+the facts changed, one stream's facts are read outside the process-wide engine lock,
+and neither the event loop nor a concurrent benign stream waits for them
+(docs/security.md, "Nested, oversized and flooding upstream events")."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from streamcite.core.events import CitationsEvent, ErrorEvent
+from streamcite.core.grounding import GroundingFact
+from streamcite.core.models import Citation, CitationSpan
+from streamcite.enrich import facts as enrich_facts
+from streamcite.grounding import live, live_claims
+from streamcite.grounding.checker import LocalGrounding
+from streamcite.grounding.live_claims import LocalClaimSession
+from streamcite.pipeline import stream_chat
+from tests._dialect_sse import sse
+from tests._upstream import chunk
+
+WORDS = [
+    "river",
+    "mountain",
+    "castle",
+    "bridge",
+    "harbour",
+    "engine",
+    "library",
+    "garden",
+    "tower",
+    "market",
+]
+
+
+def _passage(i: int, n: int) -> str:
+    rnd = random.Random(i)
+    out: list[str] = []
+    while sum(map(len, out)) < n:
+        out.append(" ".join(rnd.choice(WORDS) for _ in range(12)) + f" number {i}.")
+    return " ".join(out)[:n]
+
+
+class CountingChecker:
+    """A one-claim checker that counts the indexes it is asked to make."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.indexes = 0
+
+    def index(self, facts: Sequence[str], *, lang: str | None, sample: str) -> list[str]:
+        self.indexes += 1
+        return list(facts)
+
+    def check(self, index: Any, text: str, *, heading: bool = False) -> Any:
+        from streamcite.enrich.claims import ClaimScore
+
+        return ClaimScore(True, 1.0, [(0, 1.0)] if index else [])
+
+
+def test_each_passage_is_read_once_a_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = 0
+    real = enrich_facts.fact_from
+
+    def counted(item: Any, position: int | None = None) -> GroundingFact | None:
+        nonlocal calls
+        calls += 1
+        return real(item, position)
+
+    monkeypatch.setattr(enrich_facts, "fact_from", counted)
+    monkeypatch.setattr(live_claims, "fact_from", counted, raising=False)
+    s = LocalClaimSession(checker=CountingChecker())
+    cits: list[Citation] = []
+    for i in range(256):  # each event carries the whole set so far, as streams send it
+        cits.append(Citation(cited_text=_passage(i, 400), document_index=i))
+        s.on_citations(CitationsEvent(citations=list(cits)))
+    assert calls <= 4 * 256, calls  # was 32,896: every passage re-read on every event
+
+
+def test_a_new_index_only_when_the_facts_change() -> None:
+    checker = CountingChecker()
+    s = LocalClaimSession(checker=checker)
+    cits = [Citation(cited_text=_passage(i, 400), document_index=i) for i in range(100)]
+    for k in range(200):  # the same passages, spans growing (an Anthropic or Cohere stream)
+        spans = [CitationSpan(0, j * 10, j * 10 + 5) for j in range(k + 1)]
+        s.on_citations(CitationsEvent(citations=cits, spans=spans))
+    assert checker.indexes == 1, checker.indexes  # was 200: one per event
+    s.on_citations(CitationsEvent(citations=[*cits, Citation(cited_text="New passage here.")]))
+    assert checker.indexes == 2
+
+
+def test_facts_are_read_outside_the_engine_lock(monkeypatch: pytest.MonkeyPatch) -> None:
+    locked: list[bool] = []
+    real = live.Facts
+
+    def spy(texts: Any, table: Any) -> Any:
+        locked.append(live.ENGINE_LOCK.locked())
+        return real(texts, table)
+
+    monkeypatch.setattr(live, "Facts", spy)
+    index = live.FactIndex([_passage(i, 2000) for i in range(20)], lang="en")
+    index.check("The castle stands by the river.")
+    index.check("The tower stands in the market.")
+    assert locked == [False]  # read once, and not while holding every stream's checks
+
+
+# ------------------------------------------------------------------ over loopback
+
+
+def _hostile(blocks: int = 256, size: int = 40_000) -> list[bytes]:
+    out = [sse({"type": "message_start", "message": {"id": "m", "model": "c"}}, "message_start")]
+    for i in range(blocks):
+        start = {"type": "content_block_start", "index": i, "content_block": {"type": "text"}}
+        out.append(sse(start, "content_block_start"))
+        cit = {
+            "type": "char_location",
+            "cited_text": _passage(i, size),
+            "document_index": i,
+            "document_title": f"D{i}",
+            "start_char_index": 0,
+            "end_char_index": size,
+        }
+        delta = {"type": "citations_delta", "citation": cit}
+        out.append(
+            sse({"type": "content_block_delta", "index": i, "delta": delta}, "content_block_delta")
+        )
+        text = {"type": "text_delta", "text": f"The castle {i} stands by the river. "}
+        out.append(
+            sse({"type": "content_block_delta", "index": i, "delta": text}, "content_block_delta")
+        )
+        out.append(sse({"type": "content_block_stop", "index": i}, "content_block_stop"))
+    end = {
+        "type": "message_delta",
+        "delta": {"stop_reason": "end_turn"},
+        "usage": {"output_tokens": 3},
+    }
+    out.append(sse(end, "message_delta"))
+    out.append(sse({"type": "message_stop"}, "message_stop"))
+    return out
+
+
+FACTS = ["Titanic was directed by James Cameron and released in 1997."]
+REQUEST = {"model": "m", "messages": [{"role": "user", "content": "Who made Titanic?"}]}
+BENIGN = ["Titanic was directed by James Cameron. ", "It stars Brad Pitt. "] * 5
+
+
+@pytest.fixture
+async def upstream() -> AsyncIterator[str]:
+    hostile = _hostile()
+
+    async def messages(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        for part in hostile:
+            await resp.write(part)
+        return resp
+
+    async def chat(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        for t in BENIGN:
+            await resp.write(chunk(t))
+        await resp.write(chunk(None, "stop"))
+        await resp.write(b"data: [DONE]\n\n")
+        return resp
+
+    app = web.Application()
+    app.router.add_post("/v1/messages", messages)
+    app.router.add_post("/v1/chat/completions", chat)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
+    finally:
+        await runner.cleanup()
+
+
+async def test_a_hostile_streams_facts_stall_neither_the_loop_nor_a_benign_stream(
+    upstream: str,
+) -> None:
+    lag = 0.0
+    stop = asyncio.Event()
+
+    async def ticker() -> None:
+        nonlocal lag
+        while not stop.is_set():
+            t = time.perf_counter()
+            await asyncio.sleep(0.005)
+            lag = max(lag, time.perf_counter() - t - 0.005)
+
+    async def benign() -> tuple[float, list[Any]]:
+        t = time.perf_counter()
+        after = [LocalGrounding(facts=FACTS)]
+        async with stream_chat(REQUEST, base_url=upstream, after=after) as s:
+            events = [e async for e in s]
+        return time.perf_counter() - t, events
+
+    async def hostile() -> tuple[float, list[Any]]:
+        t = time.perf_counter()
+        async with stream_chat(
+            REQUEST, base_url=upstream, api="anthropic", after=[LocalGrounding()]
+        ) as s:
+            events = [e async for e in s]
+        return time.perf_counter() - t, events
+
+    async with asyncio.timeout(60):
+        await benign()  # the lexicon read, the connection pool warm
+        tick = asyncio.create_task(ticker())
+        (h_time, h_events), (b_time, b_events) = await asyncio.gather(hostile(), benign())
+        stop.set()
+        await tick
+    assert sum(e.type == "claim" for e in h_events) == 256
+    timeouts = [e for e in b_events if isinstance(e, ErrorEvent) and e.code == "claim_timeout"]
+    assert not timeouts
+    assert sum(e.type == "claim" for e in b_events) == len(BENIGN)
+    # Measured before: the hostile stream 7.1-7.5 s with ~3.7 s of loop stall, the
+    # benign one 2.6-3.1 s (1.0 s alone) with claim timeouts.
+    assert lag < 0.75, lag
+    assert h_time < 4.0, h_time
+    assert b_time < 2.0, b_time

@@ -1,0 +1,185 @@
+"""Live taps: a caught-up WebSocket client is handed each event as the producer logs it.
+
+No log read and no task switch per event per client; the frames one loop turn produced
+go out in one write; any write by a pump or a control frame goes after them; a frame that
+would take the buffer past its cap is refused (the pump then waits for room).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any
+
+import orjson
+import pytest
+from aiohttp import web
+from hypothesis import given
+from hypothesis import strategies as st
+
+from streamcite.core.events import TokenEvent
+from streamcite.relay.clients import _LiveFrames, ws_text_frame
+from streamcite.relay.memlog import MemoryStreamLog
+from streamcite.relay.protocol import token_json
+from tests._relay_fixtures import (
+    chunk_frame,
+    eventually,
+    fake_upstream,
+    relay,
+    running,
+    seqs_of,
+    text_of,
+    ws_client,
+)
+
+
+def _contiguous(events: list[dict[str, Any]]) -> None:
+    assert seqs_of(events) == list(range(1, len(events) + 1))
+    assert [e["type"] for e in events].count("done") == 1 and events[-1]["type"] == "done"
+
+
+async def test_a_caught_up_client_is_not_served_by_a_log_read_per_event(
+    monkeypatch: Any,
+) -> None:
+    reads: list[int] = []
+    read = MemoryStreamLog.read
+
+    async def counting(self: MemoryStreamLog, *args: Any, **kw: Any) -> Any:
+        reads.append(1)
+        return await read(self, *args, **kw)
+
+    monkeypatch.setattr(MemoryStreamLog, "read", counting)
+    tokens = [f" t{i}" for i in range(120)]
+    async with (
+        fake_upstream(tokens=tokens, delay=0.003) as up,
+        relay(up.url + "/v1") as server,
+        ws_client(server) as one,
+        ws_client(server) as two,
+    ):
+        a, b = await one.ask("first"), await two.ask("second")
+        await one.until_done(a)
+        await two.until_done(b)
+        for client, sid in ((one, a), (two, b)):
+            events = client.events(sid)
+            _contiguous(events)
+            assert text_of(events) == up.answer
+        sent = len(one.events(a)) + len(two.events(b))
+        assert server.relay.metrics.events_sent == sent
+    # before live taps: a blocking log read per event per client (> 240 here)
+    assert len(reads) < 20, len(reads)
+
+
+async def _burst_upstream(tokens: list[str]) -> web.Application:
+    """An upstream that sends the whole answer in one write (one loop turn's worth)."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        body = b"".join(chunk_frame(t) for t in ["", *tokens])
+        await resp.write(body + chunk_frame(None, "stop") + b"data: [DONE]\n\n")
+        return resp
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handle)
+    return app
+
+
+def _count_writes(transport: Any) -> list[int]:
+    sizes: list[int] = []
+    write: Callable[[bytes], None] = transport.write
+
+    def counting(data: bytes) -> None:
+        sizes.append(len(data))
+        write(data)
+
+    transport.write = counting
+    return sizes
+
+
+async def test_events_logged_in_one_turn_go_out_in_one_write_each_its_own_frame() -> None:
+    tokens = [f"w{i} " for i in range(200)]
+    async with (
+        running(await _burst_upstream(tokens)) as url,
+        relay(url + "/v1") as server,
+        ws_client(server) as client,
+    ):
+        await eventually(lambda: server.relay.client_count == 1)
+        (conn,) = server.relay._clients
+        sizes = _count_writes(conn.transport)
+        sid = await client.ask("q")
+        await client.until_done(sid)
+        events = client.events(sid)
+    _contiguous(events)
+    assert text_of(events) == "".join(tokens)
+    # accepted, then the answer: a few reads' worth of writes, not one per event (> 200)
+    assert len(sizes) <= 12, sizes
+
+
+class _Transport:
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+        self.buffered = 0
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+    def get_write_buffer_size(self) -> int:
+        return self.buffered
+
+    def is_closing(self) -> bool:
+        return False
+
+
+def _frames(data: bytes) -> list[bytes]:
+    """The payloads of the unmasked text frames in ``data`` (short frames only)."""
+    out, i = [], 0
+    while i < len(data):
+        n = data[i + 1] & 0x7F
+        assert n < 126
+        out.append(data[i + 2 : i + 2 + n])
+        i += 2 + n
+    return out
+
+
+async def test_live_frames_keep_order_and_the_cap() -> None:
+    t = _Transport()
+    client = SimpleNamespace(
+        ws=SimpleNamespace(closed=False), closing=False, gate=SimpleNamespace(cap=40), last_send=0
+    )
+    live = _LiveFrames(client, t)  # type: ignore[arg-type]
+    one, two = orjson.dumps({"n": 1}), orjson.dumps({"n": 2})
+    assert live.take(one) and live.take(two)
+    assert t.writes == []  # held until the end of this loop turn
+    await asyncio.sleep(0)
+    assert t.writes == [ws_text_frame(one) + ws_text_frame(two)]
+    # another write (a pump's, a control frame) flushes the held frames first
+    assert live.take(one)
+    live.flush()
+    t.writes.append(b"pump")
+    assert _frames(t.writes[1]) == [one] and t.writes[2] == b"pump"
+    # past the cap: refused, and what was held goes out first
+    big = orjson.dumps({"x": "y" * 30})
+    assert live.take(one)
+    assert not live.take(big)
+    assert _frames(t.writes[-1]) == [one]
+    # a socket with bytes queued: refused (the pump waits for room)
+    t.buffered = 1
+    assert not live.take(one)
+    await asyncio.sleep(0)
+    assert len(t.writes) == 4
+
+
+@given(st.integers(0, 2**31), st.text(), st.text() | st.just(None))
+def test_token_json_is_orjsons_bytes_for_the_event(index: int, text: str, display: Any) -> None:
+    display = text if display is None else display
+    event = TokenEvent(index=index, text=text, display=display)
+    assert token_json(index, text, display) == orjson.dumps(event)
+
+
+def test_token_json_refuses_what_orjson_refuses() -> None:
+    with pytest.raises(orjson.JSONEncodeError):
+        orjson.dumps(TokenEvent(text="\ud800"))
+    with pytest.raises(orjson.JSONEncodeError):
+        token_json(0, "\ud800", "\ud800")
