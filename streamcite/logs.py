@@ -16,7 +16,24 @@ from typing import Any, TextIO
 
 import structlog
 
-__all__ = ["configure_logging", "get_logger", "inert_strings", "redact_secrets"]
+from streamcite.core.quote import quote
+
+__all__ = [
+    "MAX_LOG_EXCEPTION",
+    "MAX_LOG_VALUE",
+    "bounded_values",
+    "configure_logging",
+    "get_logger",
+    "inert_strings",
+    "redact_secrets",
+]
+
+MAX_LOG_VALUE = 2000
+"""Characters of one logged value (longer ones cut with ``…``): an upstream's message
+or a stream's question never makes a log line megabytes long."""
+MAX_LOG_EXCEPTION = 8000
+"""Characters of a logged traceback (the frames nearest the fault are kept). Tracebacks
+are plain: never the local variables of each frame (a pretty-printed upstream value)."""
 
 # Field names that hold a credential, compared exactly (case- and -/_-insensitive):
 # matching substrings masked ``completion_tokens`` and ``max_tokens``.
@@ -78,23 +95,55 @@ def inert_strings(
     return event_dict
 
 
+def bounded_values(
+    _logger: Any, _method: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """structlog processor: every value at most :data:`MAX_LOG_VALUE` characters (a
+    traceback :data:`MAX_LOG_EXCEPTION`, its end kept); values that are not plain
+    scalars rendered by :func:`~streamcite.core.quote.quote` (bounded, iterative).
+
+    >>> bounded_values(None, "info", {"n": 1, "big": "x" * 3000, "obj": [[[1]]]})["big"][-25:]
+    '… (1,000 more characters)'
+    """
+    for key, value in event_dict.items():
+        if type(value) is str:
+            limit = MAX_LOG_EXCEPTION if key == "exception" else MAX_LOG_VALUE
+            if len(value) > limit:
+                if key == "exception":
+                    value = f"…({len(value) - limit:,} characters before)\n{value[-limit:]}"
+                else:
+                    value = f"{value[:limit]}… ({len(value) - limit:,} more characters)"
+                event_dict[key] = value
+        elif value is not None and type(value) not in (int, float, bool):
+            event_dict[key] = quote(value, MAX_LOG_VALUE)
+    return event_dict
+
+
+def _chain(json: bool) -> list[Any]:
+    """The processors every streamcite logger runs: plain tracebacks (no locals) turned
+    into a bounded ``exception`` string, secrets masked, values bounded and inert."""
+    renderer: Any = (
+        structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
+    )
+    return [
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso"),
+        structlog.processors.format_exc_info,  # plain traceback.format_exception: no locals
+        redact_secrets,
+        bounded_values,
+        *(() if json else (inert_strings,)),  # JSON escapes them already
+        renderer,
+    ]
+
+
 def configure_logging(
     level: str | int = "WARNING", *, stream: TextIO | None = None, json: bool = False
 ) -> None:
     """Route streamcite's structlog output to ``stream`` (stderr) at ``level``."""
     if isinstance(level, str):
         level = logging.getLevelNamesMapping().get(level.upper(), logging.WARNING)
-    renderer: Any = (
-        structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
-    )
     structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso"),
-            redact_secrets,
-            *(() if json else (inert_strings,)),  # JSON escapes them already
-            renderer,
-        ],
+        processors=_chain(json),
         wrapper_class=structlog.make_filtering_bound_logger(level),
         logger_factory=structlog.PrintLoggerFactory(file=stream or sys.stderr),
         cache_logger_on_first_use=False,
@@ -140,13 +189,7 @@ def _quiet_logger() -> Any:
         _QUIET.append(
             structlog.wrap_logger(
                 structlog.PrintLogger(sys.stderr),
-                processors=[
-                    structlog.processors.add_log_level,
-                    structlog.processors.TimeStamper(fmt="iso"),
-                    redact_secrets,
-                    inert_strings,
-                    structlog.dev.ConsoleRenderer(colors=False),
-                ],
+                processors=_chain(False),
                 wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
             )
         )

@@ -256,3 +256,48 @@ def package_graph() -> dict[str, set[str]]:
             if q not in (p, "streamcite"):
                 mine.add(q)
     return out
+
+
+def _shown(top: str) -> str:
+    """``relay/`` for a package, ``cli.py`` for a module of the package's root."""
+    return f"{top}/" if (ROOT / top).is_dir() else f"{top}.py"
+
+
+def _floor_of(top: str) -> int:
+    return floor(f"{ROOT.name}.{top}")
+
+
+def tops_by_floor() -> list[tuple[str, list[str]]]:
+    """Each floor (top first) and the packages and root modules on it that exist."""
+    present = set(package_graph())
+    return [(name, sorted(t for t in tops if t in present)) for name, tops in reversed(LAYERS)]
+
+
+def picture() -> str:
+    """The layer picture of docs/architecture.md, from the code (``python -m tests._imports``)."""
+    lines = ["streamcite/__init__.py   the front door: every public name, loaded on first use"]
+    for name, tops in tops_by_floor():
+        lines.append("            ↓")
+        shown = " · ".join(_shown(t) for t in tops)
+        lines.append(f"{name:<11} {shown}")
+    return "\n".join(lines)
+
+
+def dependency_table() -> str:
+    """Each package and what it imports, from the code (docs/architecture.md)."""
+    graph = package_graph()
+    rows = ["| package | floor | imports (packages of the same floor or below) |", "|---|---|---|"]
+    for name, tops in tops_by_floor():
+        for top in tops:
+            deps = sorted(graph[top], key=lambda d: (-_floor_of(d), d))
+            shown = ", ".join(f"`{_shown(d)}`" for d in deps) or "—"
+            rows.append(f"| `{_shown(top)}` | {name} | {shown} |")
+    return "\n".join(rows)
+
+
+def generated_section() -> str:
+    return f"```text\n{picture()}\n```\n\n{dependency_table()}\n"
+
+
+if __name__ == "__main__":
+    print(generated_section(), end="")

@@ -18,7 +18,7 @@ import pytest
 CORE = Path(__file__).resolve().parent.parent / "streamcite" / "core"
 PACKAGE = "streamcite.core"
 
-DIALECT_SHARED = frozenset({"base", "protocol", "hotloop", "citing", "payloads"})
+DIALECT_SHARED = frozenset({"base", "protocol", "hotloop", "citing", "payloads", "partial_args"})
 """Modules of ``core/dialects`` that every dialect may use (its state, its protocol, its
 citation registry and payload readers, the
 byte-template reader of text deltas)."""

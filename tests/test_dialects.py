@@ -558,7 +558,7 @@ def test_bounds_hold_in_every_dialect() -> None:
     )
     a = answer_of(list(iter_events([calls], dialect="gemini")))
     assert len(a.tool_calls) == MAX_TOOL_CALLS
-    assert [e.code for e in a.errors].count("bad_tool_call") == 3
+    assert [e.code for e in a.errors].count("bad_tool_call") == 1  # reported once, then counted
 
 
 def test_surrogate_pairs_split_across_deltas() -> None:

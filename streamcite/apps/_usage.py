@@ -46,12 +46,12 @@ def check_base_url(url: str | None) -> None:
         )
 
 
-_API_ROOTS = {  # --api -> the version paths its API root ends with (the first: the usual)
-    "chat": ("/v1",),
-    "responses": ("/v1",),
-    "anthropic": ("/v1",),
-    "gemini": ("/v1beta", "/v1"),
-    "cohere": ("/v2",),
+_API_ROOTS = {  # --api -> the version segments its API root ends with (the first: the usual)
+    "chat": ("v1",),
+    "responses": ("v1",),
+    "anthropic": ("v1",),
+    "gemini": ("v1beta", "v1"),
+    "cohere": ("v2",),
 }
 _API_NAMES = {
     "chat": "OpenAI-compatible APIs live",
@@ -60,21 +60,41 @@ _API_NAMES = {
     "gemini": "Gemini's API lives",
     "cohere": "Cohere's v2 chat API lives",
 }
+_SDK_ROOT = frozenset({"anthropic", "gemini", "cohere"})
+"""The APIs whose base URL may also be the server's root (their SDKs add the version)."""
 
 
 def base_url_hint(base_url: str, status: int | None, api: str = "chat") -> str | None:
-    """A hint for an HTTP error status coming back from ``base_url`` (None: nothing to add)."""
-    roots = _API_ROOTS.get(api, ("/v1",))
-    if status == 404 and not urlsplit(base_url).path.rstrip("/").endswith(roots):
-        return (
-            f"hint: {_API_NAMES.get(api, 'the API lives')} under {roots[0]}; "
-            f"try --base-url {base_url.rstrip('/')}{roots[0]}"
-        )
+    """A hint for an HTTP error status coming back from ``base_url`` (None: nothing to add).
+
+    A 404 names the form of base URL ``api`` takes: a version segment of another API is
+    replaced (``--api cohere`` with ``…/v1`` → ``…/v2``, never ``…/v1/v2``), a missing one
+    added (the OpenAI APIs); the server's root is offered where the API's SDK takes it.
+    """
+    from streamcite.pipeline.apis import version_segment
+
     if status == 401:
         return (
             "hint: the API key was refused or missing; set it in the variable --api-key-env names"
         )
-    return None
+    if status != 404:
+        return None
+    roots = _API_ROOTS.get(api, ("v1",))
+    name = _API_NAMES.get(api, "the API lives")
+    base = base_url.rstrip("/")
+    version = version_segment(base)
+    if version in roots:
+        return None  # the URL has the right form: the 404 is about something else
+    server = base[: -len(version) - 1] if version is not None else base
+    usual = f"{server}/{roots[0]}"
+    if version is None and api in _SDK_ROOT:
+        # streamcite added the version to this root as the SDK does: the root is wrong.
+        return (
+            f"hint: {name} under /{roots[0]}; --base-url takes the server's root "
+            f"(streamcite adds /{roots[0]}) or the API root {usual}: is {server} the server?"
+        )
+    alt = f" (or {server}, as its SDK takes it)" if api in _SDK_ROOT else ""
+    return f"hint: {name} under /{roots[0]}; try --base-url {usual}{alt}"
 
 
 def warn_unset_key(name: str | None) -> None:

@@ -91,7 +91,8 @@ class AskOptions:
     help="Ask a built-in question of the built-in corpus, with sources and grounding.",
 )
 @base_url_option(
-    "API root with its version (…/v1; Gemini …/v1beta, Cohere …/v2). "
+    "API root with its version (…/v1; Gemini …/v1beta, Cohere …/v2), or for "
+    "--api anthropic, gemini, cohere the server's root as their SDKs take it. "
     "Default: the embedded local backend."
 )
 @api_option()

@@ -190,7 +190,10 @@ def api_option(
 
 
 def base_url_option(
-    help: str = "API root with its version (…/v1; Gemini …/v1beta, Cohere …/v2).",
+    help: str = (
+        "API root with its version (…/v1; Gemini …/v1beta, Cohere …/v2), or for "
+        "--api anthropic, gemini, cohere the server's root as their SDKs take it."
+    ),
 ) -> Decorator:
     return option("--base-url", default=None, metavar="URL", help=help)
 

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from streamcite.core.errors import MalformedResponse
+from streamcite.core.quote import quote
 
 _DECIMAL = re.compile(r"-?[0-9]{1,32}(?:\.[0-9]{1,32})?(?:[eE][-+]?[0-9]{1,3})?", re.ASCII)
 
@@ -65,7 +66,7 @@ def opt_int(d: dict[str, Any], key: str, path: str) -> int | None:
             n = digits_int(v.removeprefix("-"))
             if n is not None:
                 return -n if v.startswith("-") else n
-        raise MalformedResponse(f"{path}.{key}: expected an integer or null, got {v!r}")
+        raise MalformedResponse(f"{path}.{key}: expected an integer or null, got {quote(v)}")
     return v
 
 
@@ -83,14 +84,14 @@ def opt_float(d: dict[str, Any], key: str, path: str) -> float | None:
     # "nan", "inf", "1_0" and "١٫٥" are not numbers a provider means (float() takes them).
     if number is not None and math.isfinite(number):
         return number
-    raise MalformedResponse(f"{path}.{key}: expected a finite number or null, got {v!r}")
+    raise MalformedResponse(f"{path}.{key}: expected a finite number or null, got {quote(v)}")
 
 
 def opt_bool(d: dict[str, Any], key: str, path: str) -> bool | None:
     v = d.get(key)
     if v is None or isinstance(v, bool):
         return v
-    raise MalformedResponse(f"{path}.{key}: expected a boolean or null, got {v!r}")
+    raise MalformedResponse(f"{path}.{key}: expected a boolean or null, got {quote(v)}")
 
 
 def str_map(d: dict[str, Any], key: str, path: str) -> dict[str, str]:
@@ -101,6 +102,6 @@ def str_map(d: dict[str, Any], key: str, path: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for k, val in m.items():
         if not isinstance(val, str):
-            raise MalformedResponse(f"{path}.{key}.{k}: expected a string, got {val!r}")
+            raise MalformedResponse(f"{path}.{key}.{k}: expected a string, got {quote(val)}")
         out[k] = val
     return out

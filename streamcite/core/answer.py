@@ -92,6 +92,7 @@ class AnswerBuilder:
         "references",
         "refs",
         "refusal_parts",
+        "skipped_types",
         "sources",
         "text_parts",
         "timings",
@@ -149,6 +150,8 @@ class AnswerBuilder:
         self.citation_spans: list[CitationSpan] = []
         self.errors_dropped = 0
         self.enrichment_skipped: str | None = None
+        self.skipped_types: dict[str, int] = {}
+        """Unknown provider types skipped (:attr:`CitedAnswer.skipped_types`)."""
         self.claims: list[ClaimEvent] = []
 
     def error(self, ev: ErrorEvent) -> None:
@@ -374,6 +377,7 @@ class AnswerBuilder:
             errors_dropped=self.errors_dropped,
             enrichment_skipped=self.enrichment_skipped,
             claims=list(self.claims),
+            skipped_types=dict(self.skipped_types),
         )
         set_lazy_citation_refs(answer, refs)  # a list of CitationRef on first read
         return answer

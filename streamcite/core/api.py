@@ -214,7 +214,10 @@ class ChatStreamParser:
             return out
         raw = self._decoder.feed_raw(data)
         if raw:
-            self._interpreter.feed_raw(raw, out)
+            try:
+                self._interpreter.feed_raw(raw, out)
+            except RecursionError:
+                out.append(self.add_error(_too_deep()))  # the stream goes on
             self._fed += len(data)
             if self.builder.uncompacted > COMPACT_EVERY or self._fed > SIZE_CHECK_BYTES:
                 self._fed = 0
@@ -246,7 +249,11 @@ class ChatStreamParser:
             if lone:
                 msg = f"{lone} lone UTF-16 surrogate(s) in the response: replaced by U+FFFD"
                 out.append(self.add_error(ErrorEvent(code="lone_surrogate", message=msg)))
-        self._interpreter.feed_completion(obj, out)
+        try:
+            self._interpreter.feed_completion(obj, out)
+        except RecursionError:
+            out.append(self.add_error(_too_deep()))
+            self.builder.complete = False
         if (too_large := self.builder.check_size()) is not None:
             out.append(too_large)
         return out
@@ -326,6 +333,16 @@ def answer_from_response(
             msg = f"response body is not JSON: {exc}"
             parser.add_error(ErrorEvent(code="invalid_json", message=msg, stage="chunk"))
             return parser.answer  # nothing to interpret, nothing cut short: no truncation
-    parser._interpreter.feed_completion(obj)
+    try:
+        parser._interpreter.feed_completion(obj)
+    except RecursionError:
+        parser.add_error(_too_deep())
+        parser.builder.complete = False
     parser.close()
     return parser.answer
+
+
+def _too_deep() -> ErrorEvent:
+    """What a value nested deeper than the interpreter can walk becomes (a last guard:
+    the dialects quote and copy upstream values with bounded, iterative helpers)."""
+    return ErrorEvent(code="bad_chunk", message="an event nested too deeply to read", stage="chunk")

@@ -22,7 +22,16 @@ The error codes a cap turns into:
                              ``max_answer_chars``: the stream is cut there
                              (``complete: false``), nothing more is accumulated
 ``bad_chunk``                a choice index outside ``0..max_choices-1``
-``bad_tool_call``            a tool call beyond ``max_tool_calls`` of its choice
+``bad_tool_call``            a tool call beyond ``max_tool_calls`` of its choice, or
+                             beyond ``max_answer_tool_calls`` of the whole answer
+``citation_too_large``       a citation field beyond ``max_citation_text_chars`` or
+                             ``max_metadata_bytes`` (cut, the citation kept), the
+                             sources of one citation beyond ``max_citation_sources``,
+                             or citations beyond ``max_citation_bytes`` in all
+                             (the rest dropped)
+``event_too_large``          one event beyond ``max_event_bytes`` (skipped), or a
+                             whole body beyond ``max_body_bytes`` (not read:
+                             ``complete: false``)
 ===========================  ======================================================
 """
 
@@ -34,10 +43,16 @@ __all__ = [
     "ANSWER_TOO_LARGE",
     "DEFAULT_BOUNDS",
     "MAX_ANSWER_CHARS",
+    "MAX_ANSWER_TOOL_CALLS",
     "MAX_CHOICES",
     "MAX_CITATIONS",
+    "MAX_CITATION_BYTES",
+    "MAX_CITATION_SOURCES",
+    "MAX_CITATION_TEXT_CHARS",
+    "MAX_CITATION_WIRE_BYTES",
     "MAX_ERRORS",
     "MAX_ERROR_MESSAGE",
+    "MAX_METADATA_BYTES",
     "MAX_TOOL_CALLS",
     "TOO_MANY_CITATIONS",
     "StreamBounds",
@@ -66,6 +81,35 @@ MAX_ANSWER_CHARS = 8 * 1024 * 1024
 provider allows today (128k tokens), and still a bounded amount of memory per stream
 (the text is held once: ~8 MiB for ASCII, up to 32 MiB for astral characters). Beyond
 it the stream is cut with ``answer_too_large``."""
+
+MAX_ANSWER_TOOL_CALLS = 4096
+"""Tool calls of a whole answer, every choice together: what a stream of tool calls
+costs (their table, their lookups) stays bounded whatever it numbers or spreads over
+choices. Beyond it: ``bad_tool_call`` (reported once, the rest counted and dropped)."""
+
+MAX_CITATION_TEXT_CHARS = 16 * 1024
+"""Characters of one string field of a citation or span (``cited_text``, a title, a
+URL): a quoted passage is a paragraph or two; beyond, it is cut (``…`` appended)."""
+
+MAX_METADATA_BYTES = 16 * 1024
+"""Bytes of one citation's or span's ``provider_metadata`` as JSON; beyond (or nested
+too deeply to serialise), it is replaced by ``{"truncated": true, "bytes": n,
+"preview": "…"}``."""
+
+MAX_CITATION_SOURCES = 64
+"""Sources of one citation (a Cohere citation's ``sources``): the first are kept."""
+
+MAX_CITATION_BYTES = 2 * 1024 * 1024
+"""Bytes of all the citations and spans of one answer (strings, metadata, ~100 bytes
+each besides): what an answer's citations hold in memory. Beyond, the next ones are
+dropped (``citation_too_large``)."""
+
+MAX_CITATION_WIRE_BYTES = 8 * 1024 * 1024
+"""Bytes of ``citations`` events a stream sends in all before they are coalesced: each
+event carries the whole set so far (consumers replace), so past this many bytes an
+event is sent only when the set has doubled since the last one, and the whole set
+always at the finish and the end: the events of a stream stay within a small constant
+times what its citations weigh."""
 
 MAX_ERRORS = 1000
 """At most this many errors are kept on an answer; the rest are counted (``errors_dropped``)."""
@@ -101,6 +145,18 @@ class StreamBounds:
     """URL strings of a ``citations`` list (Perplexity)."""
     max_answer_chars: int = MAX_ANSWER_CHARS
     """Text + reasoning + refusal + tool arguments of choice 0, in characters."""
+    max_answer_tool_calls: int = MAX_ANSWER_TOOL_CALLS
+    """Tool calls of the whole answer (every choice); beyond: ``bad_tool_call``."""
+    max_citation_text_chars: int = MAX_CITATION_TEXT_CHARS
+    """Characters of one string field of a citation or span (cut beyond)."""
+    max_metadata_bytes: int = MAX_METADATA_BYTES
+    """Bytes of one ``provider_metadata`` as JSON (a preview beyond)."""
+    max_citation_sources: int = MAX_CITATION_SOURCES
+    """Sources of one citation (Cohere ``sources``)."""
+    max_citation_bytes: int = MAX_CITATION_BYTES
+    """Bytes of all citations and spans of an answer."""
+    max_citation_wire_bytes: int = MAX_CITATION_WIRE_BYTES
+    """Bytes of ``citations`` events before they are coalesced (sent on doubling)."""
     max_errors: int = MAX_ERRORS
     """Errors kept on an answer (the rest counted)."""
     max_error_message: int = MAX_ERROR_MESSAGE

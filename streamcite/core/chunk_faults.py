@@ -12,6 +12,7 @@ import orjson
 from streamcite.core.chunk_state import ChunkState
 from streamcite.core.errors_payload import error_from_payload
 from streamcite.core.events import ErrorEvent, Event, FinishEvent
+from streamcite.core.quote import quote
 
 __all__ = ["ChunkFaults"]
 
@@ -77,7 +78,7 @@ class ChunkFaults(ChunkState):
             return
         self.foreign_seen = True
         kind = obj.get("type")
-        what = f"an event of type {kind!r:.60}" if type(kind) is str else "a Gemini response"
+        what = f"an event of type {quote(kind, 60)}" if type(kind) is str else "a Gemini response"
         msg = (
             f"{what} has no choices: this is not a Chat Completions stream; read it with "
             "its API (stream_chat(api=...)) or dialect='auto'"

@@ -9,9 +9,11 @@ from typing import Any
 
 from streamcite.core.bounds import TOO_MANY_CITATIONS, clip_message
 from streamcite.core.chunk_faults import ChunkFaults
+from streamcite.core.citation_caps import CITATION_TOO_LARGE, CitationBudget
 from streamcite.core.citations import bounded_citations
 from streamcite.core.events import CitationsEvent, Event, MetaEvent, UsageEvent
-from streamcite.core.models import Usage
+from streamcite.core.models import Citation, Usage
+from streamcite.core.quote import quote
 
 __all__ = ["ChunkFields"]
 
@@ -59,6 +61,7 @@ class ChunkFields(ChunkFaults):
         if parsed is None:
             return
         citations, problems, over = parsed
+        citations = self._capped(citations, out)
         if problems:
             self._fault(out, "bad_citations", clip_message("; ".join(problems[:5])))
         if over:
@@ -69,9 +72,25 @@ class ChunkFields(ChunkFaults):
             self._builder.citations = citations
             out.append(CitationsEvent(citations=citations))
 
+    def _capped(self, citations: list[Citation], out: list[Event]) -> list[Citation]:
+        """A chunk's citations held to the byte caps (each field; the set in all): what
+        was cut is reported once per chunk (``citation_too_large``)."""
+        budget = CitationBudget(self._builder.bounds)
+        kept: list[Citation] = []
+        problems: list[str] = []
+        for c in citations:
+            ok, why = budget.admit(c)
+            problems.extend(why[: 3 - len(problems)])
+            if not ok:
+                break
+            kept.append(c)
+        if problems:
+            self._fault(out, CITATION_TOO_LARGE, "; ".join(problems))
+        return kept
+
     def _usage(self, usage: Any, out: list[Event], *, final: bool = True) -> None:
         if type(usage) is not dict:
-            self._fault(out, "bad_chunk", f"usage is not an object: {usage!r:.120}")
+            self._fault(out, "bad_chunk", f"usage is not an object: {quote(usage)}")
             return
         vals = []
         for k in ("prompt_tokens", "completion_tokens", "total_tokens"):

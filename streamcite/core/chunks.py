@@ -34,6 +34,7 @@ from streamcite.core.events import (
 from streamcite.core.fastpath import feed_keep_mode
 from streamcite.core.markers import FootnoteDetector, MarkerMode
 from streamcite.core.named_events import named_event
+from streamcite.core.quote import quote
 from streamcite.core.sse import OVERFLOW, RawEvent
 from streamcite.core.surrogates import SurrogateJoiner, loads_lone_surrogates
 from streamcite.core.template import ContentTemplate
@@ -263,16 +264,16 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
         """Tokens (and other deltas) of each choice; the finish events, for the caller."""
         finishes: list[FinishEvent] = []
         if type(choices) is not list:
-            self._fault(out, "bad_chunk", f"choices is not an array: {choices!r:.120}")
+            self._fault(out, "bad_chunk", f"choices is not an array: {quote(choices)}")
             return finishes
         for ch in choices:
             if type(ch) is not dict:
-                self._fault(out, "bad_chunk", f"choice is not an object: {ch!r:.120}")
+                self._fault(out, "bad_chunk", f"choice is not an object: {quote(ch)}")
                 continue
             delta = ch.get(key)
             if delta:
                 if type(delta) is not dict:
-                    self._fault(out, "bad_chunk", f"{key} is not an object: {delta!r:.120}")
+                    self._fault(out, "bad_chunk", f"{key} is not an object: {quote(delta)}")
                     delta = {}
                 content = delta.get("content")
                 plain = type(content) is str
@@ -296,7 +297,7 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
     def _index(self, ch: dict[str, Any], out: list[Event]) -> int | None:
         idx = ch.get("index", 0)
         if type(idx) is not int:
-            self._fault(out, "bad_chunk", f"choice index is not an integer: {idx!r:.40}")
+            self._fault(out, "bad_chunk", f"choice index is not an integer: {quote(idx, 40)}")
             return None
         limit = self._builder.bounds.max_choices
         if not 0 <= idx < limit:
@@ -377,10 +378,10 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
         if out is None:
             out = []
         if type(obj) is not dict:
-            return self._fault(out, "bad_chunk", f"response is not a JSON object: {obj!r:.120}")
+            return self._fault(out, "bad_chunk", f"response is not a JSON object: {quote(obj)}")
         if not obj.get("choices") and not obj.get("error") and obj.get("object") != "error":
             # Nothing this dialect reads as an answer (not even an error): say so.
-            self._fault(out, "bad_chunk", f"response without choices: {obj!r:.120}")
+            self._fault(out, "bad_chunk", f"response without choices: {quote(obj)}")
         self._interpret(obj, "message", out)
         self.done = True
         return out

@@ -14,6 +14,7 @@ from typing import Any
 from streamcite.core._fields import expect_fields
 from streamcite.core.bounds import DEFAULT_BOUNDS, StreamBounds
 from streamcite.core.models import Citation, CitationSpan
+from streamcite.core.quote import quote
 
 __all__ = [
     "ANSWER_SEGMENT",
@@ -77,31 +78,35 @@ def parse_citation(item: Any, position: int) -> Citation:
         elif name in _NUMERIC_OK and isinstance(v, int | float) and not isinstance(v, bool):
             values[name] = str(v)
         else:
-            raise ValueError(f"citations[{position}].{name}: expected a string or null, got {v!r}")
+            raise ValueError(
+                f"citations[{position}].{name}: expected a string or null, got {quote(v)}"
+            )
     idx = item.get("document_index")
     if idx is None:
         idx = position
     elif isinstance(idx, bool) or not isinstance(idx, int) or idx < 0:
         raise ValueError(
-            f"citations[{position}].document_index: expected an integer >= 0, got {idx!r}"
+            f"citations[{position}].document_index: expected an integer >= 0, got {quote(idx)}"
         )
     return Citation(document_index=idx, **values)
 
 
 def _from_url(url: Any, position: int) -> Citation:
     if not isinstance(url, str):
-        raise ValueError(f"citations[{position}]: expected a URL string, got {url!r}")
+        raise ValueError(f"citations[{position}]: expected a URL string, got {quote(url)}")
     return Citation(source_url=url, document_index=position)
 
 
 def _from_search_result(item: Any, position: int) -> Citation:
     if not isinstance(item, dict):
-        raise ValueError(f"search_results[{position}]: expected an object, got {item!r}")
+        raise ValueError(f"search_results[{position}]: expected an object, got {quote(item)}")
     title, url, date = item.get("title"), item.get("url"), item.get("date")
     snippet = item.get("snippet")
     for name, v in (("title", title), ("url", url), ("date", date), ("snippet", snippet)):
         if v is not None and not isinstance(v, str):
-            raise ValueError(f"search_results[{position}].{name}: expected a string, got {v!r}")
+            raise ValueError(
+                f"search_results[{position}].{name}: expected a string, got {quote(v)}"
+            )
     head = date[:4] if date else ""
     # ASCII only: str.isdigit() also accepts "²⁰²⁴" and Arabic-Indic digits.
     year = head if len(head) == 4 and head.isascii() and head.isdigit() else None

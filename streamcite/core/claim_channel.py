@@ -99,9 +99,8 @@ class ClaimSession(Protocol):
 
     ``on_*`` return the jobs that became ready; :meth:`run` is called in a worker
     thread, one job at a time, and must not touch the session's other state.
-    Optional: a ``prepare()`` method (no arguments) is run once in that worker thread
-    as the stream starts, before any check (and outside their timeout): for data a
-    first check would otherwise load (the local checker's lexicon).
+    :meth:`prepare` is run once in that worker thread as the stream starts, before any
+    check (and outside their timeout).
     """
 
     checker: str
@@ -115,6 +114,11 @@ class ClaimSession(Protocol):
     def on_finish(self) -> list[ClaimJob]: ...
 
     def run(self, job: ClaimJob) -> ClaimEvent: ...
+
+    def prepare(self) -> None:
+        """Load what a first check would otherwise load (the local checker's lexicon);
+        return at once when there is nothing to load. Called in the worker thread."""
+        ...
 
 
 @runtime_checkable

@@ -23,6 +23,7 @@ from streamcite.core.events import (
 )
 from streamcite.core.models import Citation, CitationSpan
 from streamcite.core.offsets import OffsetMap
+from streamcite.core.quote import dump_json, quote
 from streamcite.core.tool_placer import ToolPlacer
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ def interpret_delta(it: ChatState, idx: int, delta: dict[str, Any], out: list[Ev
         if type(content) is list:
             _content_parts(it, idx, content, out)
         else:
-            it._fault(out, "bad_chunk", f"content is not a string: {content!r:.120}")
+            it._fault(out, "bad_chunk", f"content is not a string: {quote(content)}")
     rc, rs = delta.get("reasoning_content"), delta.get("reasoning")
     if rc:
         _reasoning(it, idx, rc, "reasoning_content", out)
@@ -61,7 +62,7 @@ def interpret_delta(it: ChatState, idx: int, delta: dict[str, Any], out: list[Ev
             if idx == 0:
                 it.builder.refusal_parts.append(refusal)
         else:
-            it._fault(out, "bad_chunk", f"refusal is not a string: {refusal!r:.120}")
+            it._fault(out, "bad_chunk", f"refusal is not a string: {quote(refusal)}")
     calls = delta.get("tool_calls")
     if calls:
         _tool_calls(it, idx, calls, out)
@@ -72,7 +73,7 @@ def interpret_delta(it: ChatState, idx: int, delta: dict[str, Any], out: list[Ev
 
 def _reasoning(it: ChatState, idx: int, text: Any, key: str, out: list[Event]) -> None:
     if type(text) is not str:
-        it._fault(out, "bad_chunk", f"{key} is not a string: {text!r:.120}")
+        it._fault(out, "bad_chunk", f"{key} is not a string: {quote(text)}")
         return
     out.append(ReasoningEvent(idx, text))
     if idx == 0:
@@ -100,13 +101,13 @@ def _content_parts(it: ChatState, idx: int, parts: list[Any], out: list[Event]) 
                         if text:
                             _reasoning(it, idx, text, "thinking", out)
                     else:
-                        it._fault(out, "bad_chunk", f"thinking part is not text: {sub!r:.120}")
+                        it._fault(out, "bad_chunk", f"thinking part is not text: {quote(sub)}")
                 continue
         elif kind == "reference":
             if idx == 0:
                 it.builder.references.append(part)
             continue
-        it._fault(out, "bad_content_part", f"content part not understood: {part!r:.120}")
+        it._fault(out, "bad_content_part", f"content part not understood: {quote(part)}")
 
 
 MAX_URL_CITATIONS = MAX_CITATIONS
@@ -133,7 +134,9 @@ def _tool_entry(call: Any) -> _ToolEntry | str:
         return "function is not an object"
     name, args = fn.get("name"), fn.get("arguments")
     if type(args) is dict:  # some servers send the arguments already parsed
-        args = orjson.dumps(args).decode()
+        args = dump_json(args)
+        if args is None:
+            return "arguments nested too deeply"
     for field, v in (("id", cid), ("type", kind), ("name", name), ("arguments", args)):
         if v is not None and type(v) is not str:
             return f"{field} is not a string"
@@ -142,7 +145,7 @@ def _tool_entry(call: Any) -> _ToolEntry | str:
 
 def _tool_calls(it: ChatState, idx: int, calls: Any, out: list[Event]) -> None:
     if type(calls) is not list:
-        it._fault(out, "bad_chunk", f"tool_calls is not an array: {calls!r:.120}")
+        it._fault(out, "bad_chunk", f"tool_calls is not an array: {quote(calls)}")
         return
     placer = it._tools.get(idx)
     if placer is None:
@@ -152,12 +155,12 @@ def _tool_calls(it: ChatState, idx: int, calls: Any, out: list[Event]) -> None:
         entry = _tool_entry(call)
         if isinstance(entry, str):
             # Not folded into any call: a wrong type is never taken for a missing field.
-            it._fault(out, "bad_tool_call", f"tool call {entry}: {call!r:.120}")
+            it._fault(out, "bad_tool_call", f"tool call {entry}: {quote(call)}")
             continue
         tidx, cid, kind, name, args = entry
         tool_index = placer.place(tidx, cid, name, pos if several else -1)
         if tool_index < 0:
-            msg = f"tool call beyond the {placer.limit:,} of a choice: {call!r:.120}"
+            msg = f"tool call beyond the {placer.limit:,} of a choice: {quote(call)}"
             it._fault(out, "bad_tool_call", msg)
             continue
         ev = ToolCallEvent(idx, tool_index, cid or None, name or None, args or "")
@@ -189,7 +192,7 @@ def _url_citation(note: Any) -> tuple[str, str | None, int | None, int | None] |
 def _annotations(it: ChatState, notes: Any, out: list[Event]) -> None:
     """OpenAI search models: ``url_citation`` annotations become Citations with a span."""
     if type(notes) is not list:
-        it._fault(out, "bad_chunk", f"annotations is not an array: {notes!r:.120}")
+        it._fault(out, "bad_chunk", f"annotations is not an array: {quote(notes)}")
         return
     b = it.builder
     n, cap = len(b.citations), b.bounds.max_citations
@@ -199,7 +202,7 @@ def _annotations(it: ChatState, notes: Any, out: list[Event]) -> None:
     for note in notes:
         got = _url_citation(note)
         if isinstance(got, str):
-            it._fault(out, "bad_annotation", f"annotation {got}: {note!r:.120}")
+            it._fault(out, "bad_annotation", f"annotation {got}: {quote(note)}")
             continue
         if n >= cap:
             if not it.annotations_dropped:  # reported once per stream, then counted

@@ -6,6 +6,7 @@ from typing import Any
 
 from streamcite.core.bounds import clip_message
 from streamcite.core.events import ErrorEvent
+from streamcite.core.quote import quote
 
 __all__ = ["error_from_payload", "http_status"]
 
@@ -48,14 +49,14 @@ def error_from_payload(err: Any, stage: str) -> ErrorEvent:
         if status is None:
             status = http_status(err.get("code"))
     else:
-        code, message, status = "upstream_error", str(err), None
-    code = clip_message(str(code), 100)
+        code, message, status = "upstream_error", err if type(err) is str else quote(err, 300), None
+    code = clip_message(code if type(code) is str else quote(code, 100), 100)
     retryable = code in _RETRYABLE_CODES or (
         status is not None and (status == 429 or status >= 500)
     )
     return ErrorEvent(
         code=code,
-        message=clip_message(str(message)),
+        message=clip_message(message if type(message) is str else quote(message, 300)),
         retryable=retryable,
         stage=stage,
         status=status,

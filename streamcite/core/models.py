@@ -202,6 +202,10 @@ class CitedAnswer:
     """Why post-stream enrichers did not run: ``"refusal"`` or ``"incomplete"``."""
     claims: list[Any] = field(default_factory=list)
     """``ClaimEvent`` objects, in the order they were emitted (every checker's)."""
+    skipped_types: dict[str, int] = field(default_factory=dict)
+    """Provider event or content types the dialect does not know (a newer API version's),
+    skipped without failing the answer: type → how many were skipped (at most 32 types;
+    the rest are counted under ``"(other types)"``). Empty when nothing was skipped."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = _plain(self)

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from streamcite.core.quote import quote
+
 if TYPE_CHECKING:
     from streamcite.core.chat_state import ChatState
     from streamcite.core.events import Event
@@ -36,7 +38,9 @@ def named_event(it: ChatState, event: bytes, payload: bytes, out: list[Event]) -
     except orjson.JSONDecodeError as exc:
         if any(k in payload for k in _CHAT_BYTES):
             name = event.decode("utf-8", "replace")
-            msg = f"chunk under event {name!r:.60} is not valid JSON ({exc}): {payload[:120]!r}"
+            msg = (
+                f"chunk under event {quote(name, 60)} is not valid JSON ({exc}): {payload[:120]!r}"
+            )
             it._fault(out, "invalid_json", msg)
         return
     # An unhashable "object" value cannot be tested against a set: the tuple compares.

@@ -7,6 +7,7 @@ from typing import Any
 
 from streamcite.core import _validate as v
 from streamcite.core.errors import MalformedResponse
+from streamcite.core.quote import quote
 
 __all__ = ["DataSource", "QuotedSource", "SourceChunk", "SourceDocument"]
 
@@ -118,7 +119,7 @@ class QuotedSource:
         if isinstance(quoted, int) and not isinstance(quoted, bool):
             quoted = str(quoted)
         if not isinstance(quoted, str):
-            raise MalformedResponse(f"{path}.quoted_as: expected a string, got {quoted!r}")
+            raise MalformedResponse(f"{path}.quoted_as: expected a string, got {quote(quoted)}")
         ds = d.get("data_source")
         return cls(
             quoted_as=quoted,

@@ -29,6 +29,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from streamcite.core.enricher import EnrichContext
 from streamcite.core.events import GroundingEvent, SourcesEvent
 from streamcite.core.grounding import (
     CitedChunk,
@@ -39,7 +40,6 @@ from streamcite.core.grounding import (
 )
 from streamcite.core.models import Citation, CitedAnswer
 from streamcite.core.sources import QuotedSource
-from streamcite.enrich.base import EnrichContext
 from streamcite.enrich.facts import MAX_FACT_CHARS, MAX_FACTS, build_facts, passage_facts
 from streamcite.enrich.limits import (
     MAX_ANSWER_TOKENS,
@@ -59,6 +59,7 @@ __all__ = [
     "InvalidGroundingRequest",
     "LocalGrounding",
     "bound_answer",
+    "check_facts",
     "runs_off_loop",
 ]
 
@@ -243,7 +244,7 @@ class LocalGrounding:
         warnings: list[str],
     ) -> GroundingResult:
         t0 = time.perf_counter()
-        result = _check(answer, facts, threshold, claim_level_scores, self.lang)
+        result = check_facts(answer, facts, threshold, claim_level_scores, self.lang)
         if not facts and result.checked_claims:
             # Claims to check and nothing to check them against: no verdict (not "every
             # claim unsupported"). With no claim to check, "nothing to check" stands.
@@ -374,13 +375,17 @@ def _offsets_in_units(text: str, offsets: list[int]) -> dict[int, tuple[int, int
     return out
 
 
-def _check(
+def check_facts(
     answer: str,
     facts: list[GroundingFact],
     threshold: float,
     claim_level_scores: bool,
     lang: str | None,
 ) -> GroundingResult:
+    """The offline check of ``answer`` against ``facts`` (already bounded and prepared),
+    on the calling thread: each claim's fact indices whose support reaches
+    ``threshold``, the cited chunks, the support score. What :class:`LocalGrounding`
+    and Google's ``:check`` JSON (:mod:`~streamcite.grounding.google_check`) run."""
     with ENGINE_LOCK:  # the live claim checks run in a worker thread
         verdicts = evaluate(answer, [f.text for f in facts], lang=lang)
     cited: dict[int, list[int]] = {}  # claim position -> fact indices

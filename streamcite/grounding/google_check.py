@@ -17,7 +17,7 @@ from streamcite.enrich.limits import (
     validate_facts_count,
     validate_user_labels,
 )
-from streamcite.grounding.checker import _check, runs_off_loop
+from streamcite.grounding.checker import check_facts, runs_off_loop
 
 __all__ = ["InvalidGroundingRequest", "acheck_google_request", "check_google_request"]
 
@@ -124,7 +124,7 @@ def check_google_request(body: dict[str, Any]) -> dict[str, Any]:
     ``userLabels``, unknown fields or wrong types.
     """
     answer, facts, threshold, claim_scores = _parse_google_request(body)
-    result = _check(answer, facts, threshold, claim_scores, None)
+    result = check_facts(answer, facts, threshold, claim_scores, None)
     return _google_response(result, claim_scores)
 
 
@@ -132,7 +132,7 @@ async def acheck_google_request(body: dict[str, Any]) -> dict[str, Any]:
     """:func:`check_google_request` for async servers: large requests run in a thread."""
     answer, facts, threshold, claim_scores = _parse_google_request(body)
     if runs_off_loop(len(answer) + sum(len(f.text) for f in facts)):
-        result = await asyncio.to_thread(_check, answer, facts, threshold, claim_scores, None)
+        result = await asyncio.to_thread(check_facts, answer, facts, threshold, claim_scores, None)
     else:
-        result = _check(answer, facts, threshold, claim_scores, None)
+        result = check_facts(answer, facts, threshold, claim_scores, None)
     return _google_response(result, claim_scores)

@@ -31,9 +31,9 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from streamcite.core.claim_channel import ClaimChecker, ClaimJob, ClaimScore
 from streamcite.core.events import CitationsEvent, ClaimEvent
 from streamcite.core.grounding import GroundingFact
-from streamcite.enrich.claims import ClaimChecker, ClaimJob, ClaimScore
 from streamcite.enrich.facts import MAX_FACTS, passage_facts
 from streamcite.grounding import lexicon
 from streamcite.grounding.live import FactIndex

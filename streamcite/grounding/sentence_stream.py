@@ -48,6 +48,9 @@ MAX_OPEN = 16_384
 _MAYBE_END = re.compile(r"[.!?…׃؟。！？\n]")
 # An open sentence that is still the beginning of a footnote marker ("[", "[1", "[1, 2").
 _MARKER_PREFIX = re.compile(r"\[\^?[\d\s,;–-]*\]?")
+_EAGER = 512
+"""Open characters re-split on every possible end; beyond, only once they have doubled
+since a split that completed nothing (a sentence is rarely longer)."""
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
@@ -85,9 +88,11 @@ class SentenceStream:
         "_dirty",
         "_done",
         "_done_u16",
+        "_idle",
         "_max_open",
         "_open",
         "_overflow",
+        "_prev",
     )
 
     def __init__(self, *, max_open: int = MAX_OPEN) -> None:
@@ -99,6 +104,12 @@ class SentenceStream:
         """Offset (into ``_open``) where the returned sentences end."""
         self._done_u16 = 0
         """``_open[:_done]`` in UTF-16 units."""
+        self._prev = 0
+        self._idle = 0
+        """Open characters at the last split that completed nothing: the next waits until
+        the open part has doubled (a long sentence of false ends, ``wait… wait…``, is
+        re-read a logarithmic number of times, not once per token)."""
+        """Where the last returned sentence starts (in ``_open``)."""
         self._dirty = False
         self._overflow = False
         self._max_open = max_open
@@ -124,10 +135,15 @@ class SentenceStream:
             if _MAYBE_END.search(text) is None:
                 return []
             self._dirty = True
-        if len(self._open) - self._done > self._max_open:
+        pending = len(self._open) - self._done
+        if pending > self._max_open:
             self._overflow = True
             return []
-        return self._split(final=False)
+        if pending > _EAGER and pending < 2 * self._idle:
+            return []
+        out = self._split(final=False)
+        self._idle = 0 if out else pending
+        return out
 
     def close(self) -> list[StreamedSentence]:
         """The sentences not returned yet (the text is complete)."""
@@ -142,8 +158,13 @@ class SentenceStream:
         that line as one), else the start of its line. Each sentence end is then read
         once, not once per sentence of its paragraph."""
         o, d = self._open, self._done
-        if d == 0 or (d < len(o) and not o[d].isspace()):
+        if d == 0:
             return 0
+        if d < len(o) and not o[d].isspace():
+            # No blank after the last sentence (CJK "。", "Claim.Claim."): re-read from that
+            # sentence's start, so its end is decided again with its context; the split
+            # is kept only if it ends there too (:meth:`_split`), else the whole line.
+            return self._prev
         nl = o.find("\n", d)
         partial = o[d : nl if nl >= 0 else len(o)]
         if _LIST_MARKER_RE.match(partial) or _HEADING_RE.match(partial):
@@ -152,10 +173,12 @@ class SentenceStream:
 
     def _split(self, *, final: bool) -> list[StreamedSentence]:
         w = self._window()
+        parts = split_sentences(self._open[w:])
+        d = self._done
+        if w and w < d and not any(s.end + w == d for s in parts):
+            w, parts = 0, split_sentences(self._open)  # read differently from there
         sents = [
-            Sentence(s.start + w, s.end + w, s.text, s.heading)
-            for s in split_sentences(self._open[w:])
-            if s.end + w > self._done
+            Sentence(s.start + w, s.end + w, s.text, s.heading) for s in parts if s.end + w > d
         ]
         if not final:
             # The last sentence may still grow; a marker still being written may yet
@@ -167,7 +190,7 @@ class SentenceStream:
         if not sents:
             return []
         out = [self._out(s) for s in sents]
-        self._advance(sents[-1].end)
+        self._advance(sents[-1].start, sents[-1].end)
         return out
 
     def _out(self, s: Sentence) -> StreamedSentence:
@@ -182,7 +205,7 @@ class SentenceStream:
             s.heading,
         )
 
-    def _advance(self, end: int) -> None:
+    def _advance(self, start: int, end: int) -> None:
         """Returned up to ``end`` (in ``_open``): drop the lines before the line of ``end``."""
         o = self._open
         u_end = self._done_u16 + _utf16_len(o[self._done : end])
@@ -193,8 +216,10 @@ class SentenceStream:
             self._base_u16 += u_line
             self._open = o[line:]
             end -= line
+            start -= line
             u_end -= u_line
         self._done = end
+        self._prev = max(start, 0)
         self._done_u16 = u_end
         rest = self._open[end:]
         self._dirty = _MAYBE_END.search(rest) is not None

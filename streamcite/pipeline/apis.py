@@ -1,9 +1,17 @@
 """What each provider API wants on the wire: path, auth and version headers, body.
 
 ``stream_chat(request, base_url=..., api=...)`` sends ``request`` (that API's own body)
-to the API's streaming endpoint under ``base_url`` (the API root with its version,
-``…/v1`` for OpenAI and Anthropic, ``…/v1beta`` or ``…/v1`` for Gemini, ``…/v2`` for
-Cohere; the Anthropic and Cohere SDKs take the server root and add the version):
+to the API's streaming endpoint under ``base_url``. ``base_url`` is what the API's SDK
+takes, or the API root with its version (:func:`api_base`):
+
+- ``chat``, ``responses``: as given (the OpenAI SDK's ``https://api.openai.com/v1``, or any
+  OpenAI-compatible root);
+- ``anthropic``: ``https://api.anthropic.com`` (its SDK's; ``/v1`` added) or ``…/v1``;
+- ``gemini``: ``https://generativelanguage.googleapis.com`` (``/v1beta`` added), or
+  ``…/v1beta`` / ``…/v1``;
+- ``cohere``: ``https://api.cohere.com`` (``/v2`` added) or ``…/v2``;
+
+and appends:
 
 =============  =================================================  =======================================
 api            URL                                                headers
@@ -24,10 +32,11 @@ Pure functions: no I/O here.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import orjson
 
@@ -36,9 +45,11 @@ __all__ = [
     "APIS",
     "Api",
     "PreparedRequest",
+    "api_base",
     "api_root",
     "check_api",
     "prepare_request",
+    "version_segment",
 ]
 
 Api = Literal["chat", "responses", "anthropic", "gemini", "cohere"]
@@ -74,6 +85,49 @@ def check_api(api: str) -> Api:
     if known is None:
         raise ValueError(f"unknown api {api!r}: one of {', '.join(APIS)}")
     return known
+
+
+_VERSION = re.compile(r"v[0-9]{1,3}(?:(?:alpha|beta)[0-9]{0,3})?")
+"""A path segment that names an API version: ``v1``, ``v2``, ``v1beta``, ``v1beta1``…"""
+_SDK_ROOT_APIS = frozenset({"anthropic", "gemini", "cohere"})
+"""The APIs whose SDKs take the server's root and add the version themselves (the OpenAI
+SDK's base URL already ends with it, and OpenAI-compatible servers put it anywhere)."""
+
+
+def version_segment(base_url: str) -> str | None:
+    """The version segment ``base_url``'s path ends with (``v1``, ``v1beta``…), else None.
+
+    >>> version_segment("http://h/v1/"), version_segment("http://h/api"), version_segment("x")
+    ('v1', None, None)
+    """
+    last = urlsplit(base_url).path.rstrip("/").rpartition("/")[2]
+    return last if _VERSION.fullmatch(last) else None
+
+
+def api_base(base_url: str, api: str) -> str:
+    """The versioned API root ``base_url`` stands for, as ``api``'s SDK reads it.
+
+    A base URL whose path ends with a version segment (``…/v1``, ``…/v2``,
+    ``…/v1beta``) is the API root already. Otherwise, for Anthropic, Gemini and Cohere
+    it is the server's root their SDKs take, and the API's version is added (``/v1``,
+    ``/v1beta``, ``/v2``; a Vertex AI ``…/publishers/google`` root is kept whole). The
+    OpenAI APIs' base URL is always as given: the OpenAI SDK's includes the version, and
+    OpenAI-compatible servers serve at many paths.
+
+    >>> api_base("http://127.0.0.1:8765", "anthropic"), api_base("http://h/v2/", "cohere")
+    ('http://127.0.0.1:8765/v1', 'http://h/v2')
+    >>> api_base("https://generativelanguage.googleapis.com/", "gemini")
+    'https://generativelanguage.googleapis.com/v1beta'
+    >>> api_base("https://api.perplexity.ai", "chat")
+    'https://api.perplexity.ai'
+    """
+    api = check_api(api)
+    root = base_url.rstrip("/")
+    if api not in _SDK_ROOT_APIS or version_segment(root) is not None:
+        return root
+    if api == "gemini" and "/publishers/" in urlsplit(root).path:
+        return root
+    return root + _ROOTS[api]
 
 
 def api_root(server_root: str, api: str) -> str:
@@ -122,7 +176,7 @@ def prepare_request(
     (b'{"contents":[]}', ['Content-Type', 'x-goog-api-key'])
     """
     api = check_api(api)
-    root = base_url.rstrip("/")
+    root = api_base(base_url, api)
     model = request.get("model")
     out: dict[str, str] = {"Content-Type": "application/json"}
     if api == "anthropic":

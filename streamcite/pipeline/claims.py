@@ -15,7 +15,7 @@ own ``timeout`` attribute) becomes an unchecked claim (score
 and ``supported`` ``None``) and one ``claim_timeout`` error. The stream's end waits
 for the checks in flight (each within its timeout) before the enrichers' results.
 
-Prepared: a session with a ``prepare()`` method (the local checker's loads its
+Prepared: each session's ``prepare()`` (the local checker's loads its
 lexicon: 0.2-3 s the first time in a process, more than a check's timeout) has it run
 in the worker thread as the stage is made, before the upstream answers; the checks
 wait for it (at most :data:`PREPARE_TIMEOUT`) before their own timeout starts, so the
@@ -153,7 +153,7 @@ class ClaimStage:
 
     def _prepare(self) -> None:
         """Run the sessions' ``prepare()`` in the worker thread (see the module doc)."""
-        ready = [p for s in self.sessions if callable(p := getattr(s, "prepare", None))]
+        ready = [s.prepare for s in self.sessions]
         if not ready:
             return
         try:

@@ -86,6 +86,13 @@ async def _read_json(
         yield rec.note(ev)
     for ev in parser.close():
         yield rec.note(ev)
+    _warn_skipped(parser, rec)
+
+
+def _warn_skipped(parser: ChatStreamParser, rec: Recorder) -> None:
+    """One warning per provider type the dialect skipped (a newer API's), with its count."""
+    for kind, count in parser.builder.skipped_types.items():
+        rec.log.warning("stream.skipped_type", dialect=parser.dialect, type=kind, count=count)
 
 
 def _read_failure(exc: Exception, budget: Budget, waiting_first: bool) -> ErrorEvent:
@@ -145,3 +152,4 @@ async def _read_sse(
             break  # [DONE]: don't wait for the server to close the connection
     for ev in parser.close():
         yield note(ev)
+    _warn_skipped(parser, rec)

@@ -63,7 +63,9 @@ class ChatStream:
     ``api`` is the provider API ``request`` is written for (``chat``, ``responses``,
     ``anthropic``, ``gemini``, ``cohere``): it sets the path appended to ``base_url`` (the
     API root with its version: ``…/v1`` for OpenAI and Anthropic, Gemini ``…/v1beta`` or
-    ``…/v1``, Cohere ``…/v2``), the header ``api_key`` goes in, and the core dialect that
+    ``…/v1``, Cohere ``…/v2``; or, for Anthropic, Gemini and Cohere, the server's root as
+    their SDKs take it, ``https://api.anthropic.com``: the version is added), the header
+    ``api_key`` goes in, and the core dialect that
     reads the answer (see :mod:`~streamcite.pipeline.apis`). ``session`` is an
     optional ``httpx.AsyncClient`` (transport ``httpx``) or ``aiohttp.ClientSession``
     (transport ``aiohttp``) to reuse; otherwise one is made and closed per stream.

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Mapping
 
 import aiohttp
 
+from streamcite.core.quote import quote
 from streamcite.transports.base import TransportError, read_limited
 
 __all__ = ["AiohttpTransport"]
@@ -45,7 +46,7 @@ class _Response:
         if self.content_type != "text/event-stream":
             header = self._resp.headers.get("Content-Type")
             raise TransportError(
-                f"expected Content-Type text/event-stream, got {header!r:.200}",
+                f"expected Content-Type text/event-stream, got {quote(header, 200)}",
                 code="unexpected_content_type",
                 stage="http",
                 retryable=False,

@@ -7,15 +7,16 @@ once (the new source), and at the block's ``content_block_stop`` its span: the w
 text block the citation belongs to, with that citation's ``cited_text`` and location
 (``provider_metadata``) — one span per citation, so a source cited twice keeps both quotes; ``message_delta`` → ``usage`` and ``finish``;
 ``message_stop`` ends the stream; ``error`` (``overloaded_error``...) → ``error``.
-Ignored: ``ping``, ``signature_delta``, ``redacted_thinking``, ``server_tool_use`` and
-``web_search_tool_result`` blocks (the citations carry what an answer needs of them).
+Ignored: ``ping``, ``signature_delta``, ``redacted_thinking``, the server tools' blocks
+(``server_tool_use``, ``mcp_tool_use``, every ``*_tool_result``: the citations carry what
+an answer needs of them), ``compaction`` blocks and their ``compaction_delta``. A block,
+delta or event type this module does not know (a newer API version's) is skipped with
+what belongs to it and counted on the answer (``skipped_types``), never an error.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-import orjson
 
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.dialects.base import (
@@ -29,6 +30,7 @@ from streamcite.core.dialects.hotloop import TemplatedState
 from streamcite.core.events import Event
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
+from streamcite.core.quote import dump_json, quote
 from streamcite.core.sse import OVERFLOW, RawEvent
 
 __all__ = ["AnthropicInterpreter", "finish_reason", "status_of"]
@@ -55,9 +57,30 @@ _STATUS = {
     "overloaded_error": 529,
 }
 _IGNORED = frozenset({"ping"})
-_IGNORED_BLOCKS = frozenset(
-    {"redacted_thinking", "server_tool_use", "web_search_tool_result", "web_fetch_tool_result"}
+_SERVER_TOOL_BLOCKS = frozenset(
+    {
+        "server_tool_use",
+        "web_search_tool_result",
+        "web_fetch_tool_result",
+        "code_execution_tool_result",
+        "bash_code_execution_tool_result",
+        "text_editor_code_execution_tool_result",
+        "tool_search_tool_result",
+        "mcp_tool_use",
+        "mcp_tool_result",
+        "container_upload",
+    }
 )
+"""Blocks of the tools Anthropic runs itself (web search and fetch, code execution, tool
+search, the MCP connector): their inputs and results; the answer's text and citations
+carry what it needs of them. Any other ``*_tool_use`` / ``*_tool_result`` block but
+``tool_use`` is one too (the API's naming for server tools)."""
+_IGNORED_BLOCKS = _SERVER_TOOL_BLOCKS | {"redacted_thinking", "compaction"}
+"""Blocks read as documented ignores: server tools', ``redacted_thinking`` (encrypted) and
+``compaction`` (the API's summary of earlier turns, sent back on the next request)."""
+_IGNORED_DELTAS = frozenset({"signature_delta", "compaction_delta"})
+_SKIPPED = "skipped"
+"""The type recorded for a block of an unknown type: its deltas are skipped with it."""
 _HEAD = b'{"type":"content_block_delta","index":'
 _MID = b',"delta":{"type":"text_delta","text":"'
 _THINK = b',"delta":{"type":"thinking_delta","thinking":"'
@@ -65,6 +88,14 @@ _THINK = b',"delta":{"type":"thinking_delta","thinking":"'
 the text, ``"}}`` (padding spaces before the last brace: dialects/hotloop.py)."""
 # Citation fields that have a Citation field of their own (the rest: provider_metadata).
 _MAPPED = frozenset({"cited_text", "title", "document_title", "url", "source"})
+
+
+def _ignored_block(kind: Any) -> bool:
+    """A block type read as a documented ignore (:data:`_IGNORED_BLOCKS`, or a server
+    tool's ``*_tool_use`` / ``*_tool_result`` of a type newer than this list)."""
+    if kind in _IGNORED_BLOCKS:
+        return True
+    return type(kind) is str and kind != "tool_use" and kind.endswith(("_tool_use", "_tool_result"))
 
 
 def finish_reason(stop_reason: str) -> str:
@@ -137,8 +168,9 @@ class AnthropicInterpreter(TemplatedState):
 
     def _general(self, item: RawEvent, out: list[Event]) -> None:
         """An event the hot loop did not take: a text delta parsed and checked inline (the
-        template of its block's deltas then written: any ``index`` reads alike, a text
-        delta of any block is a token), anything else the general way."""
+        template of its block's deltas then written: a text delta of any block is a token;
+        an ``index`` that is not an integer, ``0.0`` or ``true``, goes the strict way and is
+        refused there), anything else the general way."""
         if item.__class__ is not tuple or item is OVERFLOW:
             StreamState.feed_raw(self, [item], out)
             return
@@ -157,10 +189,10 @@ class AnthropicInterpreter(TemplatedState):
             and d.__class__ is dict
             and d.get("type") == "text_delta"
             and (t := d.get("text")).__class__ is str
-            and (idx := obj.get("index")) in self._blocks
+            and (idx := obj.get("index")).__class__ is int  # not 0.0 nor true: the strict way
+            and idx in self._blocks
         ):
-            if idx.__class__ is int:
-                self._pre = b"%s%d%s" % (_HEAD, idx, _MID)
+            self._pre = b"%s%d%s" % (_HEAD, idx, _MID)
             if t:
                 self.token(0, t, out)
             return
@@ -180,7 +212,7 @@ class AnthropicInterpreter(TemplatedState):
     def _message_start(self, obj: dict[str, Any], out: list[Event]) -> None:
         msg = obj.get("message")
         if type(msg) is not dict:
-            self.fault(out, "bad_chunk", f"message_start without a message: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"message_start without a message: {quote(obj)}")
             return
         self.meta(msg.get("id"), msg.get("model"), None, out)
         usage = msg.get("usage")
@@ -190,7 +222,7 @@ class AnthropicInterpreter(TemplatedState):
     def _block_start(self, obj: dict[str, Any], out: list[Event]) -> None:
         idx, block = obj.get("index"), obj.get("content_block")
         if type(idx) is not int or type(block) is not dict:
-            self.fault(out, "bad_chunk", f"content_block_start not understood: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"content_block_start not understood: {quote(obj)}")
             return
         kind = block.get("type")
         self._blocks[idx] = [kind, self.chars0, []]
@@ -209,71 +241,86 @@ class AnthropicInterpreter(TemplatedState):
         elif kind == "tool_use":
             cid, name, args = block.get("id"), block.get("name"), block.get("input")
             if type(cid) is not str or type(name) is not str:
-                self.fault(out, "bad_tool_call", f"tool_use block not understood: {block!r:.120}")
+                self.fault(out, "bad_tool_call", f"tool_use block not understood: {quote(block)}")
                 return
-            arguments = orjson.dumps(args).decode() if args else ""
-            self.tool(idx, cid, name, arguments, out)
-        elif kind not in _IGNORED_BLOCKS:
-            self.unknown(f"content block {kind}", block, out)
+            arguments = dump_json(args) if args else ""
+            if arguments is None:
+                self.fault(
+                    out, "bad_tool_call", f"tool_use input nested too deeply: {quote(block)}"
+                )
+                return
+            if not self.tool(idx, cid, name, arguments, out):
+                self._blocks[idx][0] = _SKIPPED  # its deltas dropped with it
+        elif not _ignored_block(kind):
+            self._blocks[idx][0] = _SKIPPED
+            self.unknown(
+                f"content block {kind[:40] if type(kind) is str else quote(kind, 40)}", block, out
+            )
 
     def _block_delta(self, obj: dict[str, Any], out: list[Event]) -> None:
         idx, delta = obj.get("index"), obj.get("delta")
         if type(idx) is not int or type(delta) is not dict:
-            self.fault(out, "bad_chunk", f"content_block_delta not understood: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"content_block_delta not understood: {quote(obj)}")
             return
         kind = delta.get("type")
         if kind == "text_delta":
             text = delta.get("text")
             if type(text) is not str:
-                self.fault(out, "bad_chunk", f"text_delta text is not a string: {obj!r:.120}")
+                self.fault(out, "bad_chunk", f"text_delta text is not a string: {quote(obj)}")
             elif text:
                 self.token(0, text, out)
         elif kind == "thinking_delta":
             text = delta.get("thinking")
             if type(text) is not str:
-                self.fault(out, "bad_chunk", f"thinking_delta is not a string: {obj!r:.120}")
+                self.fault(out, "bad_chunk", f"thinking_delta is not a string: {quote(obj)}")
             elif text:
                 self.reasoning(0, text, out)
         elif kind == "input_json_delta":
             self._json_delta(idx, delta.get("partial_json"), obj, out)
         elif kind == "citations_delta":
             self._cite(idx, delta.get("citation"), out)
-        elif kind != "signature_delta":
-            self.unknown(f"delta {kind}", delta, out)
+        elif kind not in _IGNORED_DELTAS and not self._in_skipped(idx):
+            self.unknown(f"delta {str(kind)[:40]}", delta, out)
 
     def _json_delta(self, idx: int, part: Any, obj: dict[str, Any], out: list[Event]) -> None:
         block = self._blocks.get(idx)
         if type(part) is not str:
-            self.fault(out, "bad_chunk", f"partial_json is not a string: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"partial_json is not a string: {quote(obj)}")
         elif block is not None and block[0] == "tool_use":
             if part:
                 self.tool(idx, None, None, part, out)
         elif block is None:
             self.fault(out, "bad_chunk", f"input_json_delta of an unknown block {idx}")
-        elif block[0] not in _IGNORED_BLOCKS:
-            msg = f"input_json_delta of {block[0]!r:.40} block {idx} (not a tool use): dropped"
+        elif block[0] in ("text", "thinking"):
+            msg = f"input_json_delta of {quote(block[0], 40)} block {idx} (not a tool use): dropped"
             self.fault(out, "bad_chunk", msg)
-        # else a server tool's input (web search query): ignored with its block
+        # else a server tool's input (web search query, MCP call) or a skipped block's:
+        # ignored with its block
+
+    def _in_skipped(self, idx: int) -> bool:
+        """Block ``idx`` is of a type skipped or ignored (its deltas go with it)."""
+        block = self._blocks.get(idx)
+        return block is not None and (block[0] == _SKIPPED or _ignored_block(block[0]))
 
     def _cite(self, idx: int, c: Any, out: list[Event]) -> None:
         block = self._blocks.get(idx)
         if type(c) is not dict or block is None:
-            self.fault(out, "bad_citations", f"citation not understood: {c!r:.120}")
+            self.fault(out, "bad_citations", f"citation not understood: {quote(c)}")
             return
         got = _citation(c)
         if isinstance(got, str):
-            self.fault(out, "bad_citations", f"citation {got}: {c!r:.120}")
+            self.fault(out, "bad_citations", f"citation {got}: {quote(c)}")
             return
         cit = got[1]
         passage, meta = cit.cited_text, cit.provider_metadata
         doc = self.cite(got[0], cit, out)
         if doc is None:
             return
-        quote = (doc, passage, meta)
-        if quote in block[2]:
+        cited = (doc, passage, meta)
+        if cited in block[2]:
             pass
         elif len(block[2]) < MAX_SPANS:  # each passage of a source cited in this block
-            block[2].append(quote)
+            block[2].append(cited)
         else:
             self.span_over(out)
         self.emit_citations(out)  # live: a new source as soon as it is cited (once)
@@ -282,7 +329,7 @@ class AnthropicInterpreter(TemplatedState):
         idx = obj.get("index")
         block = self._blocks.get(idx) if type(idx) is int else None
         if block is None:
-            self.fault(out, "bad_chunk", f"content_block_stop of an unknown block: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"content_block_stop of an unknown block: {quote(obj)}")
             return
         if block[2]:
             added = False
@@ -291,13 +338,17 @@ class AnthropicInterpreter(TemplatedState):
             block[2] = []
             if added:
                 self.emit_citations(out)
+        if block[0] != "text":
+            self._blocks.pop(
+                obj["index"]
+            )  # stopped: nothing more of it is read (kept: text blocks)
         if len(self._blocks) > 4096:
             self._blocks = {k: v for k, v in self._blocks.items() if v[0] == "tool_use"}
 
     def _message_delta(self, obj: dict[str, Any], out: list[Event]) -> None:
         delta, usage = obj.get("delta"), obj.get("usage")
         if type(delta) is not dict:
-            self.fault(out, "bad_chunk", f"message_delta without a delta: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"message_delta without a delta: {quote(obj)}")
             delta = {}
         if type(usage) is dict:
             prompt = usage.get("input_tokens")
@@ -305,12 +356,12 @@ class AnthropicInterpreter(TemplatedState):
                 prompt = self._input_tokens
             self.usage(prompt, usage.get("output_tokens"), None, out)
         elif usage is not None:
-            self.fault(out, "bad_chunk", f"usage is not an object: {usage!r:.120}")
+            self.fault(out, "bad_chunk", f"usage is not an object: {quote(usage)}")
         reason = delta.get("stop_reason")
         if type(reason) is str:
             self.finish(0, finish_reason(reason), reason, out)
         elif reason is not None:
-            self.fault(out, "bad_chunk", f"stop_reason is not a string: {reason!r:.60}")
+            self.fault(out, "bad_chunk", f"stop_reason is not a string: {quote(reason, 60)}")
 
     def _message_stop(self, obj: dict[str, Any], out: list[Event]) -> None:
         self.end(out)
@@ -318,7 +369,7 @@ class AnthropicInterpreter(TemplatedState):
     def _error(self, obj: dict[str, Any], out: list[Event]) -> None:
         err = obj.get("error")
         if type(err) is not dict:
-            err = {"type": "upstream_error", "message": str(err)}
+            err = {"type": "upstream_error", "message": quote(err, 300)}
         kind = err.get("type")
         code = kind if type(kind) is str else "upstream_error"
         self.provider_error(code, err.get("message"), status_of(code), out)
@@ -330,7 +381,7 @@ class AnthropicInterpreter(TemplatedState):
         if out is None:
             out = []
         if type(obj) is not dict:
-            self.fault(out, "bad_chunk", f"response is not a JSON object: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"response is not a JSON object: {quote(obj)}")
             return out
         if obj.get("type") == "error":
             self._error(obj, out)
@@ -339,7 +390,7 @@ class AnthropicInterpreter(TemplatedState):
         self._message_start({"message": obj}, out)
         content = obj.get("content")
         if type(content) is not list:
-            self.fault(out, "bad_chunk", f"content is not an array: {content!r:.120}")
+            self.fault(out, "bad_chunk", f"content is not an array: {quote(content)}")
             content = []
         for i, block in enumerate(content):
             if type(block) is dict and block.get("type") == "text":

@@ -37,12 +37,15 @@ from streamcite.core.events import (
 from streamcite.core.markers import FootnoteDetector, MarkerMode
 from streamcite.core.models import Usage
 from streamcite.core.offsets import OffsetMap
+from streamcite.core.quote import quote
 from streamcite.core.sse import OVERFLOW, RawEvent
 from streamcite.core.surrogates import SurrogateJoiner, loads_lone_surrogates
 from streamcite.core.tokens import emit_token
 
 __all__ = [
     "MAX_SPANS",
+    "MAX_UNKNOWN",
+    "OTHER_TYPES",
     "DialectInterpreter",
     "Handler",
     "JSONDecodeError",
@@ -56,7 +59,10 @@ __all__ = [
 # The caps shared with the chat dialect (choices, tool calls, cited sources, answer size,
 # errors, error messages) are the builder's ``bounds`` (streamcite.core.bounds).
 MAX_UNKNOWN = 32
-"""Distinct unknown event types reported per stream (each once); the rest are counted."""
+"""Distinct unknown types counted by name per stream; the rest are counted together."""
+OTHER_TYPES = "(other types)"
+"""The :attr:`~streamcite.core.models.CitedAnswer.skipped_types` key of the types beyond
+:data:`MAX_UNKNOWN`."""
 
 _loads = loads = orjson.loads
 _new = new = object.__new__
@@ -91,14 +97,15 @@ class StreamState(Citing):
         "_mode_keep",
         "_raw0",
         "_surr",
+        "_tool_count",
         "_tool_keys",
-        "_unknown",
         "builder",
         "cut",
         "done",
         "failed",
         "finished",
         "meta_seen",
+        "tools_dropped",
         "usage_pending",
     )
 
@@ -121,17 +128,13 @@ class StreamState(Citing):
         ``_astral_upto``: counted when a span asks, never per token."""
         self._map: OffsetMap | None = None
         self._tool_keys: dict[Any, int] = {}
-        self._cite_keys: dict[Any, int] = {}
-        self._passages: dict[str, str] = {}
-        self._cit_sent = (0, 0)
-        """(citations, spans) the last ``citations`` event carried: both lists only grow,
-        so an event with the same counts would repeat the last one."""
-        self._unknown: set[str] = set()
+        self._tool_count: dict[int, int] = {}
+        """Tool calls per choice (their keys' count, kept: never counted by a scan)."""
+        self.tools_dropped = 0
+        self.init_citing()
         self._surr: SurrogateJoiner | None = None
         """Set once an event held escaped lone surrogates (``core.surrogates``): the
         streamed texts are joined through it from then on."""
-        self.citations_dropped = 0
-        self.spans_dropped = 0
         self.usage_pending: UsageEvent | None = None
         self.meta_seen = False
         self.cut = False
@@ -203,16 +206,22 @@ class StreamState(Citing):
         handler = table.get(kind) if type(kind) is str else None
         if handler is not None:
             handler(obj, out)
-        elif type(kind) is not str or kind not in ignored:
-            self.unknown(repr(kind)[:60] if type(kind) is not str else kind, obj, out)
+        elif type(kind) is not str:
+            self.fault(out, "bad_chunk", f"{self.dialect} event without a type: {quote(obj)}")
+        elif kind not in ignored:
+            self.unknown(kind[:60], obj, out)
 
     def unknown(self, kind: str, obj: Any, out: list[Event]) -> None:
-        """An event type the dialect does not know: reported once per type (bounded)."""
-        if kind in self._unknown or len(self._unknown) >= MAX_UNKNOWN:
-            return
-        self._unknown.add(kind)
-        msg = f"{self.dialect} event type {kind[:60]!r} not understood: {obj!r:.120}"
-        self.fault(out, "unknown_event", msg)
+        """An event (or content block, delta, part) type the dialect does not know: a
+        newer API version's, skipped without an error and counted on the answer
+        (:attr:`~streamcite.core.models.CitedAnswer.skipped_types`; at most
+        :data:`MAX_UNKNOWN` types, the rest under ``"(other types)"``)."""
+        if not kind.isprintable():  # a provider's string, shown in logs: inert
+            kind = "".join(c if c.isprintable() else "?" for c in kind)
+        skipped = self.builder.skipped_types
+        if kind not in skipped and len(skipped) >= MAX_UNKNOWN:
+            kind = OTHER_TYPES
+        skipped[kind] = skipped.get(kind, 0) + 1
 
     # -- what every dialect emits ----------------------------------------------------
 
@@ -292,27 +301,38 @@ class StreamState(Citing):
         arguments: str,
         out: list[Event],
         idx: int = 0,
-    ) -> None:
-        """A tool-call fragment of the call known by ``key`` (a new key starts a call)."""
+    ) -> bool:
+        """A tool-call fragment of the call known by ``key`` (a new key starts a call).
+        False when the call is beyond a cap (reported once, then counted)."""
         if self._surr is not None and arguments:
             arguments = self._join(("a", idx, key), arguments, out)
         tidx = self._tool_keys.get((idx, key))
         if tidx is None:
-            tidx = sum(1 for k in self._tool_keys if k[0] == idx)
-            cap = self.builder.bounds.max_tool_calls
-            if tidx >= cap:
-                msg = f"tool call beyond the {cap:,} of a choice: dropped"
-                self.fault(out, "bad_tool_call", msg)
-                return
+            tidx = self._tool_count.get(idx, 0)
+            bounds = self.builder.bounds
+            if (
+                tidx >= bounds.max_tool_calls
+                or len(self._tool_keys) >= bounds.max_answer_tool_calls
+            ):
+                if not self.tools_dropped:
+                    msg = (
+                        f"tool call beyond the {bounds.max_tool_calls:,} of a choice or the"
+                        f" {bounds.max_answer_tool_calls:,} of the answer: dropped"
+                    )
+                    self.fault(out, "bad_tool_call", msg)
+                self.tools_dropped += 1
+                return False
             self._tool_keys[(idx, key)] = tidx
+            self._tool_count[idx] = tidx + 1
         ev = ToolCallEvent(idx, tidx, cid or None, name or None, arguments)
         out.append(ev)
         if idx == 0:
             self.builder.tool_call(ev)
+        return True
 
     @property
     def has_tools(self) -> bool:
-        return any(k[0] == 0 for k in self._tool_keys)
+        return 0 in self._tool_count
 
     def usage(
         self, prompt: Any, completion: Any, total: Any, out: list[Event], *, final: bool = True
@@ -339,6 +359,7 @@ class StreamState(Citing):
         if idx == 0:
             if self.finished:
                 return
+            self.flush_citations(out)
             self.finished = True
             self.builder.finish_reason = reason
             if reason == "error":
@@ -348,8 +369,15 @@ class StreamState(Citing):
         out.append(FinishEvent(index=idx, reason=reason, raw_reason=raw))
 
     def _check_tool_arguments(self, out: list[Event]) -> None:
+        """Each call's arguments are JSON; a call that got none (a function without
+        parameters) gets an empty object, never ``""`` (unless the answer was cut)."""
+        self.builder.compact()
         for tidx, tc in sorted(self.builder.tool_calls.items()):
             if not tc.arguments:
+                if not self.cut:
+                    ev = ToolCallEvent(0, tidx, None, None, "{}")
+                    out.append(ev)
+                    self.builder.tool_call(ev)
                 continue
             try:
                 orjson.loads(tc.arguments)
@@ -372,7 +400,11 @@ class StreamState(Citing):
         st = status if type(status) is int else None
         if retryable is None:
             retryable = status_retryable(code_s, st)
-        msg = message if isinstance(message, str) else ("" if message is None else str(message))
+        msg = (
+            message
+            if isinstance(message, str)
+            else ("" if message is None else quote(message, 300))
+        )
         limit = self.builder.bounds.max_error_message
         ev = ErrorEvent(
             code=clip_message(code_s, 100),
@@ -417,6 +449,7 @@ class StreamState(Citing):
         for idx in list(self._det):
             self._flush(idx, out)
         self.close_extra(out)
+        self.flush_citations(out)
         self.flush_usage(out)
         if not self.done and not self.finished and not self.failed:
             why = f"the {self.dialect} stream ended before its end event"

@@ -12,6 +12,7 @@ from typing import Any
 
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.bounds import TOO_MANY_CITATIONS
+from streamcite.core.citation_caps import CITATION_TOO_LARGE, CitationBudget, clip_text
 from streamcite.core.dialects.payloads import astral
 from streamcite.core.events import CitationsEvent, Event
 from streamcite.core.markers import FootnoteDetector
@@ -32,10 +33,15 @@ class Citing:
     __slots__ = (
         "_astral",
         "_astral_upto",
+        "_cit_budget",
+        "_cit_deferred",
+        "_cit_last",
         "_cit_sent",
+        "_cit_wire",
         "_cite_keys",
         "_map",
         "_passages",
+        "citations_clipped",
         "citations_dropped",
         "spans_dropped",
     )
@@ -49,7 +55,39 @@ class Citing:
     _astral_upto: int
     _passages: dict[str, str]
     citations_dropped: int
+    citations_clipped: int
     spans_dropped: int
+    _cit_budget: CitationBudget
+    _cit_wire: int
+    _cit_last: int
+    _cit_deferred: bool
+
+    def init_citing(self) -> None:
+        """The registry's own state (called by :class:`StreamState`'s ``__init__``)."""
+        self._cite_keys = {}
+        self._passages = {}
+        self._cit_sent = (0, 0)
+        self._cit_budget = CitationBudget(self.builder.bounds)
+        self._cit_wire = 0
+        """Bytes (as counted by the budget) of the ``citations`` events sent so far."""
+        self._cit_last = 0
+        """The set's bytes at the last ``citations`` event."""
+        self._cit_deferred = False
+        """A change not sent yet (coalesced past ``max_citation_wire_bytes``)."""
+        self.citations_dropped = 0
+        self.citations_clipped = 0
+        self.spans_dropped = 0
+
+    def admit(self, obj: Citation | CitationSpan, out: list[Event]) -> bool:
+        """``obj`` held to the per-field and total byte caps (:mod:`..citation_caps`):
+        clipped in place (reported once per stream, then counted); False when the total
+        is reached (reported once)."""
+        ok, problems = self._cit_budget.admit(obj)
+        if problems:
+            if not self.citations_clipped:
+                self.fault(out, CITATION_TOO_LARGE, "; ".join(problems[:3]))
+            self.citations_clipped += 1
+        return ok
 
     def fault(self, out: list[Event], code: str, message: str, stage: str = "chunk") -> None:
         raise NotImplementedError  # StreamState's
@@ -65,6 +103,9 @@ class Citing:
             if not self.citations_dropped:
                 msg = f"more than {cap} cited sources: the rest dropped"
                 self.fault(out, TOO_MANY_CITATIONS, msg)
+            self.citations_dropped += 1
+            return None
+        if not self.admit(citation, out):
             self.citations_dropped += 1
             return None
         citation.document_index = n
@@ -112,9 +153,12 @@ class Citing:
             end,
             self.utf16_at(start),
             self.utf16_at(end),
-            self.passage(cited_text),
+            self.passage(clip_text(cited_text, self.builder.bounds)),
             meta or None,
         )
+        if not self.admit(sp, out):
+            self.spans_dropped += 1
+            return False
         self.builder.citation_spans = [*self.builder.citation_spans, sp]
         return True
 
@@ -125,17 +169,33 @@ class Citing:
             self.fault(out, TOO_MANY_CITATIONS, msg)
         self.spans_dropped += 1
 
-    def emit_citations(self, out: list[Event]) -> None:
+    def emit_citations(self, out: list[Event], *, final: bool = False) -> None:
         """A ``citations`` event with every citation and span so far (consumers replace),
         only when a citation or a span was added since the last one: a citation of a
         known source, or a span beyond :data:`MAX_SPANS`, emits nothing (each event
-        carries the whole lists: repeating them would amplify the input)."""
+        carries the whole lists: repeating them would amplify the input). Past
+        ``bounds.max_citation_wire_bytes`` of such events, one is sent only when the set
+        has doubled since the last, or at the end (``final``): the events stay within a
+        small constant times the set's bytes."""
         b = self.builder
         counts = (len(b.citations), len(b.citation_spans))
         if counts == self._cit_sent:
             return
+        size = self._cit_budget.used
+        over = self._cit_wire + size > b.bounds.max_citation_wire_bytes
+        if over and not final and size < 2 * self._cit_last:
+            self._cit_deferred = True
+            return
         self._cit_sent = counts
+        self._cit_wire += size
+        self._cit_last = size
+        self._cit_deferred = False
         out.append(CitationsEvent(citations=b.citations, spans=b.citation_spans))
+
+    def flush_citations(self, out: list[Event]) -> None:
+        """The set as it stands, if a change was coalesced (the finish, the end)."""
+        if self._cit_deferred:
+            self.emit_citations(out, final=True)
 
     def text_map(self) -> OffsetMap:
         """An offset map of choice 0's text so far (cold path: citations, spans)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from streamcite.core.answer import AnswerBuilder
+from streamcite.core.citation_caps import CITATION_TOO_LARGE
 from streamcite.core.dialects.base import (
     MAX_SPANS,
     Handler,
@@ -27,6 +28,7 @@ from streamcite.core.dialects.hotloop import TemplatedState
 from streamcite.core.events import Event
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
+from streamcite.core.quote import quote
 from streamcite.core.sse import OVERFLOW, RawEvent
 
 __all__ = ["CohereInterpreter", "finish_reason"]
@@ -195,7 +197,7 @@ class CohereInterpreter(TemplatedState):
         msg = _message(obj)
         content = msg.get("content") if msg is not None else None
         if type(content) is not dict:
-            self.fault(out, "bad_chunk", f"content-start not understood: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"content-start not understood: {quote(obj)}")
             return
         self._block(obj, content.get("type"))
         self._content_delta(obj, out)
@@ -204,7 +206,7 @@ class CohereInterpreter(TemplatedState):
         msg = _message(obj)
         content = msg.get("content") if msg is not None else None
         if type(content) is not dict:
-            self.fault(out, "bad_chunk", f"content-delta not understood: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"content-delta not understood: {quote(obj)}")
             return
         text, thinking = content.get("text"), content.get("thinking")
         block = self._block(obj, "thinking" if thinking is not None else "text")
@@ -218,13 +220,13 @@ class CohereInterpreter(TemplatedState):
                 else:
                     self.token(0, text, out)
         elif text is not None or thinking is not None:
-            self.fault(out, "bad_chunk", f"content text is not a string: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"content text is not a string: {quote(obj)}")
 
     def _plan(self, obj: dict[str, Any], out: list[Event]) -> None:
         msg = _message(obj)
         plan = msg.get("tool_plan") if msg is not None else None
         if type(plan) is not str:
-            self.fault(out, "bad_chunk", f"tool-plan-delta not understood: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"tool-plan-delta not understood: {quote(obj)}")
         elif plan:
             self.reasoning(0, plan, out)
 
@@ -236,11 +238,11 @@ class CohereInterpreter(TemplatedState):
         idx = obj.get("index", 0)
         fn = call.get("function") if type(call) is dict else None
         if type(call) is not dict or type(fn) is not dict or type(idx) is not int:
-            self.fault(out, "bad_tool_call", f"{obj.get('type')} not understood: {obj!r:.120}")
+            self.fault(out, "bad_tool_call", f"{obj.get('type')} not understood: {quote(obj)}")
             return
         cid, name, args = call.get("id"), fn.get("name"), fn.get("arguments")
         if any(v is not None and type(v) is not str for v in (cid, name, args)):
-            self.fault(out, "bad_tool_call", f"tool call fields not strings: {obj!r:.120}")
+            self.fault(out, "bad_tool_call", f"tool call fields not strings: {quote(obj)}")
             return
         if obj.get("type") == "tool-call-delta" and not args:
             return
@@ -252,7 +254,7 @@ class CohereInterpreter(TemplatedState):
         if type(cit) is list and len(cit) == 1:
             cit = cit[0]
         if type(cit) is not dict:
-            self.fault(out, "bad_citations", f"citation-start not understood: {obj!r:.120}")
+            self.fault(out, "bad_citations", f"citation-start not understood: {quote(obj)}")
             return
         self._cite(cit, out)
 
@@ -264,7 +266,7 @@ class CohereInterpreter(TemplatedState):
             cit.get("sources"),
         )
         if type(start) is not int or type(end) is not int or type(sources) is not list:
-            self.fault(out, "bad_citations", f"citation not understood: {cit!r:.120}")
+            self.fault(out, "bad_citations", f"citation not understood: {quote(cit)}")
             return
         if cit.get("type") == "THINKING_CONTENT":
             return  # cites the reasoning, not the answer text: no span in answer.text
@@ -280,12 +282,17 @@ class CohereInterpreter(TemplatedState):
             # A span cited to nothing: no citation to hang it on (reported, not kept).
             self.fault(out, "bad_citations", f"citation {start}-{end} without sources")
             return
+        cap = self.builder.bounds.max_citation_sources
+        if len(sources) > cap:
+            msg = f"citation {start}-{end} with {len(sources):,} sources: the first {cap} kept"
+            self.fault(out, CITATION_TOO_LARGE, msg)
+            sources = sources[:cap]
         docs: list[tuple[int, str | None, dict[str, Any] | None]] = []
         seen: set[tuple[int, str | None]] = set()
         for src in sources:
             got = _source(src)
             if got is None:
-                self.fault(out, "bad_citations", f"citation source: {src!r:.120}")
+                self.fault(out, "bad_citations", f"citation source: {quote(src)}")
                 continue
             passage, meta = got[1].cited_text, got[1].provider_metadata
             doc = self.cite(got[0], got[1], out)
@@ -298,7 +305,7 @@ class CohereInterpreter(TemplatedState):
             docs.append((doc, passage, meta))  # each source's own passage
         for doc, passage, meta in docs:
             if type(text) is str and self.text_slice(base + start, base + end) != text:
-                msg = f"citation {start}-{end} does not hold its text {text!r:.60}"
+                msg = f"citation {start}-{end} does not hold its text {quote(text, 60)}"
                 self.fault(out, "bad_citation_span", msg)
                 break
             self.span(doc, base + start, base + end, out, passage, meta)
@@ -308,7 +315,7 @@ class CohereInterpreter(TemplatedState):
     def _end(self, obj: dict[str, Any], out: list[Event]) -> None:
         delta = obj.get("delta")
         if type(delta) is not dict:
-            self.fault(out, "bad_chunk", f"message-end without a delta: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"message-end without a delta: {quote(obj)}")
             delta = {}
         usage = delta.get("usage")
         tokens = usage.get("tokens") if type(usage) is dict else None
@@ -333,11 +340,15 @@ class CohereInterpreter(TemplatedState):
         if out is None:
             out = []
         if type(obj) is not dict:
-            self.fault(out, "bad_chunk", f"response is not a JSON object: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"response is not a JSON object: {quote(obj)}")
             return out
         msg = obj.get("message")
         if type(msg) is not dict:
-            self.event(b"", obj, out)
+            if "type" in obj and obj.get("type") not in self._table:
+                # A body is no stream event: an unknown type here is not a newer event.
+                self.malformed(out, f"cohere response without a message: {quote(obj)}")
+            else:
+                self.event(b"", obj, out)
             self.done = True
             return out
         self._start(obj, out)
@@ -346,7 +357,7 @@ class CohereInterpreter(TemplatedState):
             self.reasoning(0, plan, out)
         content = msg.get("content")
         if content is not None and type(content) is not list:
-            self.malformed(out, f"message content is not an array: {content!r:.120}")
+            self.malformed(out, f"message content is not an array: {quote(content)}")
             content = []
         for i, part in enumerate(content if type(content) is list else ()):
             wrap = {"index": i, "delta": {"message": {"content": part}}}

@@ -2,7 +2,8 @@
 
 Each ``data:`` is a GenerateContentResponse. The first with ``responseId`` /
 ``modelVersion`` → ``meta``; a candidate's ``text`` part → ``token`` (``thought: true``:
-``reasoning``); a ``functionCall`` part → one whole ``tool_call``; ``finishReason`` →
+``reasoning``); a ``functionCall`` part → one whole ``tool_call`` (Vertex AI's streamed
+arguments, ``willContinue`` + ``partialArgs``, put together first); ``finishReason`` →
 ``finish``; ``usageMetadata`` (sent on every chunk) → one ``usage`` at the finish;
 ``promptFeedback.blockReason`` → ``finish`` ``content_filter``; an ``error`` object →
 ``error``. Candidate 0's ``groundingMetadata`` accumulates — it may come late or split
@@ -17,14 +18,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from streamcite.core.answer import AnswerBuilder
+from streamcite.core.byte_offsets import ByteOffsets
 from streamcite.core.citations import ANSWER_SEGMENT
 from streamcite.core.dialects.base import MAX_SPANS, JSONDecodeError, StreamState, loads, new
+from streamcite.core.dialects.partial_args import StreamedArgs
 from streamcite.core.events import Event, TokenEvent
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
+from streamcite.core.quote import dump_json, quote
 from streamcite.core.sse import RawEvent
 
 __all__ = ["GeminiInterpreter", "finish_reason"]
@@ -46,6 +48,7 @@ _KNOWN = frozenset(
     {"candidates", "usageMetadata", "promptFeedback", "responseId", "modelVersion", "createTime"}
 )
 """The chunk fields the dialect reads (``error`` is looked at first)."""
+_NEVER = 1 << 62
 _STATUS_CODES = {"RESOURCE_EXHAUSTED": 429, "UNAVAILABLE": 503, "INTERNAL": 500}
 
 
@@ -78,40 +81,21 @@ def _source(chunk: Any) -> tuple[Any, Citation] | None:
     return None
 
 
-class _Bytes:
-    """UTF-8 byte offsets of one text → character offsets, walked forward (supports come
-    in text order): each part of the text is encoded about once, and nothing is kept
-    per character (per-character tables cost some 70 bytes per character of answer).
-
-    >>> b = _Bytes("né 🙂!")
-    >>> b.byte_length, b.to_char(3, end=False), b.to_char(5, end=False), b.to_char(5, end=True)
-    (9, 2, 3, 4)
-    """
-
-    __slots__ = ("byte", "byte_length", "char", "text")
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.byte_length = len(text) if text.isascii() else len(text.encode("utf-8"))
-        self.char = 0
-        self.byte = 0
-
-    def to_char(self, b: int, *, end: bool) -> int:
-        """The character at byte ``b``; inside a character: its start, or past it (``end``)."""
-        if b < self.byte:
-            self.char = self.byte = 0
-        need = b - self.byte
-        piece = self.text[self.char : self.char + need].encode("utf-8")[:need]
-        whole = piece.decode("utf-8", "ignore")  # a cut character at the end is left out
-        self.char += len(whole)
-        self.byte += len(piece) if len(whole) == len(piece) else len(whole.encode("utf-8"))
-        return self.char + 1 if end and self.byte < b else self.char
-
-
 class GeminiInterpreter(StreamState):
     """Interprets one Gemini stream (``:streamGenerateContent?alt=sse``)."""
 
-    __slots__ = ("_docs", "_pending", "_quotes", "_seen_supports", "_sources_seen", "_usage_raw")
+    __slots__ = (
+        "_bytes",
+        "_docs",
+        "_pending",
+        "_quotes",
+        "_seen_supports",
+        "_sources_seen",
+        "_streamed",
+        "_usage_raw",
+        "_wait_docs",
+        "_wait_end",
+    )
 
     dialect = "gemini"
 
@@ -126,7 +110,14 @@ class GeminiInterpreter(StreamState):
         self._pending: list[dict[str, Any]] = []
         """Supports whose segment has not all arrived, or whose sources have not."""
         self._seen_supports: set[tuple[str, str]] = set()
+        self._bytes = ByteOffsets()
+        self._wait_end = _NEVER
+        """The smallest ``endIndex`` a pending support waits for (bytes not arrived)."""
+        self._wait_docs = 0
+        """Grounding chunks known at the last pass (a support may wait for its sources)."""
         self._usage_raw: Any = None
+        self._streamed: dict[int, tuple[object, StreamedArgs]] = {}
+        """Per choice: the call whose arguments Vertex AI is streaming (its tool key)."""
 
     def event(self, name: bytes, obj: dict[str, Any], out: list[Event]) -> None:
         err = obj.get("error")
@@ -135,7 +126,7 @@ class GeminiInterpreter(StreamState):
             return
         if _KNOWN.isdisjoint(obj):
             # ``data: {}`` or another shape: no empty ``meta`` for it, an error.
-            self.fault(out, "bad_chunk", f"gemini chunk with no field known: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"gemini chunk with no field known: {quote(obj)}")
             return
         self.meta(obj.get("responseId"), obj.get("modelVersion"), None, out)
         usage = obj.get("usageMetadata")
@@ -146,7 +137,7 @@ class GeminiInterpreter(StreamState):
             for cand in candidates:
                 self._candidate(cand, out)
         elif candidates is not None:
-            self.fault(out, "bad_chunk", f"candidates is not an array: {candidates!r:.120}")
+            self.fault(out, "bad_chunk", f"candidates is not an array: {quote(candidates)}")
         feedback = obj.get("promptFeedback")
         if type(feedback) is dict and type(block := feedback.get("blockReason")) is str:
             self.finish(0, "content_filter", block, out)
@@ -223,7 +214,7 @@ class GeminiInterpreter(StreamState):
         if usage is None:
             return
         if type(usage) is not dict:
-            self.fault(out, "bad_chunk", f"usageMetadata is not an object: {usage!r:.120}")
+            self.fault(out, "bad_chunk", f"usageMetadata is not an object: {quote(usage)}")
             return
         p, c = usage.get("promptTokenCount"), usage.get("candidatesTokenCount")
         self.usage(p, c, usage.get("totalTokenCount"), out)
@@ -231,7 +222,7 @@ class GeminiInterpreter(StreamState):
     def _candidate(self, cand: Any, out: list[Event]) -> None:
         idx = cand.get("index", 0) if type(cand) is dict else None
         if type(idx) is not int or not 0 <= idx < self.builder.bounds.max_choices:
-            self.fault(out, "bad_chunk", f"candidate not understood: {cand!r:.120}")
+            self.fault(out, "bad_chunk", f"candidate not understood: {quote(cand)}")
             return
         content = cand.get("content")
         if type(content) is dict:
@@ -240,38 +231,45 @@ class GeminiInterpreter(StreamState):
                 for part in parts:
                     self._part(idx, part, out)
             elif parts is not None:
-                self.fault(out, "bad_chunk", f"parts is not an array: {parts!r:.120}")
+                self.fault(out, "bad_chunk", f"parts is not an array: {quote(parts)}")
         if idx == 0:
             meta = cand.get("groundingMetadata")
             if type(meta) is dict:
                 self._grounding(meta, out)
             elif meta is not None:
-                self.fault(out, "bad_citations", f"groundingMetadata: {meta!r:.120}")
+                self.fault(out, "bad_citations", f"groundingMetadata: {quote(meta)}")
             if self._pending:
                 self._resolve(out, final=False)
         reason = cand.get("finishReason")
         if type(reason) is str:
-            if idx == 0:
-                self._resolve(out, final=True)
-            mapped = finish_reason(reason)
-            if mapped == "stop" and idx == 0 and self.has_tools:
-                mapped = "tool_calls"
-            if mapped == "error" and idx == 0:
-                msg = cand.get("finishMessage")
-                message = msg if type(msg) is str else f"the candidate finished with {reason}"
-                self.provider_error(reason.lower(), message, None, out, retryable=True)
-            self.finish(idx, mapped, reason, out)
-            if idx == 0:
-                self._usage_out(out)
+            self._candidate_finish(idx, cand, reason, out)
+
+    def _candidate_finish(
+        self, idx: int, cand: dict[str, Any], reason: str, out: list[Event]
+    ) -> None:
+        if idx in self._streamed:
+            self._unended(idx, out)
+        if idx == 0:
+            self._resolve(out, final=True)
+        mapped = finish_reason(reason)
+        if mapped == "stop" and idx == 0 and self.has_tools:
+            mapped = "tool_calls"
+        if mapped == "error" and idx == 0:
+            msg = cand.get("finishMessage")
+            message = msg if type(msg) is str else f"the candidate finished with {reason}"
+            self.provider_error(reason.lower(), message, None, out, retryable=True)
+        self.finish(idx, mapped, reason, out)
+        if idx == 0:
+            self._usage_out(out)
 
     def _part(self, idx: int, part: Any, out: list[Event]) -> None:
         if type(part) is not dict:
-            self.fault(out, "bad_chunk", f"part is not an object: {part!r:.120}")
+            self.fault(out, "bad_chunk", f"part is not an object: {quote(part)}")
             return
         text = part.get("text")
         if text is not None:
             if type(text) is not str:
-                self.fault(out, "bad_chunk", f"part text is not a string: {part!r:.120}")
+                self.fault(out, "bad_chunk", f"part text is not a string: {quote(part)}")
             elif text:
                 if part.get("thought") is True:
                     self.reasoning(idx, text, out)
@@ -280,18 +278,66 @@ class GeminiInterpreter(StreamState):
             return
         call = part.get("functionCall")
         if call is not None:
+            if type(call) is dict and (idx in self._streamed or call.get("willContinue")):
+                self._streamed_call(idx, call, out)
+                return
             name = call.get("name") if type(call) is dict else None
             if type(name) is not str:
-                self.fault(out, "bad_tool_call", f"functionCall not understood: {call!r:.120}")
+                self.fault(out, "bad_tool_call", f"functionCall not understood: {quote(call)}")
                 return
             assert type(call) is dict
             cid = call.get("id")
             args = call.get("args")
-            arguments = orjson.dumps(args).decode() if args is not None else ""
+            # A call without arguments has an empty object of them (never "").
+            arguments = dump_json(args) if args is not None else "{}"
+            if arguments is None:
+                self.fault(
+                    out, "bad_tool_call", f"functionCall args nested too deeply: {quote(call)}"
+                )
+                return
             key = object()  # every functionCall part is a whole call of its own
             self.tool(key, cid if type(cid) is str else None, name, arguments, out, idx)
         # thoughtSignature alone, executableCode, codeExecutionResult, inlineData,
         # fileData: ignored (docs/provider-streams.md)
+
+    def _streamed_call(self, idx: int, call: dict[str, Any], out: list[Event]) -> None:
+        """One part of a call whose arguments Vertex AI streams (``willContinue``,
+        ``partialArgs``): the call is announced with its name, its arguments are sent
+        whole when its last part came (:mod:`.partial_args`)."""
+        open_call = self._streamed.get(idx)
+        name = call.get("name")
+        if open_call is not None and name is not None:  # a new call before the end of this
+            self._unended(idx, out)
+            open_call = None
+        if open_call is None:
+            if type(name) is not str:
+                self.fault(out, "bad_tool_call", f"functionCall not understood: {quote(call)}")
+                return
+            cid = call.get("id")
+            key = object()
+            self.tool(key, cid if type(cid) is str else None, name, "", out, idx)
+            open_call = self._streamed[idx] = (key, StreamedArgs())
+        key, args = open_call
+        if "partialArgs" in call:
+            args.add(call["partialArgs"])
+        if call.get("willContinue") is True:
+            return
+        del self._streamed[idx]
+        if args.error is None:
+            self.tool(key, None, None, args.json(), out, idx)
+        else:
+            self._bad_call(f"streamed function call arguments: {args.error}", out)
+
+    def _unended(self, idx: int, out: list[Event]) -> None:
+        """Choice ``idx``'s streamed call never got its last part: its arguments are
+        unknown (a typed error, the answer incomplete), never sent as they are."""
+        self._streamed.pop(idx, None)
+        self._bad_call("a streamed function call ended before its last part", out)
+
+    def _bad_call(self, message: str, out: list[Event]) -> None:
+        self.fault(out, "bad_tool_call", message)
+        self.cut = True
+        self.builder.complete = False
 
     def _grounding(self, meta: dict[str, Any], out: list[Event]) -> None:
         chunks = meta.get("groundingChunks")
@@ -307,7 +353,7 @@ class GeminiInterpreter(StreamState):
                 seen.append(ch)
                 got = _source(ch)
                 if got is None:
-                    self.fault(out, "bad_citations", f"grounding chunk: {ch!r:.120}")
+                    self.fault(out, "bad_citations", f"grounding chunk: {quote(ch)}")
                     self._docs.append(None)
                     self._quotes.append((None, {}))
                     continue
@@ -321,10 +367,10 @@ class GeminiInterpreter(StreamState):
         if type(supports) is list:
             for sup in supports:
                 if type(sup) is not dict:
-                    self.fault(out, "bad_citations", f"grounding support: {sup!r:.120}")
+                    self.fault(out, "bad_citations", f"grounding support: {quote(sup)}")
                     continue
                 # The same support sent again (cumulative metadata) is the same span.
-                key = (repr(sup.get("segment"))[:400], repr(sup.get("groundingChunkIndices"))[:200])
+                key = (quote(sup.get("segment"), 400), quote(sup.get("groundingChunkIndices"), 200))
                 if key in self._seen_supports or len(self._seen_supports) >= MAX_SPANS:
                     continue
                 self._seen_supports.add(key)
@@ -333,59 +379,88 @@ class GeminiInterpreter(StreamState):
             self.emit_citations(out)
 
     def _resolve(self, out: list[Event], *, final: bool) -> None:
-        """Pending supports whose bytes and sources have arrived become spans."""
+        """Pending supports whose bytes and sources have arrived become spans. Linear:
+        the answer's bytes are counted once, a chunk that brings neither the bytes nor
+        the sources a support waits for costs nothing more, and the offsets of a pass
+        are converted in one sorted walk (:mod:`streamcite.core.byte_offsets`)."""
+        m = self._bytes
+        blen = m.grow(self.builder.text_so_far())
+        try:
+            if final or blen >= self._wait_end or len(self._docs) != self._wait_docs:
+                self._resolve_pass(m, out, final=final)
+        finally:
+            m.release()
+
+    def _ready(self, sup: Any, out: list[Event]) -> tuple[dict[str, Any], list[Any]] | None:
+        """A support's segment and (capped) chunk indices, or None (reported)."""
+        seg, ids = sup.get("segment"), sup.get("groundingChunkIndices")
+        if type(seg) is not dict or type(ids) is not list:
+            self.fault(out, "bad_citations", f"grounding support: {quote(sup)}")
+            return None
+        start, end = seg.get("startIndex", 0), seg.get("endIndex")
+        if type(start) is not int or type(end) is not int or not 0 <= start <= end:
+            self.fault(out, "bad_citation_span", f"segment offsets: {quote(seg)}")
+            return None
+        return seg, ids[: self.builder.bounds.max_citation_sources]
+
+    def _resolve_pass(self, m: ByteOffsets, out: list[Event], *, final: bool) -> None:
         keep: list[dict[str, Any]] = []
-        added = False
-        m = _Bytes(self.builder.text_so_far()) if self._pending else None
+        ready: list[tuple[dict[str, Any], list[Any], int, int]] = []
+        wait_end, ndocs = _NEVER, len(self._docs)
         for sup in self._pending:
-            assert m is not None
-            seg, ids = sup.get("segment"), sup.get("groundingChunkIndices")
-            if type(seg) is not dict or type(ids) is not list:
-                self.fault(out, "bad_citations", f"grounding support: {sup!r:.120}")
+            got = self._ready(sup, out)
+            if got is None:
                 continue
-            start, end = seg.get("startIndex", 0), seg.get("endIndex")
-            if type(start) is not int or type(end) is not int or not 0 <= start <= end:
-                self.fault(out, "bad_citation_span", f"segment offsets: {seg!r:.120}")
-                continue
-            waiting = end > m.byte_length or any(
-                type(i) is not int or i >= len(self._docs) for i in ids
-            )
-            if waiting:
+            seg, ids = got
+            start, end = seg.get("startIndex", 0), seg["endIndex"]
+            bytes_missing = end > m.byte_length
+            if bytes_missing or any(type(i) is not int or not 0 <= i < ndocs for i in ids):
                 if final:
-                    seg_text = seg.get("text")
                     msg = f"grounding segment {start}-{end} (bytes)"
-                    if seg_text is not None:
-                        msg += f" of {seg_text!r:.60}"
+                    if (seg_text := seg.get("text")) is not None:
+                        msg += f" of {quote(seg_text, 60)}"
                     msg += f" beyond the answer ({m.byte_length} bytes) or its sources"
                     self.fault(out, "bad_citation_span", msg)
                 else:
                     keep.append(sup)
+                    if bytes_missing:
+                        wait_end = min(wait_end, end)
                 continue
-            c0, c1 = m.to_char(start, end=False), m.to_char(end, end=True)
+            ready.append((seg, ids, start, end))
+        self._pending, self._wait_end, self._wait_docs = keep, wait_end, ndocs
+        needed = sorted({(s, False) for _, _, s, _ in ready} | {(e, True) for *_, e in ready})
+        chars = {key: m.to_char(key[0], end=key[1]) for key in needed}
+        added = False
+        for seg, ids, start, end in ready:
+            c0, c1 = chars[(start, False)], chars[(end, True)]
             text = seg.get("text")
             if type(text) is str and m.text[c0:c1] != text:
-                msg = f"grounding segment {start}-{end} (bytes) does not hold its text {text!r:.60}"
+                msg = f"grounding segment {start}-{end} (bytes) does not hold its text {quote(text, 60)}"
                 self.fault(out, "bad_citation_span", msg)
                 continue
-            for i in ids:
-                doc = self._docs[i]
-                if doc is None:
-                    continue
-                c = self.builder.citations[doc]
-                if c.cited_text is None and type(text) is str:
-                    # A web source quotes nothing: its cited_text is the answer's own
-                    # segment, marked so that no check takes it for evidence.
-                    c.cited_text = text
-                    c.provider_metadata = {**(c.provider_metadata or {}), ANSWER_SEGMENT: True}
-                passage, where = self._quotes[i]
-                added = self.span(doc, c0, c1, out, passage, where) or added
-        self._pending = keep
+            added = self._anchor(ids, text, c0, c1, out) or added
         if added:
             self.emit_citations(out)
 
+    def _anchor(self, ids: list[Any], text: Any, c0: int, c1: int, out: list[Event]) -> bool:
+        added = False
+        for i in ids:
+            doc = self._docs[i]
+            if doc is None:
+                continue
+            c = self.builder.citations[doc]
+            if c.cited_text is None and type(text) is str:
+                # A web source quotes nothing: its cited_text is the answer's own
+                # segment, marked so that no check takes it for evidence.
+                c.cited_text = text[: self.builder.bounds.max_citation_text_chars]
+                c.provider_metadata = {**(c.provider_metadata or {}), ANSWER_SEGMENT: True}
+            passage, where = self._quotes[i]
+            added = self.span(doc, c0, c1, out, passage, where) or added
+        return added
+
     def _error(self, err: Any, out: list[Event]) -> None:
         if type(err) is not dict:
-            self.provider_error("upstream_error", str(err)[:300], None, out)
+            self.provider_error("upstream_error", quote(err, 300), None, out)
             return
         status, code = err.get("status"), err.get("code")
         name = status if type(status) is str else "upstream_error"
@@ -393,6 +468,8 @@ class GeminiInterpreter(StreamState):
         self.provider_error(name, err.get("message"), http, out)
 
     def close_extra(self, out: list[Event]) -> None:
+        for idx in list(self._streamed):
+            self._unended(idx, out)
         if self._pending:
             self._resolve(out, final=True)
         self._usage_out(out)
@@ -404,11 +481,11 @@ class GeminiInterpreter(StreamState):
         if out is None:
             out = []
         if type(obj) is not dict:
-            self.fault(out, "bad_chunk", f"response is not a JSON object: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"response is not a JSON object: {quote(obj)}")
             return out
         cands = obj.get("candidates")
         if obj.get("error") is None and obj.get("promptFeedback") is None and not cands:
-            self.malformed(out, f"gemini response without candidates: {obj!r:.120}")
+            self.malformed(out, f"gemini response without candidates: {quote(obj)}")
             self.done = True
             return out
         self.event(b"", obj, out)

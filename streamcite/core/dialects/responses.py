@@ -26,6 +26,7 @@ from streamcite.core.dialects.hotloop import SequencedState, Template
 from streamcite.core.events import Event
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
+from streamcite.core.quote import quote
 from streamcite.core.sse import OVERFLOW, RawEvent
 
 __all__ = ["REPEAT_BYTES_PER_CHAR", "ResponsesInterpreter", "event_limit"]
@@ -183,7 +184,11 @@ class ResponsesInterpreter(SequencedState):
             if t:
                 self.token(0, t, out)
             return
-        if kind in _REASONING and (t := obj.get("delta")).__class__ is str:
+        if (
+            kind.__class__ is str
+            and kind in _REASONING
+            and (t := obj.get("delta")).__class__ is str
+        ):
             if self._learned < _MAX_LEARNED and (tpl := self._learn(obj, data)) is not None:
                 self._rtpl = tpl
             if t:
@@ -223,20 +228,20 @@ class ResponsesInterpreter(SequencedState):
     def _created(self, obj: dict[str, Any], out: list[Event]) -> None:
         r = obj.get("response")
         if type(r) is not dict:
-            self.fault(out, "bad_chunk", f"response.created without a response: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"response.created without a response: {quote(obj)}")
             return
         self.meta(r.get("id"), r.get("model"), r.get("created_at"), out)
 
     def _item_added(self, obj: dict[str, Any], out: list[Event]) -> None:
         item = obj.get("item")
         if type(item) is not dict:
-            self.fault(out, "bad_chunk", f"output item is not an object: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"output item is not an object: {quote(obj)}")
             return
         if item.get("type") == "function_call":
             iid, cid, name = item.get("id"), _str(item.get("call_id")), _str(item.get("name"))
             args = item.get("arguments")
             if type(iid) is not str or cid is None or name is None:
-                self.fault(out, "bad_tool_call", f"function_call not understood: {item!r:.120}")
+                self.fault(out, "bad_tool_call", f"function_call not understood: {quote(item)}")
                 return
             self.tool(iid, cid, name, args if type(args) is str else "", out)
         # message, reasoning and hosted tool items: their content comes as deltas
@@ -255,7 +260,7 @@ class ResponsesInterpreter(SequencedState):
     def _text_delta(self, obj: dict[str, Any], out: list[Event]) -> None:
         text = obj.get("delta")
         if type(text) is not str:
-            self.fault(out, "bad_chunk", f"output_text delta is not a string: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"output_text delta is not a string: {quote(obj)}")
             return
         self._part_key(obj)
         if text:
@@ -265,7 +270,7 @@ class ResponsesInterpreter(SequencedState):
     def _annotation(self, obj: dict[str, Any], out: list[Event]) -> None:
         note = obj.get("annotation")
         if type(note) is not dict:
-            self.fault(out, "bad_annotation", f"annotation is not an object: {obj!r:.120}")
+            self.fault(out, "bad_annotation", f"annotation is not an object: {quote(obj)}")
             return
         kind = note.get("type")
         url, title, fid = _str(note.get("url")), _str(note.get("title")), _str(note.get("file_id"))
@@ -276,7 +281,7 @@ class ResponsesInterpreter(SequencedState):
             key = ("file", fid)
             title = _str(note.get("filename")) or title
         else:
-            self.fault(out, "bad_annotation", f"annotation not understood: {note!r:.120}")
+            self.fault(out, "bad_annotation", f"annotation not understood: {quote(note)}")
             return
         meta = {k: v for k, v in note.items() if k not in _MAPPED}
         if kind != "url_citation":
@@ -287,7 +292,7 @@ class ResponsesInterpreter(SequencedState):
             return
         if start is not None or end is not None:
             if type(start) is not int or type(end) is not int:
-                self.fault(out, "bad_annotation", f"span is not integers: {note!r:.120}")
+                self.fault(out, "bad_annotation", f"span is not integers: {quote(note)}")
             else:
                 base = self._parts.get((obj.get("item_id"), obj.get("content_index")), 0)
                 # No quoted passage in any Responses annotation: cited_text stays None.
@@ -297,24 +302,24 @@ class ResponsesInterpreter(SequencedState):
     def _reasoning_delta(self, obj: dict[str, Any], out: list[Event]) -> None:
         text = obj.get("delta")
         if type(text) is not str:
-            self.fault(out, "bad_chunk", f"reasoning delta is not a string: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"reasoning delta is not a string: {quote(obj)}")
         elif text:
             self.reasoning(0, text, out)
 
     def _refusal_delta(self, obj: dict[str, Any], out: list[Event]) -> None:
         text = obj.get("delta")
         if type(text) is not str:
-            self.fault(out, "bad_chunk", f"refusal delta is not a string: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"refusal delta is not a string: {quote(obj)}")
         elif text:
             self.refusal(0, text, out)
 
     def _arguments_delta(self, obj: dict[str, Any], out: list[Event]) -> None:
         iid, part = obj.get("item_id"), obj.get("delta")
         if type(part) is not str or type(iid) is not str:
-            self.fault(out, "bad_tool_call", f"arguments delta not understood: {obj!r:.120}")
+            self.fault(out, "bad_tool_call", f"arguments delta not understood: {quote(obj)}")
         elif (0, iid) not in self._tool_keys:
             # No function_call item announced it: no name, no call id. Not a call.
-            self.fault(out, "bad_tool_call", f"arguments delta of an unknown item {iid!r:.60}")
+            self.fault(out, "bad_tool_call", f"arguments delta of an unknown item {quote(iid, 60)}")
         elif part:
             self.tool(iid, None, None, part, out)
 
@@ -323,12 +328,12 @@ class ResponsesInterpreter(SequencedState):
         if type(u) is dict:
             self.usage(u.get("input_tokens"), u.get("output_tokens"), u.get("total_tokens"), out)
         elif u is not None:
-            self.fault(out, "bad_chunk", f"usage is not an object: {u!r:.120}")
+            self.fault(out, "bad_chunk", f"usage is not an object: {quote(u)}")
 
     def _completed(self, obj: dict[str, Any], out: list[Event]) -> None:
         r = obj.get("response")
         if type(r) is not dict:
-            self.fault(out, "bad_chunk", f"{obj.get('type')} without a response: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"{obj.get('type')} without a response: {quote(obj)}")
             r = {}
         self.meta(r.get("id"), r.get("model"), r.get("created_at"), out)
         self._usage_of(r, out)
@@ -377,7 +382,7 @@ class ResponsesInterpreter(SequencedState):
         if out is None:
             out = []
         if type(obj) is not dict:
-            self.fault(out, "bad_chunk", f"response is not a JSON object: {obj!r:.120}")
+            self.fault(out, "bad_chunk", f"response is not a JSON object: {quote(obj)}")
             return out
         if type(obj.get("error")) is dict and obj.get("object") != "response":
             self._error(obj, out)
@@ -386,11 +391,11 @@ class ResponsesInterpreter(SequencedState):
         self._created({"response": obj}, out)
         output = obj.get("output")
         if type(output) is not list:
-            self.malformed(out, f"response without an output array: {obj!r:.120}")
+            self.malformed(out, f"response without an output array: {quote(obj)}")
             output = []
         for item in output:
             if type(item) is not dict:
-                self.fault(out, "bad_chunk", f"output item is not an object: {item!r:.120}")
+                self.fault(out, "bad_chunk", f"output item is not an object: {quote(item)}")
                 continue
             self._body_item(item, out)
         if obj.get("status") == "failed":

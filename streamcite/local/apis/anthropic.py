@@ -102,7 +102,13 @@ def _unknown_model(model: str) -> web.Response:
 def anthropic_models() -> web.Response:
     """``GET /v1/models`` asked with ``anthropic-version``: Anthropic's model list shape."""
     created = "2023-11-14T22:13:20Z"  # /v1/models' ``created`` 1_700_000_000
-    model = {"type": "model", "id": MODEL, "display_name": MODEL, "created_at": created}
+    model = {
+        "type": "model",
+        "id": MODEL,
+        "display_name": MODEL,
+        "created_at": created,
+        "lifecycle": "active",  # required by the anthropic SDK's ModelInfo
+    }
     return json_response({"data": [model], "has_more": False, "first_id": MODEL, "last_id": MODEL})
 
 

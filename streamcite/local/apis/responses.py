@@ -109,7 +109,7 @@ def _annotations(plan: DialectPlan) -> list[dict[str, Any]]:
 def _usage(plan: DialectPlan) -> dict[str, Any]:
     return {
         "input_tokens": plan.prompt_tokens,
-        "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
         "output_tokens": plan.completion_tokens,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": plan.prompt_tokens + plan.completion_tokens,

@@ -1,0 +1,81 @@
+"""Gemini's UTF-8 byte offsets → character offsets of the answer, linear. Sans-I/O.
+
+A ``groundingSupports`` segment counts UTF-8 bytes of the candidate's text. The answer
+grows; its byte length is counted once per character (:meth:`ByteOffsets.grow`), and
+offsets are converted walking forward from the last one converted, with a checkpoint
+every :data:`STEP` characters: an offset before the walker restarts from the nearest
+checkpoint, never from 0, so offsets in any order (reversed, overlapping) cost about
+the text once per pass plus :data:`STEP` per backward jump. Nothing is kept per
+character (per-character tables cost some 70 bytes per character of answer), and the
+text is held only during a pass (a reference kept would make the answer's in-place
+growth copy it).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+
+__all__ = ["STEP", "ByteOffsets"]
+
+STEP = 16384
+"""Characters between two checkpoints of the walk."""
+
+
+class ByteOffsets:
+    """Byte → character offsets of a growing text.
+
+    >>> b = ByteOffsets()
+    >>> b.grow("né 🙂!")
+    9
+    >>> b.to_char(5, end=False), b.to_char(3, end=False), b.to_char(5, end=True)
+    (3, 2, 4)
+    """
+
+    __slots__ = ("_chars", "_mark_bytes", "_mark_chars", "byte", "byte_length", "char", "text")
+
+    def __init__(self) -> None:
+        self.text = ""
+        """The text during a pass (:meth:`grow` sets it, :meth:`release` drops it)."""
+        self.byte_length = 0
+        self._chars = 0  # characters counted into byte_length
+        self.char = 0
+        self.byte = 0
+        self._mark_bytes = [0]
+        self._mark_chars = [0]
+
+    def grow(self, text: str) -> int:
+        """The text as it stands now (the old one plus what was appended): its UTF-8
+        length, counting only the new characters."""
+        self.text = text
+        new = text[self._chars :]
+        if new:
+            self.byte_length += (
+                len(new) if new.isascii() else len(new.encode("utf-8", "surrogatepass"))
+            )
+            self._chars = len(text)
+        return self.byte_length
+
+    def release(self) -> None:
+        self.text = ""
+
+    def _advance(self, need: int) -> None:
+        piece = self.text[self.char : self.char + need].encode("utf-8", "surrogatepass")[:need]
+        whole = piece.decode("utf-8", "ignore")  # a cut character at the end is left out
+        self.char += len(whole)
+        self.byte += len(piece) if len(whole) == len(piece) else len(whole.encode("utf-8"))
+        if self.char >= self._mark_chars[-1] + STEP:
+            self._mark_bytes.append(self.byte)
+            self._mark_chars.append(self.char)
+
+    def to_char(self, b: int, *, end: bool) -> int:
+        """The character at byte ``b``; inside a character: its start, or past it (``end``)."""
+        if b < self.byte:
+            i = bisect_right(self._mark_bytes, b) - 1
+            self.byte, self.char = self._mark_bytes[i], self._mark_chars[i]
+        while b - self.byte > STEP:
+            before = self.byte
+            self._advance(STEP)
+            if self.byte == before:
+                break
+        self._advance(b - self.byte)
+        return self.char + 1 if end and self.byte < b else self.char

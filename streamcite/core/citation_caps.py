@@ -1,0 +1,147 @@
+"""The byte caps of citations and citation spans, in one place. Sans-I/O.
+
+The count of citations is capped (``StreamBounds.max_citations``), and so is what each
+one carries and all of them together: every dialect, and the citation registry that
+keeps each span's passage, hands each new citation or span to :func:`cap_citation`
+(fields clipped in place) through a :class:`CitationBudget` (the total). The caps are
+``StreamBounds``' ``max_citation_text_chars`` (each string field), ``max_metadata_bytes``
+(``provider_metadata`` as JSON) and ``max_citation_bytes`` (all of them).
+
+>>> from streamcite.core.bounds import StreamBounds
+>>> from streamcite.core.models import Citation
+>>> bounds = StreamBounds(max_citation_text_chars=8, max_citation_bytes=400)
+>>> c = Citation(cited_text="0123456789abc", provider_metadata={"page": 3})
+>>> cost, problems = cap_citation(c, bounds)
+>>> c.cited_text, c.provider_metadata, problems
+('0123456…', {'page': 3}, ['cited_text cut to 8 of its 13 characters'])
+>>> budget = CitationBudget(bounds)
+>>> budget.admit(Citation(cited_text="x" * 8)), budget.admit(Citation(cited_text="y" * 8))
+((True, []), (True, []))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from streamcite.core.bounds import StreamBounds
+from streamcite.core.quote import quote
+
+__all__ = [
+    "CITATION_TOO_LARGE",
+    "SPAN_BYTES",
+    "TEXT_FIELDS",
+    "CitationBudget",
+    "cap_citation",
+    "cap_metadata",
+    "clip_text",
+]
+
+CITATION_TOO_LARGE = "citation_too_large"
+"""The error code of a citation field cut to its cap, or a citation beyond the total."""
+
+TEXT_FIELDS = (
+    "cited_text",
+    "cited_text_heading",
+    "document_title",
+    "document_author",
+    "document_year",
+    "document_reference",
+    "source_url",
+)
+"""The string fields of a citation (and of a span, where it has them) held to
+``max_citation_text_chars``."""
+
+SPAN_BYTES = 96
+"""What a citation or span costs on the wire besides its strings and metadata (its
+field names, offsets and punctuation): counted in the total."""
+
+
+def clip_text(text: str | None, bounds: StreamBounds) -> str | None:
+    """``text`` within ``bounds.max_citation_text_chars`` (its end replaced by ``…``):
+    what a passage is cut to before anything keeps it.
+
+    >>> clip_text("0123456789", StreamBounds(max_citation_text_chars=5))
+    '0123…'
+    """
+    limit = bounds.max_citation_text_chars
+    if text is None or len(text) <= limit:
+        return text
+    return text[: max(limit - 1, 0)] + "…"
+
+
+def cap_metadata(meta: Any, limit: int) -> tuple[dict[str, Any] | None, int, str | None]:
+    """``provider_metadata`` held to ``limit`` bytes of JSON: (the value to keep, its
+    bytes, what was wrong or ``None``). Beyond the limit, or not JSON-serialisable
+    (nested beyond orjson's 255 levels), it becomes ``{"truncated": true, "bytes": n,
+    "preview": …}`` (a bounded :func:`~streamcite.core.quote.quote` of it)."""
+    if meta is None:
+        return None, 0, None
+    try:
+        size = len(orjson.dumps(meta))
+    except orjson.JSONEncodeError:
+        size = -1
+    if 0 <= size <= limit:
+        return meta, size, None
+    preview = quote(meta, min(200, max(limit // 2, 16)))
+    kept = {"truncated": True, "bytes": size if size >= 0 else None, "preview": preview}
+    why = (
+        f"provider_metadata of {size:,} bytes cut to a preview (cap {limit:,})"
+        if size >= 0
+        else "provider_metadata is not serialisable JSON (nested too deeply): cut to a preview"
+    )
+    return kept, len(orjson.dumps(kept)), why
+
+
+def cap_citation(obj: Any, bounds: StreamBounds) -> tuple[int, list[str]]:
+    """Clip a :class:`~streamcite.core.models.Citation` or
+    :class:`~streamcite.core.models.CitationSpan` in place to the per-field caps of
+    ``bounds``: (its cost in bytes, the problems found). Fields it does not have are
+    skipped, so a span with or without a passage is held alike."""
+    limit = bounds.max_citation_text_chars
+    cost = SPAN_BYTES
+    problems: list[str] = []
+    for name in TEXT_FIELDS:
+        v = getattr(obj, name, None)
+        if type(v) is not str:
+            continue
+        if len(v) > limit:
+            problems.append(f"{name} cut to {limit:,} of its {len(v):,} characters")
+            v = v[: max(limit - 1, 0)] + "…"  # as clip_text cuts it
+            setattr(obj, name, v)
+        cost += len(v) if v.isascii() else len(v.encode("utf-8", "surrogatepass"))
+    if hasattr(obj, "provider_metadata"):
+        meta, size, why = cap_metadata(obj.provider_metadata, bounds.max_metadata_bytes)
+        if why is not None:
+            obj.provider_metadata = meta
+            problems.append(why)
+        cost += size
+    return cost, problems
+
+
+class CitationBudget:
+    """The bytes of one answer's citations and spans so far, against
+    ``bounds.max_citation_bytes``."""
+
+    __slots__ = ("bounds", "dropped", "used")
+
+    def __init__(self, bounds: StreamBounds) -> None:
+        self.bounds = bounds
+        self.used = 0
+        """Bytes of what was admitted (strings, metadata, :data:`SPAN_BYTES` each)."""
+        self.dropped = 0
+        """Citations or spans refused for the total."""
+
+    def admit(self, obj: Any) -> tuple[bool, list[str]]:
+        """``obj`` clipped (:func:`cap_citation`) and counted: (kept, problems). Not
+        kept when it would take the total beyond ``max_citation_bytes``."""
+        cost, problems = cap_citation(obj, self.bounds)
+        cap = self.bounds.max_citation_bytes
+        if self.used + cost > cap:
+            if not self.dropped:
+                problems.append(f"citations beyond {cap:,} bytes in all: the rest dropped")
+            self.dropped += 1
+            return False, problems
+        self.used += cost
+        return True, problems
