@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast bench bench-all lint fmt setup system-deps clean
+.PHONY: demo serve test test-fast bench bench-all lint fmt setup system-deps clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -30,6 +30,10 @@ $(DEMO_STAMP): pyproject.toml
 
 demo: $(DEMO_STAMP)
 	$(BIN)/streamcite ask --demo
+
+# The quick start's backend, in the foreground until Ctrl-C (ARGS: more options).
+serve: $(DEMO_STAMP)
+	$(BIN)/streamcite serve-local $(ARGS)
 
 # System packages the tests use (Chromium for the browser tests, redis-server for
 # the scale-out tests) are installed by the project's scripts when missing and

@@ -23,8 +23,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import sys
 
-from streamcite import CitedAnswer, stream_chat
+from streamcite import CitedAnswer, StreamciteError, stream_chat
 from streamcite.enrich import GoogleGrounding, WikitSources
 from streamcite.logs import configure_logging
 from streamcite.models import GroundingResult
@@ -76,10 +77,8 @@ async def offline(question: str) -> None:
         async with stream_chat(
             request, base_url=backend.base_url, after=[wikit, checker]
         ) as stream:
-            answer = await stream.until_done()
+            answer = (await stream.until_done()).raise_for_error()  # a failure raises
     print(answer.text, "\n")
-    for err in answer.errors:
-        print(f"error ({err.stage}): {err.message}")
     t = answer.timings
     print(f"sources {t.sources_ms or 0:.1f} ms ∥ grounding {t.grounding_ms or 0:.1f} ms")
     if answer.grounding is not None:
@@ -111,10 +110,13 @@ def main() -> None:
     parser.add_argument("--quota-project", help="sent as X-Goog-User-Project")
     args = parser.parse_args()
     configure_logging("WARNING")
-    if args.project:
-        asyncio.run(online(args.project, args.quota_project))
-    else:
-        asyncio.run(offline(args.question))
+    try:
+        if args.project:
+            asyncio.run(online(args.project, args.quota_project))
+        else:
+            asyncio.run(offline(args.question))
+    except StreamciteError as exc:  # one line and exit status 1, no traceback
+        sys.exit(f"error: {exc}")
 
 
 if __name__ == "__main__":

@@ -6,10 +6,11 @@ Runs offline in about a second:  .venv/bin/python examples/local_backend.py
 from __future__ import annotations
 
 import asyncio
+import sys
 
 import openai
 
-from streamcite import Timeouts, stream_chat
+from streamcite import StreamciteError, Timeouts, stream_chat
 from streamcite.enrich import LocalGrounding, WikitSources
 from streamcite.enrich.wikit import by_document
 from streamcite.local import MODEL, BackendConfig, LocalBackend
@@ -56,7 +57,7 @@ async def main() -> None:
         ) as s:
             async for text in s.text_stream:
                 print(text, end="", flush=True)
-        answer = s.answer
+        answer = s.answer.raise_for_error()  # a failure raises (StreamciteError)
         print("\n")
         for group in by_document(answer.sources):
             print(f"  {' '.join(group.quoted_as):>5}  {group.document.display_name}")
@@ -82,4 +83,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except StreamciteError as exc:  # one line and exit status 1, no traceback
+        sys.exit(f"error: {exc}")

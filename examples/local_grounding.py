@@ -16,7 +16,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 
+from streamcite import StreamciteError
 from streamcite.enrich import LocalGrounding
 from streamcite.grounding.google_check import check_google_request
 from streamcite.logs import configure_logging
@@ -101,11 +103,14 @@ async def main() -> None:
                 async for event in stream:
                     if event.type == "token":
                         print(event.text, end="", flush=True)
-                final = stream.answer
+                final = stream.answer.raise_for_error()  # a failure raises
         print(f"\n   grounding took {final.timings.grounding_ms or 0:.1f} ms")
         if final.grounding is not None:
             show(final.text, final.grounding)
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except StreamciteError as exc:  # one line and exit status 1, no traceback
+        sys.exit(f"error: {exc}")

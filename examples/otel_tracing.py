@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 from typing import Any
 
 from opentelemetry.sdk.metrics import MeterProvider
@@ -23,7 +24,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from streamcite import stream_chat
+from streamcite import StreamciteError, stream_chat
 from streamcite.enrich import LocalGrounding, WikitSources
 from streamcite.local import MODEL, LocalBackend
 from streamcite.telemetry import instrument
@@ -103,7 +104,7 @@ async def main() -> None:
             LocalGrounding(facts_from="sources"),
         ]
         async with stream_chat(request, base_url=backend.base_url, after=after) as stream:
-            answer = await stream.until_done()
+            answer = (await stream.until_done()).raise_for_error()  # a failure raises
     print(answer.text, "\n")
     if args.otlp:
         tracer_provider.shutdown()
@@ -116,4 +117,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except StreamciteError as exc:  # one line and exit status 1, no traceback
+        sys.exit(f"error: {exc}")

@@ -22,7 +22,7 @@ for event in iter_events(reads, marker_mode="superscript"):
     elif isinstance(event, CitationRefEvent):
         pass  # event.number, event.document_index, event.offset: live footnotes
     elif isinstance(event, DoneEvent):
-        answer = event.answer
+        answer = event.answer.raise_for_error()  # a broken recording raises
         print("\n")
         for ref in answer.citation_refs:
             c = answer.citation_for(ref.number)

@@ -5,12 +5,13 @@ and a grounding check, from the embedded backend.
     .venv/bin/python examples/quickstart.py
 
 ``python examples/quickstart.py http://127.0.0.1:PORT`` asks a backend on another port.
+A failure (no backend listening, say) ends it with one line on stderr and exit status 1.
 """
 
 import asyncio
 import sys
 
-from streamcite import stream_chat
+from streamcite import StreamciteError, stream_chat
 from streamcite.enrich import LocalGrounding, WikitSources
 
 BACKEND = sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:8765"
@@ -30,7 +31,7 @@ async def main() -> None:
     ) as stream:
         async for text in stream.text_stream:  # tokens as they arrive, footnotes as ¹ ²
             print(text, end="", flush=True)
-    answer = stream.answer  # CitedAnswer: text, citations, sources, grounding, timings
+    answer = stream.answer.raise_for_error()  # CitedAnswer; a failure raises StreamciteError
     print("\n\ncitations:")
     for c in answer.citations:
         print(f"  [{c.footnote}] {c.document_title} — {c.cited_text_heading}")
@@ -40,8 +41,9 @@ async def main() -> None:
         print(f"  [{s.quoted_as}] {s.document.display_name}: {passage}…")
     if answer.grounding is not None:
         print(f"grounding: support score {answer.grounding.support_score:.2f}")
-    for error in answer.errors:
-        print(f"error: {error.code}: {error.message}")
 
 
-asyncio.run(main())
+try:
+    asyncio.run(main())
+except StreamciteError as exc:  # e.g. connect_failed: … is serve-local running? …
+    sys.exit(f"error: {exc}")

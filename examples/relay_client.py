@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 import orjson
 
-from streamcite import CitedAnswer
+from streamcite import CitedAnswer, StreamciteError
 from streamcite.events import DoneEvent, ErrorEvent, TokenEvent, event_from_dict
 
 
@@ -95,9 +95,18 @@ async def main() -> None:
     args = parser.parse_args()
     async with contextlib.AsyncExitStack() as stack:
         url = args.url or await stack.enter_async_context(embedded_relay())
-        answer = await stream_answer(
-            url, args.question, token=args.token, drop_after=args.drop_after
-        )
+        try:
+            answer = await stream_answer(
+                url, args.question, token=args.token, drop_after=args.drop_after
+            )
+        except aiohttp.ClientConnectorError:
+            sys.exit(
+                f"error: cannot connect to {url}; is the relay running? start it with: "
+                "streamcite relay --port 8770"
+            )
+        except (aiohttp.ClientError, RuntimeError) as exc:  # refused, or a protocol fault
+            sys.exit(f"error: {exc}")
+    answer.raise_for_error()  # the answer itself failed upstream: StreamciteError
     for c in answer.citations:
         number = "?" if c.document_index is None else c.document_index + 1
         print(f"[{number}] {c.document_title} — {c.source_url}")
@@ -117,4 +126,7 @@ if __name__ == "__main__":
     import structlog
 
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except StreamciteError as exc:  # one line and exit status 1, no traceback
+        sys.exit(f"error: {exc}")

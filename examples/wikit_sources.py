@@ -19,8 +19,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import sys
 
-from streamcite import CitedAnswer, stream_chat
+from streamcite import CitedAnswer, StreamciteError, stream_chat
 from streamcite.enrich import WikitSources
 from streamcite.enrich.wikit import by_document, match_refs, page_label
 from streamcite.logs import configure_logging
@@ -68,18 +69,19 @@ async def offline(question: str) -> None:
         async with stream_chat(request, base_url=backend.base_url, after=[wikit]) as stream:
             async for text in stream.text_stream:
                 print(text, end="", flush=True)
-            answer = await stream.until_done()
+            answer = (await stream.until_done()).raise_for_error()  # a failure raises
         print("\n")
-        for err in answer.errors:
-            print(f"error ({err.stage}): {err.message}")
         print(f"sources (fetched in {answer.timings.sources_ms or 0:.1f} ms):")
         show_sources(answer.sources, answer)
 
 
 async def online(query_id: str) -> None:
+    app, org = os.environ.get("WIKIT_APP_ID"), os.environ.get("WIKIT_ORG_ID")
+    if not app or not org:
+        sys.exit("error: set WIKIT_APP_ID and WIKIT_ORG_ID (and WIKIT_API_KEY for private apps)")
     async with WikitSources(
-        os.environ["WIKIT_APP_ID"],
-        os.environ["WIKIT_ORG_ID"],
+        app,
+        org,
         os.environ.get("WIKIT_API_KEY"),
         base_url=os.environ.get("WIKIT_BASE_URL", "https://apis.wikit.ai"),
     ) as wikit:
@@ -95,7 +97,10 @@ def main() -> None:
     parser.add_argument("--query-id", help="fetch this query's sources from the real Wikit API")
     args = parser.parse_args()
     configure_logging("WARNING")  # library logs on stderr, warnings and up
-    asyncio.run(online(args.query_id) if args.query_id else offline(args.question))
+    try:
+        asyncio.run(online(args.query_id) if args.query_id else offline(args.question))
+    except StreamciteError as exc:  # one line and exit status 1, no traceback
+        sys.exit(f"error: {exc}")
 
 
 if __name__ == "__main__":

@@ -128,9 +128,9 @@ class Upstream:
 
 
 @contextlib.contextmanager
-def threaded_upstream(stream: bytes) -> Iterator[str]:
-    """An OpenAI-style endpoint streaming ``stream``, in its own thread and loop (for a CLI
-    that runs its own loop)."""
+def threaded_upstream(stream: bytes, path: str = "/v1/chat/completions") -> Iterator[str]:
+    """An endpoint at ``path`` (OpenAI's chat by default) streaming ``stream``, in its own
+    thread and loop (for a CLI that runs its own loop)."""
     loop = asyncio.new_event_loop()
     ready = threading.Event()
     url: list[str] = []
@@ -144,7 +144,7 @@ def threaded_upstream(stream: bytes) -> Iterator[str]:
         return resp
 
     app = web.Application()
-    app.router.add_post("/v1/chat/completions", chat)
+    app.router.add_post(path, chat)
     runner = web.AppRunner(app, shutdown_timeout=1.0)
 
     def run() -> None:

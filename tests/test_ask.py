@@ -124,7 +124,6 @@ def test_own_corpus(tmp_path: Path) -> None:
     [
         [],
         ["   "],
-        ["q", "--base-url", "http://127.0.0.1:9/v1"],
         ["q", "--grounding-facts", "sources", "--no-sources"],
     ],
 )

@@ -352,6 +352,7 @@ SUMMARY_KEYS = {
     "error_rate",
     "errors_by_code",
     "errors_by_stage",
+    "error_messages",
     "wall_s",
     "throughput_rps",
     "output_tokens_per_s",
@@ -490,7 +491,7 @@ def check_schema(doc: dict[str, Any]) -> None:
             assert set(req) == REQUEST_KEYS
             assert set(req["pipeline"]) == PIPELINE_KEYS
             for err in req["errors"]:
-                assert set(err) == {"code", "stage", "status"}
+                assert set(err) == {"code", "stage", "status", "message"}
 
 
 async def test_results_json_schema_is_stable(backend: LocalBackend, tmp_path: Path) -> None:

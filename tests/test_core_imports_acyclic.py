@@ -18,10 +18,13 @@ import pytest
 CORE = Path(__file__).resolve().parent.parent / "streamcite" / "core"
 PACKAGE = "streamcite.core"
 
-DIALECT_SHARED = frozenset({"base", "protocol", "hotloop", "citing", "payloads", "partial_args"})
+DIALECT_SHARED = frozenset(
+    {"base", "protocol", "hotloop", "citing", "payloads", "partial_args", "provider_tools",
+     "provider_tool_shapes"}
+)  # fmt: skip
 """Modules of ``core/dialects`` that every dialect may use (its state, its protocol, its
 citation registry and payload readers, the
-byte-template reader of text deltas)."""
+byte-template reader of text deltas, the provider-run tools' events and shapes)."""
 CHAT = frozenset(
     f"{PACKAGE}.{m}" for m in ("chunks", "deltas", "fastpath", "named_events", "chat_state")
 )

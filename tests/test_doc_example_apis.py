@@ -1,4 +1,4 @@
-"""The "one example per API" of docs/core.md runs as written against the embedded backend:
+"""The "one example per API" of docs/apis.md runs as written against the embedded backend:
 each of the five APIs answers with text and a citation, and every span it prints is a
 slice of the answer (a docs example that drifts from the code fails here)."""
 
@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _example() -> str:
-    text = (ROOT / "docs" / "core.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "apis.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     [block] = [b for b in blocks if "REQUESTS = {" in b and "api_root" in b]
     return block

@@ -39,7 +39,7 @@ def _code_of(path: Path) -> list[str]:
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".py":
         return [text]
-    return re.findall(r"```(?:python|py)\n(.*?)```", text, re.S)
+    return re.findall(r"```(?:python|py)(?: fragment)?\n(.*?)```", text, re.S)
 
 
 def _imports(code: str) -> list[tuple[str, str]]:

@@ -1,4 +1,4 @@
-"""The AI SDK's own client (`ai` 5.0.277 from npm, tests/node) reads streamcite's UI message stream."""
+"""The AI SDK's own client (`ai` 5.0.277 from npm, examples/usechat/chat.mjs) reads streamcite's UI message stream."""
 
 from __future__ import annotations
 
@@ -16,12 +16,14 @@ from streamcite import stream_chat
 from streamcite.local.server import BackendConfig, LocalBackend
 from streamcite.web.aiohttp import ui_message_handler
 
-NODE_DIR = Path(__file__).parent / "node"
+NODE_DIR = Path(__file__).parent.parent / "examples" / "usechat"
 NODE = shutil.which("node")
 READY = NODE is not None and (NODE_DIR / "node_modules" / "ai").is_dir()
 if not READY and os.environ.get("CI") == "true":
-    raise RuntimeError("CI: node and tests/node/node_modules are required (scripts/node-deps.sh)")
-pytestmark = pytest.mark.skipif(not READY, reason="node or tests/node deps missing")
+    raise RuntimeError(
+        "CI: node and examples/usechat/node_modules are required (scripts/node-deps.sh)"
+    )
+pytestmark = pytest.mark.skipif(not READY, reason="node or examples/usechat deps missing")
 
 
 async def run_node_raw(url: str, question: str, *mode: str) -> tuple[int | None, bytes, bytes]:

@@ -57,7 +57,7 @@ async def test_relay_api_chat_needs_the_token_and_streams_cited_answers() -> Non
                 assert rc != 0 and b"unauthorized" in err and b"tok-SECRET" not in err
 
 
-@pytest.mark.skipif(not READY, reason="node or tests/node deps missing")
+@pytest.mark.skipif(not READY, reason="node or examples/usechat deps missing")
 async def test_an_aborted_sdk_request_leaves_no_upstream_connection() -> None:
     async with (
         fake_upstream(tokens=[f"t{i} " for i in range(400)], delay=0.02) as up,

@@ -108,7 +108,7 @@ def test_citations_without_spans_add_no_part() -> None:
     assert "data-citation-spans" not in [c["type"] for c in got]
 
 
-@pytest.mark.skipif(not NODE_READY, reason="node or tests/node deps missing")
+@pytest.mark.skipif(not NODE_READY, reason="node or examples/usechat deps missing")
 @pytest.mark.parametrize("api", ["anthropic", "gemini"])
 async def test_the_ai_sdk_client_keeps_the_spans_part(serve: Any, api: str) -> None:
     """``readUIMessageStream`` (``ai`` from npm) accepts the part and keeps one, replaced

@@ -1,11 +1,11 @@
 """The Vercel AI SDK's own UI and client against streamcite's UI message stream (issue 15 §4).
 
-- A page built on ``useChat`` from ``@ai-sdk/react`` (tests/node/usechat, bundled with
-  esbuild by scripts/node-deps.sh; versions pinned in tests/node/package-lock.json) runs
+- The page built on ``useChat`` from ``@ai-sdk/react`` (examples/usechat, bundled with
+  esbuild by scripts/node-deps.sh; versions pinned in examples/usechat/package-lock.json) runs
   in real Chromium against ``streamcite relay``'s ``POST /api/chat`` and against
   examples/fastapi_app.py under uvicorn: the answer, its footnotes and a sources list
   render; Stop leaves no connection open on the embedded backend.
-- ``DefaultChatTransport`` (Node, tests/node/chat.mjs) aborting a request to the FastAPI
+- ``DefaultChatTransport`` (Node, examples/usechat/chat.mjs) aborting a request to the FastAPI
   example leaves no upstream connection on the embedded backend's side.
 
 The page is served at the endpoint's own origin (Playwright answers its three files), so
@@ -34,8 +34,8 @@ from streamcite.local.server import BackendConfig, LocalBackend
 from tests._relay_fixtures import CHROMIUM_ARGS, eventually, relay, require_chromium
 from tests.test_relay_browser import backend_answer
 
-NODE_DIR = Path(__file__).parent / "node"
-PAGE_DIR = NODE_DIR / "usechat"
+NODE_DIR = Path(__file__).parent.parent / "examples" / "usechat"
+PAGE_DIR = NODE_DIR
 BUNDLE = PAGE_DIR / "dist" / "app.js"
 EXAMPLE = Path(__file__).parent.parent / "examples" / "fastapi_app.py"
 NODE = shutil.which("node")
@@ -43,8 +43,10 @@ READY = NODE is not None and all(
     (NODE_DIR / "node_modules" / name).is_dir() for name in ("ai", "@ai-sdk/react", "esbuild")
 )
 if not READY and os.environ.get("CI") == "true":
-    raise RuntimeError("CI: node and tests/node/node_modules are required (scripts/node-deps.sh)")
-pytestmark = pytest.mark.skipif(not READY, reason="node or tests/node deps missing")
+    raise RuntimeError(
+        "CI: node and examples/usechat/node_modules are required (scripts/node-deps.sh)"
+    )
+pytestmark = pytest.mark.skipif(not READY, reason="node or examples/usechat deps missing")
 
 QUESTION = "How many days can I work remotely?"
 MARKER = re.compile(r"\[(\d{1,4}(?:, *\d{1,4})*)\]")
@@ -118,13 +120,13 @@ class ConnectionWatch:
 
 
 async def ensure_bundle() -> None:
-    """Build tests/node/usechat/dist/app.js when missing or older than its sources."""
+    """Build examples/usechat/dist/app.js when missing or older than its sources."""
     sources = [PAGE_DIR / "app.jsx", PAGE_DIR / "build.mjs", NODE_DIR / "package-lock.json"]
     if BUNDLE.is_file() and all(BUNDLE.stat().st_mtime >= p.stat().st_mtime for p in sources):
         return
     assert NODE is not None
     proc = await asyncio.create_subprocess_exec(
-        NODE, "usechat/build.mjs", cwd=NODE_DIR, stderr=asyncio.subprocess.PIPE
+        NODE, "build.mjs", cwd=NODE_DIR, stderr=asyncio.subprocess.PIPE
     )
     _, err = await asyncio.wait_for(proc.communicate(), 120)
     assert proc.returncode == 0, err.decode()

@@ -14,7 +14,14 @@ from streamcite.core.markers import footnote_numbers, render_markers, render_sup
 from streamcite.core.models import Citation, CitedAnswer
 from streamcite.core.sources import QuotedSource
 
-__all__ = ["passage_lines", "print_claims", "source_links", "sources_table", "support_label"]
+__all__ = [
+    "SUPPORT_SCORE_MEANING",
+    "passage_lines",
+    "print_claims",
+    "source_links",
+    "sources_table",
+    "support_label",
+]
 
 _QUOTE_CHARS = 200
 """Characters of a quoted passage shown per line (the rest elided)."""
@@ -148,6 +155,14 @@ def passage_lines(answer: CitedAnswer) -> list[str]:
     return out
 
 
+SUPPORT_SCORE_MEANING = (
+    "support score: how much of the whole answer the facts support, 0 to 1, weighted by "
+    "what each claim states; each claim's own score is beside it (✗: not supported)"
+)
+"""The line under the verdict that says what the score is (it is not the share of
+supported claims: one weak claim among strong ones lowers it only by its weight)."""
+
+
 def support_label(g: GroundingResult) -> str:
     """ "support score 0.83" coloured by level, never green when a checked claim fails;
     "nothing to check" when no claim needed one (the score then means nothing); "not
@@ -173,6 +188,8 @@ def print_claims(console: Any, answer: CitedAnswer, marker_mode: str) -> None:
     g = answer.grounding
     assert g is not None
     console.print(f"[bold]Grounding[/bold] ({g.provider}) — {support_label(g)}")
+    if not g.nothing_to_check:
+        console.print(f"  [dim]{SUPPORT_SCORE_MEANING}[/dim]", soft_wrap=True)
     for claim in g.claims:
         score_text = "    " if claim.score is None else f"{claim.score:.2f}"
         written = set(footnote_numbers(claim.claim_text))

@@ -6,6 +6,8 @@ Both end cleanly after Ctrl-C (:meth:`Renderer.cancelled`): the terminal says
 
 from __future__ import annotations
 
+import asyncio
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
@@ -35,6 +37,7 @@ from streamcite.core.events import (
     Event,
     GroundingEvent,
     MetaEvent,
+    ProviderToolEvent,
     ReasoningEvent,
     RefusalEvent,
     SourcesEvent,
@@ -63,6 +66,9 @@ class RenderSettings:
     corpus files, see :mod:`streamcite.apps._local_links`); None keeps links as sent."""
     api: str = "chat"
     """``--api``: which API's conventions a hint names."""
+    live_claims: bool = True
+    """Claims may come while the answer streams (a grounding check is on): the chunk
+    after a sentence's end waits, briefly, for that sentence's mark."""
 
 
 class Renderer:
@@ -104,9 +110,14 @@ class JsonRenderer(Renderer):
         self.event(DoneEvent(answer=answer))
 
 
-_NEAR_SENTENCE_END = 48
-"""A claim is marked in the text when at most this many characters were printed after
-its sentence (the next chunk, which shows that the sentence is complete)."""
+HOLD_S = 0.25
+"""Seconds the chunk that follows a sentence's end waits for that sentence's mark (the
+check runs once that chunk shows the sentence is complete; it takes a few ms)."""
+
+_TAIL = 512  # characters of the printed raw text kept to place marks
+_SENTENCE_END = re.compile(r"""[.!?…。！？]["'”’)\]]*(?:\s*\[\d+(?:\s*,\s*\d+)*\])*$""")
+_AFTER_END = re.compile(r"(?:\s|\[\d+(?:\s*,\s*\d+)*\])*")
+"""What may follow a sentence's end before its mark: spaces and footnote markers."""
 
 
 class RichRenderer(Renderer):
@@ -120,6 +131,9 @@ class RichRenderer(Renderer):
         self._streaming = False
         self._provider = ProviderRender(self.console, show_reasoning=settings.show_reasoning)
         self._text_len = 0  # characters of choice 0's raw text printed so far
+        self._tail = ""  # the last characters of it (a mark goes after its sentence)
+        self._held: list[TokenEvent] = []  # the chunk(s) after a sentence's end, waiting
+        self._hold_timer: asyncio.TimerHandle | None = None
         self._late: list[str] = []  # marks of claims that came after the text moved on
 
     def start(self) -> None:
@@ -140,16 +154,26 @@ class RichRenderer(Renderer):
 
     def event(self, event: Event) -> None:
         if isinstance(event, ReasoningEvent | ToolCallEvent | RefusalEvent):
+            self.flush()
             self._streaming = self._provider.event(event) or self._streaming
+        elif isinstance(event, ProviderToolEvent):
+            if self._streaming and event.phase == "result":
+                self.console.print()  # the tool's line on a line of its own
+                self._streaming = False
+            self._provider.provider_tool(event)
         elif isinstance(event, TokenEvent):
-            if event.index == 0 and event.display:
-                self._provider.end_reasoning()
-                self.console.print(terminal_safe(event.display), end="", markup=False)
-                self.console.file.flush()
-                self._streaming = True
-            if event.index == 0:
-                self._text_len += len(event.text)
+            if event.index != 0:
+                return
+            if self._held and not "".join(t.text for t in self._held).strip():
+                self._held.append(event)  # " " then "Tuesday": both wait for the mark
+                return
+            self.flush()
+            if self._holds(event):
+                self._hold(event)
+            else:
+                self._print_token(event)
         elif isinstance(event, ErrorEvent):
+            self.flush()
             if self._streaming:
                 self.console.print()
                 self._streaming = False
@@ -170,12 +194,49 @@ class RichRenderer(Renderer):
         ):
             return
 
+    def _print_token(self, event: TokenEvent) -> None:
+        if event.display:
+            self._provider.end_reasoning()
+            self.console.print(terminal_safe(event.display), end="", markup=False)
+            self.console.file.flush()
+            self._streaming = True
+        self._text_len += len(event.text)
+        self._tail = (self._tail + event.text)[-_TAIL:]
+
+    def _holds(self, event: TokenEvent) -> bool:
+        """``event`` follows a sentence's end: it waits for that sentence's mark."""
+        return (
+            self.opts.live_claims
+            and event.text[:1].isspace()
+            and _SENTENCE_END.search(self._tail) is not None
+        )
+
+    def _hold(self, event: TokenEvent) -> None:
+        self._held = [event]
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # driven without a loop: the next event releases it
+            return
+        self._hold_timer = loop.call_later(HOLD_S, self.flush)
+
+    def flush(self) -> None:
+        """Print the chunk held for a mark (its wait is over: the mark came, or another
+        event, or :data:`HOLD_S` passed)."""
+        if self._hold_timer is not None:
+            self._hold_timer.cancel()
+            self._hold_timer = None
+        held, self._held = self._held, []
+        for event in held:
+            self._print_token(event)
+
     def _claim(self, event: ClaimEvent) -> None:
         """A claim checked while the answer streams: marked right after its sentence
-        when the text is still there (``✓n`` supported, ``✗n`` not, n = the sentence's
-        number); one that comes once the text has moved on (checked against citations
-        of the finish chunk, say) is listed on a line of its own under the answer, not
-        glued to another sentence. The claims table at the end has the details."""
+        (``✓n`` supported, ``✗n`` not, n = the sentence's number) when nothing but
+        spaces or footnotes was printed after that sentence — the chunk that showed the
+        sentence complete waits for it (:meth:`_holds`); one that comes once the text
+        has moved on (checked against citations of the finish chunk, say) is listed on
+        a line of its own under the answer, never inside another sentence. The claims
+        table at the end has the details."""
         if not self._streaming or event.supported is None:
             return
         mark = (
@@ -184,19 +245,27 @@ class RichRenderer(Renderer):
             else f"[red]✗{event.index + 1}[/red]"
         )
         mark = f"[dim]‹[/dim]{mark}[dim]›[/dim]"
-        if self._text_len - event.end > _NEAR_SENTENCE_END:
+        after = self._text_len - event.end
+        if (
+            after < 0
+            or after > len(self._tail)
+            or not _AFTER_END.fullmatch(self._tail[len(self._tail) - after :])
+        ):
             self._late.append(mark)
             return
         self.console.print(mark, end="")
         self.console.file.flush()
+        self.flush()  # the chunk that waited for this mark
 
     def cancelled(self, answer: CitedAnswer) -> None:
+        self.flush()
         if self._streaming:
             self.console.print()
             self._streaming = False
         self.console.print("[yellow]cancelled[/yellow]")
 
     def finish(self, answer: CitedAnswer) -> None:
+        self.flush()
         c = self.console
         if self._streaming:
             c.print()
@@ -232,10 +301,12 @@ class RichRenderer(Renderer):
         c.print(sources_table(answer))
         links = source_links(answer, self.opts.link)
         for line in links:
-            c.print(line, overflow="fold")
+            # Never wrapped, folded or cut, whatever the width: a PATH:LINE or URL split
+            # over two lines no longer opens (the terminal may still wrap it).
+            c.print(line, soft_wrap=True)
         if links and self.opts.link is not None:
             for line in LIVE_PAGES_HINT.split("\n"):
-                c.print(f"  [dim]{console_text(line)}[/dim]", soft_wrap=False)
+                c.print(f"  [dim]{console_text(line)}[/dim]", soft_wrap=True)
         quotes = passage_lines(answer)
         if quotes:
             c.print("[dim]Quoted passages:[/dim]")

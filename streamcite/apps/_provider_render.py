@@ -1,13 +1,17 @@
 """How `ask` shows what a provider streams besides answer text: reasoning (dim, before the
-answer), tool calls (listed with their arguments once the stream ends) and a refusal."""
+answer), tool calls (listed with their arguments once the stream ends), the tools the
+provider ran itself (one line each as its result arrives) and a refusal."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from streamcite.apps._terminal import console_text, terminal_safe
-from streamcite.core.events import ReasoningEvent, RefusalEvent, ToolCallEvent
+from streamcite.core.events import ProviderToolEvent, ReasoningEvent, RefusalEvent, ToolCallEvent
 from streamcite.core.models import CitedAnswer
+from streamcite.core.terminal import one_line
 
 ProviderEvent = ReasoningEvent | ToolCallEvent | RefusalEvent
 
@@ -21,6 +25,25 @@ class ProviderRender:
         self.console = console
         self.show_reasoning = show_reasoning
         self.in_reasoning = False
+        self._tool_inputs: dict[int, str | None] = {}  # tool_index -> its call's input
+
+    def provider_tool(self, event: ProviderToolEvent) -> None:
+        """One line per tool the provider ran, when its result arrives:
+        ``🔎 web_search: "query" → 5 results`` (terminal-safe, at most ~160 characters)."""
+        if event.index != 0:
+            return
+        if event.phase != "result":
+            if len(self._tool_inputs) < 1024:
+                self._tool_inputs[event.tool_index] = event.input
+            return
+        tool_input = event.input or self._tool_inputs.pop(event.tool_index, None)
+        line = f"🔎 {event.name or 'tool'}"
+        if server := event.server:
+            line = f"{line} ({server})"
+        what = _input_line(tool_input)
+        line = f"{line}: {what}" if what else line
+        line = f"{line} → {_result_line(event)}"
+        self.console.print(_clip(one_line(line), 160), markup=False, style="dim")
 
     def event(self, event: ProviderEvent) -> bool:
         """Render one event; True when a line is left open (the caller ends it)."""
@@ -55,3 +78,39 @@ class ProviderRender:
             name, call_id = console_text(call.name or "?"), console_text(call.id or "no id")
             c.print(f"[bold]tool call[/bold] {name} ({call_id})")
             c.print(f"  {terminal_safe(call.arguments)}", markup=False, style="cyan")
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _input_line(tool_input: str | None) -> str:
+    """The telling part of a tool's input: its query, URL, command or code's first line."""
+    if not tool_input:
+        return ""
+    try:
+        value = orjson.loads(tool_input)
+    except orjson.JSONDecodeError:
+        return _clip(tool_input, 80)
+    if isinstance(value, dict):
+        for key in ("query", "queries", "url", "command", "code", "path"):
+            v = value.get(key)
+            if isinstance(v, list) and v:
+                v = v[0]
+            if isinstance(v, str) and v.strip():
+                return '"' + _clip(v.strip().splitlines()[0], 80) + '"'
+    return _clip(tool_input, 80)
+
+
+def _result_line(event: ProviderToolEvent) -> str:
+    """``5 results``, ``exit 0``, ``error (max_uses_exceeded)`` or the status."""
+    s = event.summary or {}
+    if event.status in ("error", "failed"):
+        code = s.get("error_code")
+        return f"{event.status} ({code})" if isinstance(code, str) else str(event.status)
+    if isinstance(s.get("count"), int):
+        n = s["count"]
+        return f"{n} result" + ("" if n == 1 else "s")
+    if isinstance(s.get("return_code"), int):
+        return f"exit {s['return_code']}"
+    return str(event.status or "done")

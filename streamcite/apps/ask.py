@@ -3,7 +3,9 @@
 With no ``--base-url`` the embedded local backend starts in-process on 127.0.0.1 and
 answers from its corpus (offline, no key); Wikit quoted sources and the grounding
 check then default to that backend's own endpoints. With ``--base-url`` any
-OpenAI-compatible provider is used. The terminal shows the tokens as they arrive
+OpenAI-compatible provider is used (``--provider`` names a vendor: its API, base URL and
+key variable as its SDK reads them; with no ``--model`` the one model the server lists is
+used). The question may come on stdin (``echo "…" | streamcite ask``). The terminal shows the tokens as they arrive
 (footnotes as superscripts), a sources table (repeated documents grouped) and the
 claims coloured by support; ``--json`` prints the event stream as JSON Lines instead.
 """
@@ -22,10 +24,17 @@ import click
 
 from streamcite.apps._ask_render import JsonRenderer, Renderer, RenderSettings, RichRenderer
 from streamcite.apps._enrichers import EnricherOptions, build_enrichers, default_facts
+from streamcite.apps._providers import (
+    KEY_ENVS,
+    LOCAL_ROOT,
+    PRESETS,
+    is_loopback,
+    key_from_env,
+    presets_help,
+)
 from streamcite.apps._terminal import one_line
 from streamcite.apps._usage import check_base_url, warn_unset_key
 from streamcite.apps.options import (
-    API_KEY_ENVS,
     ArgumentHintCommand,
     api_key_env_option,
     api_option,
@@ -81,26 +90,38 @@ class AskOptions:
     transport: str
     timeout: float
     no_reasoning: bool = False
+    provider: str | None = None
 
 
-@click.command("ask", cls=ArgumentHintCommand)
+@click.command("ask", cls=ArgumentHintCommand, epilog=presets_help())
 @click.argument("question", required=False)
 @option(
     "--demo",
     is_flag=True,
     help="Ask a built-in question of the built-in corpus, with sources and grounding.",
 )
+@option(
+    "--provider",
+    type=click.Choice(list(PRESETS)),
+    default=None,
+    help="A vendor's API, base URL and key variable, as its SDK reads them (listed "
+    "below). --api, --base-url and --api-key-env override them.",
+)
 @base_url_option(
     "API root with its version (…/v1; Gemini …/v1beta, Cohere …/v2), or for "
     "--api anthropic, gemini, cohere the server's root as their SDKs take it. "
-    "Default: the embedded local backend."
+    "Default: the embedded local backend, started for this command."
 )
 @api_option()
 @api_key_env_option(
     help="Environment variable holding the provider's API key (default by --api: "
-    "OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, CO_API_KEY)."
+    "OPENAI_API_KEY, ANTHROPIC_API_KEY, GOOGLE_API_KEY or GEMINI_API_KEY, CO_API_KEY; "
+    "none asked for on this machine: localhost, 127.0.0.1, ::1)."
 )
-@model_option("Model name (default: streamcite-local for the local backend).")
+@model_option(
+    "Model name (default: streamcite-local for the local backend; with --base-url, "
+    "the one model GET …/models lists)."
+)
 @system_prompt_option()
 @wikit_options(
     key_default="WIKIT_API_KEY",
@@ -152,8 +173,16 @@ class AskOptions:
 )
 @verbose_option()
 def command(question: str | None, demo: bool, verbose: int, **options: Any) -> None:
-    """Ask QUESTION and render the cited answer live: tokens, footnotes, sources, grounding."""
+    """Ask QUESTION and render the cited answer live: tokens, footnotes, sources, grounding.
+
+    With no QUESTION (and no --demo), the question is read from stdin when it is not a
+    terminal: echo "How many remote days?" | streamcite ask
+    """
     configure_logging(log_level(verbose))
+    ctx = click.get_current_context()
+    _apply_preset(ctx, options)
+    if question is None and not demo:
+        question = _stdin_question()
     if demo:
         question = question or DEMO_QUESTION
         if options["base_url"] is None:
@@ -167,7 +196,6 @@ def command(question: str | None, demo: bool, verbose: int, **options: Any) -> N
         raise click.UsageError(
             'give a QUESTION (or --demo), e.g. streamcite ask "How many remote days?"'
         )
-    ctx = click.get_current_context()
     if ctx.get_parameter_source("grounding_facts") is click.core.ParameterSource.DEFAULT:
         # --api responses: its citations quote nothing, so the check reads the sources too
         want_sources = options["sources"]
@@ -176,6 +204,10 @@ def command(question: str | None, demo: bool, verbose: int, **options: Any) -> N
         options["grounding_facts"] = default_facts(options["api"], want_sources)
     opts = AskOptions(question=question.strip(), **options)
     _check_usage(opts)
+    if opts.base_url is not None and opts.model is None:
+        from streamcite.apps._models import discover_model
+
+        opts.model = discover_model(opts.base_url, opts.api, key_from_env(_key_envs(opts)))
     try:
         code = asyncio.run(_ask(opts))
     except KeyboardInterrupt:  # pragma: no cover - interactive
@@ -183,13 +215,50 @@ def command(question: str | None, demo: bool, verbose: int, **options: Any) -> N
     sys.exit(code)
 
 
+MAX_STDIN_QUESTION = 64 * 1024
+"""Characters of a question read from stdin, at most (more is a usage error)."""
+
+
+def _stdin_question() -> str | None:
+    """The question piped on stdin (None when stdin is a terminal or closed)."""
+    stream = sys.stdin
+    try:
+        if stream is None or stream.isatty():
+            return None
+        text: str = stream.read(MAX_STDIN_QUESTION + 1)
+    except (OSError, ValueError):  # no stdin at all
+        return None
+    if len(text) > MAX_STDIN_QUESTION:
+        raise click.UsageError(f"the question on stdin is over {MAX_STDIN_QUESTION:,} characters")
+    return text
+
+
+def _apply_preset(ctx: click.Context, options: dict[str, Any]) -> None:
+    """``--provider``: its API, base URL and key variables where the command line gave none."""
+    name = options.get("provider")
+    if name is None:
+        return
+    preset = PRESETS[name]
+    explicit_api = ctx.get_parameter_source("api") is not click.core.ParameterSource.DEFAULT
+    if not explicit_api:
+        options["api"] = preset.api
+    if options["base_url"] is None:
+        if name == "local" and explicit_api:
+            from streamcite.pipeline.apis import api_root
+
+            options["base_url"] = api_root(LOCAL_ROOT, options["api"])
+        else:
+            options["base_url"] = preset.base_url
+
+
 def _check_usage(opts: AskOptions) -> None:
     """A usage error for options that cannot work together."""
     check_base_url(opts.base_url)
-    if opts.base_url is not None:
-        warn_unset_key(_key_env(opts))
-    if opts.base_url is not None and opts.model is None:
-        raise click.UsageError("--model is required with --base-url")
+    # On this machine (serve-local, Ollama, vLLM) no key is expected, unless one is named.
+    if opts.base_url is not None and (opts.api_key_env or not is_loopback(opts.base_url)):
+        names = _key_envs(opts)
+        if names and key_from_env(names) is None:
+            warn_unset_key(" or ".join(names))
     if opts.base_url is not None and opts.sources and not (opts.wikit_app and opts.wikit_org):
         raise click.UsageError("--sources with --base-url needs --wikit-app and --wikit-org")
     if opts.wikit_app and opts.base_url is not None and not opts.wikit_org:
@@ -202,9 +271,20 @@ def _check_usage(opts: AskOptions) -> None:
         raise click.UsageError(f"--grounding-facts {opts.grounding_facts} needs Wikit sources")
 
 
-def _key_env(opts: AskOptions) -> str:
-    """``--api-key-env``, else the variable the vendor's SDK reads for ``--api``."""
-    return opts.api_key_env or API_KEY_ENVS[opts.api]
+def _key_envs(opts: AskOptions) -> tuple[str, ...]:
+    """``--api-key-env``, else the variables of ``--provider``, else those the vendor's
+    SDK reads for ``--api`` (in its order)."""
+    if opts.api_key_env:
+        return (opts.api_key_env,)
+    if opts.provider is not None and PRESETS[opts.provider].api == opts.api:
+        return PRESETS[opts.provider].key_envs
+    return KEY_ENVS[opts.api]
+
+
+def _api_key(opts: AskOptions) -> str | None:
+    if opts.api_key_env:
+        return env_value(opts.api_key_env)
+    return key_from_env(_key_envs(opts))
 
 
 def _wants_sources(opts: AskOptions) -> bool:
@@ -281,6 +361,7 @@ def _renderer(opts: AskOptions, upstream: _Upstream) -> Renderer:
         marker_mode=opts.marker_mode,
         show_reasoning=not opts.no_reasoning,
         link=upstream.link,
+        live_claims=opts.grounding != "none",
     )
     return RichRenderer(settings)
 
@@ -293,7 +374,7 @@ async def _ask(opts: AskOptions) -> int:
         if opts.base_url is None:
             upstream = await _start_local(stack, opts)
         else:
-            upstream = _Upstream(opts.base_url, opts.model, api_key=env_value(_key_env(opts)))
+            upstream = _Upstream(opts.base_url, opts.model, api_key=_api_key(opts))
         renderer = _renderer(opts, upstream)
         renderer.start()
         headers = {"X-Streamcite-Fault": opts.fault} if opts.fault else None

@@ -6,7 +6,8 @@ loop with the client being measured), prints a summary table and, with ``--out``
 writes ``results.json``, ``requests.csv`` and PNG plots. ``--compare A.json B.json``
 prints two earlier results side by side with ratios.
 
-Exit codes: 0 done, 1 error, 2 usage error, 3 an ``--slo`` objective was missed.
+Exit codes: 0 done, 1 error (no request succeeded, or the local backend did not start),
+2 usage error, 3 an ``--slo`` objective was missed.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import orjson
 from rich.console import Console
 from rich.markup import escape
 
+from streamcite.apps._bench_exit import exit_on_missed_slo, exit_when_nothing_succeeded
 from streamcite.apps._enrichers import EnricherOptions, build_enrichers
 from streamcite.apps._terminal import pipe_console
 from streamcite.apps.bench_options import LOCAL_MODEL, bench_options
@@ -47,7 +49,7 @@ from streamcite.bench.runner import (
     run_sweep,
 )
 from streamcite.bench.schedule import MAX_REQUESTS
-from streamcite.bench.slo import EXIT_SLO_MISSED, Objective, parse_slo
+from streamcite.bench.slo import Objective, parse_slo
 from streamcite.bench.tokens import TokenizerUnavailable, load_tokenizer
 from streamcite.bench.workload import Prompt, load_prompts, synthetic_prompts
 from streamcite.enrich.base import Enricher
@@ -85,7 +87,8 @@ def command(**kw: Any) -> None:
           --slo p95:ttft_ms=800 --out sweep
       streamcite bench --compare before/results.json after/results.json
 
-    Exit codes: 0 done, 1 error, 2 usage error, 3 an --slo objective was missed.
+    Exit codes: 0 done, 1 error (no request succeeded, or the local backend did not
+    start), 2 usage error, 3 an --slo objective was missed.
     """
     console = pipe_console()
     if kw["compare"]:
@@ -114,7 +117,8 @@ def command(**kw: Any) -> None:
     sys.stdout.flush()
     if kw["out"] is not None:
         _write_outputs(doc, kw["out"], kw["plots"], err)
-    _exit_on_missed_slo(doc, err)
+    exit_when_nothing_succeeded(doc, err)
+    exit_on_missed_slo(doc, err)
 
 
 def _compare(console: Console, paths: tuple[Path, Path]) -> None:
@@ -360,18 +364,6 @@ def _write_outputs(doc: Mapping[str, Any], out: Path, plots: bool, err: Console)
     except PlotsUnavailable as exc:
         # escape(): rich would take "[plot]" of the install hint for markup and drop it.
         err.print(f"[yellow]no plots:[/yellow] {escape(str(exc))}")
-
-
-def _exit_on_missed_slo(doc: Mapping[str, Any], err: Console) -> None:
-    missed = [
-        c["spec"]
-        for run in doc["runs"]
-        for c in (run["summary"].get("slo") or {}).get("objectives", [])
-        if not c["passed"]
-    ]
-    if missed:
-        err.print(f"[red]SLO missed:[/red] {escape(', '.join(dict.fromkeys(missed)))}")
-        raise SystemExit(EXIT_SLO_MISSED)
 
 
 class _Job:

@@ -212,7 +212,7 @@ def api_key_env_option(
 
 
 def model_option(help: str = "Model name.") -> Decorator:
-    return option("--model", default=None, metavar="NAME", help=help)
+    return option("-m", "--model", "model", default=None, metavar="NAME", help=help)
 
 
 def system_prompt_option() -> Decorator:

@@ -2,7 +2,9 @@
 
 The columns are the scalar fields of each request record in ``results.json`` (same
 names, same values), preceded by the run's number and load; lists are folded:
-``errors`` becomes ``code@stage`` items joined by ``;``, ``token_ms`` and the
+``errors`` becomes ``code@stage`` items joined by ``;`` and ``error_message`` is the
+first error's message (one line, clipped; a leading ``= + - @`` quoted with ``'`` so that
+a spreadsheet reads text, not a formula), ``token_ms`` and the
 pipeline's own timings are left to the JSON. Empty cells are ``null`` values.
 """
 
@@ -54,6 +56,7 @@ CSV_COLUMNS: tuple[str, ...] = (
     "support_score",
     "nothing_to_check",
     "errors",
+    "error_message",
 )
 
 
@@ -62,6 +65,13 @@ def _cell(value: Any) -> Any:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
+    return value
+
+
+def _text_cell(value: str | None) -> str | None:
+    """Upstream text for a CSV cell: read as text by a spreadsheet, never as a formula."""
+    if value and value[0] in "=+-@\t\r":
+        return "'" + value
     return value
 
 
@@ -83,5 +93,7 @@ def write_csv(doc: Mapping[str, Any], out_dir: str | Path) -> Path:
                     **req,
                 }
                 row["errors"] = ";".join(f"{e['code']}@{e['stage']}" for e in req["errors"])
+                first = next((e.get("message") for e in req["errors"] if e.get("message")), None)
+                row["error_message"] = _text_cell(first)
                 writer.writerow([_cell(row.get(c)) for c in CSV_COLUMNS])
     return path

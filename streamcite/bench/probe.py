@@ -7,7 +7,7 @@ everything else happen in :meth:`Probe.record`, after the run.
 
 from __future__ import annotations
 
-from streamcite.bench.records import ErrorRecord, RequestRecord
+from streamcite.bench.records import ErrorRecord, RequestRecord, message_of
 from streamcite.bench.tokens import TokenCounter
 from streamcite.core.events import ErrorEvent
 from streamcite.core.models import CitedAnswer
@@ -72,7 +72,7 @@ class Probe:
 
         answer = self.answer or CitedAnswer()
         errors = [
-            ErrorRecord(e.code, e.stage, e.status)
+            ErrorRecord(e.code, e.stage, e.status, message_of(e.message) if e.message else None)
             for e in answer.errors
             if isinstance(e, ErrorEvent)
         ]

@@ -15,7 +15,20 @@ from typing import Any
 
 from streamcite.bench.schedule import LoadSpec
 
-__all__ = ["ErrorRecord", "RequestRecord", "RunResult", "TokenSource"]
+__all__ = ["MAX_MESSAGE", "ErrorRecord", "RequestRecord", "RunResult", "TokenSource", "message_of"]
+
+MAX_MESSAGE = 200
+"""Characters of an error's message kept in a record (the rest is counted)."""
+
+
+def message_of(text: str) -> str:
+    """An error message for results.json, requests.csv and the summary: one line, no
+    control characters or escape sequences, at most :data:`MAX_MESSAGE` characters."""
+    from streamcite.core.bounds import clip_message
+    from streamcite.core.terminal import one_line
+
+    return clip_message(one_line(" ".join(text.split())), MAX_MESSAGE)
+
 
 TokenSource = str
 """Where a token count comes from: ``usage`` (the stream's usage chunk), ``tokenizer``
@@ -29,9 +42,17 @@ class ErrorRecord:
     code: str
     stage: str
     status: int | None = None
+    message: str | None = None
+    """What the upstream (or the client) said, on one line, made inert and clipped to
+    :data:`MAX_MESSAGE` characters (serve-local's "start it with --allow-client-faults")."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "stage": self.stage, "status": self.status}
+        return {
+            "code": self.code,
+            "stage": self.stage,
+            "status": self.status,
+            "message": self.message,
+        }
 
 
 @dataclass(slots=True)
@@ -235,7 +256,10 @@ class RequestRecord:
             sources=int(d["sources"]),
             support_score=_opt(d["support_score"]),
             completion_tokens=d["completion_tokens"],
-            errors=[ErrorRecord(e["code"], e["stage"], e.get("status")) for e in d["errors"]],
+            errors=[
+                ErrorRecord(e["code"], e["stage"], e.get("status"), e.get("message"))
+                for e in d["errors"]
+            ],
             pipeline={k: _opt(v) for k, v in d["pipeline"].items()},
             complete=bool(d["complete"]),
             finish_ms=_opt(d.get("finish_ms")),

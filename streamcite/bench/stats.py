@@ -123,6 +123,22 @@ def _errors(records: Sequence[RequestRecord]) -> tuple[dict[str, int], dict[str,
     return dict(sorted(codes.items())), dict(sorted(stages.items()))
 
 
+MAX_MESSAGES = 8
+"""Error codes whose first message the summary keeps (the most frequent first)."""
+
+
+def _messages(records: Sequence[RequestRecord], codes: dict[str, int]) -> dict[str, str]:
+    """Error code -> the first message seen with it (at most :data:`MAX_MESSAGES` codes,
+    the most frequent; records carry them already made one line and clipped)."""
+    wanted = sorted(codes, key=lambda c: (-codes[c], c))[:MAX_MESSAGES]
+    out: dict[str, str] = {}
+    for r in records:
+        for e in r.errors:
+            if e.message and e.code in wanted and e.code not in out:
+                out[e.code] = e.message
+    return {c: out[c] for c in wanted if c in out}
+
+
 def _latency(
     records: Sequence[RequestRecord], ok: Sequence[RequestRecord], qs: Sequence[float]
 ) -> dict[str, Any]:
@@ -182,6 +198,7 @@ def summarize(run: RunResult, percentiles: Sequence[float] = DEFAULT_PERCENTILES
         "error_rate": round(failed / len(records), 6) if records else 0.0,
         "errors_by_code": codes,
         "errors_by_stage": stages,
+        "error_messages": _messages(records, codes),
         "wall_s": round(wall, 6),
         "throughput_rps": round(len(ok) / wall, 3) if wall > 0 else None,
         "output_tokens_per_s": round(out_total / wall, 3) if wall > 0 else None,

@@ -102,6 +102,9 @@ def _lines(s: Mapping[str, Any]) -> Text:
         parts.append(f"{tps} ({source})" if source else tps)
     parts.append(f"errors: {errors}")
     text = Text(" · ".join(nowrap(p) for p in parts) + "\n")
+    for code, message in (s.get("error_messages") or {}).items():
+        # As recorded: one line, inert, clipped (streamcite.bench.records.message_of).
+        text.append(f"  {one_line(str(code))}: {one_line(str(message))}\n")
     if s.get("offered_rps") is not None:
         achieved = s.get("achieved_rps")
         # The open loop's arrival rate (sends over the send span), not a second throughput.

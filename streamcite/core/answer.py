@@ -26,6 +26,7 @@ from streamcite.core.events import (
     FinishEvent,
     GroundingEvent,
     MetaEvent,
+    ProviderToolEvent,
     ReasoningEvent,
     RefusalEvent,
     SourcesEvent,
@@ -88,6 +89,7 @@ class AnswerBuilder:
         "grounding",
         "id",
         "model",
+        "provider_tools",
         "reasoning_parts",
         "references",
         "refs",
@@ -153,6 +155,8 @@ class AnswerBuilder:
         self.skipped_types: dict[str, int] = {}
         """Unknown provider types skipped (:attr:`CitedAnswer.skipped_types`)."""
         self.claims: list[ClaimEvent] = []
+        self.provider_tools: list[ProviderToolEvent] = []
+        """The provider-run tools' events (the dialect holds them to the tool-call cap)."""
 
     def error(self, ev: ErrorEvent) -> None:
         """Keep one error (bounded: beyond ``bounds.max_errors`` only counted)."""
@@ -261,6 +265,10 @@ class AnswerBuilder:
     def _claim(self, ev: ClaimEvent) -> None:
         if len(self.claims) < MAX_CLAIMS:
             self.claims.append(ev)
+
+    def _provider_tool(self, ev: ProviderToolEvent) -> None:
+        if len(self.provider_tools) < 2 * self.bounds.max_tool_calls:  # a call, a result
+            self.provider_tools.append(ev)
 
     def _grounding(self, ev: GroundingEvent) -> None:
         self.grounding = ev.to_result()
@@ -378,6 +386,7 @@ class AnswerBuilder:
             enrichment_skipped=self.enrichment_skipped,
             claims=list(self.claims),
             skipped_types=dict(self.skipped_types),
+            provider_tools=list(self.provider_tools),
         )
         set_lazy_citation_refs(answer, refs)  # a list of CitationRef on first read
         return answer
@@ -461,6 +470,7 @@ _FOLD: dict[type, Callable[[AnswerBuilder, Any], None]] = {
     SourcesEvent: AnswerBuilder._sources,
     GroundingEvent: AnswerBuilder._grounding,
     ClaimEvent: AnswerBuilder._claim,
+    ProviderToolEvent: AnswerBuilder._provider_tool,
 }
 """How :meth:`AnswerBuilder.add` folds each event type (by exact type, as before)."""
 

@@ -40,6 +40,7 @@ __all__ = [
     "FinishEvent",
     "GroundingEvent",
     "MetaEvent",
+    "ProviderToolEvent",
     "ReasoningEvent",
     "RefusalEvent",
     "SourcesEvent",
@@ -141,6 +142,35 @@ class ToolCallEvent(_Wire):
     id: str | None = None
     name: str | None = None
     arguments: str = ""
+
+
+@dataclass(slots=True)
+class ProviderToolEvent(_Wire):
+    """A tool the provider runs itself (web search, web fetch, code execution, file
+    search, an MCP server's tool): ``phase`` ``"call"`` when it starts, ``"result"`` when
+    its result arrives. ``tool_index`` is its order among the answer's provider tools (a
+    call and its result share it), ``id`` the provider's (``srvtoolu_…``, ``ws_…``),
+    ``name`` the tool's (``web_search``, ``code_execution``, the MCP tool's), ``server``
+    the MCP server's name where given. ``input`` is the tool's input as JSON text
+    (bounded: long values cut with ``…``, always valid JSON), ``None`` where not known
+    yet; ``status`` the result's (``completed``, ``failed``, ``error``…); ``summary`` a
+    bounded digest of the result (for a search its ``count`` and the results' URLs and
+    titles, never page contents; for code its return code and clipped output).
+
+    >>> ProviderToolEvent(id="srvtoolu_1", name="web_search", input='{"query":"café"}').phase
+    'call'
+    """
+
+    type: str = field(default="provider_tool", init=False)
+    index: int = 0
+    tool_index: int = 0
+    id: str | None = None
+    name: str | None = None
+    phase: str = "call"
+    input: str | None = None
+    status: str | None = None
+    summary: dict[str, Any] | None = None
+    server: str | None = None
 
 
 @dataclass(slots=True)
@@ -288,6 +318,7 @@ Event: TypeAlias = (
     | UsageEvent
     | ReasoningEvent
     | ToolCallEvent
+    | ProviderToolEvent
     | RefusalEvent
     | SourcesEvent
     | GroundingEvent
@@ -355,6 +386,7 @@ def answer_from_dict(obj: Any) -> CitedAnswer:
     kw["sources"] = [QuotedSource.from_dict(x) for x in obj.get("sources") or ()]
     kw["errors"] = [_flat(ErrorEvent, x) for x in obj.get("errors") or ()]
     kw["claims"] = [_flat(ClaimEvent, x) for x in obj.get("claims") or ()]
+    kw["provider_tools"] = _list(ProviderToolEvent, obj.get("provider_tools"))
     for name in ("dangling_refs", "uncited_documents", "references"):
         kw[name] = list(obj.get(name) or ())
     g = obj.get("grounding")
@@ -418,6 +450,7 @@ _DECODERS: dict[str, Any] = {
         ("usage", UsageEvent),
         ("reasoning", ReasoningEvent),
         ("tool_call", ToolCallEvent),
+        ("provider_tool", ProviderToolEvent),
         ("refusal", RefusalEvent),
         ("error", ErrorEvent),
         ("claim", ClaimEvent),

@@ -206,10 +206,36 @@ class CitedAnswer:
     """Provider event or content types the dialect does not know (a newer API version's),
     skipped without failing the answer: type → how many were skipped (at most 32 types;
     the rest are counted under ``"(other types)"``). Empty when nothing was skipped."""
+    provider_tools: list[Any] = field(default_factory=list)
+    """``ProviderToolEvent`` objects (the tools the provider ran itself: web search, code
+    execution, MCP…), calls and results in the order they came; at most
+    ``StreamBounds.max_tool_calls`` tools."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = _plain(self)
         return out
+
+    def raise_for_error(self) -> CitedAnswer:
+        """This answer, unless it failed: then raise an
+        :class:`~streamcite.core.errors.AnswerError` (a :class:`StreamciteError
+        <streamcite.core.errors.StreamciteError>`) carrying the first error's ``code``.
+
+        Failed means cut before its end (``complete`` false) or any error recorded,
+        of any stage: connect (:class:`~streamcite.core.errors.ConnectFailed`), HTTP
+        (:class:`~streamcite.core.errors.UpstreamRefused`), time limit
+        (:class:`~streamcite.core.errors.AnswerTimeout`), a broken stream
+        (:class:`~streamcite.core.errors.AnswerIncomplete`), an enricher
+        (:class:`~streamcite.core.errors.EnrichmentFailed`).
+
+        >>> CitedAnswer(text="ok", complete=True).raise_for_error().text
+        'ok'
+        """
+        from streamcite.core.errors import answer_error
+
+        error = answer_error(self)
+        if error is not None:
+            raise error
+        return self
 
     def citation_for(self, number: int) -> Citation | None:
         """The citation a one-based footnote ``[number]`` points at, if any."""

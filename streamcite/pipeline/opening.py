@@ -15,6 +15,7 @@ import random
 import re
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
@@ -30,7 +31,7 @@ from streamcite.transports.base import (
     redirect_message,
 )
 
-__all__ = ["OpenFailed", "http_error", "make_transport", "open_upstream"]
+__all__ = ["OpenFailed", "connect_message", "http_error", "make_transport", "open_upstream"]
 
 _MAX_RETRY_WAIT = 30.0
 _MAX_ERROR_BODY = 64 * 1024
@@ -46,6 +47,40 @@ _STATUS_CODES = {
     422: "unprocessable",
     429: "rate_limited",
 }
+
+
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+_SERVE_LOCAL_PORT = 8765
+
+
+def connect_message(message: str, url: str) -> str:
+    """A connect failure's message naming the host and port tried and, on this machine,
+    what to start: ``cannot connect to 127.0.0.1:8765: [Errno 111] …; is serve-local
+    running? start it with: streamcite serve-local``.
+
+    >>> connect_message("cannot connect: refused", "http://127.0.0.1:8765/v1/chat/completions")
+    'cannot connect to 127.0.0.1:8765: refused; is serve-local running? start it with: streamcite serve-local'
+    >>> connect_message("cannot connect: refused", "https://api.example/v1/chat")
+    'cannot connect to api.example:443: refused'
+    """
+    parts = urlsplit(url)
+    host = parts.hostname or "?"
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        port = 0
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    detail = message.removeprefix("cannot connect: ")
+    out = f"cannot connect to {where}: {detail}"
+    if host in _LOOPBACK:
+        if port == _SERVE_LOCAL_PORT:
+            out += "; is serve-local running? start it with: streamcite serve-local"
+        else:
+            out += (
+                f"; is the server on port {port} running? (the embedded backend: "
+                f"streamcite serve-local --port {port})"
+            )
+    return out
 
 
 class OpenFailed(Exception):
@@ -204,14 +239,15 @@ async def _open_once(
     except TimeoutError as exc:
         raise OpenFailed(budget.timeout_error(waiting_first=True)) from exc
     except TransportError as exc:
+        message = connect_message(exc.message, url) if exc.stage == "connect" else exc.message
         raise OpenFailed(
-            ErrorEvent(code=exc.code, message=exc.message, retryable=exc.retryable, stage=exc.stage)
+            ErrorEvent(code=exc.code, message=message, retryable=exc.retryable, stage=exc.stage)
         ) from exc
     except Exception as exc:  # a client library error we do not know: still typed
         raise OpenFailed(
             ErrorEvent(
                 code="connect_failed",
-                message=f"{type(exc).__name__}: {exc}",
+                message=connect_message(f"{type(exc).__name__}: {exc}", url),
                 retryable=False,
                 stage="connect",
             )

@@ -13,7 +13,7 @@
   (the first ``max_errors - 1`` and the last are kept, the rest counted in
   ``errors_dropped``); (2) the fields the client already received as events
   (:data:`STREAMED_FIELDS`: text, display text, reasoning, citation refs, citations,
-  spans, tool calls, refusal, sources, grounding, claims); (3) the remaining lists and all
+  spans, tool calls, refusal, sources, grounding, claims, provider tools); (3) the remaining lists and all
   errors but the last; (4) everything but a few scalars and that last error. The answer then carries
   ``"truncated": true`` and ``"truncated_fields"`` (the keys removed or shortened).
 """
@@ -52,6 +52,7 @@ STREAMED_FIELDS = (
     "sources",
     "grounding",
     "claims",
+    "provider_tools",
 )
 """Answer fields whose content every client already got as events of the stream."""
 

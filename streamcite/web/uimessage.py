@@ -16,6 +16,10 @@ reasoning      ``reasoning-start`` (first of a block), ``reasoning-delta``
 tool_call      ``tool-input-start`` (once id and name are known),
                ``tool-input-delta``; at the choice's finish
                ``tool-input-available`` (or ``tool-input-error`` for bad JSON)
+provider_tool  ``tool-input-available`` (``tool-input-start`` for a call whose input
+               comes with its result), ``tool-output-available`` (``output``:
+               ``{status, summary}``) or ``tool-output-error``; all
+               ``providerExecuted: true``
 refusal        ``data-refusal`` (id ``refusal-<index>``, the text so far: sent when it
                has doubled since the last one, and at the choice's finish)
 citation_ref   nothing: the marker is in the ``text-delta``
@@ -58,7 +62,7 @@ from typing import Any
 import orjson
 
 from streamcite.core.events import TokenEvent
-from streamcite.web.uiparts import finish_reason, frame, spans_part
+from streamcite.web.uiparts import finish_reason, frame, provider_tool_parts, spans_part
 
 __all__ = ["MAX_SOURCE_PARTS", "UI_MESSAGE_STREAM_HEADERS", "UIMessageEncoder", "finish_reason"]
 
@@ -110,6 +114,7 @@ class UIMessageEncoder:
         "_blocks",
         "_cited",
         "_closed",
+        "_ptools",
         "_reason",
         "_reasoning",
         "_refusals",
@@ -135,6 +140,7 @@ class UIMessageEncoder:
         self._reasoning: dict[int, str] = {}
         self._blocks = 0
         self._tools: dict[tuple[int, int], _Tool] = {}
+        self._ptools: dict[str, bool] = {}  # provider tools: toolCallId -> input part written
         self._refusals: dict[int, _Refusal] = {}
         self._source_counts: dict[int, int] = {}  # footnote n -> source parts written for it
         self._sources = 0
@@ -468,6 +474,7 @@ _HANDLERS = {
     "token": lambda self, ev: self._token(int(ev.index or 0), ev.text or ""),
     "reasoning": UIMessageEncoder._on_reasoning,
     "tool_call": UIMessageEncoder._on_tool_call,
+    "provider_tool": lambda self, ev: provider_tool_parts(ev, self._ptools),
     "refusal": UIMessageEncoder._on_refusal,
     "meta": UIMessageEncoder._on_meta,
     "usage": UIMessageEncoder._on_usage,

@@ -7,9 +7,11 @@ once (the new source), and at the block's ``content_block_stop`` its span: the w
 text block the citation belongs to, with that citation's ``cited_text`` and location
 (``provider_metadata``) — one span per citation, so a source cited twice keeps both quotes; ``message_delta`` → ``usage`` and ``finish``;
 ``message_stop`` ends the stream; ``error`` (``overloaded_error``...) → ``error``.
-Ignored: ``ping``, ``signature_delta``, ``redacted_thinking``, the server tools' blocks
-(``server_tool_use``, ``mcp_tool_use``, every ``*_tool_result``: the citations carry what
-an answer needs of them), ``compaction`` blocks and their ``compaction_delta``. A block,
+The server tools' blocks (``server_tool_use``, ``mcp_tool_use`` and their
+``input_json_delta``, at their ``content_block_stop``; every ``*_tool_result``) →
+``provider_tool`` (:mod:`.provider_tools`). Ignored: ``ping``, ``signature_delta``,
+``redacted_thinking``, ``container_upload``, ``compaction`` blocks and their
+``compaction_delta``. A block,
 delta or event type this module does not know (a newer API version's) is skipped with
 what belongs to it and counted on the answer (``skipped_types``), never an error.
 """
@@ -27,6 +29,8 @@ from streamcite.core.dialects.base import (
     loads,
 )
 from streamcite.core.dialects.hotloop import TemplatedState
+from streamcite.core.dialects.provider_tool_shapes import anthropic_input, anthropic_result
+from streamcite.core.dialects.provider_tools import MAX_PARTIAL_CHARS
 from streamcite.core.events import Event
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
@@ -72,9 +76,9 @@ _SERVER_TOOL_BLOCKS = frozenset(
     }
 )
 """Blocks of the tools Anthropic runs itself (web search and fetch, code execution, tool
-search, the MCP connector): their inputs and results; the answer's text and citations
-carry what it needs of them. Any other ``*_tool_use`` / ``*_tool_result`` block but
-``tool_use`` is one too (the API's naming for server tools)."""
+search, the MCP connector): their inputs and results, read as ``provider_tool`` events.
+Any other ``*_tool_use`` / ``*_tool_result`` block but ``tool_use`` is one too (the API's
+naming for server tools)."""
 _IGNORED_BLOCKS = _SERVER_TOOL_BLOCKS | {"redacted_thinking", "compaction"}
 """Blocks read as documented ignores: server tools', ``redacted_thinking`` (encrypted) and
 ``compaction`` (the API's summary of earlier turns, sent back on the next request)."""
@@ -142,7 +146,7 @@ def _citation(c: dict[str, Any]) -> tuple[Any, Citation] | str:
 class AnthropicInterpreter(TemplatedState):
     """Interprets one Anthropic Messages stream (``/v1/messages``, ``stream: true``)."""
 
-    __slots__ = ("_blocks", "_input_tokens", "_table")
+    __slots__ = ("_blocks", "_calls", "_input_tokens", "_table")
 
     dialect = "anthropic"
     _END = b'"}}'
@@ -152,6 +156,9 @@ class AnthropicInterpreter(TemplatedState):
         self._blocks: dict[int, list[Any]] = {}
         """Per block index: [type, start character, its citations: (document index,
         cited text, provider metadata) each]."""
+        self._calls: dict[int, list[Any]] = {}
+        """Per block index of a server tool's call: [its block, input fragments, their
+        characters] until its ``content_block_stop``."""
         self._input_tokens: Any = None
         self._table: dict[str, Handler] = {
             "message_start": self._message_start,
@@ -251,11 +258,23 @@ class AnthropicInterpreter(TemplatedState):
                 return
             if not self.tool(idx, cid, name, arguments, out):
                 self._blocks[idx][0] = _SKIPPED  # its deltas dropped with it
+        elif type(kind) is str and kind.endswith(("_tool_result", "_tool_use")):
+            self._server_block(idx, kind, block, out)
         elif not _ignored_block(kind):
             self._blocks[idx][0] = _SKIPPED
             self.unknown(
                 f"content block {kind[:40] if type(kind) is str else quote(kind, 40)}", block, out
             )
+
+    def _server_block(self, idx: int, kind: str, block: dict[str, Any], out: list[Event]) -> None:
+        """A server tool's block: a result → ``provider_tool`` at once; a call
+        (``server_tool_use``, ``mcp_tool_use``) → held until its ``content_block_stop``
+        (its input streams as ``input_json_delta``)."""
+        if kind.endswith("_tool_result"):
+            key, name, status, summary = anthropic_result(block)
+            self.ptools().result(out, key, name, status, summary)
+        elif len(self._calls) < 4096:
+            self._calls[idx] = [block, [], 0]
 
     def _block_delta(self, obj: dict[str, Any], out: list[Event]) -> None:
         idx, delta = obj.get("index"), obj.get("delta")
@@ -294,8 +313,10 @@ class AnthropicInterpreter(TemplatedState):
         elif block[0] in ("text", "thinking"):
             msg = f"input_json_delta of {quote(block[0], 40)} block {idx} (not a tool use): dropped"
             self.fault(out, "bad_chunk", msg)
-        # else a server tool's input (web search query, MCP call) or a skipped block's:
-        # ignored with its block
+        elif (call := self._calls.get(idx)) is not None and part and call[2] <= MAX_PARTIAL_CHARS:
+            call[1].append(part[: MAX_PARTIAL_CHARS + 1 - call[2]])  # a server tool's input:
+            call[2] += len(part)  # beyond MAX_PARTIAL_CHARS not kept (shown cut)
+        # else a skipped block's: ignored with its block
 
     def _in_skipped(self, idx: int) -> bool:
         """Block ``idx`` is of a type skipped or ignored (its deltas go with it)."""
@@ -331,6 +352,11 @@ class AnthropicInterpreter(TemplatedState):
         if block is None:
             self.fault(out, "bad_chunk", f"content_block_stop of an unknown block: {quote(obj)}")
             return
+        call = self._calls.pop(idx, None) if type(idx) is int else None
+        if call is not None:
+            tool_input = anthropic_input(call[0], call[1], call[2] > MAX_PARTIAL_CHARS)
+            b = call[0]
+            self.ptools().call(out, b.get("id"), b.get("name"), tool_input, b.get("server_name"))
         if block[2]:
             added = False
             for doc, passage, meta in block[2]:

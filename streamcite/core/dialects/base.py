@@ -22,6 +22,7 @@ from streamcite.core.bounds import clip_message
 from streamcite.core.dialects.citing import MAX_SPANS, Citing
 from streamcite.core.dialects.payloads import fix_strings, status_retryable
 from streamcite.core.dialects.protocol import DialectInterpreter, Handler
+from streamcite.core.dialects.provider_tools import ProviderTools
 from streamcite.core.events import (
     CitationRefEvent,
     ErrorEvent,
@@ -95,6 +96,7 @@ class StreamState(Citing):
         "_disp0",
         "_mode",
         "_mode_keep",
+        "_ptools",
         "_raw0",
         "_surr",
         "_tool_count",
@@ -136,6 +138,7 @@ class StreamState(Citing):
         """Set once an event held escaped lone surrogates (``core.surrogates``): the
         streamed texts are joined through it from then on."""
         self.usage_pending: UsageEvent | None = None
+        self._ptools: ProviderTools | None = None
         self.meta_seen = False
         self.cut = False
         """A provider error or a failed status cut the answer."""
@@ -329,6 +332,12 @@ class StreamState(Citing):
         if idx == 0:
             self.builder.tool_call(ev)
         return True
+
+    def ptools(self) -> ProviderTools:
+        """The provider-run tools of this answer (made at the first one)."""
+        if self._ptools is None:
+            self._ptools = ProviderTools(self.builder, self.fault)
+        return self._ptools
 
     @property
     def has_tools(self) -> bool:

@@ -23,6 +23,7 @@ from streamcite.core.byte_offsets import ByteOffsets
 from streamcite.core.citations import ANSWER_SEGMENT
 from streamcite.core.dialects.base import MAX_SPANS, JSONDecodeError, StreamState, loads, new
 from streamcite.core.dialects.partial_args import StreamedArgs
+from streamcite.core.dialects.provider_tool_shapes import gemini_code_part
 from streamcite.core.events import Event, TokenEvent
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
@@ -297,8 +298,9 @@ class GeminiInterpreter(StreamState):
                 return
             key = object()  # every functionCall part is a whole call of its own
             self.tool(key, cid if type(cid) is str else None, name, arguments, out, idx)
-        # thoughtSignature alone, executableCode, codeExecutionResult, inlineData,
-        # fileData: ignored (docs/provider-streams.md)
+        elif idx == 0 and ("executableCode" in part or "codeExecutionResult" in part):
+            gemini_code_part(self.ptools(), part, out)  # code execution: provider_tool
+        # thoughtSignature alone, inlineData, fileData: ignored (docs/provider-streams.md)
 
     def _streamed_call(self, idx: int, call: dict[str, Any], out: list[Event]) -> None:
         """One part of a call whose arguments Vertex AI streams (``willContinue``,

@@ -8,9 +8,12 @@
 (``url_citation`` and ``container_file_citation`` with their span ``start_index:end_index``
 of the content part, ``file_citation`` without one); ``response.completed`` /
 ``response.incomplete`` → ``usage`` and ``finish``; ``response.failed`` and ``error`` →
-``error`` (the answer cut). The ``.done`` / ``.added`` echoes of what the deltas carried,
-``response.in_progress`` and the hosted tools' progress events are ignored (see
-docs/provider-streams.md).
+``error`` (the answer cut). A hosted tool's item (``web_search_call``, ``file_search_call``,
+``code_interpreter_call``, ``image_generation_call``, ``mcp_call``) → ``provider_tool``: its
+``call`` at ``response.output_item.added``, its ``result`` (with the input, which some
+tools send only then) at ``response.output_item.done``. The ``.done`` / ``.added`` echoes
+of what the deltas carried, ``response.in_progress`` and the hosted tools' progress events
+are ignored (see docs/provider-streams.md).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from streamcite.core.answer import AnswerBuilder
 from streamcite.core.bounds import StreamBounds
 from streamcite.core.dialects.base import Handler, JSONDecodeError, StreamState, loads
 from streamcite.core.dialects.hotloop import SequencedState, Template
+from streamcite.core.dialects.provider_tool_shapes import HOSTED_ITEMS, responses_item
 from streamcite.core.events import Event
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
@@ -56,7 +60,6 @@ _IGNORED = frozenset(
     {
         "response.in_progress",
         "response.queued",
-        "response.output_item.done",
         "response.content_part.done",
         "response.output_text.done",
         "response.refusal.done",
@@ -138,6 +141,7 @@ class ResponsesInterpreter(SequencedState):
         self._table: dict[str, Handler] = {
             "response.created": self._created,
             "response.output_item.added": self._item_added,
+            "response.output_item.done": self._item_done,
             "response.content_part.added": self._part_added,
             "response.output_text.delta": self._text_delta,
             "response.output_text.annotation.added": self._annotation,
@@ -162,7 +166,7 @@ class ResponsesInterpreter(SequencedState):
             StreamState.feed_raw(self, [item], out)
             return
         data = item[1]
-        if len(data) > _SKIM and _ignored_repeat(item[0], data):
+        if len(data) > _SKIM and (_ignored_repeat(item[0], data) or self._echo(item[0], data)):
             return
         try:
             obj = loads(data)
@@ -195,6 +199,15 @@ class ResponsesInterpreter(SequencedState):
                 self.reasoning(0, t, out)
             return
         self.event(item[0], obj, out)
+
+    def _echo(self, name: bytes, data: bytes) -> bool:
+        """A large ``response.output_item.done`` of no open hosted tool (a message's echo
+        of its text): passed unparsed. A hosted tool's item names its id first."""
+        if name != b"response.output_item.done":
+            return False
+        open_ids = self._ptools.open if self._ptools is not None else ()
+        head = data[:4096]
+        return not any(type(k) is str and k.encode() in head for k in open_ids)
 
     def _learn(self, obj: dict[str, Any], data: bytes) -> Template | None:
         """The template of this part's deltas, from one of them: the fields before and
@@ -244,7 +257,23 @@ class ResponsesInterpreter(SequencedState):
                 self.fault(out, "bad_tool_call", f"function_call not understood: {quote(item)}")
                 return
             self.tool(iid, cid, name, args if type(args) is str else "", out)
-        # message, reasoning and hosted tool items: their content comes as deltas
+        elif item.get("type") in HOSTED_ITEMS:
+            name, tool_input, _ = responses_item(item)
+            status, server = item.get("status"), item.get("server_label")
+            self.ptools().call(out, item.get("id"), name, tool_input, server, status)
+        # message and reasoning items: their content comes as deltas
+
+    def _item_done(self, obj: dict[str, Any], out: list[Event]) -> None:
+        item = obj.get("item")
+        if type(item) is dict and item.get("type") in HOSTED_ITEMS:
+            name, tool_input, summary = responses_item(item)
+            status, server = item.get("status"), item.get("server_label")
+            if type(item.get("error")) is str and item["error"]:
+                status = "failed"
+            self.ptools().result(
+                out, item.get("id"), name, status, summary, tool_input=tool_input, server=server
+            )
+        # other items: echoes of what their deltas carried
 
     def _part_key(self, obj: dict[str, Any]) -> tuple[Any, Any]:
         key = (obj.get("item_id"), obj.get("content_index"))
@@ -411,6 +440,9 @@ class ResponsesInterpreter(SequencedState):
             self._item_added({"item": {**item, "arguments": ""}}, out)
             if type(args) is str and type(iid) is str:
                 self._arguments_delta({"item_id": iid, "delta": args}, out)
+        elif kind in HOSTED_ITEMS:
+            self._item_added({"item": item}, out)
+            self._item_done({"item": item}, out)
         elif kind == "reasoning":
             for part in item.get("summary") or ():
                 if type(part) is dict:

@@ -1,7 +1,7 @@
-// Bundles usechat/app.jsx (React + @ai-sdk/react + ai, pinned in ../package-lock.json)
-// into usechat/dist/app.js with esbuild. Deterministic: the same inputs give the same
-// bytes (no timestamps, no absolute paths). Run by scripts/node-deps.sh and, when the
-// bundle is missing or stale, by tests/test_web_usechat.py.
+// Bundles app.jsx (React + @ai-sdk/react + ai, pinned in package-lock.json) into
+// dist/app.js with esbuild: `npm ci && npm run build`. Deterministic: the same inputs give
+// the same bytes (no timestamps, no absolute paths). Run by scripts/node-deps.sh and, when
+// the bundle is missing or stale, by tests/test_web_usechat.py.
 import { build } from "esbuild";
 import { fileURLToPath } from "node:url";
 import { dirname, join } from "node:path";
@@ -10,7 +10,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 await build({
   entryPoints: [join(here, "app.jsx")],
   outfile: join(here, "dist", "app.js"),
-  absWorkingDir: join(here, ".."),
+  absWorkingDir: here,
   bundle: true,
   format: "esm",
   platform: "browser",
