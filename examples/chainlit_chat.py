@@ -4,7 +4,8 @@
     chainlit run examples/chainlit_chat.py --headless --port 8000
 
 Footnotes stream as superscripts, each claim gets ✓/✗ as soon as it is checked, and
-under the answer: each footnote's own quoted passage, Wikit's quoted sources and the
+under the answer: a link per footnote (a side ``cl.Text`` element; a click shows that
+footnote's own quoted passages in the side panel), Wikit's quoted sources and the
 grounding verdict; reasoning and tool calls are steps. ``STREAMCITE_BASE_URL`` (an
 OpenAI-compatible ``/v1`` root), ``STREAMCITE_MODEL`` and ``STREAMCITE_API`` (``chat``,
 ``responses``, ``anthropic``, ``gemini``, ``cohere``) choose the upstream;

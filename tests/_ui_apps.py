@@ -9,6 +9,7 @@ page is ready when its HTTP root answers; every wait has a deadline.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -16,7 +17,8 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from streamcite.local import BackendConfig, LocalBackend
 from tests._relay_fixtures import CHROMIUM_ARGS, require_chromium
 from tests._wait import wait_until
 
@@ -132,6 +135,27 @@ async def example_app(fw: Framework, base_url: str, workdir: Path) -> AsyncItera
         log.close()
 
 
+@contextlib.contextmanager
+def backend_thread(config: BackendConfig | None = None) -> Iterator[LocalBackend]:
+    """The embedded backend on a thread and loop of its own, for a test that is not async
+    (Streamlit's ``AppTest`` runs the script in this process and blocks)."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="serve-local", daemon=True)
+    thread.start()
+    backend = LocalBackend(config or BackendConfig())
+    try:
+        asyncio.run_coroutine_threadsafe(backend.__aenter__(), loop).result(60)
+        try:
+            yield backend
+        finally:
+            stop = backend.__aexit__(None, None, None)
+            asyncio.run_coroutine_threadsafe(stop, loop).result(60)
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+
+
 @contextlib.asynccontextmanager
 async def chromium_page() -> AsyncIterator[Any]:
     executable = require_chromium()
@@ -158,7 +182,7 @@ async def ask(page: Any, fw: Framework, question: str) -> None:
         if await box.input_value() != question:
             return True
         await box.press("Enter")
-        return await box.input_value() != question
+        return bool(await box.input_value() != question)
 
     await wait_until(sent, timeout=30, interval=0.5, what="the question sent")
 
@@ -170,6 +194,27 @@ async def answer_text(page: Any, fw: Framework) -> str:
         return ""
     text: str = await messages.last.inner_text()
     return text
+
+
+async def finished(page: Any, fw: Framework, limit: float = 60) -> None:
+    """Until the answer has ended: the framework hides its Stop button then."""
+    await page.locator(fw.stop).first.wait_for(state="hidden", timeout=limit * 1000)
+
+
+async def open_footnote(page: Any, fw: Framework, name: str) -> Any:
+    """Where a person reads a footnote's own passage: under the answer, or in Chainlit in
+    the side panel a click on the source's link (its element's ``name``) opens, once its
+    text has loaded. Returns that area (a locator)."""
+    if fw is not CHAINLIT:
+        return page.locator(fw.answer).last
+    await page.locator(f"{fw.answer} a.element-link", has_text=name).last.click()
+    panel = page.locator("#side-view-content")
+
+    async def loaded() -> bool:  # the panel fetches the element's text after it opens
+        return bool(await panel.count()) and bool((await panel.inner_text()).strip())
+
+    await wait_until(loaded, timeout=30, interval=0.1, what="the source's side panel")
+    return panel
 
 
 def save_screenshot(png: bytes, name: str) -> None:

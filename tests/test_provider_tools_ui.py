@@ -28,7 +28,7 @@ from tests._upstream import threaded_upstream
 FIXTURE = Path(__file__).parent / "fixtures" / "dialects" / "anthropic__server_tools.sse"
 STREAM = FIXTURE.read_bytes()
 ANSWER = "Je regarde le site du café.Le café ouvre à 8 h ☕ et ferme à 18 h (10 h d’ouverture)."
-NODE_DIR = Path(__file__).parent / "node"
+NODE_DIR = Path(__file__).parent.parent / "examples" / "usechat"
 NODE = shutil.which("node")
 NODE_READY = NODE is not None and (NODE_DIR / "node_modules" / "ai").is_dir()
 
@@ -104,7 +104,7 @@ def test_ui_stream_a_call_without_input_then_a_failed_result() -> None:
     assert frames[4]["errorText"] == "t: failed"
 
 
-@pytest.mark.skipif(not NODE_READY, reason="node or tests/node deps missing")
+@pytest.mark.skipif(not NODE_READY, reason="node or examples/usechat deps missing")
 async def test_the_ai_sdk_client_reads_the_provider_tool_parts(serve: Any) -> None:
     from tests.test_web_node import run_node
 

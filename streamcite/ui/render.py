@@ -52,7 +52,9 @@ __all__ = [
     "answer_markdown",
     "error_markdown",
     "escape_markdown",
+    "footnote_heading",
     "footnotes",
+    "footnotes_markdown",
     "full_markdown",
     "markdown_link",
     "passage_for",
@@ -366,19 +368,30 @@ def verdict_text(grounding: GroundingResult | None) -> str | None:
     return f"{icon} Grounding ({checker}): {head}, support score {grounding.support_score:.2f}"
 
 
-def sources_markdown(view: ChatView) -> str:
-    """The sources section: each footnote with its document (title, heading, link) and
-    its own quoted passages; Wikit's quoted sources; the grounding verdict."""
+def footnote_heading(note: Footnote) -> str:
+    """A footnote's document as one Markdown line: title (linked when http(s)) and heading."""
+    head = f"**{markdown_link(note.title, note.url)}**"
+    if note.heading:
+        head += " — " + escape_markdown(note.heading)
+    return head
+
+
+def footnotes_markdown(view: ChatView) -> str:
+    """**Sources**: each footnote with its document and its own quoted passages."""
     parts: list[str] = []
     notes = footnotes(view)
     if notes:
         parts.append("**Sources**")
         for note in notes:
-            head = f"{_superscripts([note.number])} **{markdown_link(note.title, note.url)}**"
-            if note.heading:
-                head += " — " + escape_markdown(note.heading)
-            parts.append(head)
+            parts.append(f"{_superscripts([note.number])} {footnote_heading(note)}")
             parts.extend(quote_markdown(p) for p in note.passages)
+    return "\n\n".join(parts)
+
+
+def sources_markdown(view: ChatView, notes: Callable[[ChatView], str] = footnotes_markdown) -> str:
+    """The sources section: the footnotes (``notes`` renders them: by default each with
+    its document and its own quoted passages); Wikit's quoted sources; the verdict."""
+    parts: list[str] = [notes(view)]
     if view.sources:
         parts.append("**Quoted sources**")
         for s in view.sources:
@@ -388,10 +401,8 @@ def sources_markdown(view: ChatView) -> str:
                 f"\\[{escape_markdown(s.quoted_as)}\\] "
                 f"{markdown_link(s.document.display_name, s.document.url)}{where}"
             )
-    verdict = verdict_text(view.grounding)
-    if verdict is not None:
-        parts.append(verdict)
-    return "\n\n".join(parts)
+    parts.append(verdict_text(view.grounding) or "")
+    return "\n\n".join(p for p in parts if p)
 
 
 def error_markdown(errors: list[ErrorEvent]) -> str:
@@ -407,10 +418,11 @@ def tool_markdown(call: ToolCall) -> str:
     return f"```json\n{args}\n```"
 
 
-def full_markdown(view: ChatView) -> str:
-    """Answer, sources section and errors as one Markdown message (never empty)."""
+def full_markdown(view: ChatView, notes: Callable[[ChatView], str] = footnotes_markdown) -> str:
+    """Answer, sources section (its footnotes rendered by ``notes``) and errors as one
+    Markdown message (never empty)."""
     body = answer_markdown(view)
-    extra = sources_markdown(view)
+    extra = sources_markdown(view, notes)
     errors = error_markdown(view.errors)
     tail = "\n\n".join(p for p in (extra, errors) if p)
     if tail:
