@@ -29,6 +29,7 @@ from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
 from streamcite.core.quote import dump_json, quote
 from streamcite.core.sse import RawEvent
+from streamcite.core.support_keys import support_key
 
 __all__ = ["GeminiInterpreter", "finish_reason"]
 
@@ -372,7 +373,7 @@ class GeminiInterpreter(StreamState):
                     self.fault(out, "bad_citations", f"grounding support: {quote(sup)}")
                     continue
                 # The same support sent again (cumulative metadata) is the same span.
-                key = (quote(sup.get("segment"), 400), quote(sup.get("groundingChunkIndices"), 200))
+                key = support_key(sup)
                 if key in self._seen_supports or len(self._seen_supports) >= MAX_SPANS:
                     continue
                 self._seen_supports.add(key)
