@@ -15,6 +15,8 @@ from typing import Any
 
 from streamcite.core._validate import digits_int
 from streamcite.core.citations import answer_passages
+from streamcite.core.enricher import EnrichContext
+from streamcite.core.events import SourcesEvent
 from streamcite.core.grounding import GroundingFact
 from streamcite.core.markers import footnote_numbers
 from streamcite.core.models import Citation, CitationSpan, CitedAnswer
@@ -24,6 +26,7 @@ __all__ = [
     "MAX_FACTS",
     "MAX_FACT_CHARS",
     "PreparedFacts",
+    "answer_facts",
     "answer_footnotes",
     "build_facts",
     "fact_from",
@@ -213,3 +216,21 @@ def passage_facts(
         if fact is not None:
             out.extend(split_fact(fact, max_chars))
     return out
+
+
+async def answer_facts(
+    ctx: EnrichContext, facts_from: str
+) -> tuple[list[GroundingFact], list[QuotedSource] | None]:
+    """What a grounding check of the streamed answer takes its facts from, per
+    ``facts_from`` (``"citations"``, ``"sources"`` or ``"both"``): every distinct passage
+    the answer quotes (:func:`passage_facts`), and the Wikit quoted sources of the
+    ``sources`` step (``[]`` when not asked for; ``None`` when asked for but the step
+    gave none, which each checker reports in its own way)."""
+    passages: list[GroundingFact] = []
+    if facts_from in ("citations", "both"):
+        passages = passage_facts(ctx.answer.citations, ctx.answer.citation_spans)
+    sources: list[QuotedSource] | None = []
+    if facts_from in ("sources", "both"):
+        event = await ctx.result_of("sources")
+        sources = list(event.sources) if isinstance(event, SourcesEvent) else None
+    return passages, sources

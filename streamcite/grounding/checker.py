@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from streamcite.core.enricher import EnrichContext
-from streamcite.core.events import GroundingEvent, SourcesEvent
+from streamcite.core.events import GroundingEvent
 from streamcite.core.grounding import (
     CitedChunk,
     GroundingClaim,
@@ -40,7 +40,7 @@ from streamcite.core.grounding import (
 )
 from streamcite.core.models import Citation, CitedAnswer
 from streamcite.core.sources import QuotedSource
-from streamcite.enrich.facts import MAX_FACT_CHARS, MAX_FACTS, build_facts, passage_facts
+from streamcite.enrich.facts import MAX_FACT_CHARS, MAX_FACTS, answer_facts, build_facts
 from streamcite.enrich.limits import (
     MAX_ANSWER_TOKENS,
     InvalidGroundingRequest,
@@ -294,16 +294,11 @@ class LocalGrounding:
         if self.facts is not None:
             items = build_facts(self.facts)
         else:
-            if self.facts_from in ("citations", "both"):
-                # Every distinct passage: the citations' and the spans' (one source
-                # cited twice keeps both quotes).
-                items.extend(passage_facts(ctx.answer.citations, ctx.answer.citation_spans))
-            if self.facts_from in ("sources", "both"):
-                event = await ctx.result_of("sources")
-                if isinstance(event, SourcesEvent):
-                    items.extend(build_facts(event.sources))
-                else:
-                    warnings.append("no Wikit sources available: the sources step failed")
+            items, sources = await answer_facts(ctx, self.facts_from)
+            if sources is None:
+                warnings.append("no Wikit sources available: the sources step failed")
+            else:
+                items.extend(build_facts(sources))
         result = await self.check(
             ctx.answer.text,
             items,

@@ -9,7 +9,7 @@ import aiohttp
 import orjson
 
 from streamcite.core.errors import MalformedResponse, UpstreamError
-from streamcite.core.events import GroundingEvent, SourcesEvent
+from streamcite.core.events import GroundingEvent
 from streamcite.core.grounding import GroundingResult, no_verdict
 from streamcite.core.models import CitedAnswer
 from streamcite.core.redact import Redactor
@@ -30,7 +30,7 @@ from streamcite.enrich.azure.request import (
     parse_detect_response,
 )
 from streamcite.enrich.base import EnrichContext
-from streamcite.enrich.facts import fact_from, passage_facts
+from streamcite.enrich.facts import answer_facts, fact_from
 from streamcite.enrich.question import question_of
 from streamcite.logs import get_logger
 
@@ -239,17 +239,11 @@ class AzureGroundedness(PooledClient):
         if self.facts is not None:
             items = list(self.facts)
         else:
-            if self.facts_from in ("citations", "both"):
-                # Every distinct passage: the citations' and the spans'.
-                items.extend(passage_facts(ctx.answer.citations, ctx.answer.citation_spans))
-            if self.facts_from in ("sources", "both"):
-                event = await ctx.result_of("sources")
-                if isinstance(event, SourcesEvent):
-                    items.extend(
-                        f for i, s in enumerate(event.sources) if (f := fact_from(s, i)) is not None
-                    )
-                else:
-                    warnings.append("no Wikit sources available: the sources step failed")
+            items, sources = await answer_facts(ctx, self.facts_from)
+            if sources is None:
+                warnings.append("no Wikit sources available: the sources step failed")
+            else:
+                items.extend(f for i, s in enumerate(sources) if (f := fact_from(s, i)) is not None)
         if not items:
             warnings.append("no grounding sources: the check was not sent")
             return GroundingEvent.from_result(no_verdict("azure", warnings))

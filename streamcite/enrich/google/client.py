@@ -14,7 +14,7 @@ import aiohttp
 import orjson
 
 from streamcite.core.errors import MalformedResponse
-from streamcite.core.events import GroundingEvent, SourcesEvent
+from streamcite.core.events import GroundingEvent
 from streamcite.core.grounding import GroundingResult, no_verdict
 from streamcite.core.models import CitedAnswer
 from streamcite.enrich._auth import (
@@ -26,7 +26,7 @@ from streamcite.enrich._auth import (
 )
 from streamcite.enrich._http import PooledClient, RetryPolicy, SessionHolder, send, with_retries
 from streamcite.enrich.base import EnrichContext
-from streamcite.enrich.facts import PreparedFacts, fact_from, passage_facts
+from streamcite.enrich.facts import PreparedFacts, answer_facts, fact_from
 from streamcite.enrich.google.errors import GoogleAuthError, GroundingInputError, raise_for_status
 from streamcite.enrich.google.request import (
     DEFAULT_ENDPOINT,
@@ -233,26 +233,18 @@ class GoogleGrounding(PooledClient):
         """The facts for this answer, per ``facts`` / ``facts_from``, and any warnings."""
         if self.facts is not None:
             return list(self.facts), []
-        items: list[Any] = []
+        items, sources = await answer_facts(ctx, self.facts_from)
         warnings: list[str] = []
-        if self.facts_from in ("citations", "both"):
-            # Prebuilt so citation and source facts keep origins into their own lists;
-            # every distinct passage (the citations' and the spans').
-            items.extend(passage_facts(ctx.answer.citations, ctx.answer.citation_spans))
-        if self.facts_from in ("sources", "both"):
-            event = await ctx.result_of("sources")
-            if isinstance(event, SourcesEvent):
-                items.extend(
-                    f for i, s in enumerate(event.sources) if (f := fact_from(s, i)) is not None
-                )
-            elif self.facts_from == "sources":
-                raise GroundingInputError(
-                    "the grounding facts come from the Wikit sources, which are not "
-                    "available (the sources enricher failed or is not configured)",
-                    code="grounding_no_sources",
-                )
-            else:
-                warnings.append("Wikit sources unavailable: checked against the citations only")
+        if sources is not None:
+            items.extend(f for i, s in enumerate(sources) if (f := fact_from(s, i)) is not None)
+        elif self.facts_from == "sources":
+            raise GroundingInputError(
+                "the grounding facts come from the Wikit sources, which are not "
+                "available (the sources enricher failed or is not configured)",
+                code="grounding_no_sources",
+            )
+        else:
+            warnings.append("Wikit sources unavailable: checked against the citations only")
         return items, warnings
 
     async def enrich(self, ctx: EnrichContext) -> GroundingEvent:
