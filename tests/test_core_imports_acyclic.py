@@ -10,12 +10,11 @@ and imports no other dialect, nor the chat modules.
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-
 import pytest
 
-CORE = Path(__file__).resolve().parent.parent / "streamcite" / "core"
+from tests import _imports
+from tests._imports import cycles
+
 PACKAGE = "streamcite.core"
 
 DIALECT_SHARED = frozenset(
@@ -31,87 +30,15 @@ CHAT = frozenset(
 """The chat dialect's modules (the general ``errors_payload``, ``tool_placer``... are not)."""
 
 
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(CORE.parent.parent).with_suffix("").parts
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts)
-
-
-def _modules() -> dict[str, Path]:
-    return {_module_name(p): p for p in sorted(CORE.rglob("*.py"))}
-
-
-def _resolve(name: str, known: dict[str, Path]) -> str | None:
-    """The core module ``name`` refers to (itself, or the package it names a member of)."""
-    while name:
-        if name in known:
-            return name
-        name = name.rpartition(".")[0]
-    return None
+def _modules() -> list[str]:
+    return [m for m in _imports.modules() if m == PACKAGE or m.startswith(PACKAGE + ".")]
 
 
 def import_graph() -> dict[str, set[str]]:
-    """Core module → the core modules it imports (every import statement in the file)."""
-    known = _modules()
-    graph: dict[str, set[str]] = {}
-    for mod, path in known.items():
-        is_pkg = path.name == "__init__.py"
-        package = mod if is_pkg else mod.rpartition(".")[0]
-        deps: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-            targets: list[str] = []
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    anchor = package.split(".")
-                    anchor = anchor[: len(anchor) - (node.level - 1)]
-                    base = ".".join([*anchor, base] if base else anchor)
-                # ``from pkg import mod`` imports the submodule ``pkg.mod``.
-                targets = [f"{base}.{a.name}" for a in node.names] or [base]
-            for t in targets:
-                dep = _resolve(t, known)
-                if dep is not None and dep != mod:
-                    deps.add(dep)
-        graph[mod] = deps
-    return graph
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan's algorithm)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(graph.get(v, ())):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                found.append(sorted(comp))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return found
+    """Core module → the core modules it imports (every import statement in the file; the
+    whole package's walk of :mod:`tests._imports`, kept to the core)."""
+    core = set(_modules())
+    return {m: set(d) & core for m, d in _imports.import_graph().items() if m in core}
 
 
 def test_the_walk_sees_the_core() -> None:
