@@ -127,7 +127,7 @@ def api_base(base_url: str, api: str) -> str:
         return root
     if api == "gemini" and "/publishers/" in urlsplit(root).path:
         return root
-    return root + _ROOTS[api]
+    return api_root(root, api)
 
 
 def api_root(server_root: str, api: str) -> str:

@@ -108,7 +108,7 @@ def provider_tool_parts(ev: Any, inputs: dict[str, bool]) -> bytes:
     status, summary = field(ev, "status"), field(ev, "summary")
     if status in _FAILED:
         code = summary.get("error_code") if isinstance(summary, Mapping) else None
-        text = f"{name}: {status}" + (f" ({code})" if isinstance(code, str) else "")
+        text = f"{head['toolName']}: {status}" + (f" ({code})" if isinstance(code, str) else "")
         part: dict[str, Any] = {
             "type": "tool-output-error",
             "toolCallId": call_id,

@@ -2,7 +2,7 @@
 // calls (one card each, built up fragment by fragment) and refusals (styled as such).
 // All of it is upstream text: it goes in with textContent / appendData only.
 
-import { el } from "./dom.js";
+import { el, placeByIndex, toolHead } from "./dom.js";
 import { setLang } from "./lang.js";
 
 const PRETTY_MAX = 256 * 1024; // arguments longer than this are shown as received
@@ -52,12 +52,7 @@ function toolCard(s, index) {
   const card = el("article", "tool-call");
   card.dataset.toolIndex = String(index);
   card.dataset.json = "partial";
-  const head = el("header", "tool-head");
-  head.appendChild(el("span", "tool-kind", "tool call"));
-  const name = el("code", "tool-name", "…");
-  head.appendChild(name);
-  const id = el("span", "tool-id");
-  head.appendChild(id);
+  const { head, name, id } = toolHead("tool call");
   card.appendChild(head);
   const args = el("pre", "tool-args");
   const raw = document.createTextNode("");
@@ -66,11 +61,7 @@ function toolCard(s, index) {
   const note = el("p", "tool-note");
   note.hidden = true;
   card.appendChild(note);
-  // cards keep the order of their tool_index, whatever order they start in
-  const later = [...tools.keys()].filter((k) => k > index).sort((a, b) => a - b);
-  const before = later.length ? tools.get(later[0]).card : null;
-  s.turn.tools.insertBefore(card, before);
-  s.turn.tools.hidden = false;
+  placeByIndex(s.turn.tools, tools, index, card, null);
   t = { id: null, name: null, args: "", card, nameNode: name, idNode: id, argsNode: args, raw, note };
   tools.set(index, t);
   return t;

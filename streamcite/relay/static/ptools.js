@@ -3,7 +3,7 @@
 // name, its input (clipped), then its status and a short summary once the result
 // arrives. All of it is upstream text: textContent only; links only http(s) (safeHref).
 
-import { el } from "./dom.js";
+import { el, placeByIndex, toolHead } from "./dom.js";
 import { safeHref } from "./sources.js";
 
 export const MAX_PROVIDER_TOOLS = 64; // cards per answer; the rest are counted, not shown
@@ -35,15 +35,9 @@ function newCard(s, index) {
   const card = el("article", "provider-tool");
   card.dataset.toolIndex = String(index);
   card.dataset.phase = "call";
-  const head = el("header", "tool-head");
-  head.appendChild(el("span", "tool-kind", "provider tool"));
-  const name = el("code", "tool-name", "…");
-  head.appendChild(name);
   const server = el("span", "ptool-server");
   server.hidden = true;
-  head.appendChild(server);
-  const id = el("span", "tool-id");
-  head.appendChild(id);
+  const { head, name, id } = toolHead("provider tool", server);
   card.appendChild(head);
   const input = el("pre", "ptool-input");
   input.hidden = true;
@@ -56,12 +50,8 @@ function newCard(s, index) {
   const links = el("ul", "ptool-links");
   links.hidden = true;
   card.appendChild(links);
-  // cards keep the order of their tool_index, whatever order they start in
   const cards = s.ptools.cards;
-  const later = [...cards.keys()].filter((k) => k > index).sort((a, b) => a - b);
-  const before = later.length ? cards.get(later[0]).card : s.ptools.note;
-  s.turn.ptools.insertBefore(card, before);
-  s.turn.ptools.hidden = false;
+  placeByIndex(s.turn.ptools, cards, index, card, s.ptools.note);
   const t = { id: null, name: null, server: null, input: null, status: null, summary: null };
   Object.assign(t, { card, name_: name, server_: server, id_: id, input_: input });
   Object.assign(t, { result_: result, output_: output, links_: links });
