@@ -283,16 +283,22 @@ def passage_for(span: CitationSpan, citations: list[Citation]) -> str | None:
 def footnotes(view: ChatView) -> list[Footnote]:
     """The footnotes of the sources section, by number: one per citation, with each of
     its passages (two spans quoting two passages of one document show both)."""
+    # One pass over the citations and one over the spans (a redraw per event must not
+    # cost citations × spans): each document's quote, then each span's passage.
+    quoted: dict[int | None, str | None] = {}
+    for c in view.citations:
+        if not (c.provider_metadata or {}).get(ANSWER_SEGMENT):
+            quoted.setdefault(c.document_index, c.cited_text)
+    by_doc: dict[int | None, dict[str, None]] = {}
+    for span in view.spans:
+        p = span.cited_text or quoted.get(span.document_index)
+        if p and p.strip():
+            by_doc.setdefault(span.document_index, {})[p] = None
     out = []
     for c in sorted(view.citations, key=lambda c: (c.document_index is None, c.document_index)):
         if c.document_index is None:
             continue
-        passages: list[str] = []
-        for span in view.spans:
-            if span.document_index == c.document_index:
-                p = passage_for(span, view.citations)
-                if p and p.strip() and p not in passages:
-                    passages.append(p)
+        passages = list(by_doc.get(c.document_index, ()))
         if not passages and c.cited_text and c.cited_text.strip():
             passages.append(c.cited_text)
         title = c.document_title or c.document_reference or c.source_url or "(untitled)"
