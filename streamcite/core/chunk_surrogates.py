@@ -11,9 +11,6 @@ from streamcite.core.chunk_faults import ChunkFaults
 from streamcite.core.events import Event
 from streamcite.core.surrogates import SurrogateJoiner, scrub_surrogates
 
-if TYPE_CHECKING:
-    pass
-
 __all__ = ["SurrogateHandling"]
 
 

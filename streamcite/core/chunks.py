@@ -286,9 +286,7 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
             or tidx not in b.tool_calls
         ):
             return False
-        placer.last = tidx  # what ToolPlacer.place does for an index without id or name
-        if tidx >= placer.next:
-            placer.next = tidx + 1
+        placer.place(tidx, None, None)  # an index without id or name: within the limit
         ev = ToolCallEvent(0, tidx, None, None, args)
         out.append(ev)
         b.tool_call(ev)

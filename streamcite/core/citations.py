@@ -13,6 +13,7 @@ from typing import Any
 
 from streamcite.core._fields import expect_fields
 from streamcite.core.bounds import DEFAULT_BOUNDS, StreamBounds
+from streamcite.core.citation_caps import TEXT_FIELDS
 from streamcite.core.models import Citation, CitationSpan
 from streamcite.core.quote import quote
 
@@ -30,18 +31,9 @@ ANSWER_SEGMENT = "cited_text_is_answer_segment"
 answer's own words (a Gemini web source quotes nothing; its support's segment is shown
 instead): never a passage to check the answer against."""
 
-_STR_FIELDS = (
-    "cited_text",
-    "cited_text_heading",
-    "document_title",
-    "document_author",
-    "document_year",
-    "document_reference",
-    "source_url",
-)
 expect_fields(
     Citation,
-    [*_STR_FIELDS[:3], "document_index", *_STR_FIELDS[3:], "provider_metadata"],
+    [*TEXT_FIELDS[:3], "document_index", *TEXT_FIELDS[3:], "provider_metadata"],
     "citations.py (parse_citation)",
 )
 _STR_OR_NONE = {str: True, type(None): True}
@@ -71,7 +63,7 @@ def parse_citation(item: Any, position: int) -> Citation:
             t, h, title, author, year, ref, url = strs
             return Citation(t, h, title, idx, author, year, ref, url)
     values: dict[str, Any] = {}
-    for name in _STR_FIELDS:
+    for name in TEXT_FIELDS:
         v = item.get(name)
         if v is None or isinstance(v, str):
             values[name] = v

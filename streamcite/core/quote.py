@@ -105,7 +105,7 @@ def dump_json(value: Any) -> str | None:
     it cannot be (nested beyond orjson's 255 levels: the caller reports it, never a
     ``TypeError`` out of a dialect).
 
-    >>> dump_json({"q": 1}), dump_json(eval("[" * 300 + "]" * 300))
+    >>> dump_json({"q": 1}), dump_json(orjson.loads("[" * 300 + "]" * 300))
     ('{"q":1}', None)
     """
     try:

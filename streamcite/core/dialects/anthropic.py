@@ -205,11 +205,7 @@ class AnthropicInterpreter(TemplatedState):
             if t:
                 self.reasoning(0, t, out)
             return
-        handler = _TABLE.get(kind) if (kind := obj.get("type")).__class__ is str else None
-        if handler is not None:
-            handler(self, obj, out)  # what event() would call (a typed event: no other check)
-        elif kind.__class__ is not str or kind not in _IGNORED:
-            self.event(item[0], obj, out)
+        self._typed(_TABLE, _IGNORED, item[0], obj, out)
 
     def _message_start(self, obj: dict[str, Any], out: list[Event]) -> None:
         msg = obj.get("message")

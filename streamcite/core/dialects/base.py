@@ -37,7 +37,6 @@ from streamcite.core.events import (
 )
 from streamcite.core.markers import FootnoteDetector, MarkerMode
 from streamcite.core.models import Usage
-from streamcite.core.offsets import OffsetMap
 from streamcite.core.quote import quote
 from streamcite.core.sse import OVERFLOW, RawEvent
 from streamcite.core.surrogates import SurrogateJoiner, loads_lone_surrogates
@@ -127,7 +126,6 @@ class StreamState(Citing):
         self._astral_upto = 0
         """Characters beyond the BMP (two UTF-16 units) in choice 0's text before
         ``_astral_upto``: counted when a span asks, never per token."""
-        self._map: OffsetMap | None = None
         self._tool_keys: dict[Any, int] = {}
         self._tool_count: dict[int, int] = {}
         """Tool calls per choice (their keys' count, kept: never counted by a scan)."""

@@ -17,7 +17,6 @@ from streamcite.core.dialects.payloads import astral
 from streamcite.core.events import CitationsEvent, Event
 from streamcite.core.markers import FootnoteDetector
 from streamcite.core.models import Citation, CitationSpan
-from streamcite.core.offsets import OffsetMap
 
 __all__ = ["MAX_SPANS", "Citing"]
 
@@ -39,7 +38,6 @@ class Citing:
         "_cit_sent",
         "_cit_wire",
         "_cite_keys",
-        "_map",
         "_passages",
         "citations_clipped",
         "citations_dropped",
@@ -50,7 +48,6 @@ class Citing:
     _cite_keys: dict[Any, int]
     _cit_sent: tuple[int, int]
     _det0: FootnoteDetector
-    _map: OffsetMap | None
     _astral: int
     _astral_upto: int
     _passages: dict[str, str]
@@ -196,13 +193,6 @@ class Citing:
         """The set as it stands, if a change was coalesced (the finish, the end)."""
         if self._cit_deferred:
             self.emit_citations(out, final=True)
-
-    def text_map(self) -> OffsetMap:
-        """An offset map of choice 0's text so far (cold path: citations, spans)."""
-        m = self._map
-        if m is None or len(m.text) != self.chars0:
-            m = self._map = OffsetMap(self.builder.text_so_far())
-        return m
 
     @property
     def chars0(self) -> int:

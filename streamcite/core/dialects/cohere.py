@@ -141,11 +141,7 @@ class CohereInterpreter(TemplatedState):
             return
         if self._reasoning_template(obj, c, m, out):
             return
-        handler = _TABLE.get(kind) if (kind := obj.get("type")).__class__ is str else None
-        if handler is not None:
-            handler(self, obj, out)  # what event() would call (a typed event: no other check)
-        elif kind.__class__ is not str or kind not in _IGNORED:
-            self.event(item[0], obj, out)
+        self._typed(_TABLE, _IGNORED, item[0], obj, out)
 
     def _reasoning_template(self, obj: dict[str, Any], c: Any, m: Any, out: list[Event]) -> bool:
         """A thinking ``content-delta`` of a known block, or a ``tool-plan-delta``: taken

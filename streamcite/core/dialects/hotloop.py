@@ -18,9 +18,12 @@ docs/provider-streams.md ("Dialect speed") has the measurements.
 
 from __future__ import annotations
 
+from typing import Any
+
 from streamcite.core._fields import expect_fields
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.dialects.base import StreamState
+from streamcite.core.dialects.protocol import Method
 from streamcite.core.events import Event, ReasoningEvent, TokenEvent
 from streamcite.core.markers import MarkerMode
 from streamcite.core.sse import RawEvent
@@ -86,6 +89,23 @@ class TemplatedState(StreamState):
     def _general(self, item: RawEvent, out: list[Event]) -> None:
         """One event the template did not take (the dialect's general way)."""
         raise NotImplementedError
+
+    def _typed(
+        self,
+        table: dict[str, Method],
+        ignored: frozenset[str],
+        name: bytes,
+        obj: dict[str, Any],
+        out: list[Event],
+    ) -> None:
+        """The end of a dialect's :meth:`_general`: ``obj`` to its type's handler (what
+        :meth:`event` would call for a typed event, with no other check), an ignored type
+        passed, anything else to :meth:`event`."""
+        handler = table.get(kind) if (kind := obj.get("type")).__class__ is str else None
+        if handler is not None:
+            handler(self, obj, out)
+        elif kind.__class__ is not str or kind not in ignored:
+            self.event(name, obj, out)
 
     def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:  # noqa: C901, RUF100
         """The hot loop: template text and reasoning deltas inline, every other event to

@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from streamcite.core.answer import AnswerBuilder
+from streamcite.core.bounds import clip_message
 from streamcite.core.events import Event, ProviderToolEvent
 
 __all__ = [
@@ -61,9 +62,7 @@ _BULK = frozenset({"data", "result", "b64_json", "image_url"})
 
 def clip(text: str, limit: int = MAX_TOOL_TEXT_CHARS) -> str:
     """``text`` cut to ``limit`` characters (``…`` and the count of the rest appended)."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… ({len(text) - limit:,} more characters)"
+    return clip_message(text, limit)
 
 
 def name_of(value: Any) -> str | None:
