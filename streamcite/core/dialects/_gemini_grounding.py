@@ -185,8 +185,7 @@ class GroundingState(StreamState):
     ) -> None:
         """The ready supports' spans: their offsets converted in one sorted walk."""
         needed = sorted({(s, False) for _, _, s, _ in ready} | {(e, True) for *_, e in ready})
-        to_char = m.to_char
-        chars = {key: to_char(key[0], end=key[1]) for key in needed}
+        chars = dict(zip(needed, m.to_chars(needed), strict=True))
         added = False
         for seg, ids, start, end in ready:
             c0, c1 = chars[(start, False)], chars[(end, True)]

@@ -19,8 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from streamcite.core.answer import AnswerBuilder
-from streamcite.core.dialects.base import JSONDecodeError, StreamState, loads, new
 from streamcite.core.dialects._gemini_grounding import GroundingState
+from streamcite.core.dialects.base import JSONDecodeError, StreamState, loads, new
 from streamcite.core.dialects.partial_args import StreamedArgs
 from streamcite.core.dialects.provider_tool_shapes import gemini_code_part
 from streamcite.core.events import Event, TokenEvent
