@@ -134,16 +134,17 @@ class GeminiInterpreter(GroundingState):
         usage and ids (most chunks) — else None. A thought part is emitted here as
         ``reasoning`` (then ""), as :meth:`_part` would."""
         c = obj.get("candidates")
-        if c.__class__ is not list or len(c) != 1 or not self.meta_seen:
+        # (Supports waiting for their text: each chunk of candidate 0 makes a pass.)
+        if c.__class__ is not list or len(c) != 1 or not self.meta_seen or self._pending:
             return None
         cand = c[0]
         # Only "content", "index": 0 and an empty "groundingMetadata" (search grounding
-        # sends one on every chunk; none while supports wait for a pass): a finish
-        # reason, grounding, safety ratings or anything else take the general way.
+        # sends one on every chunk): a finish reason, grounding, safety ratings or
+        # anything else take the general way.
         if cand.__class__ is not dict or (i := cand.get("index", 0)).__class__ is not int or i:
             return None
         if (extra := len(cand) - 1 - ("index" in cand)) and (
-            extra != 1 or cand.get("groundingMetadata") != {} or self._pending
+            extra != 1 or cand.get("groundingMetadata") != {}
         ):
             return None
         content = cand.get("content")
