@@ -43,21 +43,24 @@ _PART = st.one_of(
     st.just({"text": 7}),
     st.just({"functionCall": {"name": "f", "args": {}}}),
 )
-_CAND_EXTRA = st.sampled_from(
-    [
-        {},
-        {"groundingMetadata": {}},
-        {"groundingMetadata": []},
-        {"groundingMetadata": {"webSearchQueries": ["q"]}},
-        {"index": False},
-        {"index": 1},
-        {"safetyRatings": []},
-        {"finishReason": "STOP"},
-    ]
-)
-_TOP_EXTRA = st.sampled_from(
-    [{}, {"error": {"code": 500}}, {"promptFeedback": {}}, {"usageMetadata": None}]
-)
+_CAND_EXTRAS: list[Obj] = [
+    {},
+    {"groundingMetadata": {}},
+    {"groundingMetadata": []},
+    {"groundingMetadata": {"webSearchQueries": ["q"]}},
+    {"index": False},
+    {"index": 1},
+    {"safetyRatings": []},
+    {"finishReason": "STOP"},
+]
+_CAND_EXTRA = st.sampled_from(_CAND_EXTRAS)
+_TOP_EXTRAS: list[Obj] = [
+    {},
+    {"error": {"code": 500}},
+    {"promptFeedback": {}},
+    {"usageMetadata": None},
+]
+_TOP_EXTRA = st.sampled_from(_TOP_EXTRAS)
 
 
 @st.composite
