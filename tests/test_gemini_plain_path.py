@@ -3,7 +3,7 @@ an empty ``groundingMetadata``, as search grounding sends on every chunk) takes 
 what the general way would: the same events with it on and off for any mix of plain and
 odd chunks, any split; and it is on: on a search-grounded, thinking stream written here
 (the shape of Google's streams: ``"role": "model"``, ``"index": 0``, usage on every chunk)
-only the first chunk and the grounded finish take the general way."""
+only the grounded finish takes the general way."""
 
 from __future__ import annotations
 
@@ -152,7 +152,7 @@ def test_the_plain_path_is_on() -> None:
 
     with mock.patch.object(GeminiInterpreter, "event", counted):
         events = _events([body])
-    assert calls == 2  # the first chunk (meta) and the grounded finish; 6 of 8 plain
+    assert calls == 1  # only the grounded finish; the first chunk (its meta) too is plain
     kinds = [e["type"] for e in events]
     assert kinds.count("reasoning") == 2 and kinds.count("token") == 6
     assert kinds[-4:] == ["citations", "finish", "usage", "done"]

@@ -43,7 +43,11 @@ def _source(chunk: Any) -> tuple[Any, Citation] | None:
         src = chunk.get(kind)
         if type(src) is dict:
             uri, title, text = src.get("uri"), src.get("title"), src.get("text")
-            if any(v is not None and type(v) is not str for v in (uri, title, text)):
+            if (
+                (uri is not None and uri.__class__ is not str)
+                or (title is not None and title.__class__ is not str)
+                or (text is not None and text.__class__ is not str)
+            ):
                 return None
             meta = {k: v for k, v in src.items() if k not in ("uri", "title", "text")}
             if kind != "web":

@@ -131,11 +131,11 @@ class GeminiInterpreter(GroundingState):
 
     def _plain_text(self, obj: dict[str, Any], out: list[Event]) -> str | None:
         """The text of a plain chunk — one candidate 0 text part and nothing else but
-        usage and ids (most chunks) — else None. A thought part is emitted here as
-        ``reasoning`` (then ""), as :meth:`_part` would."""
+        usage and ids (most chunks) — else None. The first chunk's ``meta`` and a thought
+        part (as ``reasoning``; then "") are emitted here, as :meth:`event` would."""
         c = obj.get("candidates")
         # (Supports waiting for their text: each chunk of candidate 0 makes a pass.)
-        if c.__class__ is not list or len(c) != 1 or not self.meta_seen or self._pending:
+        if c.__class__ is not list or len(c) != 1 or self._pending:
             return None
         cand = c[0]
         # Only "content", "index": 0 and an empty "groundingMetadata" (search grounding
@@ -162,6 +162,8 @@ class GeminiInterpreter(GroundingState):
             )
         ):
             return None  # (a thought signature is not read)
+        if not self.meta_seen:  # the stream's first chunk: its meta first, as event() does
+            self.meta(obj.get("responseId"), obj.get("modelVersion"), None, out)
         if part.get("thought") is True:
             if t:
                 self.reasoning(0, t, out)
