@@ -52,8 +52,13 @@ _CAND_EXTRAS: list[Obj] = [
     {"index": 1},
     {"safetyRatings": []},
     {"finishReason": "STOP"},
+    {"finishReason": "MAX_TOKENS", "groundingMetadata": {}},
+    {"finishReason": "MALFORMED_FUNCTION_CALL"},
+    {"finishReason": None},
+    {"finishReason": 5},
 ]
 _CAND_EXTRA = st.sampled_from(_CAND_EXTRAS)
+_LAST_EXTRAS: list[Obj] = [{}, {"groundingMetadata": {}}, {"index": 1}]
 _TOP_EXTRAS: list[Obj] = [
     {},
     {"error": {"code": 500}},
@@ -94,7 +99,8 @@ def _stream(draw: st.DrawFn) -> bytes:
         if isinstance(part.get("text"), str) and part.get("thought") is not True:
             texts.append(part["text"])
         out.append(sse(obj))
-    out.append(sse(_chunk({"text": "."}, finishReason="STOP")))
+    last: Obj = draw(st.sampled_from(_LAST_EXTRAS))
+    out.append(sse(_chunk({"text": "."}, finishReason="STOP", **last)))
     return b"".join(out)
 
 
@@ -140,8 +146,8 @@ def _grounded_thinking_stream() -> bytes:
     return b"".join(sse(c) for c in chunks)
 
 
-def test_the_plain_path_is_on() -> None:
-    body = _grounded_thinking_stream()
+def _general_calls(body: bytes) -> tuple[int, list[Any]]:
+    """How many chunks of ``body`` took the general way, and the events."""
     calls = 0
     general = GeminiInterpreter.event
 
@@ -152,9 +158,20 @@ def test_the_plain_path_is_on() -> None:
 
     with mock.patch.object(GeminiInterpreter, "event", counted):
         events = _events([body])
+    return calls, events
+
+
+def test_the_plain_path_is_on() -> None:
+    body = _grounded_thinking_stream()
+    calls, events = _general_calls(body)
     assert calls == 1  # only the grounded finish; the first chunk (its meta) too is plain
     kinds = [e["type"] for e in events]
     assert kinds.count("reasoning") == 2 and kinds.count("token") == 6
     assert kinds[-4:] == ["citations", "finish", "usage", "done"]
     with _general_only():
         assert _events([body]) == events
+    # Without grounding, the finish chunk too is plain: no chunk goes the general way.
+    plain = sse(_chunk({"text": "Hi"})) + sse(_chunk({"text": "!"}, finishReason="STOP"))
+    calls, events = _general_calls(plain)
+    assert calls == 0
+    assert [e["type"] for e in events] == ["meta", "token", "token", "finish", "usage", "done"]

@@ -50,6 +50,18 @@ _KNOWN = frozenset(
 _STATUS_CODES = {"RESOURCE_EXHAUSTED": 429, "UNAVAILABLE": 503, "INTERNAL": 500}
 
 
+def _plain_extras(cand: dict[str, Any]) -> bool:
+    """A plain chunk's candidate has, besides ``content`` and ``"index": 0``, only a
+    finish reason (the last chunk) and an empty ``groundingMetadata``."""
+    extra = len(cand) - 1 - ("index" in cand)
+    reason = cand.get("finishReason")
+    if reason is not None:
+        if reason.__class__ is not str:
+            return False
+        extra -= 1
+    return not extra or (extra == 1 and cand.get("groundingMetadata") == {})
+
+
 def finish_reason(raw: str) -> str:
     """Gemini's ``finishReason`` in the chat vocabulary (unknown ones: ``stop``)."""
     return _REASONS.get(raw, "stop")
@@ -131,21 +143,20 @@ class GeminiInterpreter(GroundingState):
 
     def _plain_text(self, obj: dict[str, Any], out: list[Event]) -> str | None:
         """The text of a plain chunk — one candidate 0 text part and nothing else but
-        usage and ids (most chunks) — else None. The first chunk's ``meta`` and a thought
-        part (as ``reasoning``; then "") are emitted here, as :meth:`event` would."""
+        usage and ids (most chunks) — else None. The first chunk's ``meta``, a thought
+        part (as ``reasoning``) and a finish (after the text) are emitted here, as
+        :meth:`event` would (then "")."""
         c = obj.get("candidates")
         # (Supports waiting for their text: each chunk of candidate 0 makes a pass.)
         if c.__class__ is not list or len(c) != 1 or self._pending:
             return None
         cand = c[0]
-        # Only "content", "index": 0 and an empty "groundingMetadata" (search grounding
-        # sends one on every chunk): a finish reason, grounding, safety ratings or
-        # anything else take the general way.
+        # Only "content", "index": 0, a "finishReason" and an empty "groundingMetadata"
+        # (search grounding sends one on every chunk): grounding, safety ratings, a
+        # finish message or anything else take the general way.
         if cand.__class__ is not dict or (i := cand.get("index", 0)).__class__ is not int or i:
             return None
-        if (extra := len(cand) - 1 - ("index" in cand)) and (
-            extra != 1 or cand.get("groundingMetadata") != {}
-        ):
+        if len(cand) > 1 + ("index" in cand) and not _plain_extras(cand):
             return None
         content = cand.get("content")
         parts = content.get("parts") if content.__class__ is dict else None
@@ -164,14 +175,19 @@ class GeminiInterpreter(GroundingState):
             return None  # (a thought signature is not read)
         if not self.meta_seen:  # the stream's first chunk: its meta first, as event() does
             self.meta(obj.get("responseId"), obj.get("modelVersion"), None, out)
+        usage = obj.get("usageMetadata")
+        if usage is not None:
+            self._usage_raw = usage
         if part.get("thought") is True:
             if t:
                 self.reasoning(0, t, out)
             t = ""
-        usage = obj.get("usageMetadata")
-        if usage is not None:
-            self._usage_raw = usage
-        return t
+        if (reason := cand.get("finishReason")) is None:
+            return t
+        if t:
+            self.token(0, t, out)
+        self._candidate_finish(0, cand, reason, out)
+        return ""
 
     def _usage_out(self, out: list[Event]) -> None:
         """The last ``usageMetadata`` seen, as one ``usage`` event (once)."""
