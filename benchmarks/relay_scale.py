@@ -28,7 +28,7 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any
 
-from relay_load import MEASURED_CORE, OTHER_CORE, clients_main, pin, upstream_main
+from relay_load import MEASURED_CORE, OTHER_CORE, clients_main, pin, schedstat, upstream_main
 
 _MP = mp.get_context("spawn")
 
@@ -205,9 +205,11 @@ def run_phase(
     upstream_pid: int = 0,
     loop_kind: str = "asyncio",
     profile: str = "",
+    upstream_conn: Connection | None = None,
 ) -> dict[str, Any]:
     """Start the measured process (``relay`` or ``floor``) and N clients; measure.
-    ``profile``: a path, to profile the measured process with yappi (CPU clock)."""
+    ``profile``: a path, to profile the measured process with yappi (CPU clock).
+    ``upstream_conn``: the upstream's pipe, to measure its loop lag over the window."""
     parent, child = _MP.Pipe()
     if kind == "floor":
         target: Any = floor_main
@@ -231,20 +233,34 @@ def run_phase(
         start = time.perf_counter() + warm
         end = start + duration
         cparent.send((start, end))
+        if upstream_conn is not None:
+            upstream_conn.send(("window", start, end))
         time.sleep(warm)
         cpu0 = _cpu_seconds(proc.pid or 0)
         spy = _py_spy(proc.pid or 0, duration) if os.environ.get("STREAMCITE_BENCH_PYSPY") else None
+        pids = {"measured": proc.pid or 0, "clients": clients.pid or 0, "upstream": upstream_pid}
+        sched0 = {k: schedstat(pid) for k, pid in pids.items() if pid}
         others0 = _cpu_seconds(clients.pid or 0) + _cpu_seconds(upstream_pid or os.getpid())
         time.sleep(max(0.0, end - time.perf_counter()))
         cpu = _cpu_seconds(proc.pid or 0) - cpu0
         others = (
             _cpu_seconds(clients.pid or 0) + _cpu_seconds(upstream_pid or os.getpid()) - others0
         )
+        sched: dict[str, float] = {}
+        for k, (run0, wait0) in sched0.items():
+            run1, wait1 = schedstat(pids[k])
+            sched[f"{k}_cpu_pct"] = round(100 * (run1 - run0) / duration, 1)
+            sched[f"{k}_runq_wait_pct"] = round(100 * (wait1 - wait0) / duration, 1)
         if spy is not None:
             spy.wait(30)
         if not cparent.poll(60):
             raise RuntimeError(f"{kind}: no result from the clients")
-        events, latencies = cparent.recv()
+        events, latencies, client_lag = cparent.recv()
+        upstream_lag: dict[str, float] = {}
+        if upstream_conn is not None:
+            upstream_conn.send(("lag",))
+            if upstream_conn.poll(10):
+                upstream_lag = upstream_conn.recv()
     finally:
         parent.close()
         clients.join(10)
@@ -267,6 +283,11 @@ def run_phase(
         "p99_ms": round(_pct(lat, 0.99), 3),
         "max_ms": round(lat[-1], 3) if lat else None,
         "tokens": len(lat),
+        # The load on the other core: its CPU and run-queue wait, and how late its event
+        # loops ran (a late loop delays every token it writes or reads by that much).
+        **sched,
+        **{f"clients_{k}": v for k, v in client_lag.items()},
+        **{f"upstream_{k}": v for k, v in upstream_lag.items()},
     }
 
 
@@ -315,7 +336,8 @@ def scale_main(args: Any) -> None:
                 phase = {
                     kind: run_phase(kind, n, args.duration, port, args.log,
                                     args.redis_url or "", up.pid or 0, loop_kind,
-                                    f"{prof}.{kind}.{loop_kind}.{n}" if prof else "")
+                                    f"{prof}.{kind}.{loop_kind}.{n}" if prof else "",
+                                    parent)
                     for kind in ("floor", "relay")
                 }  # fmt: skip
                 relay, floor = phase["relay"], phase["floor"]
@@ -354,6 +376,21 @@ def scale_main(args: Any) -> None:
             f"| {r['streams_per_core']} | {r['relay_p50_ms']} / {r['relay_p99_ms']} "
             f"| {r['floor_p50_ms']} / {r['floor_p99_ms']} | {r['relay']['cpu_pct']} % |"
         )
+    print("\nThe load, per phase: CPU and run-queue wait (runnable, no CPU given) of each "
+          "process, and how late the load's event loops ran (p99)")  # fmt: skip
+    print("\n| loop | streams | measured | measured CPU / wait | upstream CPU / wait "
+          "| clients CPU / wait | upstream loop lag p99 | clients loop lag p99 |")  # fmt: skip
+    print("|---|---:|---|---:|---:|---:|---:|---:|")
+    for r in results:
+        for kind in ("floor", "relay"):
+            m = r[kind]
+            print(
+                f"| {r['loop']} | {r['streams']} | {kind} "
+                f"| {m.get('measured_cpu_pct')} % / {m.get('measured_runq_wait_pct')} % "
+                f"| {m.get('upstream_cpu_pct')} % / {m.get('upstream_runq_wait_pct')} % "
+                f"| {m.get('clients_cpu_pct')} % / {m.get('clients_runq_wait_pct')} % "
+                f"| {m.get('upstream_loop_lag_p99_ms')} ms | {m.get('clients_loop_lag_p99_ms')} ms |"
+            )
     print(f"\nstreams/core: streams of {rate:.0f} tokens/s one core carries at the relay's CPU "
           "per delivered token (measured at that N)")  # fmt: skip
     if args.json is not None:
