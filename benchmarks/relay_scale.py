@@ -297,7 +297,8 @@ def _py_spy(pid: int, duration: float) -> Any:
     import subprocess
 
     out = f"{os.environ['STREAMCITE_BENCH_PYSPY']}.{pid}.txt"
-    cmd = ["py-spy", "record", "--native", "-r", "200", "-f", "raw"]
+    rate = os.environ.get("STREAMCITE_BENCH_PYSPY_RATE", "200")
+    cmd = ["py-spy", "record", "--native", "-r", rate, "-f", "raw"]
     cmd += ["-d", str(max(1, int(duration))), "-p", str(pid), "-o", out]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -326,7 +327,8 @@ def scale_main(args: Any) -> None:
     print(
         f"relay scale benchmark · {rate:.0f} tokens/s per stream · log={args.log} · loops "
         f"{', '.join(loops)} · measured on core {min(MEASURED_CORE)}, upstream + clients on "
-        f"core {min(OTHER_CORE)} · load average {os.getloadavg()[0]:.2f}",
+        f"core {min(OTHER_CORE)} · nice {os.environ.get('STREAMCITE_BENCH_NICE', '0')} · load "
+        f"average {os.getloadavg()[0]:.2f}",
         flush=True,
     )
     try:
