@@ -66,6 +66,47 @@ def _run_on(coro: Any, loop_kind: str, profile: str = "") -> None:
         yappi.get_func_stats().save(profile, type="pstat")
 
 
+def _gc_pauses(kind: str) -> Any:
+    """``STREAMCITE_BENCH_GCSTATS=1``: the cyclic collector's pauses in this process, per
+    generation (count, total and longest ms), printed when the process ends: a full
+    collection stops the loop, and every token waiting in it, for its whole length."""
+    if not os.environ.get("STREAMCITE_BENCH_GCSTATS"):
+        return contextlib.nullcontext()
+    import gc
+
+    stats: dict[int, list[float]] = {0: [], 1: [], 2: []}
+    started = [0.0]
+
+    def callback(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started[0] = time.perf_counter()
+        else:
+            stats[info["generation"]].append(1000 * (time.perf_counter() - started[0]))
+
+    gc.callbacks.append(callback)
+
+    @contextlib.contextmanager
+    def report() -> Any:
+        try:
+            yield
+        finally:
+            gc.callbacks.remove(callback)
+            summary = {
+                f"gen{g}": [len(v), round(sum(v), 1), round(max(v, default=0.0), 2)]
+                for g, v in stats.items()
+            }
+            print(f"gc pauses ({kind}: count, total ms, longest ms): {summary}", flush=True)
+
+    return report()
+
+
+def _gc_mode() -> str:
+    """``STREAMCITE_BENCH_GC``: ``tuned`` (the default: the collector as ``streamcite relay``
+    sets it, for the relay and the floor alike), ``default`` (Python's), ``freeze`` (only
+    ``gc.freeze()`` after start-up, the relay only), ``off`` (the relay only)."""
+    return os.environ.get("STREAMCITE_BENCH_GC") or "tuned"
+
+
 def available_loops() -> list[str]:
     from streamcite.relay.eventloop import resolve
 
@@ -132,6 +173,10 @@ def floor_main(
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0, backlog=4096)
         await site.start()
+        if _gc_mode() == "tuned":  # the same process set-up as the relay's
+            from streamcite.relay.eventloop import tune_gc
+
+            tune_gc()
         conn.send(f"ws://127.0.0.1:{runner.addresses[0][1]}/ws")
         loop = asyncio.get_running_loop()
         with contextlib.suppress(EOFError, OSError):
@@ -139,7 +184,8 @@ def floor_main(
         await app["session"].close()
         await runner.cleanup()
 
-    _run_on(run(), loop_kind, profile)
+    with _gc_pauses("floor"):
+        _run_on(run(), loop_kind, profile)
 
 
 # -- the relay (core 0) ---------------------------------------------------------------------
@@ -156,6 +202,7 @@ def relay_main(
 ) -> None:
     pin(MEASURED_CORE)
     _quiet()
+    gc_mode = _gc_mode()
 
     async def run() -> None:
         from streamcite.relay.server import RelayConfig, RelayServer
@@ -169,6 +216,7 @@ def relay_main(
             max_connections=n + 16,
             shutdown_grace=0.0,
             heartbeat_interval=30.0,
+            tune_gc=gc_mode == "tuned",  # as `streamcite relay` runs
         )
         log: Any = None
         if log_kind == "redis":
@@ -177,7 +225,6 @@ def relay_main(
             log = RedisStreamLog(RedisLogSettings(redis, instance_id=config.instance_id))
             await log.connect()
         async with RelayServer(config, log=log) as server:
-            gc_mode = os.environ.get("STREAMCITE_BENCH_GC")
             if gc_mode in ("freeze", "off"):
                 import gc
 
@@ -189,7 +236,8 @@ def relay_main(
         if log is not None:
             await log.aclose()
 
-    _run_on(run(), loop_kind, profile)
+    with _gc_pauses("relay"):
+        _run_on(run(), loop_kind, profile)
 
 
 # -- one measured phase ---------------------------------------------------------------------
@@ -327,7 +375,7 @@ def scale_main(args: Any) -> None:
     print(
         f"relay scale benchmark · {rate:.0f} tokens/s per stream · log={args.log} · loops "
         f"{', '.join(loops)} · measured on core {min(MEASURED_CORE)}, upstream + clients on "
-        f"core {min(OTHER_CORE)} · nice {os.environ.get('STREAMCITE_BENCH_NICE', '0')} · load "
+        f"core {min(OTHER_CORE)} · nice {os.environ.get('STREAMCITE_BENCH_NICE', '0')} · gc {_gc_mode()} · load "
         f"average {os.getloadavg()[0]:.2f}",
         flush=True,
     )
