@@ -216,7 +216,7 @@ def relay_main(
             max_connections=n + 16,
             shutdown_grace=0.0,
             heartbeat_interval=30.0,
-            tune_gc=gc_mode == "tuned",  # as `streamcite relay` runs
+            **({"tune_gc": True} if gc_mode == "tuned" else {}),  # as `streamcite relay` runs
         )
         log: Any = None
         if log_kind == "redis":

@@ -4,15 +4,19 @@ the aiohttp transport's ``read_chunk``; the relay process's collector settings."
 
 from __future__ import annotations
 
+import asyncio
 import gc
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from streamcite import Event, Timeouts, stream_chat
 from streamcite.events import DoneEvent, ErrorEvent, TokenEvent
+from streamcite.relay.clients import _LiveFrames
 from streamcite.relay.eventloop import GC_THRESHOLDS
+from streamcite.relay.live import LiveTap, Taps
 from tests._relay_fixtures import fake_upstream, relay
 from tests._upstream import WORDS, Upstream, full_stream
 from tests.conftest import ServeFn
@@ -106,3 +110,41 @@ async def test_relay_tunes_the_collector_only_when_asked() -> None:
     async with fake_upstream() as up, relay(up.url + "/v1", tune_gc=True):
         assert gc.get_threshold() == GC_THRESHOLDS
         assert gc.get_freeze_count() > 0
+
+
+class _Transport:
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def is_closing(self) -> bool:
+        return False
+
+
+async def test_live_frames_go_out_per_read_and_when_a_tap_lets_go() -> None:
+    """Frames a tap took wait for the producer's flush after the read's events, not for
+    the loop; a tap that lets go (here: a gap) writes them first, so the pump's frames
+    come after them."""
+    t = _Transport()
+    client = SimpleNamespace(
+        ws=SimpleNamespace(closed=False), closing=False, gate=SimpleNamespace(cap=1 << 16)
+    )
+    frames = _LiveFrames(client, t)  # type: ignore[arg-type]
+    taps = Taps("s1")
+    tap = LiveTap("s1", 0, frames, asyncio.get_running_loop().create_future(), None)
+    taps.park(tap)
+    taps.logged(1, b'{"type":"token","n":1}')
+    taps.logged(2, b'{"type":"token","n":2}')
+    await asyncio.sleep(0)
+    assert t.writes == []
+    taps.flush()  # the producer, after one upstream read's events
+    assert len(t.writes) == 1 and t.writes[0].count(b'"stream_id":"s1"') == 2
+    taps.logged(3, b'{"type":"token","n":3}')
+    taps.logged(5, b'{"type":"token","n":5}')  # a gap: the tap lets go, 3 written first
+    assert tap.waiter.done() and tap.delivered == 3
+    assert len(t.writes) == 2 and b'"seq":3,' in t.writes[1]

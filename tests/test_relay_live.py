@@ -151,8 +151,9 @@ async def test_live_frames_keep_order_and_the_cap() -> None:
     live = _LiveFrames(client, t)  # type: ignore[arg-type]
     one, two = orjson.dumps({"n": 1}), orjson.dumps({"n": 2})
     assert live.take(one) and live.take(two)
-    assert t.writes == []  # held until the end of this loop turn
     await asyncio.sleep(0)
+    assert t.writes == []  # held until flushed (the producer, after an upstream read)
+    live.flush()
     assert t.writes == [ws_text_frame(one) + ws_text_frame(two)]
     # another write (a pump's, a control frame) flushes the held frames first
     assert live.take(one)

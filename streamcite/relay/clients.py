@@ -187,7 +187,7 @@ class WsClient(Client):
         self.send_timeout = send_timeout
         self.closer: asyncio.Task[None] | None = None
         self.live: _LiveFrames | None = None
-        """Frames the live taps gave this client in this loop turn (one write per turn)."""
+        """Frames the live taps gave this client from one upstream read (one write per read)."""
 
     async def _write(self, frame: bytes, seq: int | None) -> None:
         if self.live is not None:
@@ -210,14 +210,14 @@ class WsClient(Client):
         t.write(data)
 
     def live_writer(self) -> LiveWriter | None:
-        """Take one event frame for the socket now, when its buffer is empty (so the cap
-        holds and nothing is queued ahead of it) and the WebSocket is open; else False.
-        The frames taken in one loop turn go out in one write at the end of the turn."""
+        """Takes event frames for the socket, when its buffer is empty (so the cap holds and
+        nothing is queued ahead of them) and the WebSocket is open; they go out in one write
+        at the end of the upstream read that made them (:mod:`streamcite.relay.live`)."""
         if self.transport is None:
             return None
         if self.live is None:
             self.live = _LiveFrames(self, self.transport)
-        return self.live.take
+        return self.live
 
     def close_soon(self, code: int, reason: str) -> None:
         """Close from any task without waiting: queued frames go out before the close."""
@@ -240,19 +240,19 @@ class WsClient(Client):
 
 
 class _LiveFrames:
-    """A WebSocket client's frames from live taps, written once per loop turn.
+    """A WebSocket client's frames from live taps, written once per upstream read.
 
-    Every other write to the client flushes them first, so frames keep their order; they
-    never hold more than the write-buffer cap (a frame that would pass it is refused: the
-    tap lets go and its pump waits for room, as for any write)."""
+    The producer flushes them once it has logged a read's events (a tap that lets go
+    flushes too); every other write to the client flushes them first, so frames keep their
+    order. They never hold more than the write-buffer cap (a frame that would pass it is
+    refused: the tap lets go and its pump waits for room, as for any write)."""
 
-    __slots__ = ("client", "frames", "loop", "size", "transport", "ws")
+    __slots__ = ("client", "frames", "size", "transport", "ws")
 
     def __init__(self, client: WsClient, transport: asyncio.WriteTransport) -> None:
         self.client = client
         self.ws = client.ws
         self.transport = transport
-        self.loop = asyncio.get_running_loop()
         self.frames: list[bytes] = []
         self.size = 0
 
@@ -263,9 +263,7 @@ class _LiveFrames:
             return False
         data = ws_text_frame(payload)
         frames = self.frames
-        if not frames:
-            self.loop.call_soon(self.flush)
-        elif self.size + len(data) > client.gate.cap:
+        if frames and self.size + len(data) > client.gate.cap:
             self.flush()
             return False
         frames.append(data)

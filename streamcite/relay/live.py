@@ -7,7 +7,9 @@ with no task switch and no log read per event per client. The log stays the sour
 truth: the tap only takes the event right after the last one it delivered, and only while
 the client's write buffer is empty (so the write-buffer cap and the too-slow rule hold);
 any other case — a gap, a backlog, a closing connection — releases the tap, and the pump
-reads the log from where the tap stopped, exactly once, in order, as before.
+reads the log from where the tap stopped, exactly once, in order, as before. The frames the
+taps take while the producer logs one upstream read's events go out in one write per client
+when it has logged them (or when a tap lets go, or before any other write to the client).
 
 Used only with a log that appends without awaiting (the in-memory one): the producer
 knows each event's ``seq`` in the call that logged it, so nothing can be logged between
@@ -19,21 +21,32 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 from streamcite.relay.protocol import is_done_payload
 
 __all__ = ["LiveTap", "LiveWriter", "Taps"]
 
 OnSent = Callable[[str, int, float], None]
-LiveWriter = Callable[[bytes], bool]
-"""Writes one event frame (the enveloped event's JSON) to a client now and returns True, or
-returns False, writing nothing, when it cannot go out at once (``Client.live_writer``)."""
+
+
+class LiveWriter(Protocol):
+    """A client's live frames (``Client.live_writer``)."""
+
+    def take(self, frame: bytes) -> bool:
+        """Take one event frame (the enveloped event's JSON) for the socket and return True,
+        or return False, taking nothing, when it cannot go out at once."""
+        ...
+
+    def flush(self) -> None:
+        """Write the frames taken so far, in one write."""
+        ...
 
 
 class LiveTap:
     """One parked pump: delivers ``sid``'s new events to one client as they are logged."""
 
-    __slots__ = ("counted", "delivered", "done", "on_sent", "sid", "waiter", "write")
+    __slots__ = ("counted", "delivered", "done", "flush", "on_sent", "sid", "waiter", "write")
 
     def __init__(
         self,
@@ -46,7 +59,10 @@ class LiveTap:
         self.sid = sid
         self.delivered = delivered
         """The last ``seq`` this client was given (by the pump, then by the tap)."""
-        self.write = write
+        self.write = write.take
+        self.flush = write.flush
+        """Writes what the tap took (the producer calls it after each upstream read's
+        events, and the tap when it lets go): one write per read, not per event."""
         self.waiter = waiter
         """Resolved when the tap lets go (the pump takes over again)."""
         self.on_sent = on_sent
@@ -73,6 +89,7 @@ class LiveTap:
         return True
 
     def release(self) -> None:
+        self.flush()  # what it took goes out before the pump writes anything
         if not self.waiter.done():
             self.waiter.set_result(None)
 
@@ -105,6 +122,12 @@ class Taps:
                 taps.clear()
         else:
             self.taps = [tap for tap in taps if tap.offer(seq, frame, done)]
+
+    def flush(self) -> None:
+        """Write what the taps took since the last flush (the producer, after each upstream
+        read's events)."""
+        for tap in self.taps:
+            tap.flush()
 
     def park(self, tap: LiveTap) -> None:
         self.taps.append(tap)
