@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import secrets
 import socket
-import struct
 import time
 from collections.abc import Callable, Sequence
 
@@ -23,7 +22,7 @@ from aiohttp import WSMsgType, web
 from streamcite.logs import get_logger
 from streamcite.relay.guard import Identity
 from streamcite.relay.live import LiveWriter
-from streamcite.relay.protocol import CloseCode, envelope, heartbeat_frame
+from streamcite.relay.protocol import CloseCode, envelope, heartbeat_frame, ws_text_frame
 from streamcite.relay.writer import SendGate, write_transport
 from streamcite.streamlog import LogEntry
 
@@ -256,12 +255,11 @@ class _LiveFrames:
         self.frames: list[bytes] = []
         self.size = 0
 
-    def take(self, payload: bytes) -> bool:
+    def take(self, data: bytes) -> bool:
         client, t = self.client, self.transport
         if client.closing or self.ws.closed or t.get_write_buffer_size() or t.is_closing():
             self.flush()
             return False
-        data = ws_text_frame(payload)
         frames = self.frames
         if frames and self.size + len(data) > client.gate.cap:
             self.flush()
@@ -372,19 +370,3 @@ def limit_write_buffer(transport: object, high: int, sndbuf: int | None) -> None
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
-
-
-_WS_LEN1 = struct.Struct("!BB").pack
-_WS_LEN2 = struct.Struct("!BBH").pack
-_WS_LEN3 = struct.Struct("!BBQ").pack
-
-
-def ws_text_frame(payload: bytes) -> bytes:
-    """One unmasked, unfragmented WebSocket text frame (RFC 6455 §5.2; a server's frames
-    carry no mask)."""
-    n = len(payload)
-    if n < 126:
-        return _WS_LEN1(0x81, n) + payload
-    if n < 65536:
-        return _WS_LEN2(0x81, 126, n) + payload
-    return _WS_LEN3(0x81, 127, n) + payload

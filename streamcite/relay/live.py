@@ -23,7 +23,8 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from streamcite.relay.protocol import is_done_payload
+from streamcite.relay.protocol import DONE_PREFIX as _DONE_PREFIX
+from streamcite.relay.protocol import ws_text_frame
 
 __all__ = ["LiveTap", "LiveWriter", "Taps"]
 
@@ -34,8 +35,9 @@ class LiveWriter(Protocol):
     """A client's live frames (``Client.live_writer``)."""
 
     def take(self, frame: bytes) -> bool:
-        """Take one event frame (the enveloped event's JSON) for the socket and return True,
-        or return False, taking nothing, when it cannot go out at once."""
+        """Take one event's WebSocket frame (encoded: :func:`ws_text_frame` of the enveloped
+        event's JSON) for the socket and return True, or return False, taking nothing, when
+        it cannot go out at once."""
         ...
 
     def flush(self) -> None:
@@ -115,8 +117,11 @@ class Taps:
         taps = self.taps
         if not taps:
             return
-        frame = b"%b%d,%b" % (self.head, seq, payload[1:])  # envelope(sid, seq, payload)
-        done = is_done_payload(payload)
+        # ws_text_frame(envelope(sid, seq, payload)): made once for every tap
+        body = b"%b%d,%b" % (self.head, seq, payload[1:])
+        n = len(body)
+        frame = b"\x81%c%b" % (n, body) if n < 126 else ws_text_frame(body)
+        done = payload.startswith(_DONE_PREFIX)  # is_done_payload(payload)
         if len(taps) == 1:
             if not taps[0].offer(seq, frame, done):
                 taps.clear()
