@@ -14,7 +14,7 @@ import pytest
 
 from streamcite import Event, Timeouts, stream_chat
 from streamcite.events import DoneEvent, ErrorEvent, TokenEvent
-from streamcite.relay.clients import _LiveFrames
+from streamcite.relay.clients import LiveFlush, _LiveFrames
 from streamcite.relay.eventloop import GC_THRESHOLDS
 from streamcite.relay.live import LiveTap, Taps
 from tests._relay_fixtures import fake_upstream, relay
@@ -126,25 +126,38 @@ class _Transport:
         return False
 
 
-async def test_live_frames_go_out_per_read_and_when_a_tap_lets_go() -> None:
-    """Frames a tap took wait for the producer's flush after the read's events, not for
-    the loop; a tap that lets go (here: a gap) writes them first, so the pump's frames
-    come after them."""
-    t = _Transport()
-    client = SimpleNamespace(
-        ws=SimpleNamespace(closed=False), closing=False, gate=SimpleNamespace(cap=1 << 16)
-    )
-    frames = _LiveFrames(client, t)  # type: ignore[arg-type]
+async def test_live_frames_of_all_clients_go_out_at_the_end_of_the_turn() -> None:
+    """One callback a loop turn writes every client's live frames (one write per client);
+    a frame is made once for all the taps of its stream."""
+    later = LiveFlush()
+    clients, transports = [], []
     taps = Taps("s1")
-    tap = LiveTap("s1", 0, frames, asyncio.get_running_loop().create_future(), None)
-    taps.park(tap)
-    taps.logged(1, b'{"type":"token","n":1}')
-    taps.logged(2, b'{"type":"token","n":2}')
+    loop = asyncio.get_running_loop()
+    for _ in range(3):
+        t = _Transport()
+        client = SimpleNamespace(
+            ws=SimpleNamespace(closed=False), closing=False, gate=SimpleNamespace(cap=1 << 16)
+        )
+        frames = _LiveFrames(client, t, later)  # type: ignore[arg-type]
+        taps.park(LiveTap("s1", 0, frames, loop.create_future(), None))
+        clients.append(client)
+        transports.append(t)
+    scheduled = []
+    real_call_soon = loop.call_soon
+
+    def call_soon(cb: Any, *args: Any, **kw: Any) -> Any:
+        scheduled.append(cb)
+        return real_call_soon(cb, *args, **kw)
+
+    loop.call_soon = call_soon  # type: ignore[method-assign]
+    try:
+        taps.logged(1, b'{"type":"token","n":1}')
+        taps.logged(2, b'{"type":"token","n":2}')
+    finally:
+        loop.call_soon = real_call_soon  # type: ignore[method-assign]
+    assert len(scheduled) == 1  # one callback for the three clients
+    assert all(t.writes == [] for t in transports)
     await asyncio.sleep(0)
-    assert t.writes == []
-    taps.flush()  # the producer, after one upstream read's events
-    assert len(t.writes) == 1 and t.writes[0].count(b'"stream_id":"s1"') == 2
-    taps.logged(3, b'{"type":"token","n":3}')
-    taps.logged(5, b'{"type":"token","n":5}')  # a gap: the tap lets go, 3 written first
-    assert tap.waiter.done() and tap.delivered == 3
-    assert len(t.writes) == 2 and b'"seq":3,' in t.writes[1]
+    for t in transports:
+        assert len(t.writes) == 1 and t.writes[0].count(b'"stream_id":"s1"') == 2
+    assert transports[0].writes == transports[1].writes == transports[2].writes

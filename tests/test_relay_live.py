@@ -152,9 +152,8 @@ async def test_live_frames_keep_order_and_the_cap() -> None:
     one, two = orjson.dumps({"n": 1}), orjson.dumps({"n": 2})
     w1, w2 = ws_text_frame(one), ws_text_frame(two)  # a tap hands the encoded frame
     assert live.take(w1) and live.take(w2)
+    assert t.writes == []  # held until the end of this loop turn
     await asyncio.sleep(0)
-    assert t.writes == []  # held until flushed (the producer, after an upstream read)
-    live.flush()
     assert t.writes == [ws_text_frame(one) + ws_text_frame(two)]
     # another write (a pump's, a control frame) flushes the held frames first
     assert live.take(w1)

@@ -30,6 +30,7 @@ __all__ = [
     "AiSdkClient",
     "Client",
     "ClientGone",
+    "LiveFlush",
     "OnSent",
     "SseClient",
     "TooSlow",
@@ -171,7 +172,7 @@ class Client:
 
 class WsClient(Client):
     kind = "ws"
-    __slots__ = ("closer", "live", "send_timeout", "ws")
+    __slots__ = ("closer", "live", "live_flush", "send_timeout", "ws")
 
     def __init__(
         self,
@@ -180,13 +181,16 @@ class WsClient(Client):
         send_timeout: float,
         cap: int,
         who: Identity,
+        live_flush: LiveFlush | None = None,
     ):
         super().__init__(request, cap, who)
         self.ws = ws
         self.send_timeout = send_timeout
         self.closer: asyncio.Task[None] | None = None
         self.live: _LiveFrames | None = None
-        """Frames the live taps gave this client from one upstream read (one write per read)."""
+        """Frames the live taps gave this client in this loop turn (one write per turn)."""
+        self.live_flush = live_flush
+        """Writes the live frames of every client at the end of the turn (the relay's)."""
 
     async def _write(self, frame: bytes, seq: int | None) -> None:
         if self.live is not None:
@@ -210,12 +214,12 @@ class WsClient(Client):
 
     def live_writer(self) -> LiveWriter | None:
         """Takes event frames for the socket, when its buffer is empty (so the cap holds and
-        nothing is queued ahead of them) and the WebSocket is open; they go out in one write
-        at the end of the upstream read that made them (:mod:`streamcite.relay.live`)."""
+        nothing is queued ahead of them) and the WebSocket is open; the frames taken in one
+        loop turn go out in one write at the end of the turn (:class:`LiveFlush`)."""
         if self.transport is None:
             return None
         if self.live is None:
-            self.live = _LiveFrames(self, self.transport)
+            self.live = _LiveFrames(self, self.transport, self.live_flush)
         return self.live
 
     def close_soon(self, code: int, reason: str) -> None:
@@ -238,20 +242,50 @@ class WsClient(Client):
             self.abort()
 
 
+class LiveFlush:
+    """Writes the live frames of a relay's WebSocket clients at the end of the loop turn
+    that took them: one callback a turn for all the clients (not one per client), and the
+    turn's writes together — a client process woken by the first finds the others' bytes
+    ready, instead of being woken once per write."""
+
+    __slots__ = ("loop", "pending")
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.pending: list[_LiveFrames] = []
+
+    def add(self, frames: _LiveFrames) -> None:
+        pending = self.pending
+        if not pending:
+            loop = self.loop
+            if loop is None:
+                loop = self.loop = asyncio.get_running_loop()
+            loop.call_soon(self.run)
+        pending.append(frames)
+
+    def run(self) -> None:
+        pending, self.pending = self.pending, []
+        for frames in pending:
+            frames.flush()
+
+
 class _LiveFrames:
-    """A WebSocket client's frames from live taps, written once per upstream read.
+    """A WebSocket client's frames from live taps, written once per loop turn.
 
-    The producer flushes them once it has logged a read's events (a tap that lets go
-    flushes too); every other write to the client flushes them first, so frames keep their
-    order. They never hold more than the write-buffer cap (a frame that would pass it is
-    refused: the tap lets go and its pump waits for room, as for any write)."""
+    Every other write to the client flushes them first, so frames keep their order; they
+    never hold more than the write-buffer cap (a frame that would pass it is refused: the
+    tap lets go and its pump waits for room, as for any write)."""
 
-    __slots__ = ("client", "frames", "size", "transport", "ws")
+    __slots__ = ("client", "frames", "later", "size", "transport", "ws")
 
-    def __init__(self, client: WsClient, transport: asyncio.WriteTransport) -> None:
+    def __init__(
+        self, client: WsClient, transport: asyncio.WriteTransport, later: LiveFlush | None = None
+    ) -> None:
         self.client = client
         self.ws = client.ws
         self.transport = transport
+        self.later = later if later is not None else LiveFlush()
+        """Flushes these frames at the end of the loop turn (the relay's, shared)."""
         self.frames: list[bytes] = []
         self.size = 0
 
@@ -261,7 +295,9 @@ class _LiveFrames:
             self.flush()
             return False
         frames = self.frames
-        if frames and self.size + len(data) > client.gate.cap:
+        if not frames:
+            self.later.add(self)
+        elif self.size + len(data) > client.gate.cap:
             self.flush()
             return False
         frames.append(data)

@@ -8,8 +8,8 @@ truth: the tap only takes the event right after the last one it delivered, and o
 the client's write buffer is empty (so the write-buffer cap and the too-slow rule hold);
 any other case — a gap, a backlog, a closing connection — releases the tap, and the pump
 reads the log from where the tap stopped, exactly once, in order, as before. The frames the
-taps take while the producer logs one upstream read's events go out in one write per client
-when it has logged them (or when a tap lets go, or before any other write to the client).
+taps take in one loop turn go out at its end, in one write per client, the writes to all the
+clients together (before that, any other write to a client writes them first).
 
 Used only with a log that appends without awaiting (the in-memory one): the producer
 knows each event's ``seq`` in the call that logged it, so nothing can be logged between
@@ -40,15 +40,11 @@ class LiveWriter(Protocol):
         it cannot go out at once."""
         ...
 
-    def flush(self) -> None:
-        """Write the frames taken so far, in one write."""
-        ...
-
 
 class LiveTap:
     """One parked pump: delivers ``sid``'s new events to one client as they are logged."""
 
-    __slots__ = ("counted", "delivered", "done", "flush", "on_sent", "sid", "waiter", "write")
+    __slots__ = ("counted", "delivered", "done", "on_sent", "sid", "waiter", "write")
 
     def __init__(
         self,
@@ -62,9 +58,6 @@ class LiveTap:
         self.delivered = delivered
         """The last ``seq`` this client was given (by the pump, then by the tap)."""
         self.write = write.take
-        self.flush = write.flush
-        """Writes what the tap took (the producer calls it after each upstream read's
-        events, and the tap when it lets go): one write per read, not per event."""
         self.waiter = waiter
         """Resolved when the tap lets go (the pump takes over again)."""
         self.on_sent = on_sent
@@ -91,7 +84,6 @@ class LiveTap:
         return True
 
     def release(self) -> None:
-        self.flush()  # what it took goes out before the pump writes anything
         if not self.waiter.done():
             self.waiter.set_result(None)
 
@@ -127,12 +119,6 @@ class Taps:
                 taps.clear()
         else:
             self.taps = [tap for tap in taps if tap.offer(seq, frame, done)]
-
-    def flush(self) -> None:
-        """Write what the taps took since the last flush (the producer, after each upstream
-        read's events)."""
-        for tap in self.taps:
-            tap.flush()
 
     def park(self, tap: LiveTap) -> None:
         self.taps.append(tap)

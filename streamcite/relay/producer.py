@@ -360,60 +360,55 @@ class Producer:
         clock = time.perf_counter
         async for batch in upstream.batches():  # one step per upstream read
             t = clock()  # (the events of one read arrived together)
-            try:
-                for event in batch:
-                    kind = type(event)
-                    if kind is TokenEvent:  # the hot path: its JSON from a template
-                        payload = token_json(event.index, event.text, event.display)  # type: ignore[union-attr]
-                    elif kind is CitationsEvent and run.hold(event):  # type: ignore[arg-type]
-                        continue  # a newer one, or done, logs it
-                    elif kind is ErrorEvent or kind is DoneEvent:  # cold path
-                        if kind is DoneEvent and run.held is not None:
-                            citations_seq = await self._log_held(stream, run)
-                        bounded = bounds.payload(event)  # type: ignore[arg-type]
-                        if bounded is None:
-                            continue  # one error too many: counted, not sent
-                        payload = bounded
-                    else:
-                        payload = orjson.dumps(event)
-                    if append_nowait is not None:
-                        seq = append_nowait(sid, payload)
-                        if taps is not None:
-                            taps.logged(seq, payload)
-                    else:
-                        seq = await log.append(sid, payload)
-                    if on_event is not None:
-                        on_event(sid, seq, t)
-                    if kind is TokenEvent:
-                        if first_token:
-                            first_token = False
-                            metrics.ttft.observe(t - stream.started)
-                    elif kind is CitationsEvent:
-                        hist = time_to.pop("citations", None)  # the first one only
-                        if hist is not None:
-                            hist.observe(t - stream.started)
-                        if citations_seq and supersede is not None:
-                            supersede(sid, citations_seq, SUPERSEDED % seq)
-                        citations_seq = run.citations_seq = seq
-                    elif kind is ErrorEvent:
-                        metrics.errors[event.code] += 1  # type: ignore[union-attr]
-                    elif kind is DoneEvent:
-                        run.done = event  # type: ignore[assignment]
-                        metrics.stream_seconds.observe(t - stream.started)
-                    elif time_to:
-                        hist = time_to.pop(event.type, None)
-                        if hist is not None:
-                            hist.observe(t - stream.started)
-            finally:
-                if taps is not None:
-                    taps.flush()  # the frames of this read: one write per client
+            for event in batch:
+                kind = type(event)
+                if kind is TokenEvent:  # the hot path: its JSON from a template
+                    payload = token_json(event.index, event.text, event.display)  # type: ignore[union-attr]
+                elif kind is CitationsEvent and run.hold(event):  # type: ignore[arg-type]
+                    continue  # a newer one, or done, logs it
+                elif kind is ErrorEvent or kind is DoneEvent:  # cold path
+                    if kind is DoneEvent and run.held is not None:
+                        citations_seq = await self._log_held(stream, run)
+                    bounded = bounds.payload(event)  # type: ignore[arg-type]
+                    if bounded is None:
+                        continue  # one error too many: counted, not sent
+                    payload = bounded
+                else:
+                    payload = orjson.dumps(event)
+                if append_nowait is not None:
+                    seq = append_nowait(sid, payload)
+                    if taps is not None:
+                        taps.logged(seq, payload)
+                else:
+                    seq = await log.append(sid, payload)
+                if on_event is not None:
+                    on_event(sid, seq, t)
+                if kind is TokenEvent:
+                    if first_token:
+                        first_token = False
+                        metrics.ttft.observe(t - stream.started)
+                elif kind is CitationsEvent:
+                    hist = time_to.pop("citations", None)  # the first one only
+                    if hist is not None:
+                        hist.observe(t - stream.started)
+                    if citations_seq and supersede is not None:
+                        supersede(sid, citations_seq, SUPERSEDED % seq)
+                    citations_seq = run.citations_seq = seq
+                elif kind is ErrorEvent:
+                    metrics.errors[event.code] += 1  # type: ignore[union-attr]
+                elif kind is DoneEvent:
+                    run.done = event  # type: ignore[assignment]
+                    metrics.stream_seconds.observe(t - stream.started)
+                elif time_to:
+                    hist = time_to.pop(event.type, None)
+                    if hist is not None:
+                        hist.observe(t - stream.started)
 
     async def _append(self, stream: ProducedStream, payload: bytes) -> int:
         """Log one event off the hot loop (which inlines this); its ``seq``."""
         seq = await self.log.append(stream.stream_id, payload)
         if stream.taps is not None:
             stream.taps.logged(seq, payload)
-            stream.taps.flush()
         return seq
 
     async def _log_held(self, stream: ProducedStream, run: _Run) -> int:
