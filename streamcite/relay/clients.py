@@ -248,25 +248,24 @@ class LiveFlush:
     turn's writes together — a client process woken by the first finds the others' bytes
     ready, instead of being woken once per write."""
 
-    __slots__ = ("loop", "pending")
+    __slots__ = ("pending",)
 
     def __init__(self) -> None:
-        self.loop: asyncio.AbstractEventLoop | None = None
         self.pending: list[_LiveFrames] = []
 
     def add(self, frames: _LiveFrames) -> None:
         pending = self.pending
         if not pending:
-            loop = self.loop
-            if loop is None:
-                loop = self.loop = asyncio.get_running_loop()
-            loop.call_soon(self.run)
+            asyncio.get_running_loop().call_soon(self.run)
         pending.append(frames)
 
     def run(self) -> None:
         pending, self.pending = self.pending, []
         for frames in pending:
-            frames.flush()
+            try:
+                frames.flush()
+            except Exception:  # a bug: the other clients' frames still go out
+                _logger.exception("relay.live_flush_failed", client=frames.client.id)
 
 
 class _LiveFrames:
