@@ -175,3 +175,19 @@ def test_the_plain_path_is_on() -> None:
     calls, events = _general_calls(plain)
     assert calls == 0
     assert [e["type"] for e in events] == ["meta", "token", "token", "finish", "usage", "done"]
+
+
+def test_no_candidate_read_when_max_choices_is_zero() -> None:
+    """With ``max_choices=0`` the plain path takes nothing: every candidate is refused
+    the general way (``bad_chunk``), as it refuses a chunk that is not plain."""
+    from streamcite.core.api import ChatStreamParser
+    from streamcite.core.bounds import StreamBounds
+
+    body = (
+        b'data: {"candidates":[{"content":{"parts":[{"text":"Hi"}],"role":"model"},'
+        b'"index":0}],"modelVersion":"g"}\n\n'
+    )
+    p = ChatStreamParser(dialect="gemini", bounds=StreamBounds(max_choices=0))
+    events = p.feed(body)
+    assert [e.type for e in events] == ["meta", "error"]
+    assert p.answer.text == ""

@@ -70,7 +70,7 @@ def finish_reason(raw: str) -> str:
 class GeminiInterpreter(GroundingState):
     """Interprets one Gemini stream (``:streamGenerateContent?alt=sse``)."""
 
-    __slots__ = ("_streamed", "_usage_raw")
+    __slots__ = ("_no_choice", "_streamed", "_usage_raw")
 
     dialect = "gemini"
 
@@ -79,6 +79,8 @@ class GeminiInterpreter(GroundingState):
         self._usage_raw: Any = None
         self._streamed: dict[int, tuple[object, StreamedArgs]] = {}
         """Per choice: the call whose arguments Vertex AI is streaming (its tool key)."""
+        self._no_choice = self.builder.bounds.max_choices < 1
+        """No candidate is read (``max_choices`` 0): the general way reports each."""
 
     def event(self, name: bytes, obj: dict[str, Any], out: list[Event]) -> None:
         err = obj.get("error")
@@ -148,7 +150,7 @@ class GeminiInterpreter(GroundingState):
         :meth:`event` would (then "")."""
         c = obj.get("candidates")
         # (Supports waiting for their text: each chunk of candidate 0 makes a pass.)
-        if c.__class__ is not list or len(c) != 1 or self._pending:
+        if c.__class__ is not list or len(c) != 1 or self._pending or self._no_choice:
             return None
         cand = c[0]
         # Only "content", "index": 0, a "finishReason" and an empty "groundingMetadata"
