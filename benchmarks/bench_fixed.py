@@ -14,6 +14,7 @@ inner loop (what valgrind runs).
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import re
 import subprocess
@@ -88,7 +89,7 @@ def main() -> None:
         # Per stream up to each step: the runs of 2n and n streams differ by n streams
         # (start-up, imports and first-call warm-up cancel out).
         counts = [(irefs(d, s, 2 * args.n) - irefs(d, s, args.n)) / args.n for s in STEPS]
-        steps = [b - a for a, b in zip(counts, counts[1:])]
+        steps = [b - a for a, b in itertools.pairwise(counts)]
         print(f"{d:<10}" + "".join(f"{v:9,.0f}" for v in steps) + f"{sum(steps):9,.0f}", flush=True)
 
 
