@@ -114,14 +114,13 @@ class StreamState(Citing):
     """The dialect's name, in messages."""
 
     def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
-        self.builder = builder if builder is not None else AnswerBuilder()
-        self._det0 = FootnoteDetector(marker_mode)  # (checks the mode: now, not at a token)
+        b = self.builder = builder if builder is not None else AnswerBuilder()
+        det0 = self._det0 = FootnoteDetector(marker_mode)  # (checks the mode: now)
         self._mode = marker_mode
-        self._mode_keep = marker_mode == "keep"
-        self.builder.display_is_text = self._mode_keep
-        self._raw0 = self.builder.text_parts
-        self._disp0 = self.builder.display_parts
-        self._det: dict[int, FootnoteDetector] = {0: self._det0}
+        b.display_is_text = self._mode_keep = det0.keep
+        self._raw0 = b.text_parts
+        self._disp0 = b.display_parts
+        self._det: dict[int, FootnoteDetector] = {0: det0}
         self._astral = 0
         self._astral_upto = 0
         """Characters beyond the BMP (two UTF-16 units) in choice 0's text before
