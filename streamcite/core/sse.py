@@ -261,14 +261,16 @@ class SSEDecoder:
         if not chunk:
             return b""  # an empty read changes nothing (not even a pending CR)
         if not self._bom_done:
-            buffered = bytes(self._tail) + chunk
-            if len(buffered) < 3 and _BOM.startswith(buffered):
-                # Not yet known whether this is a BOM: wait for more bytes.
-                self._tail[:] = buffered
-                return b""
+            if self._tail or len(chunk) < 3:  # (a first read shorter than a BOM)
+                chunk = bytes(self._tail) + chunk
+                if len(chunk) < 3 and _BOM.startswith(chunk):
+                    # Not yet known whether this is a BOM: wait for more bytes.
+                    self._tail[:] = chunk
+                    return b""
+                self._tail.clear()
             self._bom_done = True
-            self._tail.clear()
-            chunk = buffered[3:] if buffered.startswith(_BOM) else buffered
+            if chunk[:3] == _BOM:
+                chunk = chunk[3:]
         if self._skip_lf:
             self._skip_lf = False
             if chunk[:1] == b"\n":
@@ -311,7 +313,7 @@ class SSEDecoder:
                 region = chunk[:end]
                 if end + 2 < len(chunk):
                     tail += chunk[end + 2 :].lstrip(b"\n")
-        overflow = _block_size(tail) > limit
+        overflow = len(tail) > limit and _block_size(tail) > limit
         if overflow:
             self._overflow_tail()  # reported after this read's complete events
         return region, overflow
