@@ -13,10 +13,13 @@ Implements the HTML standard's "event stream interpretation" exactly:
   (its ``id`` still updates the last event id);
 - at end of input an unterminated block is discarded (``pending`` tells you).
 
-Performance: lines are split on bytes (``bytes.split`` in C, after turning CRLF
-and CR into LF), field values are decoded once, and :meth:`SSEDecoder.feed_raw`
-hands ``data`` as bytes so JSON can be parsed by orjson without a ``str``
-round-trip. Only the newly arrived bytes are scanned for line ends, so one huge
+Performance: a read whose blocks are all one ``data:`` line (chat, Gemini) or all
+``event:`` + one ``data:`` line (Anthropic, Responses, Cohere) is cut into events by a
+few C-level splits and partitions, with no Python work per event and no pass that steps
+one byte at a time; any other read is split into lines on bytes (``bytes.split`` in C,
+after turning CRLF and CR into LF). Field values are decoded once, and
+:meth:`SSEDecoder.feed_raw` hands ``data`` as bytes so JSON can be parsed by orjson
+without a ``str`` round-trip. Only the newly arrived bytes are scanned for line ends, so one huge
 event arriving in small reads costs linear time; ``max_event_size`` bounds memory.
 """
 
