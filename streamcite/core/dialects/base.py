@@ -70,6 +70,9 @@ _JSONDecodeError = JSONDecodeError = orjson.JSONDecodeError
 expect_fields(
     TokenEvent, ["type", "index", "text", "display"], "dialects/base.py and the dialects' feed_raw"
 )
+_USAGE = ["prompt_tokens", "completion_tokens", "total_tokens"]
+expect_fields(UsageEvent, ["type", *_USAGE], "dialects/base.py (StreamState.usage)")
+expect_fields(Usage, _USAGE, "dialects/base.py (StreamState.usage)")
 
 
 def new_token(text: str) -> TokenEvent:
@@ -343,11 +346,17 @@ class StreamState(Citing):
     def usage(
         self, prompt: Any, completion: Any, total: Any, out: list[Event], *, final: bool = True
     ) -> None:
-        vals = [v if type(v) is int else None for v in (prompt, completion, total)]
-        if vals[2] is None and vals[0] is not None and vals[1] is not None:
-            vals[2] = vals[0] + vals[1]
-        self.builder.usage = Usage(*vals)
-        ev = UsageEvent(prompt_tokens=vals[0], completion_tokens=vals[1], total_tokens=vals[2])
+        # (built without the dataclasses' keyword __init__: four stores each)
+        p = prompt if type(prompt) is int else None
+        c = completion if type(completion) is int else None
+        t = total if type(total) is int else None
+        if t is None and p is not None and c is not None:
+            t = p + c
+        u = self.builder.usage = _new(Usage)
+        u.prompt_tokens, u.completion_tokens, u.total_tokens = p, c, t
+        ev = _new(UsageEvent)
+        ev.type = "usage"
+        ev.prompt_tokens, ev.completion_tokens, ev.total_tokens = p, c, t
         if final:
             self.usage_pending = None
             out.append(ev)
@@ -452,8 +461,9 @@ class StreamState(Citing):
                     self.reasoning(key[1], "\ufffd", out)
                 elif key[0] == "x":
                     self.refusal(key[1], "\ufffd", out)
-        for idx in list(self._det):
-            self._flush(idx, out)
+        for idx, det in list(self._det.items()):
+            if det.held:
+                self._flush(idx, out)
         self.close_extra(out)
         self.flush_citations(out)
         self.flush_usage(out)
