@@ -13,14 +13,11 @@ from streamcite.core.models import Citation, CitedAnswer, Timings
 
 LAZY = [
     "refs",
-    "citations",
-    "citation_spans",
     "sources",
     "errors",
     "timings",
     "chunk_fields",
     "references",
-    "skipped_types",
     "claims",
     "provider_tools",
 ]
@@ -35,15 +32,14 @@ def test_a_new_builder_makes_none_of_its_lazy_fields() -> None:
 
 def test_lazy_fields_read_as_empty_are_kept_and_assignable() -> None:
     b = AnswerBuilder()
-    assert b.citations == [] and b.skipped_types == {} and b.timings == Timings()
-    assert b.citations is b.citations  # made once
+    assert b.sources == [] and b.claims == [] and b.timings == Timings()
+    assert b.claims is b.claims  # made once
     b.claims.append("x")  # type: ignore[arg-type]
     assert b.claims == ["x"]
-    cite = Citation(document_index=0)
-    b.citations = [cite]
-    assert b.citations == [cite] and b._citations == [cite]
+    b.sources = []
+    assert b.sources == [] and b._sources == []
     assert len(b.refs) == 0
-    assert type(AnswerBuilder.__dict__["citations"]).__name__ == "LazyField"
+    assert type(AnswerBuilder.__dict__["claims"]).__name__ == "LazyField"
 
 
 def _same(a: CitedAnswer, b: CitedAnswer) -> None:

@@ -57,8 +57,6 @@ class AnswerBuilder:
         "_arg_parts",
         "_arg_pending",
         "_chunk_fields",
-        "_citation_spans",
-        "_citations",
         "_claims",
         "_display",
         "_errors",
@@ -70,11 +68,12 @@ class AnswerBuilder:
         "_refs_upto",
         "_refusal_text",
         "_size",
-        "_skipped_types",
         "_sources",
         "_text",
         "_timings",
         "bounds",
+        "citation_spans",
+        "citations",
         "complete",
         "display_is_text",
         "display_parts",
@@ -86,6 +85,7 @@ class AnswerBuilder:
         "model",
         "reasoning_parts",
         "refusal_parts",
+        "skipped_types",
         "text_parts",
         "too_large",
         "tool_calls",
@@ -96,8 +96,6 @@ class AnswerBuilder:
         RefStore,
         "Every choice's citation refs, compactly (the answer's ``citation_refs``).",
     )
-    citations = LazyField[list[Citation]](list, "Choice 0's citations.")
-    citation_spans = LazyField[list[CitationSpan]](list, "Where choice 0's citations anchor.")
     sources = LazyField[list[QuotedSource]](list, "The quoted sources.")
     errors = LazyField[list[ErrorEvent]](list, "Errors kept (see :meth:`error`).")
     timings = LazyField[Timings](Timings, "Stage timings (the answer's ``timings``).")
@@ -107,9 +105,6 @@ class AnswerBuilder:
         chunk, first value kept: where providers put ids such as a Wikit query id.""",
     )
     references = LazyField[list[Any]](list, "Mistral reference parts.")
-    skipped_types = LazyField[dict[str, int]](
-        dict, "Unknown provider types skipped (``CitedAnswer.skipped_types``)."
-    )
     claims = LazyField[list[ClaimEvent]](list, "Claims kept (at most MAX_CLAIMS).")
     provider_tools = LazyField[list[ProviderToolEvent]](
         list,
@@ -134,16 +129,18 @@ class AnswerBuilder:
         self.tool_calls: dict[int, ToolCall] = {}
         """Choice 0's tool calls by ``tool_index`` (``arguments`` joined up to the last
         :meth:`compact`; :meth:`tool_call` keeps the fragments since in parts)."""
-        # Made at first use (None until then): the public ones through their property.
+        # The dialects read these three per citation or unknown event: kept plain.
+        self.citations: list[Citation] = []
+        self.citation_spans: list[CitationSpan] = []
+        self.skipped_types: dict[str, int] = {}
+        """Unknown provider types skipped (:attr:`CitedAnswer.skipped_types`)."""
+        # Made at first use (None until then): the public ones through their LazyField.
         self._refs: RefStore | None = None
-        self._citations: list[Citation] | None = None
-        self._citation_spans: list[CitationSpan] | None = None
         self._sources: list[QuotedSource] | None = None
         self._errors: list[ErrorEvent] | None = None
         self._timings: Timings | None = None
         self._chunk_fields: dict[str, Any] | None = None
         self._references: list[Any] | None = None
-        self._skipped_types: dict[str, int] | None = None
         self._claims: list[ClaimEvent] | None = None
         self._provider_tools: list[ProviderToolEvent] | None = None
         self._refs_seen: dict[tuple[int, int], None] | None = None
@@ -327,7 +324,7 @@ class AnswerBuilder:
         were most of a short stream's ``done``), from the slots: a field the stream never
         used is a new empty one, made without a call; an answer without footnote refs or
         sources skips the dangling and uncited passes' sets."""
-        citations = self._citations
+        citations = self.citations
         view, dangling, uncited = self._ref_passes(citations)
         self.compact()
         text = self._text
@@ -352,11 +349,11 @@ class AnswerBuilder:
         a.tool_calls = [copy_tool_call(tcs[k]) for k in sorted(tcs)] if tcs else []
         a.refusal = self._refusal_text
         a.references = [*self._references] if self._references else []
-        a.citation_spans = [*self._citation_spans] if self._citation_spans else []
+        a.citation_spans = [*self.citation_spans] if self.citation_spans else []
         a.errors_dropped = self.errors_dropped
         a.enrichment_skipped = self.enrichment_skipped
         a.claims = [*self._claims] if self._claims else []
-        a.skipped_types = {**self._skipped_types} if self._skipped_types else {}
+        a.skipped_types = {**self.skipped_types} if self.skipped_types else {}
         a.provider_tools = [*self._provider_tools] if self._provider_tools else []
         return a
 
