@@ -66,3 +66,28 @@ def test_reset_to_defaults_goes_back_to_the_quiet_logger() -> None:
     assert quiet._logger is _quiet_logger()._logger  # warnings and errors only, to stderr
     log.info("not written")
     assert "configured" in buf.getvalue() and "not written" not in buf.getvalue()
+
+
+@pytest.mark.usefixtures("restore_structlog")
+def test_bound_loggers_of_one_name_are_built_from_one_base() -> None:
+    """A relay binds a logger or two per stream: each is bound from the name's base logger
+    (a dict copy), not built through structlog's factory again, and keeps its own context."""
+    buf = io.StringIO()
+    made: list[tuple[Any, ...]] = []
+
+    def factory(*args: Any) -> structlog.PrintLogger:
+        made.append(args)
+        return structlog.PrintLogger(buf)
+
+    structlog.configure(
+        processors=[structlog.processors.KeyValueRenderer(sort_keys=True)],
+        logger_factory=factory,
+        cache_logger_on_first_use=False,
+    )
+    base = get_logger("streamcite.test.base")
+    for i in range(20):
+        base.bind(stream=f"s{i}").info("start", n=i)
+    assert len(made) == 1
+    lines = buf.getvalue().splitlines()
+    assert len(lines) == 20
+    assert all(f"n={i} stream='s{i}'" in line for i, line in enumerate(lines))

@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 
 from streamcite.core.events import TokenEvent
 from streamcite.relay.clients import _LiveFrames, ws_text_frame
+from streamcite.relay.live import LiveTap, Taps
 from streamcite.relay.memlog import MemoryStreamLog
-from streamcite.relay.protocol import token_json
+from streamcite.relay.protocol import envelope, token_json
 from tests._relay_fixtures import (
     chunk_frame,
     eventually,
@@ -184,3 +185,23 @@ def test_token_json_refuses_what_orjson_refuses() -> None:
         orjson.dumps(TokenEvent(text="\ud800"))
     with pytest.raises(orjson.JSONEncodeError):
         token_json(0, "\ud800", "\ud800")
+
+
+@pytest.mark.parametrize("size", [0, 40, 84, 85, 86, 200, 65_400, 65_536, 70_000])
+@pytest.mark.parametrize("seq", [1, 9, 10, 99, 100, 12_345])
+async def test_a_taps_frame_is_the_enveloped_events_websocket_frame(size: int, seq: int) -> None:
+    """Each length class of the frame header (7-bit, 16-bit, 64-bit), around its edges."""
+    sid = "AbCdEfGhIjKlMnOp"
+    payload = b'{"type":"token","text":"%s"}' % (b"x" * size)
+    taken: list[bytes] = []
+
+    def take(frame: bytes) -> bool:
+        taken.append(frame)
+        return True
+
+    writer = SimpleNamespace(take=take)
+    waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    taps = Taps(sid)
+    taps.park(LiveTap(sid, seq - 1, writer, waiter, None))
+    taps.logged(seq, payload)
+    assert taken == [ws_text_frame(envelope(sid, seq, payload))]

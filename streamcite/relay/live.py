@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from streamcite.relay.protocol import DONE_PREFIX as _DONE_PREFIX
-from streamcite.relay.protocol import ws_text_frame
+from streamcite.relay.protocol import ws_text_header
 
 __all__ = ["LiveTap", "LiveWriter", "Taps"]
 
@@ -109,14 +109,24 @@ class Taps:
         taps = self.taps
         if not taps:
             return
-        # ws_text_frame(envelope(sid, seq, payload)): made once for every tap
-        body = b"%b%d,%b" % (self.head, seq, payload[1:])
-        n = len(body)
-        frame = b"\x81%c%b" % (n, body) if n < 126 else ws_text_frame(body)
+        # ws_text_frame(envelope(sid, seq, payload)): made once for every tap, in one join
+        mid = b"%d," % seq
+        head = self.head
+        n = len(head) + len(mid) + len(payload) - 1
+        frame = b"".join((ws_text_header(n), head, mid, payload[1:]))
         done = payload.startswith(_DONE_PREFIX)  # is_done_payload(payload)
-        if len(taps) == 1:
-            if not taps[0].offer(seq, frame, done):
-                taps.clear()
+        if len(taps) == 1:  # the common case: LiveTap.offer inlined (once per event)
+            tap = taps[0]
+            if seq == tap.delivered + 1 and tap.write(frame):
+                tap.delivered = seq
+                tap.counted += 1
+                if tap.on_sent is not None:
+                    tap.on_sent(tap.sid, seq, time.perf_counter())
+                if not done:
+                    return
+                tap.done = True
+            tap.release()
+            taps.clear()
         else:
             self.taps = [tap for tap in taps if tap.offer(seq, frame, done)]
 

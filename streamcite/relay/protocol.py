@@ -259,12 +259,19 @@ _WS_LEN3 = struct.Struct("!BBQ").pack
 def ws_text_frame(payload: bytes) -> bytes:
     """One unmasked, unfragmented WebSocket text frame (RFC 6455 §5.2; a server's frames
     carry no mask)."""
-    n = len(payload)
+    return ws_text_header(len(payload)) + payload
+
+
+_WS_SHORT = [_WS_LEN1(0x81, n) for n in range(126)]
+
+
+def ws_text_header(n: int) -> bytes:
+    """The header of :func:`ws_text_frame` for a payload of ``n`` bytes."""
     if n < 126:
-        return _WS_LEN1(0x81, n) + payload
+        return _WS_SHORT[n]
     if n < 65536:
-        return _WS_LEN2(0x81, 126, n) + payload
-    return _WS_LEN3(0x81, 127, n) + payload
+        return _WS_LEN2(0x81, 126, n)
+    return _WS_LEN3(0x81, 127, n)
 
 
 _dumps = orjson.dumps
@@ -276,7 +283,13 @@ def token_json(index: int, text: str, display: str) -> bytes:
     ``orjson.JSONEncodeError`` for the same strings (a lone surrogate)."""
     t = _dumps(text)
     d = t if display == text else _dumps(display)
-    return b'{"type":"token","index":%d,"text":%b,"display":%b}' % (index, t, d)
+    start = (
+        _TOKEN_STARTS[index] if 0 <= index < 8 else b'{"type":"token","index":%d,"text":' % index
+    )
+    return b"".join((start, t, b',"display":', d, b"}"))  # (join: faster than % here)
+
+
+_TOKEN_STARTS = [b'{"type":"token","index":%d,"text":' % i for i in range(8)]
 
 
 def is_done_payload(payload: bytes) -> bool:
