@@ -20,14 +20,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from orjson import dumps
-
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.bounds import REPEAT_BYTES_PER_CHAR, StreamBounds
 from streamcite.core.dialects.base import JSONDecodeError, StreamState, loads
-from streamcite.core.dialects.hotloop import SequencedState, Template
 from streamcite.core.dialects.protocol import Method
 from streamcite.core.dialects.provider_tool_shapes import HOSTED_ITEMS, responses_item
+from streamcite.core.dialects.sequenced import IGNORE, REASON, TEXT, SequencedState, learn
 from streamcite.core.events import Event
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
@@ -98,10 +96,10 @@ _SKIM = 1 << 16
 so from its first key, is passed without being parsed (``.done`` echoes of a large
 answer: orjson's peak is ~13 times the bytes it parses)."""
 _REASONING = frozenset({"response.reasoning_summary_text.delta", "response.reasoning_text.delta"})
-
-
-def _alnum(s: str) -> bool:
-    return s.isascii() and s.isalnum()
+_IGNORED_DELTAS = frozenset(
+    {"response.code_interpreter_call_code.delta", "response.mcp_call_arguments.delta"}
+)
+"""Ignored deltas a template takes (as valid JSON, nothing emitted) without a parse."""
 
 
 _MAX_LEARNED = 16
@@ -170,8 +168,7 @@ class ResponsesInterpreter(SequencedState):
             and self._texts
             and (obj.get("item_id"), obj.get("content_index")) in self._parts
         ):
-            if self._learned < _MAX_LEARNED and (tpl := self._learn(obj, data)) is not None:
-                self._tpl = tpl
+            self._learn(kind, obj, data, TEXT)
             if t:
                 self.token(0, t, out)
             return
@@ -180,11 +177,12 @@ class ResponsesInterpreter(SequencedState):
             and kind in _REASONING
             and (t := obj.get("delta")).__class__ is str
         ):
-            if self._learned < _MAX_LEARNED and (tpl := self._learn(obj, data)) is not None:
-                self._rtpl = tpl
+            self._learn(kind, obj, data, REASON)
             if t:
                 self.reasoning(0, t, out)
             return
+        if kind.__class__ is str and kind in _IGNORED_DELTAS:
+            self._learn(kind, obj, data, IGNORE)
         self._typed(_TABLE, _IGNORED, item[0], obj, out)
 
     def _oversized(self, data: bytes, out: list[Event]) -> bool:
@@ -211,34 +209,14 @@ class ResponsesInterpreter(SequencedState):
         head = data[:4096]
         return not any(type(k) is str and k.encode() in head for k in open_ids)
 
-    def _learn(self, obj: dict[str, Any], data: bytes) -> Template | None:
-        """The template of this part's deltas, from one of them: the fields before and
-        after the text written as orjson writes their values, kept if they are this event's
-        bytes; a last ``obfuscation`` string of letters and digits may vary (OpenAI sends
-        one per event). A stream whose deltas differ in more than that, the text and the
-        sequence number stops being learned after a few tries."""
-        self._learned += 1
-        keys = list(obj)
-        seq = obj.get("sequence_number")
-        if keys[:2] != ["type", "sequence_number"] or seq.__class__ is not int or seq < 0:
-            return None
-        at = keys.index("delta")
-        obf = obj[keys[-1]] if keys[-1] == "obfuscation" and at < len(keys) - 1 else None
-        if obf is not None and not (obf.__class__ is str and (not obf or _alnum(obf))):
-            return None
-        after = keys[at + 1 : -1] if obf is not None else keys[at + 1 :]
-        try:
-            head = b'{"type":%s,"sequence_number":' % dumps(obj["type"])
-            mid = b"".join(b",%s:%s" % (dumps(k), dumps(obj[k])) for k in keys[2:at])
-            tail = b"".join(b",%s:%s" % (dumps(k), dumps(obj[k])) for k in after)
-        except TypeError:  # orjson's own limit (a value nested deeper than 254): no template
-            return None
-        mid += b',"delta":"'
-        tail = b'"' + tail + (b',"obfuscation":"' if obf is not None else b"}")
-        last = b'%s"}' % obf.encode() if obf is not None else b""
-        if data.startswith(b"%s%d%s" % (head, seq, mid)) and data.endswith(tail + last):
-            return (head, len(head), mid, len(mid), tail, len(tail), obf is not None)
-        return None
+    def _learn(self, kind: str, obj: dict[str, Any], data: bytes, action: int) -> None:
+        """The template of ``kind``'s deltas from this one (:func:`~.sequenced.learn`); a
+        stream whose deltas differ in more than their text, sequence number and
+        obfuscation stops being learned after a few tries."""
+        if self._learned < _MAX_LEARNED:
+            self._learned += 1
+            if (tpl := learn(obj, data, action)) is not None:
+                self._tpls[kind.encode()] = tpl
 
     def _created(self, obj: dict[str, Any], out: list[Event]) -> None:
         r = obj.get("response")
