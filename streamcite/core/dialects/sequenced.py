@@ -48,52 +48,102 @@ TEXT, REASON, IGNORE = 0, 1, 2
 """What a template's events are: a text delta, a reasoning delta, or an ignored delta
 (taken, so proven valid, and nothing emitted)."""
 
-Template = tuple[bytes, bytes, bytes, bool, int]
-"""A sequenced delta's template: ``head`` (the fields before the sequence number's value,
-``{"type":"…","sequence_number":`` as OpenAI writes them), its length, ``mid`` (the
-fields after the number up to the text's opening quote), its length, ``tail`` (the
-closing quote and the fields after the text, up to ``"obfuscation":"`` when the next is
-true), its length, whether an obfuscation string (ASCII letters and digits) and ``"}``
-end the event, and what the events are (:data:`TEXT`, :data:`REASON`, :data:`IGNORE`)."""
+Template = tuple[bytes, bytes, bytes, bytes, int, bool]
+"""A sequenced delta's template: ``(head, mid, tail, last, action, text_first)``, the
+bytes around its variable values (its sequence number, its text, and OpenAI's
+obfuscation string where it has one) as they come:
+
+- the number first (``text_first`` false): ``head`` (up to the number:
+  ``{"type":"…","sequence_number":``), the number, a comma, ``mid`` (the fields up to the
+  text's opening quote), the text, ``tail`` (its closing quote and the fields after it, up
+  to ``"obfuscation":"`` when ``last`` is ``"}``, else to the end), the obfuscation string
+  and ``last``;
+- the text first (keys in alphabetical order): ``head`` (up to the text's opening quote),
+  the text, ``mid`` (from its closing quote up to ``"obfuscation":"``, or to
+  ``"sequence_number":`` when ``tail`` is empty), the obfuscation string, ``tail`` (from
+  its closing quote up to ``"sequence_number":``), the number and ``last`` (the rest).
+
+``action`` says what the events are (:data:`TEXT`, :data:`REASON`, :data:`IGNORE`)."""
 
 _NUMBER = 18
 """Digits a sequence number may have (a JSON integer: no sign, no leading zero)."""
 
 
 def learn(obj: dict[str, Any], data: bytes, action: int) -> Template | None:
-    """The template of the deltas like ``obj`` (parsed from ``data``): the fields before
-    and after its text written as orjson writes their values, kept if they are ``data``'s
-    bytes but for the sequence number, the text and a last ``obfuscation`` string of
-    letters and digits. None: not a delta of that shape (no sequence number before the
-    ``delta`` string, a field orjson cannot write)."""
-    keys = list(obj)
-    seq = obj.get("sequence_number")
+    """The template of the deltas like ``obj`` (parsed from ``data``): the fields around
+    its text, sequence number and last-but-one or last ``obfuscation`` string written as
+    orjson writes them, kept if they are ``data``'s bytes. None: not a delta of such a
+    shape, or a field orjson cannot write."""
+    seq, obf = obj.get("sequence_number"), obj.get("obfuscation")
     if seq.__class__ is not int or seq < 0 or obj.get("delta").__class__ is not str:
         return None
-    at, s = keys.index("delta"), keys.index("sequence_number")
-    if s > at:
-        return None
-    obf = obj[keys[-1]] if keys[-1] == "obfuscation" and at < len(keys) - 1 else None
     if obf is not None and not (obf.__class__ is str and (not obf or _alnum(obf))):
         return None
-    after = keys[at + 1 : -1] if obf is not None else keys[at + 1 :]
-    try:
-        head = b"{" + b"".join(b"%s:%s," % (dumps(k), dumps(obj[k])) for k in keys[:s])
-        mid = b"".join(b",%s:%s" % (dumps(k), dumps(obj[k])) for k in keys[s + 1 : at])
-        tail = b"".join(b",%s:%s" % (dumps(k), dumps(obj[k])) for k in after)
+    keys, items = list(obj), list(obj.items())
+    at, s, n = keys.index("delta"), keys.index("sequence_number"), len(keys)
+    o = keys.index("obfuscation") if obf is not None else n
+    ob = (obf or "").encode()
+    try:  # one dumps per run of fields (a dict's JSON is its fields' joined by commas)
+        if s < at < o and o >= n - 1:  # the number first, the obfuscation string last
+            head = b"{" + _fields(items, 0, s, b"", b",") + b'"sequence_number":'
+            mid = _fields(items, s + 1, at, b"", b",") + b'"delta":"'
+            tail = b'"' + _fields(items, at + 1, o, b",", b"")
+            tail += b',"obfuscation":"' if obf is not None else b"}"
+            last = b'"}' if obf is not None else b""
+            tpl: Template = (head, mid, tail, last, action, False)
+            want = b"%s%d,%s" % (head, seq, mid), tail + ob + last
+        elif at < s and (obf is None or at < o < s):  # the text first (sorted keys)
+            head = b"{" + _fields(items, 0, at, b"", b",") + b'"delta":"'
+            mid = b'"' + _fields(items, at + 1, min(o, s), b",", b"")
+            mid += b',"obfuscation":"' if obf is not None else b',"sequence_number":'
+            tail = b'"' + _fields(items, o + 1, s, b",", b"") + b',"sequence_number":'
+            tail = tail if obf is not None else b""
+            last = _fields(items, s + 1, n, b",", b"") + b"}"
+            tpl = (head, mid[:-1], tail[:-1], last, action, True)
+            want = head, b"%s%s%s%d%s" % (mid, ob, tail, seq, last)
+        else:
+            return None
     except TypeError:  # orjson's own limit (a value nested deeper than 254): no template
         return None
-    head += b'"sequence_number":'
-    mid += b',"delta":"'
-    tail = b'"' + tail + (b',"obfuscation":"' if obf is not None else b"}")
-    last = b'%s"}' % obf.encode() if obf is not None else b""
-    if data.startswith(b"%s%d%s" % (head, seq, mid)) and data.endswith(tail + last):
-        return (head, mid[1:], tail, obf is not None, action)
-    return None
+    return tpl if data.startswith(want[0]) and data.endswith(want[1]) else None
+
+
+def _fields(items: list[tuple[str, Any]], i: int, j: int, before: bytes, after: bytes) -> bytes:
+    """The fields ``items[i:j]`` as orjson writes them, joined by commas, with ``before``
+    and ``after`` around them (nothing when there are none)."""
+    return before + dumps(dict(items[i:j]))[1:-1] + after if i < j else b""
 
 
 def _alnum(s: str) -> bool:
     return s.isascii() and s.isalnum()
+
+
+def _text_first(data: bytes, head: bytes, mid: bytes, tail: bytes, last: bytes) -> bytes | None:
+    """The text's bytes of ``data`` if it is the template's (the text first: see
+    :data:`Template`; ``mid`` and ``tail`` without their last byte), else None. Taken
+    from the end: the number after the last colon, the obfuscation string after the
+    last quote, each step one single-argument C call."""
+    x = data.removesuffix(last)
+    y, _, num = x.rpartition(b":")
+    if tail:  # an obfuscation string between the text and the number
+        z = y.removesuffix(tail)
+        w, _, obf = z.rpartition(b'"')
+        ok = z != y and (obf.isalnum() or not obf)
+    else:
+        w, ok = y, True
+    v = w.removesuffix(mid)
+    body = v.removeprefix(head)
+    if (
+        ok
+        and x != data
+        and v != w
+        and body != v
+        and num.isdigit()
+        and len(num) <= _NUMBER
+        and (num[0] != 0x30 or num == b"0")  # a JSON integer: no leading zero
+    ):
+        return body
+    return None
 
 
 class SequencedState(TemplatedState):
@@ -108,9 +158,8 @@ class SequencedState(TemplatedState):
         """Event type (as its SSE name) → the template of its deltas."""
 
     def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:  # noqa: C901, RUF100
-        """The hot loop: a delta of its name's template taken inline (text, reasoning or
-        ignored), every other event to :meth:`_general` (the detector's offset handed
-        over around it)."""
+        """The hot loop: a delta of its name's template taken inline, every other event
+        to :meth:`_general` (the detector's offset handed over around it)."""
         if self.done:
             return
         append, text_append, det = out.append, self._raw0.append, self._det0
@@ -121,28 +170,30 @@ class SequencedState(TemplatedState):
         for item in raw:
             # A tuple item is a named event (OVERFLOW's name is empty: no template).
             if item.__class__ is tuple and (tpl := template(item[0])) is not None:
-                head, mid, tail, obf, act = tpl
+                head, mid, tail, last, act, text_first = tpl
                 data = item[1]
-                # Each step one C call taking one argument (start/end arguments cost more
-                # than the search), checked at once: the head, the number up to the comma
-                # that starts ``mid``, the fields after it, the text up to the last
-                # ``tail``, the obfuscation string and ``"}`` (``!=``: a prefix or suffix
-                # was removed).
-                rest = data.removeprefix(head)
-                num, _, after = rest.partition(b",")
-                text_on = after.removeprefix(mid)
-                body, sep, o = text_on.rpartition(tail)
-                obf_s = o.removesuffix(b'"}') if obf else b""
-                if (
-                    sep
-                    and (obf_s != o and (obf_s.isalnum() or not obf_s) if obf else not o)
-                    and text_on != after
-                    and rest != data
-                    and num.isdigit()
-                    and length(num) <= _NUMBER
-                    and (num[0] != 0x30 or num == b"0")  # a JSON integer: no leading zero
-                ):
-                    t: str | None
+                body: bytes | None
+                if text_first:
+                    body = _text_first(data, head, mid, tail, last)
+                else:
+                    # One single-argument C call a step (a start argument costs more than
+                    # a search), checked at once (``!=``: a prefix or suffix was removed).
+                    rest = data.removeprefix(head)
+                    num, _, after = rest.partition(b",")
+                    text_on = after.removeprefix(mid)
+                    body, sep, o = text_on.rpartition(tail)
+                    obf = o.removesuffix(last) if last else b""
+                    if not (
+                        sep
+                        and (obf != o and (obf.isalnum() or not obf) if last else not o)
+                        and text_on != after
+                        and rest != data
+                        and num.isdigit()
+                        and length(num) <= _NUMBER
+                        and (num[0] != 0x30 or num == b"0")  # a JSON integer: no leading 0
+                    ):
+                        body = None
+                if body is not None:
                     if 0x22 in body or 0x5C in body:  # ints: ten times faster than bytes
                         t = string_body(body)  # escapes (None: not a JSON string body)
                     else:
