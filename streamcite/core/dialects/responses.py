@@ -95,13 +95,6 @@ _SKIM = 1 << 16
 """An event larger than this whose SSE name is an ignored type, and whose data says
 so from its first key, is passed without being parsed (``.done`` echoes of a large
 answer: orjson's peak is ~13 times the bytes it parses)."""
-_REASONING = frozenset({"response.reasoning_summary_text.delta", "response.reasoning_text.delta"})
-_IGNORED_DELTAS = frozenset(
-    {"response.code_interpreter_call_code.delta", "response.mcp_call_arguments.delta"}
-)
-"""Ignored deltas a template takes (as valid JSON, nothing emitted) without a parse."""
-
-
 _MAX_LEARNED = 16
 """Text-delta templates written per stream: one per text part in a plain stream; a stream
 whose deltas differ in more than their text stops being learned (parsed as before)."""
@@ -123,7 +116,7 @@ def _str(v: Any) -> str | None:
 class ResponsesInterpreter(SequencedState):
     """Interprets one OpenAI Responses stream (``/v1/responses``, ``stream: true``)."""
 
-    __slots__ = ("_learned", "_parts", "_texts", "error_seen")
+    __slots__ = ("_data", "_learned", "_parts", "_texts", "error_seen")
 
     dialect = "responses"
 
@@ -134,15 +127,17 @@ class ResponsesInterpreter(SequencedState):
         self._texts = 0
         self._learned = 0
         """Templates written so far (at most :data:`_MAX_LEARNED`)."""
+        self._data = b""
+        """The bytes of the event being handled (none in a whole body)."""
         self.error_seen: str | None = None
 
     def event(self, name: bytes, obj: dict[str, Any], out: list[Event]) -> None:
         self.dispatch(_TABLE, _IGNORED, obj, out)
 
     def _general(self, item: RawEvent, out: list[Event]) -> None:
-        """An event the hot loop did not take: an ``output_text.delta`` of a known text part
-        parsed and checked inline (the template of its part's deltas then written), anything
-        else the general way of :class:`StreamState`."""
+        """An event the hot loop did not take: parsed and handed to its type's handler
+        (with its bytes in :attr:`_data`, for a delta's template), anything else the
+        general way of :class:`StreamState`."""
         if item.__class__ is not tuple or item is OVERFLOW:
             StreamState.feed_raw(self, [item], out)
             return
@@ -162,28 +157,12 @@ class ResponsesInterpreter(SequencedState):
             self.fault(out, "bad_chunk", f"event is not a JSON object: {data[:120]!r}")
             return
         kind = obj.get("type")
-        if (
-            kind == "response.output_text.delta"
-            and (t := obj.get("delta")).__class__ is str
-            and self._texts
-            and (obj.get("item_id"), obj.get("content_index")) in self._parts
-        ):
-            self._learn(kind, obj, data, TEXT)
-            if t:
-                self.token(0, t, out)
-            return
-        if (
-            kind.__class__ is str
-            and kind in _REASONING
-            and (t := obj.get("delta")).__class__ is str
-        ):
-            self._learn(kind, obj, data, REASON)
-            if t:
-                self.reasoning(0, t, out)
-            return
-        if kind.__class__ is str and kind in _IGNORED_DELTAS:
-            self._learn(kind, obj, data, IGNORE)
-        self._typed(_TABLE, _IGNORED, item[0], obj, out)
+        handler = _TABLE.get(kind) if kind.__class__ is str else None
+        if handler is not None:
+            self._data = data
+            handler(self, obj, out)
+        elif kind.__class__ is not str or kind not in _IGNORED:
+            self.event(item[0], obj, out)
 
     def _oversized(self, data: bytes, out: list[Event]) -> bool:
         """``data`` is larger than an event repeating the answer so far may be (its
@@ -209,14 +188,19 @@ class ResponsesInterpreter(SequencedState):
         head = data[:4096]
         return not any(type(k) is str and k.encode() in head for k in open_ids)
 
-    def _learn(self, kind: str, obj: dict[str, Any], data: bytes, action: int) -> None:
-        """The template of ``kind``'s deltas from this one (:func:`~.sequenced.learn`); a
-        stream whose deltas differ in more than their text, sequence number and
-        obfuscation stops being learned after a few tries."""
-        if self._learned < _MAX_LEARNED:
+    def _learn(self, obj: dict[str, Any], action: int) -> None:
+        """The template of this delta's type (:func:`~.sequenced.learn`) from it and its
+        bytes (:attr:`_data`; none in a whole body); a stream whose deltas differ in more
+        than their text, sequence number and obfuscation stops being learned after a few
+        tries. (Bytes of another event would not match the template written from ``obj``,
+        which is exactly ``obj``'s fields: never a wrong template.)"""
+        if self._learned < _MAX_LEARNED and self._data:
             self._learned += 1
-            if (tpl := learn(obj, data, action)) is not None:
-                self._tpls[kind.encode()] = tpl
+            if (tpl := learn(obj, self._data, action)) is not None:
+                self._tpls[obj["type"].encode()] = tpl
+
+    def _ignored_delta(self, obj: dict[str, Any], out: list[Event]) -> None:
+        self._learn(obj, IGNORE)  # a template to pass the next ones unparsed
 
     def _created(self, obj: dict[str, Any], out: list[Event]) -> None:
         r = obj.get("response")
@@ -271,7 +255,10 @@ class ResponsesInterpreter(SequencedState):
         if type(text) is not str:
             self.fault(out, "bad_chunk", f"output_text delta is not a string: {quote(obj)}")
             return
-        self._part_key(obj)
+        if self._texts and (obj.get("item_id"), obj.get("content_index")) in self._parts:
+            self._learn(obj, TEXT)  # a delta of a known part: its template
+        else:
+            self._part_key(obj)
         if text:
             self._texts += 1
             self.token(0, text, out)
@@ -312,7 +299,9 @@ class ResponsesInterpreter(SequencedState):
         text = obj.get("delta")
         if type(text) is not str:
             self.fault(out, "bad_chunk", f"reasoning delta is not a string: {quote(obj)}")
-        elif text:
+            return
+        self._learn(obj, REASON)
+        if text:
             self.reasoning(0, text, out)
 
     def _refusal_delta(self, obj: dict[str, Any], out: list[Event]) -> None:
@@ -456,6 +445,8 @@ _TABLE: dict[str, Method] = {
     "response.reasoning_text.delta": ResponsesInterpreter._reasoning_delta,
     "response.function_call_arguments.delta": ResponsesInterpreter._arguments_delta,
     "response.refusal.delta": ResponsesInterpreter._refusal_delta,
+    "response.code_interpreter_call_code.delta": ResponsesInterpreter._ignored_delta,
+    "response.mcp_call_arguments.delta": ResponsesInterpreter._ignored_delta,
     "response.completed": ResponsesInterpreter._completed,
     "response.incomplete": ResponsesInterpreter._completed,
     "response.failed": ResponsesInterpreter._failed,
