@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from streamcite.core.answer import AnswerBuilder
+    from streamcite.core.delta_template import DeltaTemplate
     from streamcite.core.events import Event
     from streamcite.core.markers import FootnoteDetector
     from streamcite.core.refs import RefStore
@@ -39,8 +40,9 @@ class ChatState(Protocol):
     done: bool
     _tools: dict[int, ToolPlacer]
 
-    # -- read by fastpath.py (the keep-mode loop) ------------------------------------
+    # -- read by fastpath.py (the keep-mode loop) and delta_template.py --------------
     _tpl: ContentTemplate
+    _dtpl: DeltaTemplate
     _refs: RefStore
     _detectors: dict[int, FootnoteDetector]
     _raw0: list[str]

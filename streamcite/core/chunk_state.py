@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from streamcite.core.answer import AnswerBuilder
+    from streamcite.core.delta_template import DeltaTemplate
     from streamcite.core.events import UsageEvent
     from streamcite.core.markers import FootnoteDetector, MarkerMode
     from streamcite.core.refs import RefStore
@@ -29,6 +30,7 @@ class ChunkState:
         "_builder",
         "_detectors",
         "_disp0",
+        "_dtpl",
         "_finished",
         "_last_citations",
         "_meta_seen",
@@ -53,6 +55,7 @@ class ChunkState:
     _builder: AnswerBuilder
     _detectors: dict[int, FootnoteDetector]
     _disp0: list[str]
+    _dtpl: DeltaTemplate
     _finished: set[int]
     _last_citations: Any
     _meta_seen: bool

@@ -16,6 +16,7 @@ from streamcite.core.answer import AnswerBuilder
 from streamcite.core.bounds import MAX_CHOICES
 from streamcite.core.chunk_fields import ChunkFields
 from streamcite.core.chunk_surrogates import SurrogateHandling
+from streamcite.core.delta_template import DeltaTemplate, delta_run
 from streamcite.core.deltas import (
     check_spans,
     check_tool_arguments,
@@ -111,6 +112,8 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
         """A chunk of another API's dialect was seen (reported once)."""
         """A provider error cut the answer (``finish_reason: "error"``, an error object)."""
         self._tpl = ContentTemplate()
+        self._dtpl = DeltaTemplate()
+        """The envelope of refusal and tool-argument chunks (``core.delta_template``)."""
         self.done = False
         """``[DONE]`` was seen (or a non-streaming body was interpreted)."""
 
@@ -153,6 +156,8 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
             return self._fault(out, "bad_chunk", f"chunk is not a JSON object: {payload[:120]!r}")
         if not self._rare_delta(obj, out):
             self._interpret(obj, "delta", out)
+        elif self._dtpl.on:
+            self._dtpl.learn(payload, obj)  # the chunks like it: taken from their bytes
         return out
 
     def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:
@@ -170,7 +175,13 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
         if self._mode_keep and 0 in self._detectors:
             feed_keep_mode(self, raw, out)
             return
-        for k, item in enumerate(raw):
+        items = iter(raw)
+        dtpl = self._dtpl
+        while True:
+            # Refusal and tool-argument chunks in a learnt envelope: delta_template.py.
+            item = delta_run(self, items, out) if dtpl.prefix else next(items, None)
+            if item is None:
+                return
             if isinstance(item, bytes):
                 self.feed(item, b"", out)
             elif item is OVERFLOW:
@@ -180,8 +191,8 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
             if self.done:
                 return  # nothing after [DONE] counts, not even errors
             if self._mode_keep and 0 in self._detectors:
-                if k + 1 < len(raw):
-                    feed_keep_mode(self, raw[k + 1 :], out)
+                if rest := list(items):
+                    feed_keep_mode(self, rest, out)
                 return
 
     def _chunk(self, item: RawEvent, out: list[Event]) -> None:
@@ -210,6 +221,8 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
         except (KeyError, TypeError, ValueError, IndexError):
             if not self._rare_delta(obj, out):
                 self._general(obj, item, out)
+            elif self._dtpl.on:
+                self._dtpl.learn(item, obj)
             return
         if (
             type(content) is not str

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import orjson
 
-__all__ = ["ContentTemplate", "has_control", "string_body"]
+__all__ = ["ContentTemplate", "has_control", "string_body", "string_end"]
 
 _loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
@@ -36,6 +36,22 @@ def string_body(sl: bytes) -> str | None:
     except _JSONDecodeError:
         return None
     return value if type(value) is str else None
+
+
+def string_end(payload: bytes, start: int) -> int:
+    """Where the JSON string whose body starts at ``start`` ends (its closing quote:
+    the first one not escaped), or -1."""
+    end = start
+    while True:
+        end = payload.find(b'"', end)
+        if end == -1:
+            return -1
+        backslashes = 0
+        while payload[end - 1 - backslashes] == _BACKSLASH:
+            backslashes += 1
+        if backslashes % 2 == 0:
+            return end
+        end += 1
 
 
 def has_control(text: str) -> bool:
@@ -105,18 +121,8 @@ class ContentTemplate:
         if payload.count(_KEY) != 1:
             return
         start = payload.index(_KEY) + len(_KEY)
-        end = start
-        while True:
-            end = payload.find(b'"', end)
-            if end == -1:
-                return
-            backslashes = 0
-            while payload[end - 1 - backslashes] == 0x5C:
-                backslashes += 1
-            if backslashes % 2 == 0:
-                break
-            end += 1
-        if string_body(payload[start:end]) != content:
+        end = string_end(payload, start)
+        if end < 0 or string_body(payload[start:end]) != content:
             return
         self.prefix = payload[:start]
         self.suffix = payload[end:]
