@@ -18,12 +18,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from streamcite.core.answer import AnswerBuilder
-    from streamcite.core.delta_template import DeltaTemplate
     from streamcite.core.events import Event
     from streamcite.core.markers import FootnoteDetector
     from streamcite.core.refs import RefStore
     from streamcite.core.sse import RawEvent
-    from streamcite.core.template import ContentTemplate
+    from streamcite.core.template import ContentTemplate, DeltaTemplate
     from streamcite.core.tool_placer import ToolPlacer
 
 __all__ = ["ChatState"]
@@ -40,7 +39,10 @@ class ChatState(Protocol):
     done: bool
     _tools: dict[int, ToolPlacer]
 
-    # -- read by fastpath.py (the keep-mode loop) and delta_template.py --------------
+    # -- read by one_step.py -----------------------------------------------------------
+    _meta_seen: bool
+
+    # -- read by fastpath.py (the keep-mode loop) and delta_fastpath.py --------------
     _tpl: ContentTemplate
     _dtpl: DeltaTemplate
     _refs: RefStore
@@ -64,6 +66,8 @@ class ChatState(Protocol):
     def _chunk(self, item: RawEvent, out: list[Event]) -> None: ...
 
     def _interpret(self, obj: dict[str, Any], key: str, out: list[Event]) -> None: ...
+
+    def _meta(self, obj: dict[str, Any], out: list[Event]) -> None: ...
 
     def _foreign(self, obj: dict[str, Any], out: list[Event]) -> None: ...
 

@@ -12,12 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from streamcite.core.answer import AnswerBuilder
-    from streamcite.core.delta_template import DeltaTemplate
     from streamcite.core.events import UsageEvent
     from streamcite.core.markers import FootnoteDetector, MarkerMode
     from streamcite.core.refs import RefStore
     from streamcite.core.surrogates import SurrogateJoiner
-    from streamcite.core.template import ContentTemplate
+    from streamcite.core.template import ContentTemplate, DeltaTemplate
     from streamcite.core.tool_placer import ToolPlacer
 
 __all__ = ["ChunkState"]

@@ -16,7 +16,7 @@ from itertools import chain
 from typing import TYPE_CHECKING
 
 from streamcite.core._fields import expect_fields
-from streamcite.core.delta_template import delta_run
+from streamcite.core.delta_fastpath import delta_run
 from streamcite.core.events import CitationRefEvent, Event, TokenEvent
 from streamcite.core.markers import TAIL_MARKERS, FootnoteDetector
 from streamcite.core.refs import MAX_PENDING
@@ -51,7 +51,7 @@ def feed_keep_mode(ip: ChatState, raw: list[RawEvent], out: list[Event]) -> None
 
     Runs of template chunks go through :func:`_template_run`, runs of refusal or
     tool-argument chunks in their learnt envelope through
-    :func:`~streamcite.core.delta_template.delta_run`; each chunk neither takes goes
+    :func:`~streamcite.core.delta_fastpath.delta_run`; each chunk neither takes goes
     to the general path, and the run resumes after it.
     """
     tpl, dtpl = ip._tpl, ip._dtpl
