@@ -31,6 +31,7 @@ __all__ = [
 ]
 
 _loads = orjson.loads
+_dumps = orjson.dumps
 _JSONDecodeError = orjson.JSONDecodeError
 _KEY = b'"content":"'
 _MAX_MISSES = 16
@@ -193,11 +194,17 @@ class DeltaTemplate:
             return
         # The proof that this string is that field (not a look-alike elsewhere): with
         # another body there, the chunk parses to the same object but for the field.
+        # Where the provider writes JSON as orjson does (compact, same escapes), the
+        # object so changed, written out, is those bytes (and orjson reads back what
+        # it writes): cheaper than a parse.
         holder[field] = value + "x"
-        try:
-            same = _loads(payload[:end] + b"x" + payload[end:]) == obj
-        except _JSONDecodeError:
-            same = False
+        other = payload[:end] + b"x" + payload[end:]
+        same = _dumps(obj) == other
+        if not same:
+            try:
+                same = _loads(other) == obj
+            except _JSONDecodeError:
+                pass
         holder[field] = value
         if same:
             self.prefix, self.suffix = payload[:start], payload[end:]
