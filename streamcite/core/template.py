@@ -204,7 +204,7 @@ class DeltaTemplate:
             try:
                 same = _loads(other) == obj
             except _JSONDecodeError:
-                pass
+                same = False
         holder[field] = value
         if same:
             self.prefix, self.suffix = payload[:start], payload[end:]
