@@ -50,6 +50,9 @@ __all__ = ["MAX_CHOICES", "ChunkInterpreter", "error_from_payload"]
 _loads = orjson.loads
 _new = object.__new__
 _JSONDecodeError = orjson.JSONDecodeError
+_NO_TEMPLATE = DeltaTemplate()
+"""A stream's delta template until its first refusal or argument fragment (never learnt
+into: ``_learn`` makes the stream's own first)."""
 _EXTRA_KEYS = ("reasoning_content", "reasoning", "refusal", "tool_calls", "annotations")
 
 
@@ -111,8 +114,9 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
         """A chunk of another API's dialect was seen (reported once)."""
         """A provider error cut the answer (``finish_reason: "error"``, an error object)."""
         self._tpl = ContentTemplate()
-        self._dtpl = DeltaTemplate()
-        """The envelope of refusal and tool-argument chunks (``core.delta_fastpath``)."""
+        self._dtpl = _NO_TEMPLATE
+        """The envelope of refusal and tool-argument chunks (``core.delta_fastpath``):
+        made at the first such chunk (most streams have none)."""
         self.done = False
         """``[DONE]`` was seen (or a non-streaming body was interpreted)."""
 
@@ -156,8 +160,8 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
         taken = self._rare_delta(obj, out)
         if not taken:
             self._interpret(obj, "delta", out)
-        elif taken == LEARNABLE and self._dtpl.on:
-            self._dtpl.learn(payload, obj)  # the chunks like it: taken from their bytes
+        elif taken == LEARNABLE:
+            self._learn(payload, obj)  # the chunks like it: taken from their bytes
         return out
 
     def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:
@@ -176,10 +180,9 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
             feed_keep_mode(self, raw, out)
             return
         items = iter(raw)
-        dtpl = self._dtpl
         while True:
             # Refusal and tool-argument chunks in a learnt envelope: delta_fastpath.py.
-            item = delta_run(self, items, out) if dtpl.prefix else next(items, None)
+            item = delta_run(self, items, out) if self._dtpl.prefix else next(items, None)
             if item is None:
                 return
             if isinstance(item, bytes):
@@ -222,8 +225,8 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
             taken = self._rare_delta(obj, out)
             if not taken:
                 self._general(obj, item, out)
-            elif taken == LEARNABLE and self._dtpl.on:
-                self._dtpl.learn(item, obj)
+            elif taken == LEARNABLE:
+                self._learn(item, obj)
             return
         if (
             type(content) is not str
@@ -252,6 +255,14 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
         way takes it (``core.one_step``: ``TAKEN``, or ``LEARNABLE`` for the shapes
         whose envelope ``core.delta_fastpath`` learns); else ``NOT_TAKEN`` (0)."""
         return take(self, obj, out)
+
+    def _learn(self, payload: bytes, obj: dict[str, Any]) -> None:
+        """The envelope of a chunk taken as ``LEARNABLE`` (the template made at the first)."""
+        t = self._dtpl
+        if t is _NO_TEMPLATE:
+            t = self._dtpl = DeltaTemplate()
+        if t.on:
+            t.learn(payload, obj)
 
     def _general(self, obj: Any, payload: bytes, out: list[Event]) -> None:
         if type(obj) is not dict:

@@ -54,11 +54,11 @@ def feed_keep_mode(ip: ChatState, raw: list[RawEvent], out: list[Event]) -> None
     :func:`~streamcite.core.delta_fastpath.delta_run`; each chunk neither takes goes
     to the general path, and the run resumes after it.
     """
-    tpl, dtpl = ip._tpl, ip._dtpl
+    tpl = ip._tpl
     items = iter(raw)
     while True:
         item = _template_run(ip, items, out) if tpl.proven and tpl.on else next(items, None)
-        if item is not None and dtpl.prefix:
+        if item is not None and ip._dtpl.prefix:
             item = delta_run(ip, chain((item,), items), out)
         if item is None:
             break
