@@ -159,19 +159,32 @@ class LibraryLogger:
     structlog, every call goes through that configuration. Bound context is kept.
     """
 
-    __slots__ = ("_ctx", "_name")
+    __slots__ = ("_built", "_ctx", "_key", "_name")
 
     def __init__(self, name: str, ctx: dict[str, Any] | None = None) -> None:
         self._name = name
         self._ctx = ctx or {}
+        self._key: tuple[Any, ...] | None = None
+        self._built: Any = None
 
     def bind(self, **kw: Any) -> LibraryLogger:
         return LibraryLogger(self._name, {**self._ctx, **kw})
 
     def _target(self) -> Any:
-        if structlog.is_configured():
-            return structlog.get_logger(self._name).bind(**self._ctx)
-        return _quiet_logger().bind(logger=self._name, **self._ctx)
+        # Building a bound logger costs ~10 µs (a lazy proxy resolved, the context
+        # copied); a relay logs per event, so the built one is kept until structlog's
+        # configuration changes. ``configure`` replaces its values, so comparing them
+        # tells (a tuple compares identical items without calling ``__eq__``; a new
+        # configuration equal to the old one builds the same logger anyway). The key
+        # holds the values themselves, so no identity is reused meanwhile.
+        key = (structlog.is_configured(), *structlog.get_config().values())
+        if key != self._key:
+            if key[0]:
+                self._built = structlog.get_logger(self._name).bind(**self._ctx)
+            else:
+                self._built = _quiet_logger().bind(logger=self._name, **self._ctx)
+            self._key = key
+        return self._built
 
     def __getattr__(self, method: str) -> Any:
         # debug, info, warning, error, exception, ... resolved at call time.

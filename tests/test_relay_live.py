@@ -150,23 +150,24 @@ async def test_live_frames_keep_order_and_the_cap() -> None:
     )
     live = _LiveFrames(client, t)  # type: ignore[arg-type]
     one, two = orjson.dumps({"n": 1}), orjson.dumps({"n": 2})
-    assert live.take(one) and live.take(two)
+    w1, w2 = ws_text_frame(one), ws_text_frame(two)  # a tap hands the encoded frame
+    assert live.take(w1) and live.take(w2)
     assert t.writes == []  # held until the end of this loop turn
     await asyncio.sleep(0)
     assert t.writes == [ws_text_frame(one) + ws_text_frame(two)]
     # another write (a pump's, a control frame) flushes the held frames first
-    assert live.take(one)
+    assert live.take(w1)
     live.flush()
     t.writes.append(b"pump")
     assert _frames(t.writes[1]) == [one] and t.writes[2] == b"pump"
     # past the cap: refused, and what was held goes out first
     big = orjson.dumps({"x": "y" * 30})
-    assert live.take(one)
-    assert not live.take(big)
+    assert live.take(w1)
+    assert not live.take(ws_text_frame(big))
     assert _frames(t.writes[-1]) == [one]
     # a socket with bytes queued: refused (the pump waits for room)
     t.buffered = 1
-    assert not live.take(one)
+    assert not live.take(w1)
     await asyncio.sleep(0)
     assert len(t.writes) == 4
 

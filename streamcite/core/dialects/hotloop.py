@@ -117,16 +117,18 @@ class TemplatedState(StreamState):
         fast = keep and not det.held and self._surr is None
         pre, plen, rpre = self._pre, len(self._pre), self._rpre
         end = self._END
-        elen = len(end)
+        elen, end1 = len(end), end[:-1]  # (end's last brace: padding may precede it)
         make, token, length = _new, TokenEvent, len  # locals: no global lookups per event
         for item in raw:
             # A tuple item is a named event (OVERFLOW's data is empty: it never matches).
             if item.__class__ is tuple and (data := item[1]).startswith(pre):
                 if data.endswith(end):
                     body: bytes | None = data[plen:-elen]
-                else:  # padded, or not the template
-                    q = data.rfind(0x22)
-                    body = data[plen:q] if q >= plen and padded_end(data[q:], end) else None
+                else:  # padded (as padded_end allows: spaces or tabs), or not the template
+                    s = data[:-1].rstrip(b" \t")
+                    q = len(s) - elen + 1  # the closing quote (end has no other quote)
+                    ok = q >= plen and data[-1] == 0x7D and s.endswith(end1)
+                    body = data[plen:q] if ok else None
                 t: str | None
                 if body is None:
                     t = None
