@@ -23,7 +23,7 @@ from streamcite.core.dialects.base import (
     loads,
     status_retryable,
 )
-from streamcite.core.dialects.hotloop import TemplatedState
+from streamcite.core.dialects.cohere_loop import CohereLoop, args_prefix
 from streamcite.core.dialects.protocol import Method
 from streamcite.core.events import Event
 from streamcite.core.markers import MarkerMode
@@ -87,7 +87,7 @@ def _source(src: Any) -> tuple[Any, Citation] | None:
     return None
 
 
-class CohereInterpreter(TemplatedState):
+class CohereInterpreter(CohereLoop):
     """Interprets one Cohere v2 chat stream (``/v2/chat``, ``stream: true``)."""
 
     __slots__ = ("_blocks",)
@@ -240,7 +240,9 @@ class CohereInterpreter(TemplatedState):
             return
         if obj.get("type") == "tool-call-delta" and not args:
             return
-        self.tool(idx, cid, name, args or "", out)
+        if self.tool(idx, cid, name, args or "", out):
+            # This call's next fragments by their bytes (dialects/cohere_loop.py).
+            self._apre, self._atool = args_prefix(idx), self._tool_keys[(0, idx)]
 
     def _citation(self, obj: dict[str, Any], out: list[Event]) -> None:
         msg = _message(obj)
