@@ -444,8 +444,18 @@ def main() -> None:
         help="scale mode: comma-separated event loops of the relay and the floor "
         "(default: asyncio, and uvloop when installed)",
     )
+    parser.add_argument(
+        "--nice",
+        type=int,
+        default=None,
+        help="scale mode: the nice value of the measured process and the load (e.g. -10, "
+        "as root: on a machine shared with other jobs, so that the run-queue wait the "
+        "load table shows does not decide the latency)",
+    )
     args = parser.parse_args()
     _quiet_logs()
+    if args.nice is not None:
+        os.environ["STREAMCITE_BENCH_NICE"] = str(args.nice)
     if args.streams is not None:
         from relay_scale import scale_main
 

@@ -28,7 +28,7 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any
 
-from relay_load import MEASURED_CORE, OTHER_CORE, clients_main, pin, upstream_main
+from relay_load import MEASURED_CORE, OTHER_CORE, clients_main, pin, schedstat, upstream_main
 
 _MP = mp.get_context("spawn")
 
@@ -64,6 +64,47 @@ def _run_on(coro: Any, loop_kind: str, profile: str = "") -> None:
     finally:
         yappi.stop()
         yappi.get_func_stats().save(profile, type="pstat")
+
+
+def _gc_pauses(kind: str) -> Any:
+    """``STREAMCITE_BENCH_GCSTATS=1``: the cyclic collector's pauses in this process, per
+    generation (count, total and longest ms), printed when the process ends: a full
+    collection stops the loop, and every token waiting in it, for its whole length."""
+    if not os.environ.get("STREAMCITE_BENCH_GCSTATS"):
+        return contextlib.nullcontext()
+    import gc
+
+    stats: dict[int, list[float]] = {0: [], 1: [], 2: []}
+    started = [0.0]
+
+    def callback(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started[0] = time.perf_counter()
+        else:
+            stats[info["generation"]].append(1000 * (time.perf_counter() - started[0]))
+
+    gc.callbacks.append(callback)
+
+    @contextlib.contextmanager
+    def report() -> Any:
+        try:
+            yield
+        finally:
+            gc.callbacks.remove(callback)
+            summary = {
+                f"gen{g}": [len(v), round(sum(v), 1), round(max(v, default=0.0), 2)]
+                for g, v in stats.items()
+            }
+            print(f"gc pauses ({kind}: count, total ms, longest ms): {summary}", flush=True)
+
+    return report()
+
+
+def _gc_mode() -> str:
+    """``STREAMCITE_BENCH_GC``: ``tuned`` (the default: the collector as ``streamcite relay``
+    sets it, for the relay and the floor alike), ``default`` (Python's), ``freeze`` (only
+    ``gc.freeze()`` after start-up, the relay only), ``off`` (the relay only)."""
+    return os.environ.get("STREAMCITE_BENCH_GC") or "tuned"
 
 
 def available_loops() -> list[str]:
@@ -132,6 +173,10 @@ def floor_main(
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0, backlog=4096)
         await site.start()
+        if _gc_mode() == "tuned":  # the same process set-up as the relay's
+            from streamcite.relay.eventloop import tune_gc
+
+            tune_gc()
         conn.send(f"ws://127.0.0.1:{runner.addresses[0][1]}/ws")
         loop = asyncio.get_running_loop()
         with contextlib.suppress(EOFError, OSError):
@@ -139,7 +184,8 @@ def floor_main(
         await app["session"].close()
         await runner.cleanup()
 
-    _run_on(run(), loop_kind, profile)
+    with _gc_pauses("floor"):
+        _run_on(run(), loop_kind, profile)
 
 
 # -- the relay (core 0) ---------------------------------------------------------------------
@@ -156,6 +202,7 @@ def relay_main(
 ) -> None:
     pin(MEASURED_CORE)
     _quiet()
+    gc_mode = _gc_mode()
 
     async def run() -> None:
         from streamcite.relay.server import RelayConfig, RelayServer
@@ -169,6 +216,7 @@ def relay_main(
             max_connections=n + 16,
             shutdown_grace=0.0,
             heartbeat_interval=30.0,
+            **({"tune_gc": True} if gc_mode == "tuned" else {}),  # as `streamcite relay` runs
         )
         log: Any = None
         if log_kind == "redis":
@@ -177,7 +225,6 @@ def relay_main(
             log = RedisStreamLog(RedisLogSettings(redis, instance_id=config.instance_id))
             await log.connect()
         async with RelayServer(config, log=log) as server:
-            gc_mode = os.environ.get("STREAMCITE_BENCH_GC")
             if gc_mode in ("freeze", "off"):
                 import gc
 
@@ -189,7 +236,8 @@ def relay_main(
         if log is not None:
             await log.aclose()
 
-    _run_on(run(), loop_kind, profile)
+    with _gc_pauses("relay"):
+        _run_on(run(), loop_kind, profile)
 
 
 # -- one measured phase ---------------------------------------------------------------------
@@ -205,9 +253,11 @@ def run_phase(
     upstream_pid: int = 0,
     loop_kind: str = "asyncio",
     profile: str = "",
+    upstream_conn: Connection | None = None,
 ) -> dict[str, Any]:
     """Start the measured process (``relay`` or ``floor``) and N clients; measure.
-    ``profile``: a path, to profile the measured process with yappi (CPU clock)."""
+    ``profile``: a path, to profile the measured process with yappi (CPU clock).
+    ``upstream_conn``: the upstream's pipe, to measure its loop lag over the window."""
     parent, child = _MP.Pipe()
     if kind == "floor":
         target: Any = floor_main
@@ -231,20 +281,34 @@ def run_phase(
         start = time.perf_counter() + warm
         end = start + duration
         cparent.send((start, end))
+        if upstream_conn is not None:
+            upstream_conn.send(("window", start, end))
         time.sleep(warm)
         cpu0 = _cpu_seconds(proc.pid or 0)
         spy = _py_spy(proc.pid or 0, duration) if os.environ.get("STREAMCITE_BENCH_PYSPY") else None
+        pids = {"measured": proc.pid or 0, "clients": clients.pid or 0, "upstream": upstream_pid}
+        sched0 = {k: schedstat(pid) for k, pid in pids.items() if pid}
         others0 = _cpu_seconds(clients.pid or 0) + _cpu_seconds(upstream_pid or os.getpid())
         time.sleep(max(0.0, end - time.perf_counter()))
         cpu = _cpu_seconds(proc.pid or 0) - cpu0
         others = (
             _cpu_seconds(clients.pid or 0) + _cpu_seconds(upstream_pid or os.getpid()) - others0
         )
+        sched: dict[str, float] = {}
+        for k, (run0, wait0) in sched0.items():
+            run1, wait1 = schedstat(pids[k])
+            sched[f"{k}_cpu_pct"] = round(100 * (run1 - run0) / duration, 1)
+            sched[f"{k}_runq_wait_pct"] = round(100 * (wait1 - wait0) / duration, 1)
         if spy is not None:
             spy.wait(30)
         if not cparent.poll(60):
             raise RuntimeError(f"{kind}: no result from the clients")
-        events, latencies = cparent.recv()
+        events, latencies, client_lag = cparent.recv()
+        upstream_lag: dict[str, float] = {}
+        if upstream_conn is not None:
+            upstream_conn.send(("lag",))
+            if upstream_conn.poll(10):
+                upstream_lag = upstream_conn.recv()
     finally:
         parent.close()
         clients.join(10)
@@ -267,6 +331,11 @@ def run_phase(
         "p99_ms": round(_pct(lat, 0.99), 3),
         "max_ms": round(lat[-1], 3) if lat else None,
         "tokens": len(lat),
+        # The load on the other core: its CPU and run-queue wait, and how late its event
+        # loops ran (a late loop delays every token it writes or reads by that much).
+        **sched,
+        **{f"clients_{k}": v for k, v in client_lag.items()},
+        **{f"upstream_{k}": v for k, v in upstream_lag.items()},
     }
 
 
@@ -276,7 +345,8 @@ def _py_spy(pid: int, duration: float) -> Any:
     import subprocess
 
     out = f"{os.environ['STREAMCITE_BENCH_PYSPY']}.{pid}.txt"
-    cmd = ["py-spy", "record", "--native", "-r", "200", "-f", "raw"]
+    rate = os.environ.get("STREAMCITE_BENCH_PYSPY_RATE", "200")
+    cmd = ["py-spy", "record", "--native", "-r", rate, "-f", "raw"]
     cmd += ["-d", str(max(1, int(duration))), "-p", str(pid), "-o", out]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -305,7 +375,8 @@ def scale_main(args: Any) -> None:
     print(
         f"relay scale benchmark · {rate:.0f} tokens/s per stream · log={args.log} · loops "
         f"{', '.join(loops)} · measured on core {min(MEASURED_CORE)}, upstream + clients on "
-        f"core {min(OTHER_CORE)} · load average {os.getloadavg()[0]:.2f}",
+        f"core {min(OTHER_CORE)} · nice {os.environ.get('STREAMCITE_BENCH_NICE', '0')} · gc {_gc_mode()} · load "
+        f"average {os.getloadavg()[0]:.2f}",
         flush=True,
     )
     try:
@@ -315,7 +386,8 @@ def scale_main(args: Any) -> None:
                 phase = {
                     kind: run_phase(kind, n, args.duration, port, args.log,
                                     args.redis_url or "", up.pid or 0, loop_kind,
-                                    f"{prof}.{kind}.{loop_kind}.{n}" if prof else "")
+                                    f"{prof}.{kind}.{loop_kind}.{n}" if prof else "",
+                                    parent)
                     for kind in ("floor", "relay")
                 }  # fmt: skip
                 relay, floor = phase["relay"], phase["floor"]
@@ -354,6 +426,21 @@ def scale_main(args: Any) -> None:
             f"| {r['streams_per_core']} | {r['relay_p50_ms']} / {r['relay_p99_ms']} "
             f"| {r['floor_p50_ms']} / {r['floor_p99_ms']} | {r['relay']['cpu_pct']} % |"
         )
+    print("\nThe load, per phase: CPU and run-queue wait (runnable, no CPU given) of each "
+          "process, and how late the load's event loops ran (p99)")  # fmt: skip
+    print("\n| loop | streams | measured | measured CPU / wait | upstream CPU / wait "
+          "| clients CPU / wait | upstream loop lag p99 | clients loop lag p99 |")  # fmt: skip
+    print("|---|---:|---|---:|---:|---:|---:|---:|")
+    for r in results:
+        for kind in ("floor", "relay"):
+            m = r[kind]
+            print(
+                f"| {r['loop']} | {r['streams']} | {kind} "
+                f"| {m.get('measured_cpu_pct')} % / {m.get('measured_runq_wait_pct')} % "
+                f"| {m.get('upstream_cpu_pct')} % / {m.get('upstream_runq_wait_pct')} % "
+                f"| {m.get('clients_cpu_pct')} % / {m.get('clients_runq_wait_pct')} % "
+                f"| {m.get('upstream_loop_lag_p99_ms')} ms | {m.get('clients_loop_lag_p99_ms')} ms |"
+            )
     print(f"\nstreams/core: streams of {rate:.0f} tokens/s one core carries at the relay's CPU "
           "per delivered token (measured at that N)")  # fmt: skip
     if args.json is not None:

@@ -159,19 +159,32 @@ class LibraryLogger:
     structlog, every call goes through that configuration. Bound context is kept.
     """
 
-    __slots__ = ("_ctx", "_name")
+    __slots__ = ("_built", "_ctx", "_key", "_name")
 
     def __init__(self, name: str, ctx: dict[str, Any] | None = None) -> None:
         self._name = name
         self._ctx = ctx or {}
+        self._key: tuple[Any, ...] | None = None
+        self._built: Any = None
 
     def bind(self, **kw: Any) -> LibraryLogger:
         return LibraryLogger(self._name, {**self._ctx, **kw})
 
     def _target(self) -> Any:
-        if structlog.is_configured():
-            return structlog.get_logger(self._name).bind(**self._ctx)
-        return _quiet_logger().bind(logger=self._name, **self._ctx)
+        # Building a bound logger costs ~10 µs (a lazy proxy resolved, the context
+        # copied); a relay logs per event, so the built one is kept until structlog's
+        # configuration changes. ``configure`` replaces its values, so comparing them
+        # tells (a tuple compares identical items without calling ``__eq__``; a new
+        # configuration equal to the old one builds the same logger anyway). The key
+        # holds the values themselves, so no identity is reused meanwhile.
+        key = (structlog.is_configured(), *structlog.get_config().values())
+        if key != self._key:
+            # Bound from the name's base logger, built once per configuration: binding a
+            # built logger copies a dict, resolving structlog's lazy proxy costs ~10 µs
+            # (a relay binds a logger or two per stream).
+            self._built = _base_logger(self._name, key).bind(**self._ctx)
+            self._key = key
+        return self._built
 
     def __getattr__(self, method: str) -> Any:
         # debug, info, warning, error, exception, ... resolved at call time.
@@ -184,16 +197,44 @@ class LibraryLogger:
 _QUIET: list[Any] = []
 
 
+class _Stderr:
+    """``sys.stderr`` as it is when a line is written (it may be replaced after the quiet
+    logger was built: an application redirecting it, a test capturing it)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def _quiet_logger() -> Any:
     if not _QUIET:
         _QUIET.append(
             structlog.wrap_logger(
-                structlog.PrintLogger(sys.stderr),
+                structlog.PrintLogger(_Stderr()),  # type: ignore[arg-type]
                 processors=_chain(False),
                 wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
             )
         )
     return _QUIET[0]
+
+
+_BASES: dict[str, tuple[tuple[Any, ...], Any]] = {}
+_MAX_BASES = 256
+"""Base loggers kept (one per logger name; the library uses a handful)."""
+
+
+def _base_logger(name: str, key: tuple[Any, ...]) -> Any:
+    """The built logger ``name`` binds from under the configuration ``key``."""
+    entry = _BASES.get(name)
+    if entry is not None and entry[0] == key:
+        return entry[1]
+    base = structlog.get_logger(name).bind() if key[0] else _quiet_logger().bind(logger=name)
+    if len(_BASES) >= _MAX_BASES:
+        _BASES.clear()
+    _BASES[name] = (key, base)
+    return base
 
 
 def get_logger(name: str = "streamcite") -> LibraryLogger:

@@ -21,6 +21,7 @@ from streamcite.core.api import ChatStreamParser
 from streamcite.core.bounds import StreamBounds
 from streamcite.core.chunks import ChunkInterpreter
 from streamcite.core.events import Event
+from streamcite.core.one_step import LEARNABLE, NOT_TAKEN, TAKEN
 
 _ENV = {"id": "chatcmpl-t", "object": "chat.completion.chunk", "created": 1, "model": "m"}
 _args = st.text(max_size=6)
@@ -99,17 +100,17 @@ class _GeneralWay(ChunkInterpreter):
 
     __slots__ = ()
 
-    def _rare_delta(self, obj: Any, out: list[Event]) -> bool:
-        return False
+    def _rare_delta(self, obj: Any, out: list[Event]) -> int:
+        return NOT_TAKEN
 
 
-_TAKEN: list[bool] = []
+_TAKEN: list[int] = []
 
 
 class _Spy(ChunkInterpreter):
     __slots__ = ()
 
-    def _rare_delta(self, obj: Any, out: list[Event]) -> bool:
+    def _rare_delta(self, obj: Any, out: list[Event]) -> int:
         _TAKEN.append(super()._rare_delta(obj, out))
         return _TAKEN[-1]
 
@@ -155,7 +156,9 @@ def test_the_one_step_path_is_taken() -> None:
     ]
     for c in chunks:
         it.feed(orjson.dumps(c))
-    assert _TAKEN == [False, False, True, True, True]
+    # The first chunk (meta) and a call's start in one step; the fragments and the
+    # refusal in the shapes whose envelopes are learnt.
+    assert _TAKEN == [TAKEN, TAKEN, LEARNABLE, LEARNABLE, LEARNABLE]
     assert it.builder.snapshot().tool_calls[0].arguments == '{"a":1}'
 
 

@@ -18,12 +18,12 @@ from tests._imports import cycles
 PACKAGE = "streamcite.core"
 
 DIALECT_SHARED = frozenset(
-    {"base", "protocol", "hotloop", "citing", "payloads", "partial_args", "provider_tools",
-     "provider_tool_shapes"}
+    {"base", "protocol", "hotloop", "sequenced", "citing", "payloads", "partial_args",
+     "provider_tools", "provider_tool_shapes"}
 )  # fmt: skip
 """Modules of ``core/dialects`` that every dialect may use (its state, its protocol, its
 citation registry and payload readers, the
-byte-template reader of text deltas, the provider-run tools' events and shapes)."""
+byte-template readers of text deltas (``sequenced``: Responses'), the provider-run tools' events and shapes)."""
 CHAT = frozenset(
     f"{PACKAGE}.{m}" for m in ("chunks", "deltas", "fastpath", "named_events", "chat_state")
 )

@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 
 from streamcite.core.events import TokenEvent
 from streamcite.relay.clients import _LiveFrames, ws_text_frame
+from streamcite.relay.live import LiveTap, Taps
 from streamcite.relay.memlog import MemoryStreamLog
-from streamcite.relay.protocol import token_json
+from streamcite.relay.protocol import envelope, token_json
 from tests._relay_fixtures import (
     chunk_frame,
     eventually,
@@ -150,23 +151,24 @@ async def test_live_frames_keep_order_and_the_cap() -> None:
     )
     live = _LiveFrames(client, t)  # type: ignore[arg-type]
     one, two = orjson.dumps({"n": 1}), orjson.dumps({"n": 2})
-    assert live.take(one) and live.take(two)
+    w1, w2 = ws_text_frame(one), ws_text_frame(two)  # a tap hands the encoded frame
+    assert live.take(w1) and live.take(w2)
     assert t.writes == []  # held until the end of this loop turn
     await asyncio.sleep(0)
     assert t.writes == [ws_text_frame(one) + ws_text_frame(two)]
     # another write (a pump's, a control frame) flushes the held frames first
-    assert live.take(one)
+    assert live.take(w1)
     live.flush()
     t.writes.append(b"pump")
     assert _frames(t.writes[1]) == [one] and t.writes[2] == b"pump"
     # past the cap: refused, and what was held goes out first
     big = orjson.dumps({"x": "y" * 30})
-    assert live.take(one)
-    assert not live.take(big)
+    assert live.take(w1)
+    assert not live.take(ws_text_frame(big))
     assert _frames(t.writes[-1]) == [one]
     # a socket with bytes queued: refused (the pump waits for room)
     t.buffered = 1
-    assert not live.take(one)
+    assert not live.take(w1)
     await asyncio.sleep(0)
     assert len(t.writes) == 4
 
@@ -183,3 +185,23 @@ def test_token_json_refuses_what_orjson_refuses() -> None:
         orjson.dumps(TokenEvent(text="\ud800"))
     with pytest.raises(orjson.JSONEncodeError):
         token_json(0, "\ud800", "\ud800")
+
+
+@pytest.mark.parametrize("size", [0, 40, 84, 85, 86, 200, 65_400, 65_536, 70_000])
+@pytest.mark.parametrize("seq", [1, 9, 10, 99, 100, 12_345])
+async def test_a_taps_frame_is_the_enveloped_events_websocket_frame(size: int, seq: int) -> None:
+    """Each length class of the frame header (7-bit, 16-bit, 64-bit), around its edges."""
+    sid = "AbCdEfGhIjKlMnOp"
+    payload = b'{"type":"token","text":"%s"}' % (b"x" * size)
+    taken: list[bytes] = []
+
+    def take(frame: bytes) -> bool:
+        taken.append(frame)
+        return True
+
+    writer = SimpleNamespace(take=take)
+    waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    taps = Taps(sid)
+    taps.park(LiveTap(sid, seq - 1, writer, waiter, None))
+    taps.logged(seq, payload)
+    assert taken == [ws_text_frame(envelope(sid, seq, payload))]

@@ -56,3 +56,49 @@ def test_named_blocks_read_as_the_standard(
     for r, f in zip(raw, full, strict=True):
         if r[2] is not None:
             assert r[2:] == f[2:]
+
+
+LAST = st.sampled_from(
+    [b"data: [DONE]", b"data: [DONE]", b"data:[DONE]", b"id: 3\ndata: [DONE]", b": c\ndata: [DONE]"]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    blocks=st.lists(NAMED, min_size=0, max_size=8),
+    last=LAST,
+    sep=st.sampled_from([b"\n\n", b"\n\n\n", b"\r\n\r\n"]),
+    cuts=st.lists(st.integers(0, 300), max_size=3),
+)
+def test_named_blocks_then_a_done_line_read_as_the_standard(
+    blocks: list[bytes], last: bytes, sep: bytes, cuts: list[int]
+) -> None:
+    """Cohere's ending: named blocks, then ``data: [DONE]`` (read in the same pass)."""
+    stream = b"".join(b + sep for b in [*blocks, last])
+    points = sorted({min(c, len(stream)) for c in cuts})
+    chunks = [stream[a:b] for a, b in zip([0, *points], [*points, len(stream)], strict=True)]
+    raw, full = _raw(chunks), _full(chunks)
+    assert [r[:2] for r in raw] == [f[:2] for f in full]
+
+
+def test_a_named_stream_is_read_by_the_named_path(monkeypatch: Any) -> None:
+    """Every read of a stream of named blocks (ending as Cohere's does) goes the C-level
+    way: fails if that path is silently skipped."""
+    taken: list[bool] = []
+    for method in ("_named", "_named_then_data"):
+        real = getattr(SSEDecoder, method)
+
+        def spy(self: SSEDecoder, region: bytes, real: Any = real) -> Any:
+            got = real(self, region)
+            taken.append(got is not None)
+            return got
+
+        monkeypatch.setattr(SSEDecoder, method, spy)
+    block = b'event: content-delta\ndata: {"type":"content-delta","delta":{"text":"Hi"}}\n\n'
+    stream = block * 60 + b"data: [DONE]\n\n"
+    d = SSEDecoder()
+    reads = [stream[i : i + 1000] for i in range(0, len(stream), 1000)]
+    items = [item for r in reads for item in d.feed_raw(r)]
+    assert len(items) == 61 and items[-1] == b"[DONE]"
+    assert items[0] == (b"content-delta", block[27:-2], "", None)
+    assert len(taken) >= len(reads) and all(taken)  # (the last read: both)

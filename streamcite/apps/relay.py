@@ -285,6 +285,7 @@ async def _serve(opts: dict[str, Any], upstream: str, secrets: dict[str, str | N
             allow_client_faults=opts["allow_client_faults"] and backend is not None,
             header_timeout=opts.get("header_timeout", 10.0),
             body_timeout=opts.get("body_timeout", 30.0),
+            tune_gc=True,  # this process is the relay's
         )
         log = await _make_log(
             opts["redis_url"], config.instance_id, opts.get("redis_local_delivery", "after_write")

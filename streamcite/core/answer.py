@@ -6,32 +6,23 @@ The chunk interpreter appends to the public lists directly on the hot path (one
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
+from streamcite.core.answer_fields import LazyField, timings_copy
+from streamcite.core.answer_fold import FOLD, MAX_CLAIMS
 from streamcite.core.bounds import (
     ANSWER_TOO_LARGE,
     DEFAULT_BOUNDS,
     MAX_ERRORS,
     StreamBounds,
 )
-from streamcite.core.copies import copy_timings, copy_tool_call
+from streamcite.core.copies import copy_tool_call
 from streamcite.core.events import (
-    CitationRefEvent,
-    CitationsEvent,
     ClaimEvent,
     ErrorEvent,
     Event,
-    FinishEvent,
-    GroundingEvent,
-    MetaEvent,
     ProviderToolEvent,
-    ReasoningEvent,
-    RefusalEvent,
-    SourcesEvent,
-    TokenEvent,
     ToolCallEvent,
-    UsageEvent,
 )
 from streamcite.core.grounding import GroundingResult
 from streamcite.core.models import (
@@ -57,10 +48,6 @@ each pending one is a str object of ~50 bytes for a few characters, and a compac
 holds them, their join and the text's growth at once (the fixed part of the memory a
 stream costs beyond its text; 512 made it 55 KiB, 4.9 bytes/char, on a 2k-chunk answer)."""
 
-MAX_CLAIMS = 10_000
-"""At most this many claims are kept on an answer (a capped answer has far fewer
-sentences); beyond, they are still emitted as events but not kept."""
-
 
 class AnswerBuilder:
     """Collects the parts of one answer; :meth:`snapshot` returns the answer so far."""
@@ -69,40 +56,59 @@ class AnswerBuilder:
         "_arg_chars",
         "_arg_parts",
         "_arg_pending",
+        "_chunk_fields",
+        "_claims",
         "_display",
+        "_errors",
+        "_provider_tools",
         "_reasoning_text",
+        "_references",
+        "_refs",
         "_refs_seen",
         "_refs_upto",
         "_refusal_text",
         "_size",
+        "_sources",
         "_text",
+        "_timings",
         "bounds",
-        "chunk_fields",
         "citation_spans",
         "citations",
-        "claims",
         "complete",
         "display_is_text",
         "display_parts",
         "enrichment_skipped",
-        "errors",
         "errors_dropped",
         "finish_reason",
         "grounding",
         "id",
         "model",
-        "provider_tools",
         "reasoning_parts",
-        "references",
-        "refs",
         "refusal_parts",
         "skipped_types",
-        "sources",
         "text_parts",
-        "timings",
         "too_large",
         "tool_calls",
         "usage",
+    )
+
+    refs = LazyField[RefStore](
+        RefStore,
+        "Every choice's citation refs, compactly (the answer's ``citation_refs``).",
+    )
+    sources = LazyField[list[QuotedSource]](list, "The quoted sources.")
+    errors = LazyField[list[ErrorEvent]](list, "Errors kept (see :meth:`error`).")
+    timings = LazyField[Timings](Timings, "Stage timings (the answer's ``timings``).")
+    chunk_fields = LazyField[dict[str, Any]](
+        dict,
+        """Top-level fields (``choices`` excepted) of the first chunk and of the finish
+        chunk, first value kept: where providers put ids such as a Wikit query id.""",
+    )
+    references = LazyField[list[Any]](list, "Mistral reference parts.")
+    claims = LazyField[list[ClaimEvent]](list, "Claims kept (at most MAX_CLAIMS).")
+    provider_tools = LazyField[list[ProviderToolEvent]](
+        list,
+        "The provider-run tools' events (the dialect holds them to the tool-call cap).",
     )
 
     def __init__(self, bounds: StreamBounds = DEFAULT_BOUNDS) -> None:
@@ -116,54 +122,55 @@ class AnswerBuilder:
         """Display texts of choice 0 since the last :meth:`compact` (unused when
         ``display_is_text``: keep mode)."""
         self.display_is_text = False
-        self.refs = RefStore()
-        """Every choice's citation refs, compactly (the answer's ``citation_refs``)."""
-        self._refs_seen: dict[tuple[int, int], None] = {}
-        """Choice 0's distinct ``(number, document_index)`` in first-seen order, of the
-        refs before ``_refs_upto`` (the snapshot updates it with the new refs only)."""
-        self._refs_upto = 0
-        self.citations: list[Citation] = []
-        self.sources: list[QuotedSource] = []
-        self.grounding: GroundingResult | None = None
-        self.usage: Usage | None = None
-        self.errors: list[ErrorEvent] = []
-        self.finish_reason: str | None = None
-        self.id: str | None = None
-        self.model: str | None = None
-        self.timings = Timings()
-        self.complete = False
-        self.chunk_fields: dict[str, Any] = {}
-        """Top-level fields (``choices`` excepted) of the first chunk and of the finish
-        chunk, first value kept: where providers put ids such as a Wikit query id."""
         self.reasoning_parts: list[str] = []
         """Reasoning texts of choice 0 since the last :meth:`compact`."""
         self.refusal_parts: list[str] = []
         """Refusal texts of choice 0 since the last :meth:`compact`."""
-        self._reasoning_text = ""  # reasoning and refusal up to the last compaction
-        self._refusal_text: str | None = None
         self.tool_calls: dict[int, ToolCall] = {}
         """Choice 0's tool calls by ``tool_index`` (``arguments`` joined up to the last
         :meth:`compact`; :meth:`tool_call` keeps the fragments since in parts)."""
-        self._arg_parts: dict[int, list[str]] = {}
+        # The dialects read these three per citation or unknown event: kept plain.
+        self.citations: list[Citation] = []
+        self.citation_spans: list[CitationSpan] = []
+        self.skipped_types: dict[str, int] = {}
+        """Unknown provider types skipped (:attr:`CitedAnswer.skipped_types`)."""
+        # Made at first use (None until then): the public ones through their LazyField.
+        self._refs: RefStore | None = None
+        self._sources: list[QuotedSource] | None = None
+        self._errors: list[ErrorEvent] | None = None
+        self._timings: Timings | None = None
+        self._chunk_fields: dict[str, Any] | None = None
+        self._references: list[Any] | None = None
+        self._claims: list[ClaimEvent] | None = None
+        self._provider_tools: list[ProviderToolEvent] | None = None
+        self._refs_seen: dict[tuple[int, int], None] | None = None
+        """Choice 0's distinct ``(number, document_index)`` in first-seen order, of the
+        refs before ``_refs_upto`` (the snapshot updates it with the new refs only)."""
+        self._refs_upto = 0
+        self._arg_parts: dict[int, list[str]] | None = None
         self._arg_pending = 0  # fragments in _arg_parts
         self._arg_chars = 0  # characters of the joined arguments
         self._size = 0  # characters of text + reasoning + refusal + arguments, compacted
+        self._reasoning_text = ""  # reasoning and refusal up to the last compaction
+        self._refusal_text: str | None = None
+        self.grounding: GroundingResult | None = None
+        self.usage: Usage | None = None
+        self.finish_reason: str | None = None
+        self.id: str | None = None
+        self.model: str | None = None
+        self.complete = False
         self.too_large = False
         """The answer went beyond ``bounds.max_answer_chars`` (:meth:`check_size`)."""
-        self.references: list[Any] = []
-        self.citation_spans: list[CitationSpan] = []
         self.errors_dropped = 0
         self.enrichment_skipped: str | None = None
-        self.skipped_types: dict[str, int] = {}
-        """Unknown provider types skipped (:attr:`CitedAnswer.skipped_types`)."""
-        self.claims: list[ClaimEvent] = []
-        self.provider_tools: list[ProviderToolEvent] = []
-        """The provider-run tools' events (the dialect holds them to the tool-call cap)."""
 
     def error(self, ev: ErrorEvent) -> None:
         """Keep one error (bounded: beyond ``bounds.max_errors`` only counted)."""
-        if len(self.errors) < self.bounds.max_errors:
-            self.errors.append(ev)
+        errors = self._errors
+        if errors is None:
+            errors = self._errors = []
+        if len(errors) < self.bounds.max_errors:
+            errors.append(ev)
         else:
             self.errors_dropped += 1
 
@@ -179,9 +186,12 @@ class AnswerBuilder:
         if tc.name is None:
             tc.name = ev.name
         if ev.arguments:
-            parts = self._arg_parts.get(tidx)
+            arg_parts = self._arg_parts
+            if arg_parts is None:
+                arg_parts = self._arg_parts = {}
+            parts = arg_parts.get(tidx)
             if parts is None:
-                parts = self._arg_parts[tidx] = []
+                parts = arg_parts[tidx] = []
             parts.append(ev.arguments)
             self._arg_pending += 1
 
@@ -224,59 +234,9 @@ class AnswerBuilder:
     def add(self, ev: Event) -> None:
         """Fold one event into the answer (events already folded by the interpreter are
         recognised by identity of type and need not be passed again)."""
-        fold = _FOLD.get(type(ev))
+        fold = FOLD.get(type(ev))
         if fold is not None:
             fold(self, ev)
-
-    def _token(self, ev: TokenEvent) -> None:
-        if ev.index == 0:
-            self.text_parts.append(ev.text)
-            if not self.display_is_text:
-                self.display_parts.append(ev.display)
-
-    def _citations(self, ev: CitationsEvent) -> None:
-        if ev.citations:
-            self.citations = ev.citations
-        if ev.spans:
-            self.citation_spans = ev.spans
-
-    def _finish(self, ev: FinishEvent) -> None:
-        if ev.index == 0:
-            self.finish_reason = ev.reason
-            self.complete = True
-
-    def _meta(self, ev: MetaEvent) -> None:
-        self.id = self.id or ev.id
-        self.model = self.model or ev.model
-
-    def _reasoning(self, ev: ReasoningEvent) -> None:
-        if ev.index == 0:
-            self.reasoning_parts.append(ev.text)
-
-    def _refusal(self, ev: RefusalEvent) -> None:
-        if ev.index == 0:
-            self.refusal_parts.append(ev.text)
-
-    def _tool_call(self, ev: ToolCallEvent) -> None:
-        if ev.index == 0:
-            self.tool_call(ev)
-
-    def _sources(self, ev: SourcesEvent) -> None:
-        self.sources = ev.sources
-
-    def _claim(self, ev: ClaimEvent) -> None:
-        if len(self.claims) < MAX_CLAIMS:
-            self.claims.append(ev)
-
-    def _provider_tool(self, ev: ProviderToolEvent) -> None:
-        if len(self.provider_tools) < 2 * self.bounds.max_tool_calls:  # a call, a result
-            self.provider_tools.append(ev)
-
-    def _grounding(self, ev: GroundingEvent) -> None:
-        self.grounding = ev.to_result()
-
-    def _usage(self, ev: UsageEvent) -> None:
-        self.usage = ev.to_usage()
 
     def compact(self) -> None:
         """Append the parts that arrived since the last compaction to the text.
@@ -286,7 +246,8 @@ class AnswerBuilder:
         each character is copied about once: flat at any length. The part lists are
         emptied in place, because the chunk interpreter holds references to them.
         Reasoning, refusal and tool arguments are compacted the same way."""
-        self.refs.flush()
+        if self._refs is not None:
+            self._refs.flush()
         if self.reasoning_parts:
             self._compact_reasoning()
         if self.refusal_parts:
@@ -323,6 +284,7 @@ class AnswerBuilder:
         parts.clear()
 
     def _compact_arguments(self) -> None:
+        assert self._arg_parts is not None  # (fragments pending)
         for tidx, parts in self._arg_parts.items():
             tc = self.tool_calls[tidx]
             args, tc.arguments = tc.arguments, ""
@@ -359,26 +321,11 @@ class AnswerBuilder:
         next compaction copies it once; cheap enough to call per UI frame).
 
         Built field by field (no ``__init__``: 22 keyword arguments and a property store
-        were most of a short stream's ``done``); an answer without footnote refs or
+        were most of a short stream's ``done``), from the slots: a field the stream never
+        used is a new empty one, made without a call; an answer without footnote refs or
         sources skips the dangling and uncited passes' sets."""
-        refs = self.refs
         citations = self.citations
-        view: CitationRefs | None = None
-        if self.sources or self._refs_seen or len(refs):
-            known = {c.document_index for c in citations}
-            known.update(n - 1 for s in self.sources if (n := s.number) is not None)
-            view = refs.view()
-            referenced, dangling = self._refs_of_choice0(view, known)
-            uncited = sorted(
-                {c.document_index for c in citations if c.document_index is not None} - referenced
-            )
-        else:
-            dangling = []
-            uncited = (
-                sorted({c.document_index for c in citations if c.document_index is not None})
-                if citations
-                else []
-            )
+        view, dangling, uncited = self._ref_passes(citations)
         self.compact()
         text = self._text
         a = _new(CitedAnswer)
@@ -387,28 +334,48 @@ class AnswerBuilder:
         a.finish_reason = self.finish_reason
         a.id = self.id
         a.model = self.model
-        a.citations = list(citations)
+        a.citations = [*citations] if citations else []
         _REFS_SLOT.__set__(a, [] if view is None else view)  # a list on first read
         a.dangling_refs = dangling
         a.uncited_documents = uncited
-        a.sources = list(self.sources)
+        a.sources = [*self._sources] if self._sources else []
         a.grounding = self.grounding
         a.usage = self.usage
-        a.errors = list(self.errors)
-        a.timings = copy_timings(self.timings)
+        a.errors = [*self._errors] if self._errors else []
+        a.timings = timings_copy(self._timings)
         a.complete = self.complete
         a.reasoning_text = self._reasoning_text
         tcs = self.tool_calls
         a.tool_calls = [copy_tool_call(tcs[k]) for k in sorted(tcs)] if tcs else []
         a.refusal = self._refusal_text
-        a.references = list(self.references)
-        a.citation_spans = list(self.citation_spans)
+        a.references = [*self._references] if self._references else []
+        a.citation_spans = [*self.citation_spans] if self.citation_spans else []
         a.errors_dropped = self.errors_dropped
         a.enrichment_skipped = self.enrichment_skipped
-        a.claims = list(self.claims)
-        a.skipped_types = dict(self.skipped_types)
-        a.provider_tools = list(self.provider_tools)
+        a.claims = [*self._claims] if self._claims else []
+        a.skipped_types = {**self.skipped_types} if self.skipped_types else {}
+        a.provider_tools = [*self._provider_tools] if self._provider_tools else []
         return a
+
+    def _ref_passes(
+        self, citations: list[Citation] | None
+    ) -> tuple[CitationRefs | None, list[int], list[int]]:
+        """The snapshot's refs (None: none), dangling footnotes and uncited documents."""
+        refs = self._refs
+        sources = self._sources
+        if not (sources or self._refs_seen or (refs is not None and len(refs))):
+            if not citations:
+                return None, [], []
+            docs = {c.document_index for c in citations if c.document_index is not None}
+            return None, [], sorted(docs)
+        citations = citations or []
+        known = {c.document_index for c in citations}
+        if sources:
+            known.update(n - 1 for s in sources if (n := s.number) is not None)
+        view = self.refs.view()
+        referenced, dangling = self._refs_of_choice0(view, known)
+        docs = {c.document_index for c in citations if c.document_index is not None}
+        return view, dangling, sorted(docs - referenced)
 
     def _refs_of_choice0(
         self, refs: CitationRefs, known: set[int | None]
@@ -417,6 +384,8 @@ class AnswerBuilder:
         first-seen order) that reference no known document. Only the refs that are new
         since the last snapshot are looked at, and without making objects."""
         seen = self._refs_seen
+        if seen is None:
+            seen = self._refs_seen = {}
         if len(refs) > self._refs_upto:
             for pair in refs.first_seen(self._refs_upto):
                 if pair not in seen:
@@ -445,25 +414,6 @@ def _specialise_compaction() -> None:
         b.refusal_parts.append("x")
         b.tool_call(ToolCallEvent(0, 0, None, None, "x"))
         b.compact()
-
-
-_FOLD: dict[type, Callable[[AnswerBuilder, Any], None]] = {
-    TokenEvent: AnswerBuilder._token,
-    CitationRefEvent: lambda b, ev: b.refs.add_event(ev),
-    CitationsEvent: AnswerBuilder._citations,
-    FinishEvent: AnswerBuilder._finish,
-    UsageEvent: AnswerBuilder._usage,
-    MetaEvent: AnswerBuilder._meta,
-    ErrorEvent: AnswerBuilder.error,
-    ReasoningEvent: AnswerBuilder._reasoning,
-    RefusalEvent: AnswerBuilder._refusal,
-    ToolCallEvent: AnswerBuilder._tool_call,
-    SourcesEvent: AnswerBuilder._sources,
-    GroundingEvent: AnswerBuilder._grounding,
-    ClaimEvent: AnswerBuilder._claim,
-    ProviderToolEvent: AnswerBuilder._provider_tool,
-}
-"""How :meth:`AnswerBuilder.add` folds each event type (by exact type, as before)."""
 
 
 _specialise_compaction()

@@ -17,6 +17,9 @@ from bisect import bisect_right
 
 __all__ = ["STEP", "ByteOffsets"]
 
+_CONT = bytes(range(0x80, 0xC0))
+"""UTF-8 continuation bytes: every other byte starts a character."""
+
 STEP = 16384
 """Characters between two checkpoints of the walk."""
 
@@ -79,3 +82,46 @@ class ByteOffsets:
                 break
         self._advance(b - self.byte)
         return self.char + 1 if end and self.byte < b else self.char
+
+    def to_chars(self, needed: list[tuple[int, bool]]) -> list[int]:
+        """:meth:`to_char` of each ``(byte, end)`` of ``needed`` (ascending), in one walk:
+        the text up to the last offset is encoded once and its characters counted
+        between one offset and the next (the bytes that start a character), no walk
+        per offset. A walk longer than :data:`STEP` goes offset by offset.
+
+        >>> b = ByteOffsets()
+        >>> b.grow("né 🙂!")
+        9
+        >>> b.to_chars([(0, False), (2, False), (2, True), (4, True), (9, True)])
+        [0, 1, 2, 3, 5]
+        """
+        if not needed:
+            return []
+        first, last = needed[0][0], needed[-1][0]
+        if first < self.byte:
+            i = bisect_right(self._mark_bytes, first) - 1
+            self.byte, self.char = self._mark_bytes[i], self._mark_chars[i]
+        base_b, base_c = self.byte, self.char
+        if last - base_b > STEP:
+            return [self.to_char(b, end=end) for b, end in needed]
+        piece = self.text[base_c : base_c + last - base_b].encode("utf-8", "surrogatepass")
+        chars: list[int] = []
+        if piece.isascii():  # a byte is a character
+            chars = [base_c + b - base_b for b, _ in needed]
+            self.byte, self.char = last, base_c + last - base_b
+        else:
+            at, counted = 0, 0
+            for b, end in needed:
+                rel = b - base_b
+                counted += len(piece[at:rel].translate(None, _CONT))
+                at = rel
+                inside = rel < len(piece) and 0x80 <= piece[rel] < 0xC0
+                chars.append(base_c + counted - (inside and not end))
+            while at < len(piece) and 0x80 <= piece[at] < 0xC0:
+                at -= 1  # back to the start of the character the last offset is in
+            self.byte = base_b + at
+            self.char = base_c + len(piece[:at].translate(None, _CONT))
+        if self.char >= self._mark_chars[-1] + STEP:
+            self._mark_bytes.append(self.byte)
+            self._mark_chars.append(self.char)
+        return chars

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from streamcite.core.markers import FootnoteDetector
     from streamcite.core.refs import RefStore
     from streamcite.core.sse import RawEvent
-    from streamcite.core.template import ContentTemplate
+    from streamcite.core.template import ContentTemplate, DeltaTemplate
     from streamcite.core.tool_placer import ToolPlacer
 
 __all__ = ["ChatState"]
@@ -39,8 +39,12 @@ class ChatState(Protocol):
     done: bool
     _tools: dict[int, ToolPlacer]
 
-    # -- read by fastpath.py (the keep-mode loop) ------------------------------------
+    # -- read by one_step.py -----------------------------------------------------------
+    _meta_seen: bool
+
+    # -- read by fastpath.py (the keep-mode loop) and delta_fastpath.py --------------
     _tpl: ContentTemplate
+    _dtpl: DeltaTemplate
     _refs: RefStore
     _detectors: dict[int, FootnoteDetector]
     _raw0: list[str]
@@ -62,6 +66,8 @@ class ChatState(Protocol):
     def _chunk(self, item: RawEvent, out: list[Event]) -> None: ...
 
     def _interpret(self, obj: dict[str, Any], key: str, out: list[Event]) -> None: ...
+
+    def _meta(self, obj: dict[str, Any], out: list[Event]) -> None: ...
 
     def _foreign(self, obj: dict[str, Any], out: list[Event]) -> None: ...
 

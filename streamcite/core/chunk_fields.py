@@ -18,6 +18,11 @@ from streamcite.core.quote import quote
 __all__ = ["ChunkFields"]
 
 
+def _count(v: Any) -> int | None:
+    """A token count: an integer (never a bool), else None."""
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
 def _citation_lists(obj: dict[str, Any]) -> tuple[Any, Any]:
     return obj.get("citations"), obj.get("search_results")
 
@@ -29,6 +34,10 @@ class ChunkFields(ChunkFaults):
 
     def _keep_fields(self, obj: dict[str, Any]) -> None:
         fields = self._builder.chunk_fields
+        if not fields:  # the first chunk's: every field is the first value, in order
+            fields.update(obj)
+            fields.pop("choices", None)
+            return
         for k, v in obj.items():
             if k != "choices" and k not in fields:
                 fields[k] = v
@@ -92,12 +101,13 @@ class ChunkFields(ChunkFaults):
         if type(usage) is not dict:
             self._fault(out, "bad_chunk", f"usage is not an object: {quote(usage)}")
             return
-        vals = []
-        for k in ("prompt_tokens", "completion_tokens", "total_tokens"):
-            v = usage.get(k)
-            vals.append(v if isinstance(v, int) and not isinstance(v, bool) else None)
-        self._builder.usage = Usage(*vals)
-        ev = UsageEvent(prompt_tokens=vals[0], completion_tokens=vals[1], total_tokens=vals[2])
+        p, c, t = (
+            _count(usage.get("prompt_tokens")),
+            _count(usage.get("completion_tokens")),
+            _count(usage.get("total_tokens")),
+        )
+        self._builder.usage = Usage(p, c, t)
+        ev = UsageEvent(p, c, t)
         if final:
             self._usage_pending = None
             out.append(ev)

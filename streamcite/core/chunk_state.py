@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from streamcite.core.markers import FootnoteDetector, MarkerMode
     from streamcite.core.refs import RefStore
     from streamcite.core.surrogates import SurrogateJoiner
-    from streamcite.core.template import ContentTemplate
+    from streamcite.core.template import ContentTemplate, DeltaTemplate
     from streamcite.core.tool_placer import ToolPlacer
 
 __all__ = ["ChunkState"]
@@ -29,6 +29,7 @@ class ChunkState:
         "_builder",
         "_detectors",
         "_disp0",
+        "_dtpl",
         "_finished",
         "_last_citations",
         "_meta_seen",
@@ -53,6 +54,7 @@ class ChunkState:
     _builder: AnswerBuilder
     _detectors: dict[int, FootnoteDetector]
     _disp0: list[str]
+    _dtpl: DeltaTemplate
     _finished: set[int]
     _last_citations: Any
     _meta_seen: bool

@@ -16,6 +16,7 @@ from streamcite.core.answer import AnswerBuilder
 from streamcite.core.bounds import MAX_CHOICES
 from streamcite.core.chunk_fields import ChunkFields
 from streamcite.core.chunk_surrogates import SurrogateHandling
+from streamcite.core.delta_fastpath import delta_run
 from streamcite.core.deltas import (
     check_spans,
     check_tool_arguments,
@@ -28,18 +29,17 @@ from streamcite.core.events import (
     ErrorEvent,
     Event,
     FinishEvent,
-    RefusalEvent,
     TokenEvent,
-    ToolCallEvent,
     UsageEvent,
 )
 from streamcite.core.fastpath import feed_keep_mode
 from streamcite.core.markers import FootnoteDetector, MarkerMode
 from streamcite.core.named_events import named_event
+from streamcite.core.one_step import LEARNABLE, take
 from streamcite.core.quote import quote
 from streamcite.core.sse import OVERFLOW, RawEvent
 from streamcite.core.surrogates import SurrogateJoiner, loads_lone_surrogates
-from streamcite.core.template import ContentTemplate
+from streamcite.core.template import ContentTemplate, DeltaTemplate
 from streamcite.core.tokens import emit_token
 from streamcite.core.tool_placer import ToolPlacer
 from streamcite.core.wrong_dialect import is_foreign
@@ -50,6 +50,9 @@ __all__ = ["MAX_CHOICES", "ChunkInterpreter", "error_from_payload"]
 _loads = orjson.loads
 _new = object.__new__
 _JSONDecodeError = orjson.JSONDecodeError
+_NO_TEMPLATE = DeltaTemplate()
+"""A stream's delta template until its first refusal or argument fragment (never learnt
+into: ``_learn`` makes the stream's own first)."""
 _EXTRA_KEYS = ("reasoning_content", "reasoning", "refusal", "tool_calls", "annotations")
 
 
@@ -111,6 +114,9 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
         """A chunk of another API's dialect was seen (reported once)."""
         """A provider error cut the answer (``finish_reason: "error"``, an error object)."""
         self._tpl = ContentTemplate()
+        self._dtpl = _NO_TEMPLATE
+        """The envelope of refusal and tool-argument chunks (``core.delta_fastpath``):
+        made at the first such chunk (most streams have none)."""
         self.done = False
         """``[DONE]`` was seen (or a non-streaming body was interpreted)."""
 
@@ -151,8 +157,11 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
             )
         if type(obj) is not dict:
             return self._fault(out, "bad_chunk", f"chunk is not a JSON object: {payload[:120]!r}")
-        if not self._rare_delta(obj, out):
+        taken = self._rare_delta(obj, out)
+        if not taken:
             self._interpret(obj, "delta", out)
+        elif taken == LEARNABLE:
+            self._learn(payload, obj)  # the chunks like it: taken from their bytes
         return out
 
     def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:
@@ -170,7 +179,12 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
         if self._mode_keep and 0 in self._detectors:
             feed_keep_mode(self, raw, out)
             return
-        for k, item in enumerate(raw):
+        items = iter(raw)
+        while True:
+            # Refusal and tool-argument chunks in a learnt envelope: delta_fastpath.py.
+            item = delta_run(self, items, out) if self._dtpl.prefix else next(items, None)
+            if item is None:
+                return
             if isinstance(item, bytes):
                 self.feed(item, b"", out)
             elif item is OVERFLOW:
@@ -180,8 +194,8 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
             if self.done:
                 return  # nothing after [DONE] counts, not even errors
             if self._mode_keep and 0 in self._detectors:
-                if k + 1 < len(raw):
-                    feed_keep_mode(self, raw[k + 1 :], out)
+                if rest := list(items):
+                    feed_keep_mode(self, rest, out)
                 return
 
     def _chunk(self, item: RawEvent, out: list[Event]) -> None:
@@ -208,8 +222,11 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
             self.feed(item, b"", out)  # [DONE], or reports the invalid JSON
             return
         except (KeyError, TypeError, ValueError, IndexError):
-            if not self._rare_delta(obj, out):
+            taken = self._rare_delta(obj, out)
+            if not taken:
                 self._general(obj, item, out)
+            elif taken == LEARNABLE:
+                self._learn(item, obj)
             return
         if (
             type(content) is not str
@@ -231,66 +248,21 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
         if content:
             self._token(0, content, out)
 
-    def _rare_delta(self, obj: Any, out: list[Event]) -> bool:  # noqa: C901, RUF100
-        """A chunk that is one refusal text, or one argument fragment of a tool call of
-        choice 0 already started (``{"index": N, "function": {"arguments": "…"}}``), and
-        nothing else the general way reads: its event and answer part made here, as the
-        general way makes them (True); else False (the general way takes it). A tool-call
-        or refusal stream is made of such chunks."""
-        if obj.__class__ is not dict or not self._meta_seen:
-            return False
-        choices = obj.get("choices")
-        if choices.__class__ is not list or len(choices) != 1:
-            return False
-        ch = choices[0]
-        if ch.__class__ is not dict or ch.get("index", 0) != 0 or ch.get("finish_reason"):
-            return False
-        delta = ch.get("delta")
-        if (
-            delta.__class__ is not dict
-            or len(delta) != 1
-            or ch.get("index", 0).__class__ is not int
-            or "usage" in ch
-            or "citations" in obj
-            or "search_results" in obj
-            or "error" in obj
-            or "x_groq" in obj
-            or obj.get("usage")
-            or obj.get("object") == "error"
-        ):
-            return False
-        b = self._builder
-        refusal = delta.get("refusal")
-        if refusal.__class__ is str:
-            if b.bounds.max_choices < 1:
-                return False
-            if refusal:
-                out.append(RefusalEvent(0, refusal))
-                b.refusal_parts.append(refusal)
-            return True
-        calls = delta.get("tool_calls")
-        if calls.__class__ is not list or len(calls) != 1:
-            return False
-        call = calls[0]
-        if call.__class__ is not dict or len(call) != 2:
-            return False
-        tidx, fn = call.get("index"), call.get("function")
-        if tidx.__class__ is not int or fn.__class__ is not dict or len(fn) != 1:
-            return False
-        args = fn.get("arguments")
-        placer = self._tools.get(0)
-        if (
-            args.__class__ is not str
-            or placer is None
-            or not 0 <= tidx < placer.limit
-            or tidx not in b.tool_calls
-        ):
-            return False
-        placer.place(tidx, None, None)  # an index without id or name: within the limit
-        ev = ToolCallEvent(0, tidx, None, None, args)
-        out.append(ev)
-        b.tool_call(ev)
-        return True
+    def _rare_delta(self, obj: Any, out: list[Event]) -> int:
+        """A chunk of choice 0 whose delta has no content text and nothing else the
+        general way reads (the first chunk of a tool-call or refusal stream, a call's
+        start, an argument fragment, a refusal text): taken in one step, as the general
+        way takes it (``core.one_step``: ``TAKEN``, or ``LEARNABLE`` for the shapes
+        whose envelope ``core.delta_fastpath`` learns); else ``NOT_TAKEN`` (0)."""
+        return take(self, obj, out)
+
+    def _learn(self, payload: bytes, obj: dict[str, Any]) -> None:
+        """The envelope of a chunk taken as ``LEARNABLE`` (the template made at the first)."""
+        t = self._dtpl
+        if t is _NO_TEMPLATE:
+            t = self._dtpl = DeltaTemplate()
+        if t.on:
+            t.learn(payload, obj)
 
     def _general(self, obj: Any, payload: bytes, out: list[Event]) -> None:
         if type(obj) is not dict:

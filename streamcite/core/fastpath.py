@@ -12,9 +12,11 @@ does every chunk of a stream whose envelope varies (the template is off).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import chain
 from typing import TYPE_CHECKING
 
 from streamcite.core._fields import expect_fields
+from streamcite.core.delta_fastpath import delta_run
 from streamcite.core.events import CitationRefEvent, Event, TokenEvent
 from streamcite.core.markers import TAIL_MARKERS, FootnoteDetector
 from streamcite.core.refs import MAX_PENDING
@@ -47,13 +49,17 @@ expect_fields(
 def feed_keep_mode(ip: ChatState, raw: list[RawEvent], out: list[Event]) -> None:
     """Interpret one read's raw events; choice 0's detector must exist (a token was seen).
 
-    Runs of template chunks go through :func:`_template_run`; each chunk it does
-    not take goes to the general path, and the run resumes after it.
+    Runs of template chunks go through :func:`_template_run`, runs of refusal or
+    tool-argument chunks in their learnt envelope through
+    :func:`~streamcite.core.delta_fastpath.delta_run`; each chunk neither takes goes
+    to the general path, and the run resumes after it.
     """
     tpl = ip._tpl
     items = iter(raw)
     while True:
         item = _template_run(ip, items, out) if tpl.proven and tpl.on else next(items, None)
+        if item is not None and ip._dtpl.prefix:
+            item = delta_run(ip, chain((item,), items), out)
         if item is None:
             break
         ip._chunk(item, out)

@@ -164,18 +164,21 @@ class FootnoteDetector:
     __slots__ = ("_render", "_strip", "held", "held_refs", "held_start", "keep", "offset")
 
     def __init__(self, mode: MarkerMode = "keep") -> None:
-        self.keep = mode == "keep"
-        self._strip = mode == "strip"
-        if mode == "superscript":
-            self._render: Callable[[int], str] | None = render_superscript
-        elif callable(mode):
-            self._render = mode
-        elif mode in ("keep", "strip"):
-            self._render = None
+        self._render: Callable[[int], str] | None = None
+        if mode == "keep":  # (every stream makes one: the usual mode decided at once)
+            self.keep = True
+            self._strip = False
         else:
-            raise ValueError(
-                f"unknown marker mode {mode!r}: keep, strip, superscript or a callable"
-            )
+            self.keep = False
+            self._strip = mode == "strip"
+            if mode == "superscript":
+                self._render = render_superscript
+            elif callable(mode):
+                self._render = mode
+            elif not self._strip:
+                raise ValueError(
+                    f"unknown marker mode {mode!r}: keep, strip, superscript or a callable"
+                )
         self.offset = 0
         """Characters of raw text seen so far."""
         self.held = ""

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 from streamcite.core.api import ChatStreamParser
@@ -28,7 +28,7 @@ from streamcite.pipeline.apis import Api, check_api, prepare_request
 from streamcite.pipeline.claims import ClaimStage
 from streamcite.pipeline.enrichment import EnrichmentStage
 from streamcite.pipeline.opening import OpenFailed, make_transport, open_upstream
-from streamcite.pipeline.reading import read_events
+from streamcite.pipeline.reading import read_batches
 from streamcite.pipeline.recorder import Recorder
 from streamcite.pipeline.timeouts import Budget, Timeouts
 from streamcite.telemetry.switch import active as telemetry_active
@@ -130,10 +130,11 @@ class ChatStream:
             scrub=self._rec.scrub,
             enrich_incomplete=enrich_incomplete,
         )
-        self._gen: AsyncIterator[Event] | None = None
+        self._gen: AsyncIterator[Any] | None = None
         self._claims: ClaimStage | None = None
         self._resp: UpstreamResponse | None = None
         self._started = False
+        self._batched = False
 
     def __repr__(self) -> str:  # never shows keys or headers
         return f"<ChatStream {self.stream_id} {self._host} model={self.request.get('model')!r}>"
@@ -168,7 +169,23 @@ class ChatStream:
             # answer so far stays in ``answer``) rather than sending a new request.
             self._gen = _exhausted() if self._started else self._run()
             self._started = True
-        return self._gen
+            self._batched = False
+        elif self._batched:
+            raise RuntimeError("this stream is being iterated by batches()")
+        return cast(AsyncIterator[Event], self._gen)
+
+    def batches(self) -> AsyncIterator[list[Event]]:
+        """The same events as iterating the stream, a list at a time: each upstream read's
+        events together (one step per read instead of one per event, for consumers such
+        as a relay where that step counts), the cold ones (enrichment, ``done``) one a
+        list. Never an empty list. A stream is iterated once, either way."""
+        if self._gen is None:
+            self._gen = _exhausted() if self._started else self._batches()
+            self._started = True
+            self._batched = True
+        elif not self._batched:
+            raise RuntimeError("this stream is being iterated event by event")
+        return cast(AsyncIterator[list[Event]], self._gen)
 
     @property
     def text_stream(self) -> AsyncIterator[str]:
@@ -196,6 +213,15 @@ class ChatStream:
     # -- the run -------------------------------------------------------------------
 
     async def _run(self) -> AsyncIterator[Event]:
+        batches = self._batches()
+        try:
+            async for batch in batches:
+                for ev in batch:
+                    yield ev
+        finally:
+            await batches.aclose()  # its cleanup now, not when it is collected
+
+    async def _batches(self) -> AsyncGenerator[list[Event], None]:
         parser, rec, budget = self._parser, self._rec, self._budget
         timings = parser.builder.timings
         budget.start()
@@ -208,13 +234,15 @@ class ChatStream:
             try:
                 resp = await self._open()
             except OpenFailed as failed:
-                yield rec.error(failed.event)
+                yield [rec.error(failed.event)]
             else:
-                events = read_events(resp, parser, budget, rec)
-                if claims.sessions:  # live claims interleaved (none: the plain hot path)
-                    events = claims.interleave(events)
-                async for ev in events:
-                    yield ev
+                batches = read_batches(resp, parser, budget, rec)
+                if not claims.sessions:  # the plain hot path
+                    async for batch in batches:
+                        yield batch
+                else:  # live claims interleaved
+                    async for ev in claims.interleave(_flat(batches)):
+                        yield [ev]
                 if timings.stream_ms is None:
                     timings.stream_ms = budget.elapsed_ms()
             # Not started at a finish chunk: [DONE] without a finish_reason, a stream cut
@@ -225,8 +253,8 @@ class ChatStream:
             async for ev in self._enrichment.collect(parser.builder, rec.error):
                 if type(ev) is GroundingEvent:  # one claim channel: its claims first
                     for claim in claims.after_stream(ev):
-                        yield claim
-                yield ev
+                        yield [claim]
+                yield [ev]
             timings.total_ms = budget.elapsed_ms()
             done = parser.done_event()
             self._log.info(
@@ -236,7 +264,7 @@ class ChatStream:
                 total_ms=timings.total_ms,
                 errors=[e.code for e in done.answer.errors],
             )
-            yield done
+            yield [done]
         except asyncio.CancelledError:
             parser.add_error(
                 ErrorEvent(code="cancelled", message="the stream was cancelled", stage="cancelled")
@@ -308,6 +336,12 @@ stream_chat = ChatStream
 constructor is the API: one signature, documented once)."""
 
 
-async def _exhausted() -> AsyncIterator[Event]:
+async def _exhausted() -> AsyncIterator[Any]:
     return
     yield  # makes this an async generator
+
+
+async def _flat(batches: AsyncIterator[list[Event]]) -> AsyncIterator[Event]:
+    async for batch in batches:
+        for ev in batch:
+            yield ev

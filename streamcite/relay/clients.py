@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import secrets
 import socket
-import struct
 import time
 from collections.abc import Callable, Sequence
 
@@ -23,7 +22,7 @@ from aiohttp import WSMsgType, web
 from streamcite.logs import get_logger
 from streamcite.relay.guard import Identity
 from streamcite.relay.live import LiveWriter
-from streamcite.relay.protocol import CloseCode, envelope, heartbeat_frame
+from streamcite.relay.protocol import CloseCode, envelope, heartbeat_frame, ws_text_frame
 from streamcite.relay.writer import SendGate, write_transport
 from streamcite.streamlog import LogEntry
 
@@ -31,6 +30,7 @@ __all__ = [
     "AiSdkClient",
     "Client",
     "ClientGone",
+    "LiveFlush",
     "OnSent",
     "SseClient",
     "TooSlow",
@@ -172,7 +172,7 @@ class Client:
 
 class WsClient(Client):
     kind = "ws"
-    __slots__ = ("closer", "live", "send_timeout", "ws")
+    __slots__ = ("closer", "live", "live_flush", "send_timeout", "ws")
 
     def __init__(
         self,
@@ -181,6 +181,7 @@ class WsClient(Client):
         send_timeout: float,
         cap: int,
         who: Identity,
+        live_flush: LiveFlush | None = None,
     ):
         super().__init__(request, cap, who)
         self.ws = ws
@@ -188,6 +189,8 @@ class WsClient(Client):
         self.closer: asyncio.Task[None] | None = None
         self.live: _LiveFrames | None = None
         """Frames the live taps gave this client in this loop turn (one write per turn)."""
+        self.live_flush = live_flush
+        """Writes the live frames of every client at the end of the turn (the relay's)."""
 
     async def _write(self, frame: bytes, seq: int | None) -> None:
         if self.live is not None:
@@ -210,14 +213,14 @@ class WsClient(Client):
         t.write(data)
 
     def live_writer(self) -> LiveWriter | None:
-        """Take one event frame for the socket now, when its buffer is empty (so the cap
-        holds and nothing is queued ahead of it) and the WebSocket is open; else False.
-        The frames taken in one loop turn go out in one write at the end of the turn."""
+        """Takes event frames for the socket, when its buffer is empty (so the cap holds and
+        nothing is queued ahead of them) and the WebSocket is open; the frames taken in one
+        loop turn go out in one write at the end of the turn (:class:`LiveFlush`)."""
         if self.transport is None:
             return None
         if self.live is None:
-            self.live = _LiveFrames(self, self.transport)
-        return self.live.take
+            self.live = _LiveFrames(self, self.transport, self.live_flush)
+        return self.live
 
     def close_soon(self, code: int, reason: str) -> None:
         """Close from any task without waiting: queued frames go out before the close."""
@@ -239,6 +242,32 @@ class WsClient(Client):
             self.abort()
 
 
+class LiveFlush:
+    """Writes the live frames of a relay's WebSocket clients at the end of the loop turn
+    that took them: one callback a turn for all the clients (not one per client), and the
+    turn's writes together — a client process woken by the first finds the others' bytes
+    ready, instead of being woken once per write."""
+
+    __slots__ = ("pending",)
+
+    def __init__(self) -> None:
+        self.pending: list[_LiveFrames] = []
+
+    def add(self, frames: _LiveFrames) -> None:
+        pending = self.pending
+        if not pending:
+            asyncio.get_running_loop().call_soon(self.run)
+        pending.append(frames)
+
+    def run(self) -> None:
+        pending, self.pending = self.pending, []
+        for frames in pending:
+            try:
+                frames.flush()
+            except Exception:  # a bug: the other clients' frames still go out
+                _logger.exception("relay.live_flush_failed", client=frames.client.id)
+
+
 class _LiveFrames:
     """A WebSocket client's frames from live taps, written once per loop turn.
 
@@ -246,25 +275,27 @@ class _LiveFrames:
     never hold more than the write-buffer cap (a frame that would pass it is refused: the
     tap lets go and its pump waits for room, as for any write)."""
 
-    __slots__ = ("client", "frames", "loop", "size", "transport", "ws")
+    __slots__ = ("client", "frames", "later", "size", "transport", "ws")
 
-    def __init__(self, client: WsClient, transport: asyncio.WriteTransport) -> None:
+    def __init__(
+        self, client: WsClient, transport: asyncio.WriteTransport, later: LiveFlush | None = None
+    ) -> None:
         self.client = client
         self.ws = client.ws
         self.transport = transport
-        self.loop = asyncio.get_running_loop()
+        self.later = later if later is not None else LiveFlush()
+        """Flushes these frames at the end of the loop turn (the relay's, shared)."""
         self.frames: list[bytes] = []
         self.size = 0
 
-    def take(self, payload: bytes) -> bool:
+    def take(self, data: bytes) -> bool:
         client, t = self.client, self.transport
         if client.closing or self.ws.closed or t.get_write_buffer_size() or t.is_closing():
             self.flush()
             return False
-        data = ws_text_frame(payload)
         frames = self.frames
         if not frames:
-            self.loop.call_soon(self.flush)
+            self.later.add(self)
         elif self.size + len(data) > client.gate.cap:
             self.flush()
             return False
@@ -374,19 +405,3 @@ def limit_write_buffer(transport: object, high: int, sndbuf: int | None) -> None
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, sndbuf)
-
-
-_WS_LEN1 = struct.Struct("!BB").pack
-_WS_LEN2 = struct.Struct("!BBH").pack
-_WS_LEN3 = struct.Struct("!BBQ").pack
-
-
-def ws_text_frame(payload: bytes) -> bytes:
-    """One unmasked, unfragmented WebSocket text frame (RFC 6455 §5.2; a server's frames
-    carry no mask)."""
-    n = len(payload)
-    if n < 126:
-        return _WS_LEN1(0x81, n) + payload
-    if n < 65536:
-        return _WS_LEN2(0x81, 126, n) + payload
-    return _WS_LEN3(0x81, 127, n) + payload

@@ -96,6 +96,11 @@ class RelayConfig:
     """On shutdown, running streams get this long to finish before ``shutdown`` errors."""
     allow_client_faults: bool = False
     """Forward the ``faults`` ask option to the upstream (embedded backend; tests, demos)."""
+    tune_gc: bool = False
+    """Once listening, tune the process's cyclic garbage collector for a long-running relay
+    (:func:`streamcite.relay.eventloop.tune_gc`: start-up objects frozen, young
+    collections every 50,000 allocations). Process-wide, so off for a relay embedded in
+    another application; ``streamcite relay`` turns it on."""
     static_dir: Path = STATIC_DIR
     instance_id: str = field(default_factory=lambda: f"relay-{secrets.token_hex(4)}")
 

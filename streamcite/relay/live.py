@@ -7,7 +7,9 @@ with no task switch and no log read per event per client. The log stays the sour
 truth: the tap only takes the event right after the last one it delivered, and only while
 the client's write buffer is empty (so the write-buffer cap and the too-slow rule hold);
 any other case — a gap, a backlog, a closing connection — releases the tap, and the pump
-reads the log from where the tap stopped, exactly once, in order, as before.
+reads the log from where the tap stopped, exactly once, in order, as before. The frames the
+taps take in one loop turn go out at its end, in one write per client, the writes to all the
+clients together (before that, any other write to a client writes them first).
 
 Used only with a log that appends without awaiting (the in-memory one): the producer
 knows each event's ``seq`` in the call that logged it, so nothing can be logged between
@@ -19,15 +21,24 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from typing import Protocol
 
-from streamcite.relay.protocol import is_done_payload
+from streamcite.relay.protocol import DONE_PREFIX as _DONE_PREFIX
+from streamcite.relay.protocol import ws_text_header
 
 __all__ = ["LiveTap", "LiveWriter", "Taps"]
 
 OnSent = Callable[[str, int, float], None]
-LiveWriter = Callable[[bytes], bool]
-"""Writes one event frame (the enveloped event's JSON) to a client now and returns True, or
-returns False, writing nothing, when it cannot go out at once (``Client.live_writer``)."""
+
+
+class LiveWriter(Protocol):
+    """A client's live frames (``Client.live_writer``)."""
+
+    def take(self, frame: bytes) -> bool:
+        """Take one event's WebSocket frame (encoded: :func:`ws_text_frame` of the enveloped
+        event's JSON) for the socket and return True, or return False, taking nothing, when
+        it cannot go out at once."""
+        ...
 
 
 class LiveTap:
@@ -46,7 +57,7 @@ class LiveTap:
         self.sid = sid
         self.delivered = delivered
         """The last ``seq`` this client was given (by the pump, then by the tap)."""
-        self.write = write
+        self.write = write.take
         self.waiter = waiter
         """Resolved when the tap lets go (the pump takes over again)."""
         self.on_sent = on_sent
@@ -98,11 +109,24 @@ class Taps:
         taps = self.taps
         if not taps:
             return
-        frame = b"%b%d,%b" % (self.head, seq, payload[1:])  # envelope(sid, seq, payload)
-        done = is_done_payload(payload)
-        if len(taps) == 1:
-            if not taps[0].offer(seq, frame, done):
-                taps.clear()
+        # ws_text_frame(envelope(sid, seq, payload)): made once for every tap, in one join
+        mid = b"%d," % seq
+        head = self.head
+        n = len(head) + len(mid) + len(payload) - 1
+        frame = b"".join((ws_text_header(n), head, mid, payload[1:]))
+        done = payload.startswith(_DONE_PREFIX)  # is_done_payload(payload)
+        if len(taps) == 1:  # the common case: LiveTap.offer inlined (once per event)
+            tap = taps[0]
+            if seq == tap.delivered + 1 and tap.write(frame):
+                tap.delivered = seq
+                tap.counted += 1
+                if tap.on_sent is not None:
+                    tap.on_sent(tap.sid, seq, time.perf_counter())
+                if not done:
+                    return
+                tap.done = True
+            tap.release()
+            taps.clear()
         else:
             self.taps = [tap for tap in taps if tap.offer(seq, frame, done)]
 

@@ -345,7 +345,8 @@ class Producer:
     async def _log_events(  # noqa: C901  (the per-event loop, inlined: every call costs)
         self, stream: ProducedStream, upstream: ChatStream, bounds: StreamBounds, run: _Run
     ) -> None:
-        """The hot loop: each pipeline event → its wire JSON → the log."""
+        """The hot loop: each pipeline event → its wire JSON → the log (the events of one
+        upstream read come as one batch: one async step per read, not per event)."""
         sid = stream.stream_id
         log = self.log
         append_nowait = self._append_nowait
@@ -356,50 +357,52 @@ class Producer:
         first_token = True
         time_to = dict(metrics.time_to)  # the first event of each kind, then dropped
         citations_seq = 0  # the citations frame in the log that a newer one supersedes
-        async for event in upstream:
-            t = time.perf_counter()
-            kind = type(event)
-            if kind is TokenEvent:  # the hot path: its JSON from a template
-                payload = token_json(event.index, event.text, event.display)  # type: ignore[union-attr]
-            elif kind is CitationsEvent and run.hold(event):  # type: ignore[arg-type]
-                continue  # a newer one, or done, logs it
-            elif kind is ErrorEvent or kind is DoneEvent:  # cold path
-                if kind is DoneEvent and run.held is not None:
-                    citations_seq = await self._log_held(stream, run)
-                bounded = bounds.payload(event)  # type: ignore[arg-type]
-                if bounded is None:
-                    continue  # one error too many: counted, not sent
-                payload = bounded
-            else:
-                payload = orjson.dumps(event)
-            if append_nowait is not None:
-                seq = append_nowait(sid, payload)
-                if taps is not None:
-                    taps.logged(seq, payload)
-            else:
-                seq = await log.append(sid, payload)
-            if on_event is not None:
-                on_event(sid, seq, t)
-            if kind is TokenEvent:
-                if first_token:
-                    first_token = False
-                    metrics.ttft.observe(t - stream.started)
-            elif kind is CitationsEvent:
-                hist = time_to.pop("citations", None)  # the first one only
-                if hist is not None:
-                    hist.observe(t - stream.started)
-                if citations_seq and supersede is not None:
-                    supersede(sid, citations_seq, SUPERSEDED % seq)
-                citations_seq = run.citations_seq = seq
-            elif kind is ErrorEvent:
-                metrics.errors[event.code] += 1  # type: ignore[union-attr]
-            elif kind is DoneEvent:
-                run.done = event  # type: ignore[assignment]
-                metrics.stream_seconds.observe(t - stream.started)
-            elif time_to:
-                hist = time_to.pop(event.type, None)
-                if hist is not None:
-                    hist.observe(t - stream.started)
+        clock = time.perf_counter
+        async for batch in upstream.batches():  # one step per upstream read
+            t = clock()  # (the events of one read arrived together)
+            for event in batch:
+                kind = type(event)
+                if kind is TokenEvent:  # the hot path: its JSON from a template
+                    payload = token_json(event.index, event.text, event.display)  # type: ignore[union-attr]
+                elif kind is CitationsEvent and run.hold(event):  # type: ignore[arg-type]
+                    continue  # a newer one, or done, logs it
+                elif kind is ErrorEvent or kind is DoneEvent:  # cold path
+                    if kind is DoneEvent and run.held is not None:
+                        citations_seq = await self._log_held(stream, run)
+                    bounded = bounds.payload(event)  # type: ignore[arg-type]
+                    if bounded is None:
+                        continue  # one error too many: counted, not sent
+                    payload = bounded
+                else:
+                    payload = orjson.dumps(event)
+                if append_nowait is not None:
+                    seq = append_nowait(sid, payload)
+                    if taps is not None:
+                        taps.logged(seq, payload)
+                else:
+                    seq = await log.append(sid, payload)
+                if on_event is not None:
+                    on_event(sid, seq, t)
+                if kind is TokenEvent:
+                    if first_token:
+                        first_token = False
+                        metrics.ttft.observe(t - stream.started)
+                elif kind is CitationsEvent:
+                    hist = time_to.pop("citations", None)  # the first one only
+                    if hist is not None:
+                        hist.observe(t - stream.started)
+                    if citations_seq and supersede is not None:
+                        supersede(sid, citations_seq, SUPERSEDED % seq)
+                    citations_seq = run.citations_seq = seq
+                elif kind is ErrorEvent:
+                    metrics.errors[event.code] += 1  # type: ignore[union-attr]
+                elif kind is DoneEvent:
+                    run.done = event  # type: ignore[assignment]
+                    metrics.stream_seconds.observe(t - stream.started)
+                elif time_to:
+                    hist = time_to.pop(event.type, None)
+                    if hist is not None:
+                        hist.observe(t - stream.started)
 
     async def _append(self, stream: ProducedStream, payload: bytes) -> int:
         """Log one event off the hot loop (which inlines this); its ``seq``."""

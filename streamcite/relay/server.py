@@ -28,6 +28,7 @@ from streamcite.relay.clients import Client, WsClient
 from streamcite.relay.config import STATIC_DIR, TOKEN_COOKIE, RelayConfig
 from streamcite.relay.control import StreamControl
 from streamcite.relay.delivery import Delivery
+from streamcite.relay.eventloop import tune_gc
 from streamcite.relay.guard import Guard
 from streamcite.relay.memlog import MemoryStreamLog
 from streamcite.relay.metrics import RelayMetrics
@@ -366,6 +367,8 @@ class RelayServer:
             raise
         self._runner = runner
         self.port = int(runner.addresses[0][1])
+        if self.relay.config.tune_gc:
+            tune_gc()
 
     async def stop(self) -> None:
         """Graceful shutdown, then stop listening and release everything."""

@@ -14,7 +14,14 @@ import time
 from aiohttp import WSMsgType, web
 
 from streamcite.core.errors import StreamciteError
-from streamcite.relay.clients import Client, ClientGone, TooSlow, WsClient, limit_write_buffer
+from streamcite.relay.clients import (
+    Client,
+    ClientGone,
+    LiveFlush,
+    TooSlow,
+    WsClient,
+    limit_write_buffer,
+)
 from streamcite.relay.config import RelayConfig
 from streamcite.relay.control import StreamControl, log_failed_message
 from streamcite.relay.delivery import Delivery
@@ -54,6 +61,8 @@ class WsEndpoint:
         self.delivery = delivery
         self.clients = clients
         self.features = features
+        self.live_flush = LiveFlush()
+        """The live frames of every WebSocket client, written at the end of each turn."""
         """What the ``hello`` frame announces (sources, grounding)."""
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
@@ -69,7 +78,9 @@ class WsEndpoint:
         who = self.access.identity(request)
         await ws.prepare(request)
         limit_write_buffer(request.transport, cfg.client_buffer_bytes, cfg.client_sndbuf)
-        client = WsClient(ws, request, cfg.send_timeout, cfg.client_buffer_bytes, who)
+        client = WsClient(
+            ws, request, cfg.send_timeout, cfg.client_buffer_bytes, who, self.live_flush
+        )
         self.clients.add(client)
         self.metrics.connections["ws"] += 1
         client.logger.debug("client.open", peer=request.remote)

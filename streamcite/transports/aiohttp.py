@@ -29,6 +29,16 @@ def mime_essence(header: str) -> str:
     return found
 
 
+def _read_error(exc: aiohttp.ClientError) -> TransportError:
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        return TransportError(
+            f"connection lost mid-body: {exc}", code="connection_lost", stage="http"
+        )
+    return TransportError(
+        f"read failed: {type(exc).__name__}: {exc}", code="connection_lost", stage="http"
+    )
+
+
 class _Response:
     __slots__ = ("_resp", "headers", "status")
 
@@ -60,14 +70,16 @@ class _Response:
                 if not data:
                     return
                 yield data
-        except aiohttp.ClientPayloadError as exc:
-            raise TransportError(
-                f"connection lost mid-body: {exc}", code="connection_lost", stage="http"
-            ) from exc
         except aiohttp.ClientError as exc:
-            raise TransportError(
-                f"read failed: {type(exc).__name__}: {exc}", code="connection_lost", stage="http"
-            ) from exc
+            raise _read_error(exc) from exc
+
+    async def read_chunk(self) -> bytes:
+        """The body's next bytes as they arrive, ``b""`` at its end: one read, without the
+        iterator of :meth:`aiter_bytes` (a step less per read on the streaming hot path)."""
+        try:
+            return await self._resp.content.readany()
+        except aiohttp.ClientError as exc:
+            raise _read_error(exc) from exc
 
     async def read(self, limit: int = 1 << 20) -> bytes:
         return await read_limited(self.aiter_bytes(), limit)

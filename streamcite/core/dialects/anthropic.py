@@ -165,10 +165,12 @@ class AnthropicInterpreter(TemplatedState):
         self.dispatch(_TABLE, _IGNORED, obj, out)
 
     def _general(self, item: RawEvent, out: list[Event]) -> None:
-        """An event the hot loop did not take: a text delta parsed and checked inline (the
-        template of its block's deltas then written: a text delta of any block is a token;
-        an ``index`` that is not an integer, ``0.0`` or ``true``, goes the strict way and is
-        refused there), anything else the general way."""
+        """An event the hot loop did not take, parsed, and handed to what :meth:`event`
+        would call for it with no call in between: a block's delta read here (a text or
+        thinking delta also writes its block's template for the hot loop; a text delta
+        of any block is a token), any other event to its type's handler. A delta whose
+        ``index`` is not an integer (``0.0``, ``true``) or whose fields are not of their
+        type goes to :meth:`_block_delta`, which refuses it."""
         if item.__class__ is not tuple or item is OVERFLOW:
             StreamState.feed_raw(self, [item], out)
             return
@@ -181,31 +183,37 @@ class AnthropicInterpreter(TemplatedState):
         if obj.__class__ is not dict:
             self.fault(out, "bad_chunk", f"event is not a JSON object: {data[:120]!r}")
             return
-        d = obj.get("delta")
+        kind = obj.get("type")
         if (
-            obj.get("type") == "content_block_delta"
-            and d.__class__ is dict
-            and d.get("type") == "text_delta"
-            and (t := d.get("text")).__class__ is str
-            and (idx := obj.get("index")).__class__ is int  # not 0.0 nor true: the strict way
-            and idx in self._blocks
-        ):
-            self._pre = b"%s%d%s" % (_HEAD, idx, _MID)
-            if t:
-                self.token(0, t, out)
-            return
-        if (
-            d.__class__ is dict
-            and d.get("type") == "thinking_delta"
-            and (t := d.get("thinking")).__class__ is str
+            kind == "content_block_delta"
+            and (d := obj.get("delta")).__class__ is dict
             and (idx := obj.get("index")).__class__ is int
-            and obj.get("type") == "content_block_delta"
         ):
-            self._rpre = b"%s%d%s" % (_HEAD, idx, _THINK)  # the thinking deltas' template
-            if t:
-                self.reasoning(0, t, out)
-            return
-        self._typed(_TABLE, _IGNORED, item[0], obj, out)
+            dk = d.get("type")
+            if dk == "text_delta" and (t := d.get("text")).__class__ is str:
+                if idx in self._blocks:
+                    self._pre = b"%s%d%s" % (_HEAD, idx, _MID)
+                if t:
+                    self.token(0, t, out)
+                return
+            if dk == "thinking_delta" and (t := d.get("thinking")).__class__ is str:
+                self._rpre = b"%s%d%s" % (_HEAD, idx, _THINK)  # the thinking deltas' template
+                if t:
+                    self.reasoning(0, t, out)
+                return
+            if dk == "input_json_delta":
+                self._json_delta(idx, d.get("partial_json"), obj, out)
+                return
+            if dk == "citations_delta":
+                self._cite(idx, d.get("citation"), out)
+                return
+            if dk == "signature_delta":
+                return  # ignored (a thinking block's signature)
+        handler = _TABLE.get(kind) if kind.__class__ is str else None
+        if handler is not None:
+            handler(self, obj, out)
+        elif kind.__class__ is not str or kind not in _IGNORED:
+            self.event(item[0], obj, out)
 
     def _message_start(self, obj: dict[str, Any], out: list[Event]) -> None:
         msg = obj.get("message")

@@ -70,6 +70,9 @@ _JSONDecodeError = JSONDecodeError = orjson.JSONDecodeError
 expect_fields(
     TokenEvent, ["type", "index", "text", "display"], "dialects/base.py and the dialects' feed_raw"
 )
+_USAGE = ["prompt_tokens", "completion_tokens", "total_tokens"]
+expect_fields(UsageEvent, ["type", *_USAGE], "dialects/base.py (StreamState.usage)")
+expect_fields(Usage, _USAGE, "dialects/base.py (StreamState.usage)")
 
 
 def new_token(text: str) -> TokenEvent:
@@ -114,14 +117,13 @@ class StreamState(Citing):
     """The dialect's name, in messages."""
 
     def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
-        self.builder = builder if builder is not None else AnswerBuilder()
-        self._det0 = FootnoteDetector(marker_mode)  # (checks the mode: now, not at a token)
+        b = self.builder = builder if builder is not None else AnswerBuilder()
+        det0 = self._det0 = FootnoteDetector(marker_mode)  # (checks the mode: now)
         self._mode = marker_mode
-        self._mode_keep = marker_mode == "keep"
-        self.builder.display_is_text = self._mode_keep
-        self._raw0 = self.builder.text_parts
-        self._disp0 = self.builder.display_parts
-        self._det: dict[int, FootnoteDetector] = {0: self._det0}
+        b.display_is_text = self._mode_keep = det0.keep
+        self._raw0 = b.text_parts
+        self._disp0 = b.display_parts
+        self._det: dict[int, FootnoteDetector] = {0: det0}
         self._astral = 0
         self._astral_upto = 0
         """Characters beyond the BMP (two UTF-16 units) in choice 0's text before
@@ -344,11 +346,17 @@ class StreamState(Citing):
     def usage(
         self, prompt: Any, completion: Any, total: Any, out: list[Event], *, final: bool = True
     ) -> None:
-        vals = [v if type(v) is int else None for v in (prompt, completion, total)]
-        if vals[2] is None and vals[0] is not None and vals[1] is not None:
-            vals[2] = vals[0] + vals[1]
-        self.builder.usage = Usage(*vals)
-        ev = UsageEvent(prompt_tokens=vals[0], completion_tokens=vals[1], total_tokens=vals[2])
+        # (built without the dataclasses' keyword __init__: four stores each)
+        p = prompt if type(prompt) is int else None
+        c = completion if type(completion) is int else None
+        t = total if type(total) is int else None
+        if t is None and p is not None and c is not None:
+            t = p + c
+        u = self.builder.usage = _new(Usage)
+        u.prompt_tokens, u.completion_tokens, u.total_tokens = p, c, t
+        ev = _new(UsageEvent)
+        ev.type = "usage"
+        ev.prompt_tokens, ev.completion_tokens, ev.total_tokens = p, c, t
         if final:
             self.usage_pending = None
             out.append(ev)
@@ -453,8 +461,9 @@ class StreamState(Citing):
                     self.reasoning(key[1], "\ufffd", out)
                 elif key[0] == "x":
                     self.refusal(key[1], "\ufffd", out)
-        for idx in list(self._det):
-            self._flush(idx, out)
+        for idx, det in list(self._det.items()):
+            if det.held:
+                self._flush(idx, out)
         self.close_extra(out)
         self.flush_citations(out)
         self.flush_usage(out)

@@ -204,7 +204,12 @@ class Citing:
         beyond the BMP are counted up to the furthest offset asked (spans come mostly in
         text order: each part of the text is looked at about once)."""
         text = self.builder.text_so_far()
-        if char < self._astral_upto:
+        upto = self._astral_upto
+        if char < upto:
+            # Behind the furthest offset asked (a span's start, a support naming two
+            # sources): counted from whichever end is nearer.
+            if char > upto >> 1:
+                return char + self._astral - astral(text[char:upto])
             return char + astral(text[:char])
         self._astral += astral(text[self._astral_upto : char])
         self._astral_upto = char

@@ -19,17 +19,14 @@ from __future__ import annotations
 from typing import Any
 
 from streamcite.core.answer import AnswerBuilder
-from streamcite.core.byte_offsets import ByteOffsets
-from streamcite.core.citations import ANSWER_SEGMENT
-from streamcite.core.dialects.base import MAX_SPANS, JSONDecodeError, StreamState, loads, new
+from streamcite.core.dialects._gemini_grounding import GroundingState
+from streamcite.core.dialects.base import JSONDecodeError, StreamState, loads, new
 from streamcite.core.dialects.partial_args import StreamedArgs
 from streamcite.core.dialects.provider_tool_shapes import gemini_code_part
 from streamcite.core.events import Event, TokenEvent
 from streamcite.core.markers import MarkerMode
-from streamcite.core.models import Citation
 from streamcite.core.quote import dump_json, quote
 from streamcite.core.sse import RawEvent
-from streamcite.core.support_keys import support_key
 
 __all__ = ["GeminiInterpreter", "finish_reason"]
 
@@ -50,8 +47,19 @@ _KNOWN = frozenset(
     {"candidates", "usageMetadata", "promptFeedback", "responseId", "modelVersion", "createTime"}
 )
 """The chunk fields the dialect reads (``error`` is looked at first)."""
-_NEVER = 1 << 62
 _STATUS_CODES = {"RESOURCE_EXHAUSTED": 429, "UNAVAILABLE": 503, "INTERNAL": 500}
+
+
+def _plain_extras(cand: dict[str, Any]) -> bool:
+    """A plain chunk's candidate has, besides ``content`` and ``"index": 0``, only a
+    finish reason (the last chunk) and an empty ``groundingMetadata``."""
+    extra = len(cand) - 1 - ("index" in cand)
+    reason = cand.get("finishReason")
+    if reason is not None:
+        if reason.__class__ is not str:
+            return False
+        extra -= 1
+    return not extra or (extra == 1 and cand.get("groundingMetadata") == {})
 
 
 def finish_reason(raw: str) -> str:
@@ -59,67 +67,20 @@ def finish_reason(raw: str) -> str:
     return _REASONS.get(raw, "stop")
 
 
-def _source(chunk: Any) -> tuple[Any, Citation] | None:
-    """A ``groundingChunks`` entry → its key and citation (``None``: not understood)."""
-    if type(chunk) is not dict:
-        return None
-    for kind in ("web", "retrievedContext", "maps"):
-        src = chunk.get(kind)
-        if type(src) is dict:
-            uri, title, text = src.get("uri"), src.get("title"), src.get("text")
-            if any(v is not None and type(v) is not str for v in (uri, title, text)):
-                return None
-            meta = {k: v for k, v in src.items() if k not in ("uri", "title", "text")}
-            if kind != "web":
-                meta["kind"] = kind
-            key = ("uri", uri) if uri else (kind, title, text)
-            cit = Citation(
-                cited_text=text,
-                document_title=title,
-                source_url=uri,
-                provider_metadata=meta or None,
-            )
-            return key, cit
-    return None
-
-
-class GeminiInterpreter(StreamState):
+class GeminiInterpreter(GroundingState):
     """Interprets one Gemini stream (``:streamGenerateContent?alt=sse``)."""
 
-    __slots__ = (
-        "_bytes",
-        "_docs",
-        "_pending",
-        "_quotes",
-        "_seen_supports",
-        "_sources_seen",
-        "_streamed",
-        "_usage_raw",
-        "_wait_docs",
-        "_wait_end",
-    )
+    __slots__ = ("_no_choice", "_streamed", "_usage_raw")
 
     dialect = "gemini"
 
     def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
         super().__init__(builder, marker_mode)
-        self._docs: list[int | None] = []
-        """Accumulated ``groundingChunks`` of candidate 0 → their ``document_index``."""
-        self._quotes: list[tuple[str | None, dict[str, Any]]] = []
-        """Per grounding chunk: its own passage and metadata (two chunks of one source
-        keep their two passages)."""
-        self._sources_seen: list[Any] = []
-        self._pending: list[dict[str, Any]] = []
-        """Supports whose segment has not all arrived, or whose sources have not."""
-        self._seen_supports: set[tuple[str, str]] = set()
-        self._bytes = ByteOffsets()
-        self._wait_end = _NEVER
-        """The smallest ``endIndex`` a pending support waits for (bytes not arrived)."""
-        self._wait_docs = 0
-        """Grounding chunks known at the last pass (a support may wait for its sources)."""
         self._usage_raw: Any = None
         self._streamed: dict[int, tuple[object, StreamedArgs]] = {}
         """Per choice: the call whose arguments Vertex AI is streaming (its tool key)."""
+        self._no_choice = self.builder.bounds.max_choices < 1
+        """No candidate is read (``max_choices`` 0): the general way reports each."""
 
     def event(self, name: bytes, obj: dict[str, Any], out: list[Event]) -> None:
         err = obj.get("error")
@@ -164,7 +125,7 @@ class GeminiInterpreter(StreamState):
                 StreamState.feed_raw(self, [item], out)
                 continue
             if obj.__class__ is dict:
-                t = self._plain_text(obj)
+                t = self._plain_text(obj, out)
                 if t is not None:
                     if t:
                         if keep and not det.held and "[" not in t and self._surr is None:
@@ -182,33 +143,53 @@ class GeminiInterpreter(StreamState):
             else:
                 self.fault(out, "bad_chunk", f"event is not a JSON object: {data[:120]!r}")
 
-    def _plain_text(self, obj: dict[str, Any]) -> str | None:
-        """The text of a chunk of one candidate 0 text part and nothing else but usage
-        and ids (most chunks), else None."""
+    def _plain_text(self, obj: dict[str, Any], out: list[Event]) -> str | None:
+        """The text of a plain chunk — one candidate 0 text part and nothing else but
+        usage and ids (most chunks) — else None. The first chunk's ``meta``, a thought
+        part (as ``reasoning``) and a finish (after the text) are emitted here, as
+        :meth:`event` would (then "")."""
         c = obj.get("candidates")
-        if c.__class__ is not list or len(c) != 1 or not self.meta_seen:
+        # (Supports waiting for their text: each chunk of candidate 0 makes a pass.)
+        if c.__class__ is not list or len(c) != 1 or self._pending or self._no_choice:
             return None
         cand = c[0]
-        # Only "content" (and "index": 0): a finish reason, grounding, safety ratings or
-        # anything else take the general way.
-        if cand.__class__ is not dict or cand.get("index", 0) != 0:
+        # Only "content", "index": 0, a "finishReason" and an empty "groundingMetadata"
+        # (search grounding sends one on every chunk): grounding, safety ratings, a
+        # finish message or anything else take the general way.
+        if cand.__class__ is not dict or (i := cand.get("index", 0)).__class__ is not int or i:
             return None
-        if len(cand) != 1 and (len(cand) != 2 or "index" not in cand):
+        if len(cand) > 1 + ("index" in cand) and not _plain_extras(cand):
             return None
         content = cand.get("content")
         parts = content.get("parts") if content.__class__ is dict else None
         if parts.__class__ is not list or len(parts) != 1 or "promptFeedback" in obj:
             return None
         part = parts[0]
-        if part.__class__ is not dict or len(part) != 1:
+        if part.__class__ is not dict or (t := part.get("text")).__class__ is not str:
             return None
-        t = part.get("text")
-        if t.__class__ is not str or "error" in obj:
-            return None
+        if "error" in obj or (
+            len(part) != 1
+            and (
+                len(part) != 2
+                or ("thoughtSignature" not in part and part.get("thought") is not True)
+            )
+        ):
+            return None  # (a thought signature is not read)
+        if not self.meta_seen:  # the stream's first chunk: its meta first, as event() does
+            self.meta(obj.get("responseId"), obj.get("modelVersion"), None, out)
         usage = obj.get("usageMetadata")
         if usage is not None:
             self._usage_raw = usage
-        return t
+        if part.get("thought") is True:
+            if t:
+                self.reasoning(0, t, out)
+            t = ""
+        if (reason := cand.get("finishReason")) is None:
+            return t
+        if t:
+            self.token(0, t, out)
+        self._candidate_finish(0, cand, reason, out)
+        return ""
 
     def _usage_out(self, out: list[Event]) -> None:
         """The last ``usageMetadata`` seen, as one ``usage`` event (once)."""
@@ -252,7 +233,7 @@ class GeminiInterpreter(StreamState):
         if idx in self._streamed:
             self._unended(idx, out)
         if idx == 0:
-            self._resolve(out, final=True)
+            self._resolve_final(out)
         mapped = finish_reason(reason)
         if mapped == "stop" and idx == 0 and self.has_tools:
             mapped = "tool_calls"
@@ -342,125 +323,6 @@ class GeminiInterpreter(StreamState):
         self.cut = True
         self.builder.complete = False
 
-    def _grounding(self, meta: dict[str, Any], out: list[Event]) -> None:
-        chunks = meta.get("groundingChunks")
-        added = False
-        if type(chunks) is list:
-            seen = self._sources_seen
-            # Cumulative (the whole list again) or split (only the new ones): a list that
-            # starts with what is known adds its tail; another adds all of itself.
-            fresh = chunks[len(seen) :] if chunks[: len(seen)] == seen else chunks
-            for ch in fresh:
-                if len(self._docs) >= 4 * MAX_SPANS:
-                    break
-                seen.append(ch)
-                got = _source(ch)
-                if got is None:
-                    self.fault(out, "bad_citations", f"grounding chunk: {quote(ch)}")
-                    self._docs.append(None)
-                    self._quotes.append((None, {}))
-                    continue
-                before = len(self.builder.citations)
-                where = dict(got[1].provider_metadata or ())
-                where["grounding_chunk_index"] = len(self._docs)
-                self._quotes.append((got[1].cited_text, where))
-                self._docs.append(self.cite(got[0], got[1], out))
-                added = added or len(self.builder.citations) > before
-        supports = meta.get("groundingSupports")
-        if type(supports) is list:
-            for sup in supports:
-                if type(sup) is not dict:
-                    self.fault(out, "bad_citations", f"grounding support: {quote(sup)}")
-                    continue
-                # The same support sent again (cumulative metadata) is the same span.
-                key = support_key(sup)
-                if key in self._seen_supports or len(self._seen_supports) >= MAX_SPANS:
-                    continue
-                self._seen_supports.add(key)
-                self._pending.append(sup)
-        if added:
-            self.emit_citations(out)
-
-    def _resolve(self, out: list[Event], *, final: bool) -> None:
-        """Pending supports whose bytes and sources have arrived become spans. Linear:
-        the answer's bytes are counted once, a chunk that brings neither the bytes nor
-        the sources a support waits for costs nothing more, and the offsets of a pass
-        are converted in one sorted walk (:mod:`streamcite.core.byte_offsets`)."""
-        m = self._bytes
-        blen = m.grow(self.builder.text_so_far())
-        try:
-            if final or blen >= self._wait_end or len(self._docs) != self._wait_docs:
-                self._resolve_pass(m, out, final=final)
-        finally:
-            m.release()
-
-    def _ready(self, sup: Any, out: list[Event]) -> tuple[dict[str, Any], list[Any]] | None:
-        """A support's segment and (capped) chunk indices, or None (reported)."""
-        seg, ids = sup.get("segment"), sup.get("groundingChunkIndices")
-        if type(seg) is not dict or type(ids) is not list:
-            self.fault(out, "bad_citations", f"grounding support: {quote(sup)}")
-            return None
-        start, end = seg.get("startIndex", 0), seg.get("endIndex")
-        if type(start) is not int or type(end) is not int or not 0 <= start <= end:
-            self.fault(out, "bad_citation_span", f"segment offsets: {quote(seg)}")
-            return None
-        return seg, ids[: self.builder.bounds.max_citation_sources]
-
-    def _resolve_pass(self, m: ByteOffsets, out: list[Event], *, final: bool) -> None:
-        keep: list[dict[str, Any]] = []
-        ready: list[tuple[dict[str, Any], list[Any], int, int]] = []
-        wait_end, ndocs = _NEVER, len(self._docs)
-        for sup in self._pending:
-            got = self._ready(sup, out)
-            if got is None:
-                continue
-            seg, ids = got
-            start, end = seg.get("startIndex", 0), seg["endIndex"]
-            bytes_missing = end > m.byte_length
-            if bytes_missing or any(type(i) is not int or not 0 <= i < ndocs for i in ids):
-                if final:
-                    msg = f"grounding segment {start}-{end} (bytes)"
-                    if (seg_text := seg.get("text")) is not None:
-                        msg += f" of {quote(seg_text, 60)}"
-                    msg += f" beyond the answer ({m.byte_length} bytes) or its sources"
-                    self.fault(out, "bad_citation_span", msg)
-                else:
-                    keep.append(sup)
-                    if bytes_missing:
-                        wait_end = min(wait_end, end)
-                continue
-            ready.append((seg, ids, start, end))
-        self._pending, self._wait_end, self._wait_docs = keep, wait_end, ndocs
-        needed = sorted({(s, False) for _, _, s, _ in ready} | {(e, True) for *_, e in ready})
-        chars = {key: m.to_char(key[0], end=key[1]) for key in needed}
-        added = False
-        for seg, ids, start, end in ready:
-            c0, c1 = chars[(start, False)], chars[(end, True)]
-            text = seg.get("text")
-            if type(text) is str and m.text[c0:c1] != text:
-                msg = f"grounding segment {start}-{end} (bytes) does not hold its text {quote(text, 60)}"
-                self.fault(out, "bad_citation_span", msg)
-                continue
-            added = self._anchor(ids, text, c0, c1, out) or added
-        if added:
-            self.emit_citations(out)
-
-    def _anchor(self, ids: list[Any], text: Any, c0: int, c1: int, out: list[Event]) -> bool:
-        added = False
-        for i in ids:
-            doc = self._docs[i]
-            if doc is None:
-                continue
-            c = self.builder.citations[doc]
-            if c.cited_text is None and type(text) is str:
-                # A web source quotes nothing: its cited_text is the answer's own
-                # segment, marked so that no check takes it for evidence.
-                c.cited_text = text[: self.builder.bounds.max_citation_text_chars]
-                c.provider_metadata = {**(c.provider_metadata or {}), ANSWER_SEGMENT: True}
-            passage, where = self._quotes[i]
-            added = self.span(doc, c0, c1, out, passage, where) or added
-        return added
-
     def _error(self, err: Any, out: list[Event]) -> None:
         if type(err) is not dict:
             self.provider_error("upstream_error", quote(err, 300), None, out)
@@ -473,8 +335,7 @@ class GeminiInterpreter(StreamState):
     def close_extra(self, out: list[Event]) -> None:
         for idx in list(self._streamed):
             self._unended(idx, out)
-        if self._pending:
-            self._resolve(out, final=True)
+        self._resolve_final(out)
         self._usage_out(out)
 
     # -- a whole body --------------------------------------------------------------

@@ -29,7 +29,7 @@ from streamcite.core.markers import MarkerMode
 from streamcite.core.sse import RawEvent
 from streamcite.core.template import has_control, string_body
 
-__all__ = ["NO_SEQ", "NO_TEMPLATE", "SequencedState", "Template", "TemplatedState", "padded_end"]
+__all__ = ["NO_TEMPLATE", "TemplatedState", "padded_end"]
 
 expect_fields(TokenEvent, ["type", "index", "text", "display"], "dialects/hotloop.py")
 expect_fields(ReasoningEvent, ["type", "index", "text"], "dialects/hotloop.py")
@@ -117,16 +117,18 @@ class TemplatedState(StreamState):
         fast = keep and not det.held and self._surr is None
         pre, plen, rpre = self._pre, len(self._pre), self._rpre
         end = self._END
-        elen = len(end)
+        elen, end1 = len(end), end[:-1]  # (end's last brace: padding may precede it)
         make, token, length = _new, TokenEvent, len  # locals: no global lookups per event
         for item in raw:
             # A tuple item is a named event (OVERFLOW's data is empty: it never matches).
             if item.__class__ is tuple and (data := item[1]).startswith(pre):
                 if data.endswith(end):
                     body: bytes | None = data[plen:-elen]
-                else:  # padded, or not the template
-                    q = data.rfind(0x22)
-                    body = data[plen:q] if q >= plen and padded_end(data[q:], end) else None
+                else:  # padded (as padded_end allows: spaces or tabs), or not the template
+                    s = data[:-1].rstrip(b" \t")
+                    q = len(s) - elen + 1  # the closing quote (end has no other quote)
+                    ok = q >= plen and data[-1] == 0x7D and s.endswith(end1)
+                    body = data[plen:q] if ok else None
                 t: str | None
                 if body is None:
                     t = None
@@ -195,128 +197,3 @@ class TemplatedState(StreamState):
         elif t:
             self.reasoning(0, t, out)
         return True
-
-
-Template = tuple[bytes, int, bytes, int, bytes, int, bool]
-"""A sequenced delta's template: ``pre`` (the type and ``"sequence_number":``), its
-length, ``mid`` (the fields up to the text's opening quote), its length, ``tail`` (the
-closing quote and the fields after the text, up to ``"obfuscation":"`` when the next is
-true), its length, and whether an obfuscation string (ASCII letters and digits) and
-``"}`` end the event."""
-NO_SEQ: Template = (NO_TEMPLATE, 1, NO_TEMPLATE, 1, NO_TEMPLATE, 1, False)
-
-
-def _sequenced_body(data: bytes, tpl: Template) -> bytes | None:
-    """The text's bytes of ``data`` if it is ``tpl``'s event (any sequence number of up to
-    18 digits, and obfuscation string), else None."""
-    _pre, plen, mid, mlen, tail, tlen, obf = tpl
-    j = data.find(0x2C, plen)  # the number's comma
-    if not (
-        0 < j - plen < 19
-        and data.startswith(mid, j)
-        and (num := data[plen:j]).isdigit()
-        and (num[0] != 0x30 or j - plen == 1)  # a JSON integer: no leading zero
-    ):
-        return None
-    if obf:
-        stop = data.rfind(tail)
-        if not data.endswith(b'"}'):
-            return None
-        o = data[stop + tlen : -2]
-        if o and not o.isalnum():  # ASCII letters and digits only: a JSON string body
-            return None
-    else:
-        if not data.endswith(tail):
-            return None
-        stop = len(data) - tlen
-    return data[j + mlen : stop] if stop >= j + mlen else None  # (else the quotes overlap)
-
-
-class SequencedState(TemplatedState):
-    """A dialect whose text and reasoning deltas carry a sequence number before the fields
-    that place them (OpenAI Responses): each template (:data:`Template`) is the event type
-    and ``"sequence_number":``, any JSON integer of up to 18 digits, the fields up to the
-    text's opening quote, the text, its closing quote and the rest — where OpenAI's
-    per-event ``obfuscation`` string (letters and digits) may vary too. The dialect writes
-    a template from a parsed event's own values (their JSON as orjson writes it, checked
-    against the event's bytes), so a match is that event but for its sequence number and
-    obfuscation (which no dialect reads) and its text."""
-
-    __slots__ = ("_rtpl", "_tpl")
-
-    def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
-        super().__init__(builder, marker_mode)
-        self._tpl = NO_SEQ
-        """The text deltas' template."""
-        self._rtpl = NO_SEQ
-        """The reasoning deltas' template."""
-
-    def feed_raw(self, raw: list[RawEvent], out: list[Event]) -> None:  # noqa: C901, RUF100
-        """The hot loop of :class:`TemplatedState`, with the sequence number skipped: a
-        text or reasoning delta of its template is taken inline (its sequence number
-        and obfuscation string checked as :func:`_sequenced_body` does)."""
-        if self.done:
-            return
-        append, text_append, det = out.append, self._raw0.append, self._det0
-        keep, offset = det.keep, det.offset
-        fast = keep and not det.held and self._surr is None
-        tpl, rtpl = self._tpl, self._rtpl
-        seq_body, make, token, length = _sequenced_body, _new, TokenEvent, len
-        reasoning, r_append = ReasoningEvent, self.builder.reasoning_parts.append
-        for item in raw:
-            # A tuple item is a named event (OVERFLOW's data is empty: it never matches).
-            if item.__class__ is tuple:
-                data = item[1]
-                if data.startswith(tpl[0]):
-                    body, reason = seq_body(data, tpl), False
-                elif data.startswith(rtpl[0]):
-                    body, reason = seq_body(data, rtpl), True
-                else:
-                    body = None
-                if body is None:
-                    t = None
-                elif 0x22 in body or 0x5C in body:  # ints: ten times faster than bytes
-                    t = string_body(body)  # escapes (None: not a JSON string body)
-                else:
-                    try:
-                        t = body.decode()
-                    except UnicodeDecodeError:
-                        t = None  # the general way reports it
-                    else:
-                        if not t.isprintable() and has_control(t):
-                            t = None  # raw control characters: invalid JSON
-                if t is not None:
-                    if not t:
-                        continue
-                    if reason:
-                        if self._surr is not None:
-                            self.reasoning(0, t, out)
-                            continue
-                        rev = make(reasoning)  # built as StreamState.reasoning does, inline
-                        rev.type = "reasoning"
-                        rev.index = 0
-                        rev.text = t
-                        append(rev)
-                        r_append(t)
-                    elif fast and "[" not in t:
-                        offset += length(t)
-                        ev = make(token)  # built as new_token does, inline
-                        ev.type = "token"
-                        ev.index = 0
-                        ev.text = ev.display = t
-                        append(ev)
-                        text_append(t)
-                    else:
-                        det.offset = offset
-                        self.token(0, t, out)
-                        offset = det.offset
-                        fast = keep and not det.held and self._surr is None
-                    continue
-            det.offset = offset
-            self._general(item, out)
-            if self.done:
-                return
-            offset = det.offset
-            fast = keep and not det.held and self._surr is None
-            tpl, rtpl = self._tpl, self._rtpl
-        det.offset = offset

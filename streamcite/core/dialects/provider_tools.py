@@ -19,7 +19,11 @@ upstream value as bounded text for a message: this one keeps it JSON for an even
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
+from functools import partial
+from itertools import chain
+from operator import is_not, methodcaller
 from typing import Any
 
 import orjson
@@ -58,6 +62,10 @@ ends; beyond, the rest is not kept and the input is shown cut."""
 _BULK = frozenset({"data", "result", "b64_json", "image_url"})
 """Keys whose string values are page contents or files: a summary shows their length
 (``<key>_chars``), never the value; ``encrypted_*`` keys (opaque tokens) are left out."""
+_STR = {str}
+_DICT = {dict}
+_NOT_NONE = partial(is_not, None)
+_STR_NONE = {str, type(None)}
 
 
 def clip(text: str, limit: int = MAX_TOOL_TEXT_CHARS) -> str:
@@ -89,10 +97,96 @@ def bounded_value(value: Any, limit: int, *, summary: bool = False) -> Any:
 
 
 def _walk(v: Any, depth: int, left: list[int], text_cap: int, summary: bool) -> Any:
+    """``v`` rendered within ``left[0]`` characters (spent as it goes). An object's
+    strings are rendered inline (as :func:`_scalar` does), and a summary's list of flat
+    objects (search results) all at once by :func:`_rows`: a 10-result search costs a
+    few dozen steps, not one call per value."""
     if left[0] <= 0:
         left[0] -= 1
         return "…"
     kind = type(v)
+    if kind is dict:
+        if depth >= MAX_DEPTH:
+            left[0] -= 3
+            return "{…}"
+        out: dict[str, Any] = {}
+        for i, (k, x) in enumerate(v.items()):
+            if i >= MAX_TOOL_ITEMS or left[0] <= 0:
+                out["…"] = f"{len(v) - i} more"
+                break
+            key = k if type(k) is str and len(k) <= 100 else clip(str(k), 100)
+            left[0] -= len(key) + 3
+            if summary and key.startswith("encrypted_"):
+                continue
+            if summary and key in _BULK and type(x) is str:
+                out[f"{key}_chars"] = len(x)
+                continue
+            if type(x) is str and left[0] > 0:
+                n = max(1, min(text_cap, left[0]))
+                s = x if len(x) <= n else clip(x, n)
+                left[0] -= len(s) + 2
+                out[key] = s
+            else:
+                out[key] = _walk(x, depth + 1, left, text_cap, summary)
+        return out
+    if kind is list:
+        if depth >= MAX_DEPTH:
+            left[0] -= 3
+            return "[…]"
+        if summary and depth + 1 < MAX_DEPTH and (rows := _rows(v, left, text_cap)) is not None:
+            return rows
+        items: list[Any] = []
+        for i, x in enumerate(v):
+            if i >= MAX_TOOL_ITEMS or left[0] <= 0:
+                items.append(f"… {len(v) - i} more")
+                break
+            left[0] -= 1
+            items.append(_walk(x, depth + 1, left, text_cap, summary))
+        return items
+    return _scalar(v, kind, left, text_cap)
+
+
+def _rows(v: list[Any], left: list[int], text_cap: int) -> list[dict[str, Any]] | None:
+    """A summary's list of flat objects (search results: short strings and nulls)
+    rendered in a few C-level steps over the whole list, or None (the walk then goes
+    entry by entry). Exactly what the walk gives: at most :data:`MAX_TOOL_ITEMS` objects
+    of at most as many keys, every key a string of at most 100 characters and none a
+    bulky one, every value kept a string within ``text_cap`` or null, and ``left[0]``
+    still positive once all of it is spent — so it was at every step, and nothing is
+    cut or elided."""
+    if not v or len(v) > MAX_TOOL_ITEMS or set(map(type, v)) != _DICT:
+        return None
+    if max(map(len, v)) > MAX_TOOL_ITEMS:
+        return None
+    keys = set().union(*v)
+    if not keys:
+        return None
+    if set(map(type, keys)) != _STR or max(map(len, keys)) > 100 or not _BULK.isdisjoint(keys):
+        return None
+    rows = list(map(dict, v))  # copies (the values are strings or null: nothing shared)
+    for k in keys:
+        if k.startswith("encrypted_"):
+            deque(map(methodcaller("pop", k, None), rows), 0)
+    values = list(chain.from_iterable(map(dict.values, rows)))
+    kinds = set(map(type, values))
+    strs = values
+    if kinds != _STR:
+        if not kinds <= _STR_NONE:
+            return None
+        strs = list(filter(_NOT_NONE, values))
+    if strs and max(map(len, strs)) > text_cap:
+        return None
+    spent = len(v) + sum(map(len, chain.from_iterable(v))) + 3 * sum(map(len, v))
+    spent += sum(map(len, strs)) + 2 * len(strs) + 5 * (len(values) - len(strs))
+    if left[0] - spent <= 0:
+        return None
+    left[0] -= spent
+    return rows
+
+
+def _scalar(v: Any, kind: type, left: list[int], text_cap: int) -> Any:
+    """A string, number, boolean or null rendered (``left[0]`` > 0), or another value's
+    kind."""
     if kind is str:
         s = clip(v, max(1, min(text_cap, left[0])))
         left[0] -= len(s) + 2
@@ -103,36 +197,6 @@ def _walk(v: Any, depth: int, left: list[int], text_cap: int, summary: bool) -> 
     if kind is int:
         left[0] -= 5
         return v if -(2**63) <= v < 2**64 else str(v)[:40]
-    if kind is dict:
-        if depth >= MAX_DEPTH:
-            left[0] -= 3
-            return "{…}"
-        out: dict[str, Any] = {}
-        for i, (k, x) in enumerate(v.items()):
-            if i >= MAX_TOOL_ITEMS or left[0] <= 0:
-                out["…"] = f"{len(v) - i} more"
-                break
-            key = clip(str(k), 100)
-            left[0] -= len(key) + 3
-            if summary and key.startswith("encrypted_"):
-                continue
-            if summary and key in _BULK and type(x) is str:
-                out[f"{key}_chars"] = len(x)
-                continue
-            out[key] = _walk(x, depth + 1, left, text_cap, summary)
-        return out
-    if kind is list:
-        if depth >= MAX_DEPTH:
-            left[0] -= 3
-            return "[…]"
-        items: list[Any] = []
-        for i, x in enumerate(v):
-            if i >= MAX_TOOL_ITEMS or left[0] <= 0:
-                items.append(f"… {len(v) - i} more")
-                break
-            left[0] -= 1
-            items.append(_walk(x, depth + 1, left, text_cap, summary))
-        return items
     left[0] -= 10
     return clip(str(kind.__name__), 40)  # not a JSON value: its kind only
 

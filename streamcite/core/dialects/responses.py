@@ -20,14 +20,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from orjson import dumps
-
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.bounds import REPEAT_BYTES_PER_CHAR, StreamBounds
 from streamcite.core.dialects.base import JSONDecodeError, StreamState, loads
-from streamcite.core.dialects.hotloop import SequencedState, Template
 from streamcite.core.dialects.protocol import Method
 from streamcite.core.dialects.provider_tool_shapes import HOSTED_ITEMS, responses_item
+from streamcite.core.dialects.sequenced import IGNORE, REASON, TEXT, SequencedState, learn
 from streamcite.core.events import Event
 from streamcite.core.markers import MarkerMode
 from streamcite.core.models import Citation
@@ -97,13 +95,6 @@ _SKIM = 1 << 16
 """An event larger than this whose SSE name is an ignored type, and whose data says
 so from its first key, is passed without being parsed (``.done`` echoes of a large
 answer: orjson's peak is ~13 times the bytes it parses)."""
-_REASONING = frozenset({"response.reasoning_summary_text.delta", "response.reasoning_text.delta"})
-
-
-def _alnum(s: str) -> bool:
-    return s.isascii() and s.isalnum()
-
-
 _MAX_LEARNED = 16
 """Text-delta templates written per stream: one per text part in a plain stream; a stream
 whose deltas differ in more than their text stops being learned (parsed as before)."""
@@ -125,7 +116,7 @@ def _str(v: Any) -> str | None:
 class ResponsesInterpreter(SequencedState):
     """Interprets one OpenAI Responses stream (``/v1/responses``, ``stream: true``)."""
 
-    __slots__ = ("_learned", "_parts", "_texts", "error_seen")
+    __slots__ = ("_data", "_learned", "_parts", "_texts", "error_seen")
 
     dialect = "responses"
 
@@ -136,15 +127,17 @@ class ResponsesInterpreter(SequencedState):
         self._texts = 0
         self._learned = 0
         """Templates written so far (at most :data:`_MAX_LEARNED`)."""
+        self._data = b""
+        """The bytes of the event being handled (none in a whole body)."""
         self.error_seen: str | None = None
 
     def event(self, name: bytes, obj: dict[str, Any], out: list[Event]) -> None:
         self.dispatch(_TABLE, _IGNORED, obj, out)
 
     def _general(self, item: RawEvent, out: list[Event]) -> None:
-        """An event the hot loop did not take: an ``output_text.delta`` of a known text part
-        parsed and checked inline (the template of its part's deltas then written), anything
-        else the general way of :class:`StreamState`."""
+        """An event the hot loop did not take: parsed and handed to its type's handler
+        (with its bytes in :attr:`_data`, for a delta's template), anything else the
+        general way of :class:`StreamState`."""
         if item.__class__ is not tuple or item is OVERFLOW:
             StreamState.feed_raw(self, [item], out)
             return
@@ -164,28 +157,12 @@ class ResponsesInterpreter(SequencedState):
             self.fault(out, "bad_chunk", f"event is not a JSON object: {data[:120]!r}")
             return
         kind = obj.get("type")
-        if (
-            kind == "response.output_text.delta"
-            and (t := obj.get("delta")).__class__ is str
-            and self._texts
-            and (obj.get("item_id"), obj.get("content_index")) in self._parts
-        ):
-            if self._learned < _MAX_LEARNED and (tpl := self._learn(obj, data)) is not None:
-                self._tpl = tpl
-            if t:
-                self.token(0, t, out)
-            return
-        if (
-            kind.__class__ is str
-            and kind in _REASONING
-            and (t := obj.get("delta")).__class__ is str
-        ):
-            if self._learned < _MAX_LEARNED and (tpl := self._learn(obj, data)) is not None:
-                self._rtpl = tpl
-            if t:
-                self.reasoning(0, t, out)
-            return
-        self._typed(_TABLE, _IGNORED, item[0], obj, out)
+        handler = _TABLE.get(kind) if kind.__class__ is str else None
+        if handler is not None:
+            self._data = data
+            handler(self, obj, out)
+        elif kind.__class__ is not str or kind not in _IGNORED:
+            self.event(item[0], obj, out)
 
     def _oversized(self, data: bytes, out: list[Event]) -> bool:
         """``data`` is larger than an event repeating the answer so far may be (its
@@ -211,34 +188,19 @@ class ResponsesInterpreter(SequencedState):
         head = data[:4096]
         return not any(type(k) is str and k.encode() in head for k in open_ids)
 
-    def _learn(self, obj: dict[str, Any], data: bytes) -> Template | None:
-        """The template of this part's deltas, from one of them: the fields before and
-        after the text written as orjson writes their values, kept if they are this event's
-        bytes; a last ``obfuscation`` string of letters and digits may vary (OpenAI sends
-        one per event). A stream whose deltas differ in more than that, the text and the
-        sequence number stops being learned after a few tries."""
-        self._learned += 1
-        keys = list(obj)
-        seq = obj.get("sequence_number")
-        if keys[:2] != ["type", "sequence_number"] or seq.__class__ is not int or seq < 0:
-            return None
-        at = keys.index("delta")
-        obf = obj[keys[-1]] if keys[-1] == "obfuscation" and at < len(keys) - 1 else None
-        if obf is not None and not (obf.__class__ is str and (not obf or _alnum(obf))):
-            return None
-        after = keys[at + 1 : -1] if obf is not None else keys[at + 1 :]
-        try:
-            head = b'{"type":%s,"sequence_number":' % dumps(obj["type"])
-            mid = b"".join(b",%s:%s" % (dumps(k), dumps(obj[k])) for k in keys[2:at])
-            tail = b"".join(b",%s:%s" % (dumps(k), dumps(obj[k])) for k in after)
-        except TypeError:  # orjson's own limit (a value nested deeper than 254): no template
-            return None
-        mid += b',"delta":"'
-        tail = b'"' + tail + (b',"obfuscation":"' if obf is not None else b"}")
-        last = b'%s"}' % obf.encode() if obf is not None else b""
-        if data.startswith(b"%s%d%s" % (head, seq, mid)) and data.endswith(tail + last):
-            return (head, len(head), mid, len(mid), tail, len(tail), obf is not None)
-        return None
+    def _learn(self, obj: dict[str, Any], action: int) -> None:
+        """The template of this delta's type (:func:`~.sequenced.learn`) from it and its
+        bytes (:attr:`_data`; none in a whole body); a stream whose deltas differ in more
+        than their text, sequence number and obfuscation stops being learned after a few
+        tries. (Bytes of another event would not match the template written from ``obj``,
+        which is exactly ``obj``'s fields: never a wrong template.)"""
+        if self._learned < _MAX_LEARNED and self._data:
+            self._learned += 1
+            if (tpl := learn(obj, self._data, action)) is not None:
+                self._tpls[obj["type"].encode()] = tpl
+
+    def _ignored_delta(self, obj: dict[str, Any], out: list[Event]) -> None:
+        self._learn(obj, IGNORE)  # a template to pass the next ones unparsed
 
     def _created(self, obj: dict[str, Any], out: list[Event]) -> None:
         r = obj.get("response")
@@ -293,7 +255,10 @@ class ResponsesInterpreter(SequencedState):
         if type(text) is not str:
             self.fault(out, "bad_chunk", f"output_text delta is not a string: {quote(obj)}")
             return
-        self._part_key(obj)
+        if self._texts and (obj.get("item_id"), obj.get("content_index")) in self._parts:
+            self._learn(obj, TEXT)  # a delta of a known part: its template
+        else:
+            self._part_key(obj)
         if text:
             self._texts += 1
             self.token(0, text, out)
@@ -334,7 +299,9 @@ class ResponsesInterpreter(SequencedState):
         text = obj.get("delta")
         if type(text) is not str:
             self.fault(out, "bad_chunk", f"reasoning delta is not a string: {quote(obj)}")
-        elif text:
+            return
+        self._learn(obj, REASON)
+        if text:
             self.reasoning(0, text, out)
 
     def _refusal_delta(self, obj: dict[str, Any], out: list[Event]) -> None:
@@ -478,6 +445,8 @@ _TABLE: dict[str, Method] = {
     "response.reasoning_text.delta": ResponsesInterpreter._reasoning_delta,
     "response.function_call_arguments.delta": ResponsesInterpreter._arguments_delta,
     "response.refusal.delta": ResponsesInterpreter._refusal_delta,
+    "response.code_interpreter_call_code.delta": ResponsesInterpreter._ignored_delta,
+    "response.mcp_call_arguments.delta": ResponsesInterpreter._ignored_delta,
     "response.completed": ResponsesInterpreter._completed,
     "response.incomplete": ResponsesInterpreter._completed,
     "response.failed": ResponsesInterpreter._failed,
