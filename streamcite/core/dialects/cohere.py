@@ -23,7 +23,7 @@ from streamcite.core.dialects.base import (
     loads,
     status_retryable,
 )
-from streamcite.core.dialects.hotloop import TemplatedState
+from streamcite.core.dialects.cohere_loop import CohereLoop, args_prefix
 from streamcite.core.dialects.protocol import Method
 from streamcite.core.events import Event
 from streamcite.core.markers import MarkerMode
@@ -64,15 +64,21 @@ def _message(obj: dict[str, Any]) -> dict[str, Any] | None:
 
 def _source(src: Any) -> tuple[Any, Citation] | None:
     """A citation source (``document`` or ``tool``) → its key and citation."""
-    if type(src) is not dict:
+    if src.__class__ is not dict:
         return None
     sid, kind = src.get("id"), src.get("type")
     doc = src.get("document")
-    if type(doc) is dict:
+    if doc.__class__ is dict:
         title, url, text = doc.get("title"), doc.get("url"), doc.get("text")
-        if any(v is not None and type(v) is not str for v in (title, url, text)):
+        if (
+            (title is not None and title.__class__ is not str)
+            or (url is not None and url.__class__ is not str)
+            or (text is not None and text.__class__ is not str)
+        ):
             return None
-        meta = {k: v for k, v in doc.items() if k not in ("title", "url", "text")}
+        meta = doc.copy()  # the document's other fields, in its order
+        for field in ("title", "url", "text"):
+            meta.pop(field, None)
         meta["source_type"] = kind
         if sid is not None:
             meta["source_id"] = sid
@@ -80,14 +86,15 @@ def _source(src: Any) -> tuple[Any, Citation] | None:
         return key, Citation(
             cited_text=text, document_title=title, source_url=url, provider_metadata=meta
         )
-    if type(sid) is str:
-        meta = {k: v for k, v in src.items() if k != "id"}
+    if sid.__class__ is str:
+        meta = src.copy()
+        del meta["id"]
         meta["source_id"] = sid
         return ("tool", sid), Citation(provider_metadata=meta)
     return None
 
 
-class CohereInterpreter(TemplatedState):
+class CohereInterpreter(CohereLoop):
     """Interprets one Cohere v2 chat stream (``/v2/chat``, ``stream: true``)."""
 
     __slots__ = ("_blocks",)
@@ -123,50 +130,50 @@ class CohereInterpreter(TemplatedState):
         if obj.__class__ is not dict:
             self.fault(out, "bad_chunk", f"event is not a JSON object: {data[:120]!r}")
             return
-        d = obj.get("delta")
-        m = d.get("message") if d.__class__ is dict else None
-        c = m.get("content") if m.__class__ is dict else None
-        if (
-            obj.get("type") == "content-delta"
-            and c.__class__ is dict
-            and len(c) == 1
-            and (t := c.get("text")).__class__ is str
-            and (b := self._blocks.get(idx := obj.get("index", 0))) is not None
-            and b[0] == "text"
-        ):
+        kind = obj.get("type")
+        if (kind == "content-delta" or kind == "tool-plan-delta") and self._template(kind, obj, out):
+            return
+        # The rest as StreamState.event would have it (TemplatedState._typed, inline).
+        handler = _TABLE.get(kind) if kind.__class__ is str else None
+        if handler is not None:
+            handler(self, obj, out)
+        elif kind.__class__ is not str or kind not in _IGNORED:
+            self.event(item[0], obj, out)
+
+    def _template(self, kind: str, obj: dict[str, Any], out: list[Event]) -> bool:
+        """A text or thinking ``content-delta`` of a known block, or a ``tool-plan-delta``:
+        taken (a token or a reasoning delta) and the template of the next ones written
+        (dialects/cohere_loop.py). False: the general way reads it."""
+        msg = _message(obj)
+        if kind == "tool-plan-delta":
+            t = msg.get("tool_plan") if msg is not None else None
+            if t.__class__ is not str:
+                return False
+            self._rpre, self._rend = _PLAN, _PLAN_END
+            if t:
+                self.reasoning(0, t, out)
+            return True
+        c = msg.get("content") if msg is not None else None
+        idx = obj.get("index", 0)
+        if c.__class__ is not dict or len(c) != 1 or idx.__class__ in (list, dict):
+            return False
+        block = self._blocks.get(idx)
+        if block is None:
+            return False
+        if (t := c.get("text")).__class__ is str:
+            if block[0] != "text":
+                return False  # text in a thinking block: reasoning, the general way
             if idx.__class__ is int:
                 self._pre = b"%s%d%s" % (_HEAD, idx, _MID)
             if t:
                 self.token(0, t, out)
-            return
-        if self._reasoning_template(obj, c, m, out):
-            return
-        self._typed(_TABLE, _IGNORED, item[0], obj, out)
-
-    def _reasoning_template(self, obj: dict[str, Any], c: Any, m: Any, out: list[Event]) -> bool:
-        """A thinking ``content-delta`` of a known block, or a ``tool-plan-delta``: taken
-        (a reasoning delta) and the template of the next ones written."""
-        kind = obj.get("type")
-        if (
-            kind == "content-delta"
-            and c.__class__ is dict
-            and len(c) == 1
-            and (t := c.get("thinking")).__class__ is str
-            and (idx := obj.get("index", 0)).__class__ is int
-            and idx in self._blocks
-        ):
+            return True
+        if (t := c.get("thinking")).__class__ is str and idx.__class__ is int:
             self._rpre, self._rend = b"%s%d%s" % (_HEAD, idx, _THINK), self._END
-        elif (
-            kind == "tool-plan-delta"
-            and m.__class__ is dict
-            and (t := m.get("tool_plan")).__class__ is str
-        ):
-            self._rpre, self._rend = _PLAN, _PLAN_END
-        else:
-            return False
-        if t:
-            self.reasoning(0, t, out)
-        return True
+            if t:
+                self.reasoning(0, t, out)
+            return True
+        return False
 
     def end_marker(self, out: list[Event]) -> None:
         self.end(out)
@@ -176,6 +183,8 @@ class CohereInterpreter(TemplatedState):
 
     def _block(self, obj: dict[str, Any], kind: Any) -> list[Any]:
         idx = obj.get("index", 0)
+        if idx.__class__ in (list, dict):
+            return [kind, self.chars0]  # an index that names no block (and no key)
         block = self._blocks.get(idx)
         if block is None:
             block = [kind, self.chars0]
@@ -240,7 +249,9 @@ class CohereInterpreter(TemplatedState):
             return
         if obj.get("type") == "tool-call-delta" and not args:
             return
-        self.tool(idx, cid, name, args or "", out)
+        if self.tool(idx, cid, name, args or "", out):
+            # This call's next fragments by their bytes (dialects/cohere_loop.py).
+            self._apre, self._atool = args_prefix(idx), self._tool_keys[(0, idx)]
 
     def _citation(self, obj: dict[str, Any], out: list[Event]) -> None:
         msg = _message(obj)
