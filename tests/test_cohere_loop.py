@@ -1,4 +1,4 @@
-"""The Cohere loop (streamcite/core/dialects/cohere_loop.py): a tool call's argument
+"""The Cohere loop (streamcite/core/dialects/_cohere_loop.py): a tool call's argument
 fragments and the ignored end events taken by their bytes give exactly the events of the
 general way, whatever the fragments hold; and they are not parsed. Streams written here."""
 

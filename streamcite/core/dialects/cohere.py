@@ -16,6 +16,7 @@ from typing import Any
 
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.citation_caps import CITATION_TOO_LARGE
+from streamcite.core.dialects._cohere_loop import CohereLoop, args_prefix
 from streamcite.core.dialects.base import (
     MAX_SPANS,
     JSONDecodeError,
@@ -23,7 +24,6 @@ from streamcite.core.dialects.base import (
     loads,
     status_retryable,
 )
-from streamcite.core.dialects.cohere_loop import CohereLoop, args_prefix
 from streamcite.core.dialects.protocol import Method
 from streamcite.core.events import Event
 from streamcite.core.markers import MarkerMode
@@ -131,7 +131,9 @@ class CohereInterpreter(CohereLoop):
             self.fault(out, "bad_chunk", f"event is not a JSON object: {data[:120]!r}")
             return
         kind = obj.get("type")
-        if (kind == "content-delta" or kind == "tool-plan-delta") and self._template(kind, obj, out):
+        if (kind == "content-delta" or kind == "tool-plan-delta") and self._template(
+            kind, obj, out
+        ):
             return
         # The rest as StreamState.event would have it (TemplatedState._typed, inline).
         handler = _TABLE.get(kind) if kind.__class__ is str else None
@@ -143,7 +145,7 @@ class CohereInterpreter(CohereLoop):
     def _template(self, kind: str, obj: dict[str, Any], out: list[Event]) -> bool:
         """A text or thinking ``content-delta`` of a known block, or a ``tool-plan-delta``:
         taken (a token or a reasoning delta) and the template of the next ones written
-        (dialects/cohere_loop.py). False: the general way reads it."""
+        (dialects/_cohere_loop.py). False: the general way reads it."""
         msg = _message(obj)
         if kind == "tool-plan-delta":
             t = msg.get("tool_plan") if msg is not None else None
@@ -250,7 +252,7 @@ class CohereInterpreter(CohereLoop):
         if obj.get("type") == "tool-call-delta" and not args:
             return
         if self.tool(idx, cid, name, args or "", out):
-            # This call's next fragments by their bytes (dialects/cohere_loop.py).
+            # This call's next fragments by their bytes (dialects/_cohere_loop.py).
             self._apre, self._atool = args_prefix(idx), self._tool_keys[(0, idx)]
 
     def _citation(self, obj: dict[str, Any], out: list[Event]) -> None:

@@ -31,12 +31,12 @@ from streamcite.core.template import has_control, string_body
 
 __all__ = ["ARGS_END", "CohereLoop", "args_prefix", "json_string"]
 
-expect_fields(TokenEvent, ["type", "index", "text", "display"], "dialects/cohere_loop.py")
-expect_fields(ReasoningEvent, ["type", "index", "text"], "dialects/cohere_loop.py")
+expect_fields(TokenEvent, ["type", "index", "text", "display"], "dialects/_cohere_loop.py")
+expect_fields(ReasoningEvent, ["type", "index", "text"], "dialects/_cohere_loop.py")
 expect_fields(
     ToolCallEvent,
     ["type", "index", "tool_index", "id", "name", "arguments"],
-    "dialects/cohere_loop.py",
+    "dialects/_cohere_loop.py",
 )
 _new = object.__new__
 
