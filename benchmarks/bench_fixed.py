@@ -16,10 +16,12 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
-import re
-import subprocess
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from instructions import valgrind_irefs
 
 HERE = Path(__file__).resolve().parent
 
@@ -60,16 +62,8 @@ def run(dialect: str, step: str, n: int) -> None:
 
 
 def irefs(dialect: str, step: str, n: int) -> int:
-    cmd = [
-        "valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-        sys.executable, __file__, "--run", dialect, step, str(n),
-    ]  # fmt: skip
     env = dict(os.environ, PYTHONHASHSEED="0")
-    res = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
-    m = re.search(r"I\s+refs:\s+([\d,]+)", res.stderr)
-    if m is None:
-        raise SystemExit(f"no instruction count in valgrind's output:\n{res.stderr[-2000:]}")
-    return int(m.group(1).replace(",", ""))
+    return valgrind_irefs([__file__, "--run", dialect, step, str(n)], env)
 
 
 def main() -> None:

@@ -27,18 +27,23 @@ import bench_recordings
 HERE = Path(__file__).resolve().parent
 
 
-def irefs(impl: str, dialect: str, repeat: int, env: dict[str, str]) -> int:
-    """Instructions valgrind counts for ``repeat`` passes (plus the start-up)."""
+def valgrind_irefs(argv: list[str], env: dict[str, str]) -> int:
+    """Instructions valgrind counts for ``python argv...`` (start-up included)."""
     cmd = [
         "valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-        sys.executable, str(HERE / "bench_recordings.py"), "--only", impl,
-        "--dialects", dialect, "--repeat", str(repeat),
+        sys.executable, *argv,
     ]  # fmt: skip
     res = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
     m = re.search(r"I\s+refs:\s+([\d,]+)", res.stderr)
     if m is None:
         raise SystemExit(f"no instruction count in valgrind's output:\n{res.stderr[-2000:]}")
     return int(m.group(1).replace(",", ""))
+
+
+def irefs(impl: str, dialect: str, repeat: int, env: dict[str, str]) -> int:
+    """Instructions valgrind counts for ``repeat`` passes (plus the start-up)."""
+    argv = [str(HERE / "bench_recordings.py"), "--only", impl, "--dialects", dialect]
+    return valgrind_irefs([*argv, "--repeat", str(repeat)], env)
 
 
 def main() -> None:

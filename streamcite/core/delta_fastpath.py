@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from streamcite.core._fields import expect_fields
 from streamcite.core.events import Event, RefusalEvent, ToolCallEvent
-from streamcite.core.template import REFUSAL, DeltaTemplate, has_control, string_body
+from streamcite.core.template import REFUSAL, DeltaTemplate, json_string
 
 if TYPE_CHECKING:
     from streamcite.core.chat_state import ChatState
@@ -64,18 +64,9 @@ def _refusal_run(
         # A tuple item (an SSE event with fields) is 4 long: never ``>= ends``.
         if not (len(item) >= ends and item[:plen] == pre and item[-slen:] == suf):
             return item
-        sl: bytes = item[plen:-slen]  # type: ignore[assignment]
-        if 0x22 in sl or 0x5C in sl:  # a quote or a backslash (ints: see fastpath.py)
-            text = string_body(sl)  # escapes (or not a string body: None)
-            if text is None:
-                return item
-        else:
-            try:
-                text = sl.decode()
-            except UnicodeDecodeError:
-                return item  # the general way reports it
-            if not text.isprintable() and has_control(text):
-                return item  # raw control characters: invalid JSON
+        text = json_string(item[plen:-slen])  # type: ignore[arg-type]
+        if text is None:
+            return item  # the general way reports it
         if text:  # an empty refusal delta: nothing to say (as one_step)
             ev = new(RefusalEvent)
             ev.type = "refusal"
@@ -97,18 +88,9 @@ def _arguments_run(
     for item in items:
         if not (len(item) >= ends and item[:plen] == pre and item[-slen:] == suf):
             return item
-        sl: bytes = item[plen:-slen]  # type: ignore[assignment]
-        if 0x22 in sl or 0x5C in sl:  # a quote or a backslash (ints: see fastpath.py)
-            text = string_body(sl)  # escapes (or not a string body: None)
-            if text is None:
-                return item
-        else:
-            try:
-                text = sl.decode()
-            except UnicodeDecodeError:
-                return item  # the general way reports it
-            if not text.isprintable() and has_control(text):
-                return item  # raw control characters: invalid JSON
+        text = json_string(item[plen:-slen])  # type: ignore[arg-type]
+        if text is None:
+            return item  # the general way reports it
         ev = new(ToolCallEvent)
         ev.type = "tool_call"
         ev.index = 0

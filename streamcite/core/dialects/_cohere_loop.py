@@ -27,7 +27,7 @@ from streamcite.core.dialects.hotloop import NO_TEMPLATE, TemplatedState
 from streamcite.core.events import Event, ReasoningEvent, TokenEvent, ToolCallEvent
 from streamcite.core.markers import MarkerMode
 from streamcite.core.sse import RawEvent
-from streamcite.core.template import has_control, string_body
+from streamcite.core.template import has_control, json_string, string_body
 
 __all__ = ["ARGS_END", "CohereLoop", "args_prefix", "json_string"]
 
@@ -51,24 +51,6 @@ _ENDS = frozenset(
     for i in range(64)
 )
 """The ignored end events as Cohere sends them (a higher index: parsed, and ignored)."""
-
-
-def json_string(body: bytes) -> str | None:
-    r"""``body`` decoded as the inside of a JSON string (None: not one, not UTF-8, or a raw
-    control character in it: the general way reports it).
-
-    >>> json_string(rb'caf\u00e9 \"ok\"'), json_string(b'un"escaped'), json_string(b"\x01")
-    ('café "ok"', None, None)
-    """
-    if 0x22 in body or 0x5C in body:  # ints: ten times faster than bytes
-        return string_body(body)  # escapes (None: not a JSON string body)
-    try:
-        t = body.decode()
-    except UnicodeDecodeError:
-        return None
-    if not t.isprintable() and has_control(t):
-        return None  # raw control characters: invalid JSON
-    return t
 
 
 def args_prefix(index: int) -> bytes:
