@@ -257,9 +257,7 @@ async def test_a_run_of_tokens_is_the_frames_of_its_events_back_to_back(
         tap_list.append(tap)
     taps.logged_run(first, payloads)
     last = first + len(payloads) - 1
-    want = b"".join(
-        ws_text_frame(envelope(sid, first + i, p)) for i, p in enumerate(payloads)
-    )
+    want = b"".join(ws_text_frame(envelope(sid, first + i, p)) for i, p in enumerate(payloads))
     assert taken == [[want]] * taps_n
     assert taps.last_seq == last and taps.frames_built == 1
     assert all(t.delivered == last and t.counted == len(payloads) for t in tap_list)
