@@ -23,10 +23,6 @@ def _count(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def _citation_lists(obj: dict[str, Any]) -> tuple[Any, Any]:
-    return obj.get("citations"), obj.get("search_results")
-
-
 class ChunkFields(ChunkFaults):
     """Meta, citations and usage of the chat interpreter (see :class:`ChunkInterpreter`)."""
 
@@ -62,7 +58,8 @@ class ChunkFields(ChunkFaults):
         # never used, and a 10^6-item list is neither kept alive nor compared whole.
         b = self._builder.bounds
         cap = max(b.max_citations, b.max_search_results, b.max_citation_urls) + 1
-        raw = tuple(x[:cap] if type(x) is list else x for x in _citation_lists(obj))
+        c, r = obj.get("citations"), obj.get("search_results")
+        raw = (c[:cap] if type(c) is list else c, r[:cap] if type(r) is list else r)
         if raw == self._last_citations:
             return  # Perplexity repeats the set on every chunk
         self._last_citations = raw

@@ -233,20 +233,36 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
             or ch.get("finish_reason")
             or type(idx := ch.get("index", 0)) is not int
             or idx
-            or "citations" in obj
-            or "search_results" in obj
             or "error" in obj
             or "x_groq" in obj  # Groq's first and last chunks: usage may be under it
             or "usage" in ch  # Moonshot puts it in the choice
-            or obj.get("usage")
             or (len(delta) > 1 and (not content or _has_extra(delta)))
         ):
             self._general(obj, item, out)
+            return
+        usage = obj.get("usage")
+        if usage or "citations" in obj or "search_results" in obj:
+            self._with_fields(obj, content, usage, out)
             return
         if self._tpl.on:
             self._tpl.observe(item, content)
         if content:
             self._token(0, content, out)
+
+    def _with_fields(self, obj: dict[str, Any], content: str, usage: Any, out: list[Event]) -> None:
+        """A content chunk of choice 0 that also carries chunk-level citations or usage
+        (Perplexity repeats both on every chunk): what the general way does for it, in
+        its order (the token, the citations, the usage kept for the end), without the
+        walk over every field. An ``"object": "error"`` chunk goes the general way."""
+        if obj.get("object") == "error":
+            self._interpret(obj, "delta", out)
+            return
+        if content:
+            self._token(0, content, out)
+        if "citations" in obj or "search_results" in obj:
+            self._citations(obj, out)
+        if usage:
+            self._usage(usage, out, final=False)
 
     def _rare_delta(self, obj: Any, out: list[Event]) -> int:
         """A chunk of choice 0 whose delta has no content text and nothing else the
