@@ -65,6 +65,9 @@ def _stream(draw: st.DrawFn) -> bytes:
             del obj["usage"]
         if draw(st.integers(0, 5)) == 0:
             obj["choices"][0]["delta"] = {"content": draw(_TEXT)}  # no role
+        if draw(st.integers(0, 5)) == 0:  # something besides the content and role
+            key = draw(st.sampled_from(["reasoning", "refusal", "tool_calls", "annotations", "x"]))
+            obj["choices"][0]["delta"][key] = draw(st.sampled_from(["", "why", None, []]))
         if draw(st.integers(0, 7)) == 0:
             obj["choices"][0]["finish_reason"] = "stop"
         out.append(sse(obj))

@@ -54,6 +54,7 @@ _NO_TEMPLATE = DeltaTemplate()
 """A stream's delta template until its first refusal or argument fragment (never learnt
 into: ``_learn`` makes the stream's own first)."""
 _EXTRA_KEYS = ("reasoning_content", "reasoning", "refusal", "tool_calls", "annotations")
+_ROLE_CONTENT = frozenset({"role", "content"})
 
 
 def _choice_usage(choices: list[Any]) -> Any:
@@ -66,6 +67,8 @@ def _choice_usage(choices: list[Any]) -> Any:
 
 def _has_extra(delta: dict[str, Any]) -> bool:
     """A delta carrying something besides its content string (reasoning, tool calls...)."""
+    if delta.keys() <= _ROLE_CONTENT:
+        return False  # OpenRouter and Perplexity repeat the role on every chunk
     return any(delta.get(k) for k in _EXTRA_KEYS)
 
 
