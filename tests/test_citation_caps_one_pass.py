@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from streamcite.core import citation_caps
 from streamcite.core.bounds import StreamBounds
-from streamcite.core.citation_caps import cap_citation
+from streamcite.core.citation_caps import CitationBudget, cap_citation
 from streamcite.core.models import Citation, CitationSpan
 
 _STR: st.SearchStrategy[Any] = st.one_of(
@@ -61,3 +61,41 @@ def test_the_one_pass_is_taken() -> None:
     with mock.patch.object(citation_caps, "_cap_fields", side_effect=AssertionError):
         costs = [cap_citation(o, StreamBounds())[0] for o in objs]
     assert costs == [96 + 22, 96 + 7 + 17 + 2, 96 + 22 + 27]
+
+
+def _one_by_one(budget: CitationBudget, items: list[Any]) -> tuple[list[Any], list[str]]:
+    """A chunk's list admitted item by item (what ``admit_all`` stands for)."""
+    kept: list[Any] = []
+    problems: list[str] = []
+    for c in items:
+        ok, why = budget.admit(c)
+        problems.extend(why[: 3 - len(problems)])
+        if not ok:
+            break
+        kept.append(c)
+    return kept, problems
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    items=st.lists(_objects(), max_size=8),
+    bounds=_BOUNDS,
+    total=st.integers(0, 600),
+    used=st.integers(0, 300),
+)
+def test_admit_all_is_admit_one_by_one(
+    items: list[Any], bounds: StreamBounds, total: int, used: int
+) -> None:
+    bounds = StreamBounds(
+        max_citation_text_chars=bounds.max_citation_text_chars,
+        max_metadata_bytes=bounds.max_metadata_bytes,
+        max_citation_bytes=total,
+    )
+    a, b = CitationBudget(bounds), CitationBudget(bounds)
+    a.used = b.used = used
+    others = copy.deepcopy(items)
+    kept, problems = a.admit_all(items)
+    kept_b, problems_b = _one_by_one(b, others)
+    assert (kept, problems) == (kept_b, problems_b)
+    assert (a.used, a.dropped) == (b.used, b.dropped)
+    assert items == others

@@ -84,15 +84,7 @@ class ChunkFields(ChunkFaults):
     def _capped(self, citations: list[Citation], out: list[Event]) -> list[Citation]:
         """A chunk's citations held to the byte caps (each field; the set in all): what
         was cut is reported once per chunk (``citation_too_large``)."""
-        budget = CitationBudget(self._builder.bounds)
-        kept: list[Citation] = []
-        problems: list[str] = []
-        for c in citations:
-            ok, why = budget.admit(c)
-            problems.extend(why[: 3 - len(problems)])
-            if not ok:
-                break
-            kept.append(c)
+        kept, problems = CitationBudget(self._builder.bounds).admit_all(citations)
         if problems:
             self._fault(out, CITATION_TOO_LARGE, "; ".join(problems))
         return kept

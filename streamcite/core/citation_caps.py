@@ -172,11 +172,34 @@ class CitationBudget:
         """``obj`` clipped (:func:`cap_citation`) and counted: (kept, problems). Not
         kept when it would take the total beyond ``max_citation_bytes``."""
         cost, problems = cap_citation(obj, self.bounds)
-        cap = self.bounds.max_citation_bytes
-        if self.used + cost > cap:
-            if not self.dropped:
-                problems.append(f"citations beyond {cap:,} bytes in all: the rest dropped")
-            self.dropped += 1
+        if self.used + cost > self.bounds.max_citation_bytes:
+            self._refuse(problems)
             return False, problems
         self.used += cost
         return True, problems
+
+    def admit_all(self, items: list[Any], max_problems: int = 3) -> tuple[list[Any], list[str]]:
+        """:meth:`admit` of each of ``items`` in turn up to the first refused (a chunk's
+        list of citations in one call): the ones kept, and the first ``max_problems``
+        problems."""
+        bounds, cap = self.bounds, self.bounds.max_citation_bytes
+        kept: list[Any] = []
+        problems: list[str] = []
+        for obj in items:
+            cost, why = cap_citation(obj, bounds)
+            if self.used + cost > cap:
+                self._refuse(why)
+                problems.extend(why[: max_problems - len(problems)])
+                break
+            self.used += cost
+            if why:
+                problems.extend(why[: max_problems - len(problems)])
+            kept.append(obj)
+        return kept, problems
+
+    def _refuse(self, problems: list[str]) -> None:
+        """One more refused for the total (said in ``problems`` the first time)."""
+        if not self.dropped:
+            cap = self.bounds.max_citation_bytes
+            problems.append(f"citations beyond {cap:,} bytes in all: the rest dropped")
+        self.dropped += 1

@@ -79,7 +79,8 @@ class GeminiInterpreter(GroundingState):
             # ``data: {}`` or another shape: no empty ``meta`` for it, an error.
             self.fault(out, "bad_chunk", f"gemini chunk with no field known: {quote(obj)}")
             return
-        self.meta(obj.get("responseId"), obj.get("modelVersion"), None, out)
+        if not self.meta_seen:
+            self.meta(obj.get("responseId"), obj.get("modelVersion"), None, out)
         usage = obj.get("usageMetadata")
         if usage is not None:
             self._usage_raw = usage  # sent on every chunk: the last one is read at the end
