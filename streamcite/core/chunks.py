@@ -340,7 +340,7 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
                         continue
                     if content and plain:
                         self._token(idx, content, out)
-                    if not plain or len(delta) > 1:
+                    if not plain or (len(delta) > 1 and not delta.keys() <= _ROLE_CONTENT):
                         interpret_delta(self, idx, delta, out)
             reason = ch.get("finish_reason")
             if reason:
