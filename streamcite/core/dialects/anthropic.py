@@ -233,6 +233,9 @@ class AnthropicInterpreter(TemplatedState):
         kind = block.get("type")
         self._blocks[idx] = [kind, self.chars0, []]
         if kind == "text":
+            # The template of its text deltas written now (as _general would at the first
+            # one): its first delta is taken by the hot loop too.
+            self._pre = b"%s%d%s" % (_HEAD, idx, _MID)
             text = block.get("text")
             if type(text) is str and text:
                 self.token(0, text, out)
@@ -241,6 +244,7 @@ class AnthropicInterpreter(TemplatedState):
                 for c in cites:
                     self._cite(idx, c, out)
         elif kind == "thinking":
+            self._rpre = b"%s%d%s" % (_HEAD, idx, _THINK)  # (likewise)
             text = block.get("thinking")
             if type(text) is str and text:
                 self.reasoning(0, text, out)
