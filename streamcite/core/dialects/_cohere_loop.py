@@ -94,9 +94,10 @@ class CohereLoop(TemplatedState):
             # A tuple item is a named event (OVERFLOW's data is empty: it never matches).
             if item.__class__ is not tuple:
                 pass
-            elif (data := item[1]).startswith(pre):
-                # A text delta: the commonest event, so the shortest way.
-                if data.endswith(end):
+            elif (data := item[1])[:plen] == pre:
+                # A text delta: the commonest event, so the shortest way (a slice compared
+                # costs a fifth less than ``startswith``/``endswith``: see hotloop.py).
+                if data[-elen:] == end:  # (data is longer than end: it starts with pre)
                     body = data[plen:-elen]
                     if 0x22 in body or 0x5C in body:  # ints: ten times faster than bytes
                         t = string_body(body)  # escapes (None: not a JSON string body)

@@ -150,6 +150,7 @@ class AnthropicInterpreter(TemplatedState):
 
     dialect = "anthropic"
     _END = b'"}}'
+    _PADS = frozenset(b"}%s}" % (b" " * n) for n in range(1, 65))
 
     def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
         super().__init__(builder, marker_mode)
