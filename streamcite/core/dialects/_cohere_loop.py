@@ -128,10 +128,10 @@ class CohereLoop(TemplatedState):
                         continue  # an empty text (shorter: the quotes overlap, not JSON)
             elif data in ends:
                 continue  # ignored, whatever the state
-            elif plain and ((reason := data.startswith(rpre)) or data.startswith(apre)):
+            elif plain and ((reason := data[:rplen] == rpre) or data[:aplen] == apre):
                 # A reasoning delta or an argument fragment (lone surrogates: the general way).
                 p, e = (rplen, rend) if reason else (aplen, ARGS_END)
-                if data.endswith(e):
+                if data[-length(e) :] == e:  # (data is longer than e: it starts with a prefix)
                     t = json_string(data[p : length(data) - length(e)])
                     if t:
                         if reason:

@@ -151,7 +151,7 @@ class TemplatedState(StreamState):
                     continue  # an empty text (shorter: the quotes overlap, not JSON)
             elif (
                 item.__class__ is tuple
-                and item[1].startswith(rpre)
+                and item[1][: len(rpre)] == rpre
                 and self._reasoned(item[1], out)
             ):
                 continue
@@ -167,7 +167,7 @@ class TemplatedState(StreamState):
     def _reasoned(self, data: bytes, out: list[Event]) -> bool:
         """``data`` is the reasoning template's event: its text taken (True), or not."""
         p, e = len(self._rpre), self._rend
-        if data.endswith(e):
+        if data[-len(e) :] == e:  # (data is longer than e: it starts with the prefix)
             body = data[p : -len(e)]
         else:  # padded, or not the template
             q = data.rfind(0x22)
