@@ -168,8 +168,8 @@ def test_any_text_same_events(
 def test_template_deltas_are_not_parsed(
     dialect: str, module: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Only the first delta of a block is parsed: the rest are read by their bytes (the
-    old way parsed every event)."""
+    """No delta of a text block is parsed, not even its first: the block's start writes
+    the template of its deltas (the old ways parsed every event, then the first)."""
     calls: list[bytes] = []
 
     def counting(data: bytes) -> Any:
@@ -180,7 +180,7 @@ def test_template_deltas_are_not_parsed(
     raw = _prelude(dialect) + [_delta(dialect, b"w%d" % i) for i in range(200)]
     _out, answer = _hot(dialect, raw)
     assert answer.text == "".join(f"w{i}" for i in range(200))
-    assert len(calls) == 3  # the prelude's two events and the block's first delta
+    assert len(calls) == 2  # the prelude's two events
 
 
 # -- OpenAI Responses: the sequence number varies between the template's parts ----------
@@ -309,7 +309,7 @@ def test_reasoning_deltas_by_template(monkeypatch: pytest.MonkeyPatch) -> None:
     calls.clear()
     _out, answer = _hot("anthropic", anth)
     assert answer.reasoning_text == "".join(f"t{i}" for i in range(40))
-    assert len(calls) == 2
+    assert len(calls) == 1  # the block's start (it writes the template of its deltas)
     coh = [
         *[(b"tool-plan-delta", b'{"type":"tool-plan-delta","delta":{"message":'
            b'{"tool_plan":"p%d"}}}' % i) for i in range(20)],
@@ -326,7 +326,7 @@ def test_reasoning_deltas_by_template(monkeypatch: pytest.MonkeyPatch) -> None:
     assert answer.reasoning_text == "".join(f"p{i}" for i in range(20)) + "".join(
         f"k{i}" for i in range(20)
     )
-    assert len(calls) == 4  # the first plan delta, the start, the first thinking, the bad one
+    assert len(calls) == 3  # the first plan delta, the start (it writes the template), the bad one
 
 
 def test_responses_deeply_nested_field_no_template() -> None:

@@ -150,6 +150,7 @@ class AnthropicInterpreter(TemplatedState):
 
     dialect = "anthropic"
     _END = b'"}}'
+    _PADS = frozenset(b"}%s}" % (b" " * n) for n in range(1, 65))
 
     def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
         super().__init__(builder, marker_mode)
@@ -233,6 +234,9 @@ class AnthropicInterpreter(TemplatedState):
         kind = block.get("type")
         self._blocks[idx] = [kind, self.chars0, []]
         if kind == "text":
+            # The template of its text deltas written now (as _general would at the first
+            # one): its first delta is taken by the hot loop too.
+            self._pre = b"%s%d%s" % (_HEAD, idx, _MID)
             text = block.get("text")
             if type(text) is str and text:
                 self.token(0, text, out)
@@ -241,6 +245,7 @@ class AnthropicInterpreter(TemplatedState):
                 for c in cites:
                     self._cite(idx, c, out)
         elif kind == "thinking":
+            self._rpre = b"%s%d%s" % (_HEAD, idx, _THINK)  # (likewise)
             text = block.get("thinking")
             if type(text) is str and text:
                 self.reasoning(0, text, out)

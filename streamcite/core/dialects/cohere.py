@@ -200,7 +200,15 @@ class CohereInterpreter(CohereLoop):
         if type(content) is not dict:
             self.fault(out, "bad_chunk", f"content-start not understood: {quote(obj)}")
             return
-        self._block(obj, content.get("type"))
+        block = self._block(obj, content.get("type"))
+        idx = obj.get("index", 0)
+        if idx.__class__ is int and self._blocks.get(idx) is block:
+            # The template of its deltas written now (as _template would at the first
+            # one): its first delta is taken by the hot loop too.
+            if block[0] == "text":
+                self._pre = b"%s%d%s" % (_HEAD, idx, _MID)
+            elif block[0] == "thinking":
+                self._rpre, self._rend = b"%s%d%s" % (_HEAD, idx, _THINK), self._END
         self._content_delta(obj, out)
 
     def _content_delta(self, obj: dict[str, Any], out: list[Event]) -> None:
