@@ -92,6 +92,9 @@ _THINK = b',"delta":{"type":"thinking_delta","thinking":"'
 the text, ``"}}`` (padding spaces before the last brace: dialects/hotloop.py)."""
 # Citation fields that have a Citation field of their own (the rest: provider_metadata).
 _MAPPED = frozenset({"cited_text", "title", "document_title", "url", "source"})
+_CHECKED = ("cited_text", "url", "title", "document_title", "source")
+"""A citation's string fields, in the order a wrong one is reported."""
+_STR_NONE = frozenset({str, type(None)})
 
 
 def _ignored_block(kind: Any) -> bool:
@@ -112,35 +115,30 @@ def status_of(error_type: str) -> int | None:
     return _STATUS.get(error_type)
 
 
-def _citation(c: dict[str, Any]) -> tuple[Any, Citation] | str:
-    """A citation object → its source key and :class:`Citation`, or what is wrong."""
+def _citation_key(c: dict[str, Any]) -> tuple[Any, str | None, Any] | str:
+    """A citation object → (its source key, its ``cited_text``, its ``url`` or
+    ``source``), or what is wrong (each field read once: a source cited again is
+    known by its key before any :class:`Citation` is built)."""
     kind = c.get("type")
     if type(kind) is not str:
         return "type is not a string"
-    for k in ("cited_text", "url", "title", "document_title", "source"):
-        v = c.get(k)
-        if v is not None and type(v) is not str:
-            return f"{k} is not a string"
-    url = c.get("url")
-    title = c.get("title") if c.get("title") is not None else c.get("document_title")
+    cited, url, source = c.get("cited_text"), c.get("url"), c.get("source")
+    checked = (cited, url, c.get("title"), c.get("document_title"), source)
+    if not _STR_NONE.issuperset(map(type, checked)):
+        for k, v in zip(_CHECKED, checked, strict=True):
+            if v is not None and type(v) is not str:
+                return f"{k} is not a string"
     if kind == "web_search_result_location":
         key: Any = ("url", url)
     elif kind == "search_result_location":
-        key = ("search", c.get("source"), c.get("search_result_index"))
-        url = url if url is not None else c.get("source")
+        key = ("search", source, c.get("search_result_index"))
+        url = url if url is not None else source
     elif kind in ("char_location", "page_location", "content_block_location"):
-        doc = c.get("document_index")
-        key = ("file", c["file_id"]) if type(c.get("file_id")) is str else ("doc", doc)
+        fid = c.get("file_id")
+        key = ("file", fid) if type(fid) is str else ("doc", c.get("document_index"))
     else:
         return f"citation type {kind[:40]!r} not understood"
-    meta = {k: v for k, v in c.items() if k not in _MAPPED}
-    cit = Citation(
-        cited_text=c.get("cited_text"),
-        document_title=title,
-        source_url=url,
-        provider_metadata=meta or None,
-    )
-    return key, cit
+    return key, cited, url
 
 
 class AnthropicInterpreter(TemplatedState):
@@ -332,15 +330,24 @@ class AnthropicInterpreter(TemplatedState):
         if type(c) is not dict or block is None:
             self.fault(out, "bad_citations", f"citation not understood: {quote(c)}")
             return
-        got = _citation(c)
+        got = _citation_key(c)
         if isinstance(got, str):
             self.fault(out, "bad_citations", f"citation {got}: {quote(c)}")
             return
-        cit = got[1]
-        passage, meta = cit.cited_text, cit.provider_metadata
-        doc = self.cite(got[0], cit, out)
+        key, passage, url = got
+        meta = {k: v for k, v in c.items() if k not in _MAPPED} or None
+        doc = self._cite_keys.get(key)  # a source cited again: no Citation built
         if doc is None:
-            return
+            title = c.get("title")
+            cit = Citation(
+                cited_text=passage,
+                document_title=title if title is not None else c.get("document_title"),
+                source_url=url,
+                provider_metadata=meta,
+            )
+            doc = self.cite(key, cit, out)
+            if doc is None:
+                return
         cited = (doc, passage, meta)
         if cited in block[2]:
             pass
@@ -356,22 +363,19 @@ class AnthropicInterpreter(TemplatedState):
         if block is None:
             self.fault(out, "bad_chunk", f"content_block_stop of an unknown block: {quote(obj)}")
             return
-        call = self._calls.pop(idx, None) if type(idx) is int else None
+        assert idx is not None  # (an int: it names a block)
+        call = self._calls.pop(idx, None) if self._calls else None
         if call is not None:
             tool_input = anthropic_input(call[0], call[1], call[2] > MAX_PARTIAL_CHARS)
             b = call[0]
             self.ptools().call(out, b.get("id"), b.get("name"), tool_input, b.get("server_name"))
         if block[2]:
-            added = False
-            for doc, passage, meta in block[2]:
-                added = self.span(doc, block[1], self.chars0, out, passage, meta) or added
+            added = self.spans(block[2], block[1], self.chars0, out)
             block[2] = []
             if added:
                 self.emit_citations(out)
         if block[0] != "text":
-            self._blocks.pop(
-                obj["index"]
-            )  # stopped: nothing more of it is read (kept: text blocks)
+            del self._blocks[idx]  # stopped: nothing more of it is read (kept: text blocks)
         if len(self._blocks) > 4096:
             self._blocks = {k: v for k, v in self._blocks.items() if v[0] == "tool_use"}
 
