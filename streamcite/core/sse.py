@@ -13,7 +13,10 @@ Implements the HTML standard's "event stream interpretation" exactly:
   (its ``id`` still updates the last event id);
 - at end of input an unterminated block is discarded (``pending`` tells you).
 
-Performance: a read whose blocks are all one ``data:`` line (chat, Gemini) or all
+Performance: a read that ends at a block boundary with nothing pending (a relay feeds
+one upstream read at a time, often one event) skips the general set-up (BOM, CR, tail,
+discard checks: one test each) and, when it is one event of the usual shape, is cut with
+two slices. A read whose blocks are all one ``data:`` line (chat, Gemini) or all
 ``event:`` + one ``data:`` line (Anthropic, Responses, Cohere) is cut into events by a
 few C-level splits and partitions, with no Python work per event and no pass that steps
 one byte at a time; any other read is split into lines on bytes (``bytes.split`` in C,
