@@ -11,7 +11,7 @@ a forwarder does not do. The chunk parser alone (``ChatStreamParser.feed`` on th
 bytes) is timed in the same run, for the share that is the core's.
 
 Run: ``python benchmarks/relay_inproc.py [--loop uvloop] [--streams 300] [--tokens 100]
-[--rounds 5] [--profile out.pstat]``
+[--per-read 1] [--rounds 5] [--profile out.pstat]``
 """
 
 from __future__ import annotations
@@ -39,8 +39,9 @@ from streamcite.relay.server import Relay
 _WORDS = ("The", " handbook", " says", " that", " streaming", " relays", " keep", " every")
 
 
-def chunks(tokens: int) -> list[bytes]:
-    """One chat chunk per token, then the finish chunk, the usage chunk and ``[DONE]``."""
+def chunks(tokens: int, per_read: int = 1) -> list[bytes]:
+    """One chat chunk per token, then the finish chunk, the usage chunk and ``[DONE]``;
+    ``per_read`` chunks a read (a relay that falls behind its upstreams reads several)."""
     top = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1_700_000_000}
 
     def event(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
@@ -54,7 +55,7 @@ def chunks(tokens: int) -> list[bytes]:
     usage = {"prompt_tokens": 20, "completion_tokens": tokens, "total_tokens": tokens + 20}
     out.append(b"data: " + orjson.dumps({**top, "choices": [], "usage": usage}) + b"\n\n")
     out.append(b"data: [DONE]\n\n")
-    return out
+    return [b"".join(out[i : i + per_read]) for i in range(0, len(out), per_read)]
 
 
 class _Response:
@@ -162,7 +163,7 @@ def parse_only(reads: list[bytes], n: int, whole: bool = False) -> float:
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, float]:
-    reads = chunks(args.tokens)
+    reads = chunks(args.tokens, args.per_read)
     cfg = RelayConfig(base_url="http://127.0.0.1:9/v1", max_streams_total=args.streams * 2)
     server = Relay(cfg)
     rows: list[float] = []
@@ -192,6 +193,7 @@ def main() -> None:
     ap.add_argument("--streams", type=int, default=300)
     ap.add_argument("--tokens", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--per-read", type=int, default=1, help="upstream chunks per read")
     ap.add_argument("--profile", default="", help="cProfile stats to this path")
     ap.add_argument("--no-parse", action="store_true", help="skip the parser-alone pass")
     args = ap.parse_args()
@@ -213,7 +215,7 @@ def main() -> None:
         res = run(main_async(args))
     print(
         f"{args.loop}: {args.streams} streams × {args.tokens} tokens: "
-        f"{res['events_per_round']} events a round; relay {res['relay_us_per_event']:.2f} µs/event "
+        f"{args.per_read} a read; {res['events_per_round']} events a round; relay {res['relay_us_per_event']:.2f} µs/event "
         f"(min {res['relay_min']:.2f}), of which the chunk parser alone "
         f"{res['parse_us_per_event']:.2f} (fed a stream at once: "
         f"{res['parse_whole_us_per_event']:.2f})"

@@ -10,10 +10,13 @@ from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
+import orjson
 import pytest
 
 from streamcite import Event, Timeouts, stream_chat
+from streamcite.core.models import Citation, CitedAnswer
 from streamcite.events import DoneEvent, ErrorEvent, TokenEvent
+from streamcite.relay import bounds
 from streamcite.relay.clients import LiveFlush, _LiveFrames
 from streamcite.relay.eventloop import GC_THRESHOLDS
 from streamcite.relay.live import LiveTap, Taps
@@ -161,3 +164,30 @@ async def test_live_frames_of_all_clients_go_out_at_the_end_of_the_turn() -> Non
     for t in transports:
         assert len(t.writes) == 1 and t.writes[0].count(b'"stream_id":"s1"') == 2
     assert transports[0].writes == transports[1].writes == transports[2].writes
+
+
+@pytest.mark.parametrize("over", [-40, -1, 0, 1, 40])
+def test_done_in_one_dump_only_when_nothing_is_dropped(over: int, monkeypatch: Any) -> None:
+    """``done`` is dumped whole when it fits (the common case), and built field by field
+    when its dump passes the bound although each field's floor does not."""
+    answer = CitedAnswer(
+        text="t" * 500,
+        citations=[Citation(cited_text="c" * 40, document_index=i) for i in range(9)],
+    )
+    done = DoneEvent(answer=answer)
+    plain = orjson.dumps(done)
+    by_fields: list[int] = []
+    slow = bounds._done_by_fields
+
+    def counting(*args: Any) -> bytes:
+        by_fields.append(1)
+        return slow(*args)
+
+    monkeypatch.setattr(bounds, "_done_by_fields", counting)
+    limit = len(plain) + over
+    out = bounds.bounded_done(done, max_errors=10, max_bytes=limit)
+    assert len(out) <= limit
+    if over >= 0:
+        assert out == plain and by_fields == []
+    else:
+        assert by_fields == [1] and orjson.loads(out)["answer"]["truncated"] is True

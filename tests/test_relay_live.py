@@ -205,3 +205,62 @@ async def test_a_taps_frame_is_the_enveloped_events_websocket_frame(size: int, s
     taps.park(LiveTap(sid, seq - 1, writer, waiter, None))
     taps.logged(seq, payload)
     assert taken == [ws_text_frame(envelope(sid, seq, payload))]
+
+
+async def test_a_reads_tokens_reach_a_caught_up_client_as_one_piece(monkeypatch: Any) -> None:
+    """The tokens of one upstream read are logged one by one, but handed to a live tap
+    together: one ``take`` per read per client, not one per event (the batching would be
+    silently off if this counted one take per token)."""
+    takes: list[int] = []
+    take = _LiveFrames.take
+
+    def counting(self: _LiveFrames, data: bytes) -> bool:
+        takes.append(data.count(b'"stream_id":'))
+        return take(self, data)
+
+    monkeypatch.setattr(_LiveFrames, "take", counting)
+    tokens = [f"w{i} " for i in range(200)]
+    async with (
+        running(await _burst_upstream(tokens)) as url,
+        relay(url + "/v1") as server,
+        ws_client(server) as client,
+    ):
+        sid = await client.ask("q")
+        await client.until_done(sid)
+        events = client.events(sid)
+    _contiguous(events)
+    assert text_of(events) == "".join(tokens)
+    assert sum(takes) > 150  # the tap delivered most of the answer (the pump the rest)
+    assert len(takes) < 20, takes  # a few pieces: the reads' token runs, then done
+
+
+@pytest.mark.parametrize("taps_n", [1, 3])
+@pytest.mark.parametrize("sizes", [[1, 1], [0, 200, 5], [130, 2, 70_000, 9], [3] * 12])
+async def test_a_run_of_tokens_is_the_frames_of_its_events_back_to_back(
+    taps_n: int, sizes: list[int]
+) -> None:
+    sid = "AbCdEfGhIjKlMnOp"
+    first = 98  # the seq crosses 100: the envelope's length changes inside the run
+    payloads = [token_json(0, "x" * n, "x" * n) for n in sizes]
+    taken: list[list[bytes]] = [[] for _ in range(taps_n)]
+    loop = asyncio.get_running_loop()
+    taps = Taps(sid)
+    tap_list = []
+    for i in range(taps_n):
+
+        def take(frame: bytes, into: list[bytes] = taken[i]) -> bool:
+            into.append(frame)
+            return True
+
+        tap = LiveTap(sid, first - 1, SimpleNamespace(take=take), loop.create_future(), None)
+        taps.park(tap)
+        tap_list.append(tap)
+    taps.logged_run(first, payloads)
+    last = first + len(payloads) - 1
+    want = b"".join(ws_text_frame(envelope(sid, first + i, p)) for i, p in enumerate(payloads))
+    assert taken == [[want]] * taps_n
+    assert taps.last_seq == last and taps.frames_built == 1
+    assert all(t.delivered == last and t.counted == len(payloads) for t in tap_list)
+    # a tap that is behind lets go; the others keep going
+    taps.logged(last + 2, payloads[0])
+    assert taps.taps == [] and all(t.waiter.done() for t in tap_list)

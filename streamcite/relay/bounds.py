@@ -21,7 +21,9 @@
 from __future__ import annotations
 
 import dataclasses
+import operator
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -140,9 +142,16 @@ def bounded_done(done: DoneEvent, *, max_errors: int, max_bytes: int) -> bytes:
     choose which of those bytes to join. Peak memory stays about ``max_bytes`` plus the
     fields kept, whatever the answer's size (600 MB of text took 5.5 GB the old way).
     """
+    whole = _whole_done(done, max_errors, max_bytes)
+    return whole if whole is not None else _done_by_fields(done, max_errors, max_bytes)
+
+
+def _done_by_fields(done: DoneEvent, max_errors: int, max_bytes: int) -> bytes:
+    """:func:`bounded_done` when a bound is passed: field by field."""
     answer = done.answer
+    names = _answer_fields(answer)
     parts: dict[str, bytes | None] = {}
-    for name in _answer_fields(answer):
+    for name in names:
         value = getattr(answer, name)
         parts[name] = None if _size_floor(value) > max_bytes else orjson.dumps(value)
     errors = list(answer.errors)
@@ -186,6 +195,24 @@ def bounded_done(done: DoneEvent, *, max_errors: int, max_bytes: int) -> bytes:
     return _join(kept, {"truncated": True, "truncated_fields": sorted(set(removed))})
 
 
+def _whole_done(done: DoneEvent, max_errors: int, max_bytes: int) -> bytes | None:
+    """The common case in one dump (several times faster than field by field): nothing
+    to drop, so the fields' dumps joined by :func:`bounded_done` would be these very
+    bytes, and the dump is no larger than the parts it would hold at once. None: a bound
+    is passed (the field-by-field way then decides what to leave out)."""
+    answer = done.answer
+    if len(answer.errors) > max_errors:
+        return None
+    floor = 0
+    for value in _sized_fields(answer):  # a floor of the dump's length
+        if value is not None:
+            floor += len(value)
+    if floor > max_bytes:
+        return None
+    payload = orjson.dumps(done)
+    return payload if len(payload) <= max_bytes else None
+
+
 def _answer_fields(answer: Any) -> tuple[str, ...]:
     cls = type(answer)
     names = _FIELD_NAMES.get(cls)
@@ -195,6 +222,26 @@ def _answer_fields(answer: Any) -> tuple[str, ...]:
 
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _sized_fields(answer: Any) -> tuple[Any, ...]:
+    """The values of ``answer``'s string and list fields (None where optional and unset),
+    in one C call (a getter made once per class)."""
+    cls = type(answer)
+    getter = _SIZED_GETTERS.get(cls)
+    if getter is None:
+        names = [
+            f.name
+            for f in dataclasses.fields(cls)
+            if str(f.type).startswith(("str", "list", "<class 'str'>", "<class 'list'>"))
+        ]
+        many = operator.attrgetter(*names) if len(names) > 1 else None
+        getter = _SIZED_GETTERS[cls] = many or (lambda a: tuple(getattr(a, n) for n in names))
+    out: tuple[Any, ...] = getter(answer)
+    return out
+
+
+_SIZED_GETTERS: dict[type, Callable[[Any], tuple[Any, ...]]] = {}
 
 
 def _size_floor(value: Any) -> int:

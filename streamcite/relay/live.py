@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from streamcite.relay.protocol import DONE_PREFIX as _DONE_PREFIX
+from streamcite.relay.protocol import WS_SHORT_HEADERS as _WS_SHORT
 from streamcite.relay.protocol import ws_text_header
 
 __all__ = ["LiveTap", "LiveWriter", "Taps"]
@@ -36,8 +37,9 @@ class LiveWriter(Protocol):
 
     def take(self, frame: bytes) -> bool:
         """Take one event's WebSocket frame (encoded: :func:`ws_text_frame` of the enveloped
-        event's JSON) for the socket and return True, or return False, taking nothing, when
-        it cannot go out at once."""
+        event's JSON), or the frames of one upstream read's tokens back to back, for the
+        socket and return True, or return False, taking nothing, when they cannot go out at
+        once."""
         ...
 
 
@@ -66,17 +68,19 @@ class LiveTap:
         self.counted = 0
         """Frames the tap wrote (the pump adds them to the relay's count)."""
 
-    def offer(self, seq: int, frame: bytes, done: bool) -> bool:
-        """Deliver entry ``seq`` (its enveloped ``frame``) now if it is the next one and
-        the socket takes it at once; False: the tap let go (the entry stays in the log for
-        the pump), or it delivered ``done``."""
-        if seq != self.delivered + 1 or not self.write(frame):
+    def offer(self, first: int, last: int, frames: bytes, done: bool) -> bool:
+        """Deliver entries ``first`` … ``last`` (their enveloped ``frames``) now if the first
+        is the next one and the socket takes them at once; False: the tap let go (the
+        entries stay in the log for the pump), or it delivered ``done``."""
+        if first != self.delivered + 1 or not self.write(frames):
             self.release()
             return False
-        self.delivered = seq
-        self.counted += 1
+        self.delivered = last
+        self.counted += last - first + 1
         if self.on_sent is not None:
-            self.on_sent(self.sid, seq, time.perf_counter())
+            t = time.perf_counter()
+            for seq in range(first, last + 1):
+                self.on_sent(self.sid, seq, t)
         if done:
             self.done = True
             self.release()
@@ -91,7 +95,7 @@ class LiveTap:
 class Taps:
     """The taps of one stream, fed by its producer on every append."""
 
-    __slots__ = ("closed", "head", "last_seq", "taps")
+    __slots__ = ("closed", "frames_built", "head", "last_seq", "taps")
 
     def __init__(self, sid: str) -> None:
         self.taps: list[LiveTap] = []
@@ -101,6 +105,8 @@ class Taps:
         """The last ``seq`` the producer logged (a pump may park only when caught up)."""
         self.closed = False
         """The stream's run is over here: nothing more will be handed to taps."""
+        self.frames_built = 0
+        """Pieces handed to the taps: one per event, or one per read of several tokens."""
 
     def logged(self, seq: int, payload: bytes) -> None:
         """The producer logged entry ``seq``: hand it to every tap (those that cannot take
@@ -109,11 +115,12 @@ class Taps:
         taps = self.taps
         if not taps:
             return
+        self.frames_built += 1
         # ws_text_frame(envelope(sid, seq, payload)): made once for every tap, in one join
         mid = b"%d," % seq
         head = self.head
         n = len(head) + len(mid) + len(payload) - 1
-        frame = b"".join((ws_text_header(n), head, mid, payload[1:]))
+        frame = b"".join((_WS_SHORT[n] if n < 126 else ws_text_header(n), head, mid, payload[1:]))
         done = payload.startswith(_DONE_PREFIX)  # is_done_payload(payload)
         if len(taps) == 1:  # the common case: LiveTap.offer inlined (once per event)
             tap = taps[0]
@@ -128,7 +135,58 @@ class Taps:
             tap.release()
             taps.clear()
         else:
-            self.taps = [tap for tap in taps if tap.offer(seq, frame, done)]
+            self.taps = [tap for tap in taps if tap.offer(seq, seq, frame, done)]
+
+    def logged_read(self, first: int, one: bytes, more: list[bytes] | None) -> None:
+        """One read's tokens were logged from ``first`` on: ``one`` alone, or ``more``."""
+        if more is None:
+            self.logged(first, one)
+        else:
+            self.logged_run(first, more)
+
+    def logged_run(self, first: int, payloads: list[bytes]) -> None:
+        """The producer logged entries ``first`` … ``first + len(payloads) - 1`` (one
+        upstream read's tokens, never ``done``): their frames are made in one join and
+        handed to each tap as one piece (one ``take`` per tap per read, not per event)."""
+        last = first + len(payloads) - 1
+        self.last_seq = last
+        if not self.taps:
+            return
+        self.frames_built += 1
+        head = self.head
+        hl = len(head)
+        parts: list[bytes] = []
+        add = parts.append
+        seq = first
+        for payload in payloads:  # (the frame as in logged)
+            mid = b"%d," % seq
+            n = hl + len(mid) + len(payload) - 1
+            add(_WS_SHORT[n] if n < 126 else ws_text_header(n))
+            add(head)
+            add(mid)
+            add(payload[1:])
+            seq += 1
+        self._hand(first, last, b"".join(parts), False)
+
+    def _hand(self, first: int, last: int, frames: bytes, done: bool) -> None:
+        """Hand entries ``first`` … ``last`` (their ``frames``) to every tap."""
+        taps = self.taps
+        if len(taps) == 1:  # the common case: LiveTap.offer inlined
+            tap = taps[0]
+            if first == tap.delivered + 1 and tap.write(frames):
+                tap.delivered = last
+                tap.counted += last - first + 1
+                if tap.on_sent is not None:
+                    t = time.perf_counter()
+                    for seq in range(first, last + 1):
+                        tap.on_sent(tap.sid, seq, t)
+                if not done:
+                    return
+                tap.done = True
+            tap.release()
+            taps.clear()
+        else:
+            self.taps = [tap for tap in taps if tap.offer(first, last, frames, done)]
 
     def park(self, tap: LiveTap) -> None:
         self.taps.append(tap)

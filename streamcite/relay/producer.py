@@ -30,36 +30,32 @@ from streamcite.relay.config import RelayConfig
 from streamcite.relay.guard import Identity, StreamBinder
 from streamcite.relay.live import Taps
 from streamcite.relay.metrics import RelayMetrics
-from streamcite.relay.protocol import AskMessage, token_json
+from streamcite.relay.protocol import TOKEN_STARTS, AskMessage, token_start
 from streamcite.relay.quotas import StreamQuotas
 from streamcite.relay.readers import ReaderHeartbeat
 from streamcite.relay.replay import rebuild_answer
+from streamcite.relay.runs import CITATIONS_RESEND, Run, final_events
 from streamcite.streamlog import StreamLog
 
-__all__ = ["SUPERSEDED", "OnEvent", "ProducedStream", "Producer", "SupersedeLog", "SyncAppendLog"]
+__all__ = [
+    "CITATIONS_RESEND",
+    "SUPERSEDED",
+    "OnEvent",
+    "ProducedStream",
+    "Producer",
+    "SupersedeLog",
+    "SyncAppendLog",
+    "final_events",
+]
 
 SUPERSEDED = b'{"type":"superseded","by":%d}'
 """What a citations frame becomes in the log once a newer one (``seq`` ``by``) replaced
 it: the newer frame carries the whole set, so a reader that arrives later loses nothing."""
 
-CITATIONS_RESEND = 8
-"""A citations event (which carries every citation and span so far) is logged, and so sent
-to every reader, when the items of the citations frames logged so far are at most this
-many times its own; a newer one then replaces it, else it waits, and the newest is logged
-before ``done``. So a stream's citations frames total at most ``CITATIONS_RESEND + 2``
-times its largest one (counted in citations and spans): an Anthropic answer of 1,024 cited blocks sent 99 MB of citations
-frames to each browser (quadratic), from 0.6 MB upstream."""
-
 OnEvent = Callable[[str, int, float], None]
 """Benchmark hook: ``(stream_id, seq, perf_counter())``."""
 
 _FAULT_HEADER = "X-Streamcite-Fault"
-
-_END_MESSAGES = {
-    "cancelled": "the stream was cancelled",
-    "abandoned": "no client listened to the stream within the resume grace period",
-    "shutdown": "the relay shut down before the stream finished",
-}
 
 
 @runtime_checkable
@@ -100,34 +96,6 @@ class ProducedStream:
     taps: Taps | None = None
     """Pumps of caught-up clients, handed each event as it is logged (a log that appends
     without awaiting only: see :mod:`streamcite.relay.live`)."""
-
-
-class _Run:
-    """What one producer run has seen so far (read after it ended, however it ended)."""
-
-    __slots__ = ("citations_seq", "cited", "done", "failure", "held", "log_failed", "reraise")
-
-    def __init__(self) -> None:
-        self.done: DoneEvent | None = None
-        self.failure: ErrorEvent | None = None
-        self.log_failed = False
-        self.reraise = False
-        self.held: CitationsEvent | None = None
-        """The newest citations event, not logged yet (see :data:`CITATIONS_RESEND`)."""
-        self.citations_seq = 0
-        """The citations frame in the log that a newer one supersedes."""
-        self.cited = 0
-        """Citations and spans in the citations frames logged so far."""
-
-    def hold(self, event: CitationsEvent) -> bool:
-        """Whether to hold ``event`` back rather than log it now (:data:`CITATIONS_RESEND`)."""
-        items = len(event.citations) + len(event.spans) + 1
-        if self.cited > CITATIONS_RESEND * items:
-            self.held = event
-            return True
-        self.cited += items
-        self.held = None
-        return False
 
 
 class Producer:
@@ -306,7 +274,7 @@ class Producer:
         bounds = StreamBounds(
             max_errors=cfg.max_stream_errors, max_done_bytes=cfg.max_done_bytes, logger=logger
         )
-        run = _Run()
+        run = Run(dict(self.metrics.time_to))
         try:
             async with upstream:
                 await self._log_events(stream, upstream, bounds, run)
@@ -342,67 +310,98 @@ class Producer:
         if run.reraise:
             raise asyncio.CancelledError
 
-    async def _log_events(  # noqa: C901  (the per-event loop, inlined: every call costs)
-        self, stream: ProducedStream, upstream: ChatStream, bounds: StreamBounds, run: _Run
+    async def _log_events(
+        self, stream: ProducedStream, upstream: ChatStream, bounds: StreamBounds, run: Run
     ) -> None:
         """The hot loop: each pipeline event → its wire JSON → the log (the events of one
-        upstream read come as one batch: one async step per read, not per event)."""
+        upstream read come as one batch: one async step per read, not per event). A read's
+        tokens go to the live taps together, after the last of them is logged: one frame
+        piece per read (nothing can read the log in between: no await)."""
         sid = stream.stream_id
         log = self.log
         append_nowait = self._append_nowait
         on_event = self.on_event
-        metrics = self.metrics
-        supersede = self._supersede
         taps = stream.taps
         first_token = True
-        time_to = dict(metrics.time_to)  # the first event of each kind, then dropped
-        citations_seq = 0  # the citations frame in the log that a newer one supersedes
         clock = time.perf_counter
+        dumps, starts = orjson.dumps, TOKEN_STARTS
         async for batch in upstream.batches():  # one step per upstream read
             t = clock()  # (the events of one read arrived together)
+            first = 0  # the first seq of the read's tokens not handed to the taps yet
+            one = b""  # its payload
+            more: list[bytes] | None = None  # the payloads from ``first`` on, past one
             for event in batch:
-                kind = type(event)
-                if kind is TokenEvent:  # the hot path: its JSON from a template
-                    payload = token_json(event.index, event.text, event.display)  # type: ignore[union-attr]
-                elif kind is CitationsEvent and run.hold(event):  # type: ignore[arg-type]
-                    continue  # a newer one, or done, logs it
-                elif kind is ErrorEvent or kind is DoneEvent:  # cold path
-                    if kind is DoneEvent and run.held is not None:
-                        citations_seq = await self._log_held(stream, run)
-                    bounded = bounds.payload(event)  # type: ignore[arg-type]
-                    if bounded is None:
-                        continue  # one error too many: counted, not sent
-                    payload = bounded
-                else:
-                    payload = orjson.dumps(event)
-                if append_nowait is not None:
-                    seq = append_nowait(sid, payload)
-                    if taps is not None:
-                        taps.logged(seq, payload)
-                else:
-                    seq = await log.append(sid, payload)
-                if on_event is not None:
-                    on_event(sid, seq, t)
-                if kind is TokenEvent:
+                if type(event) is TokenEvent:  # the hot path: token_json inlined
+                    index, text, display = event.index, event.text, event.display
+                    d = tj = dumps(text)
+                    if display != text:
+                        d = dumps(display)
+                    start = starts[index] if 0 <= index < 8 else token_start(index)
+                    payload = b"".join((start, tj, b',"display":', d, b"}"))
+                    if append_nowait is None:
+                        seq = await log.append(sid, payload)
+                    else:
+                        seq = append_nowait(sid, payload)
+                        if taps is not None:
+                            if not first:
+                                first, one = seq, payload
+                            elif more is None:
+                                more = [one, payload]
+                            else:
+                                more.append(payload)
+                    if on_event is not None:
+                        on_event(sid, seq, t)
                     if first_token:
                         first_token = False
-                        metrics.ttft.observe(t - stream.started)
-                elif kind is CitationsEvent:
-                    hist = time_to.pop("citations", None)  # the first one only
-                    if hist is not None:
-                        hist.observe(t - stream.started)
-                    if citations_seq and supersede is not None:
-                        supersede(sid, citations_seq, SUPERSEDED % seq)
-                    citations_seq = run.citations_seq = seq
-                elif kind is ErrorEvent:
-                    metrics.errors[event.code] += 1  # type: ignore[union-attr]
-                elif kind is DoneEvent:
-                    run.done = event  # type: ignore[assignment]
-                    metrics.stream_seconds.observe(t - stream.started)
-                elif time_to:
-                    hist = time_to.pop(event.type, None)
-                    if hist is not None:
-                        hist.observe(t - stream.started)
+                        self.metrics.ttft.observe(t - stream.started)
+                    continue
+                if first and taps is not None:  # the read's tokens so far go first
+                    taps.logged_read(first, one, more)
+                    first, more = 0, None
+                await self._log_cold(stream, event, t, bounds, run)
+            if first and taps is not None:  # (Taps.logged_read inlined)
+                if more is None:
+                    taps.logged(first, one)
+                else:
+                    taps.logged_run(first, more)
+
+    async def _log_cold(
+        self, stream: ProducedStream, event: Event, t: float, bounds: StreamBounds, run: Run
+    ) -> None:
+        """Log one event that is not a token (its counts and metrics)."""
+        sid = stream.stream_id
+        metrics = self.metrics
+        kind = type(event)
+        if kind is CitationsEvent and run.hold(event):  # type: ignore[arg-type]
+            return  # a newer one, or done, logs it
+        if kind is ErrorEvent or kind is DoneEvent:
+            if kind is DoneEvent and run.held is not None:
+                await self._log_held(stream, run)
+            bounded = bounds.payload(event)  # type: ignore[arg-type]
+            if bounded is None:
+                return  # one error too many: counted, not sent
+            payload = bounded
+        else:
+            payload = orjson.dumps(event)
+        seq = await self._append(stream, payload)
+        if self.on_event is not None:
+            self.on_event(sid, seq, t)
+        if kind is CitationsEvent:
+            hist = run.time_to.pop("citations", None)  # the first one only
+            if hist is not None:
+                hist.observe(t - stream.started)
+            if run.citations_seq and self._supersede is not None:
+                self._supersede(sid, run.citations_seq, SUPERSEDED % seq)
+            run.citations_seq = seq
+        elif isinstance(event, ErrorEvent):
+            metrics.errors[event.code] += 1
+        elif kind is DoneEvent:
+            run.done = event  # type: ignore[assignment]
+            metrics.stream_seconds.observe(t - stream.started)
+        elif run.time_to:
+            hist = run.time_to.pop(event.type, None)
+            if hist is not None:
+                hist.observe(t - stream.started)
 
     async def _append(self, stream: ProducedStream, payload: bytes) -> int:
         """Log one event off the hot loop (which inlines this); its ``seq``."""
@@ -411,7 +410,7 @@ class Producer:
             stream.taps.logged(seq, payload)
         return seq
 
-    async def _log_held(self, stream: ProducedStream, run: _Run) -> int:
+    async def _log_held(self, stream: ProducedStream, run: Run) -> int:
         """Log the citations event held back (before ``done``: a reader needs the newest set,
         and a ``done`` too large for its bound leaves out what was streamed)."""
         held, run.held = run.held, None
@@ -425,7 +424,7 @@ class Producer:
         return seq
 
     async def _log_end(
-        self, stream: ProducedStream, answer: CitedAnswer, bounds: StreamBounds, run: _Run
+        self, stream: ProducedStream, answer: CitedAnswer, bounds: StreamBounds, run: Run
     ) -> None:
         """Log ``error`` + ``done`` for a stream that ended without its own ``done``."""
         sid = stream.stream_id
@@ -442,7 +441,7 @@ class Producer:
             with contextlib.suppress(Exception):
                 await self._append(stream, bounds.final_payload(event))
 
-    def _release(self, stream: ProducedStream, run: _Run, logger: LibraryLogger) -> None:
+    def _release(self, stream: ProducedStream, run: Run, logger: LibraryLogger) -> None:
         """The stream is over: free its slot and quota, record its outcome."""
         metrics = self.metrics
         self.streams.pop(stream.stream_id, None)
@@ -476,25 +475,3 @@ class Producer:
                 outcome = "error"
         metrics.streams_finished[outcome] += 1
         logger.info("relay.stream.end", outcome=outcome)
-
-
-def final_events(
-    answer: CitedAnswer, reason: str | None, failure: ErrorEvent | None
-) -> list[Event]:
-    """``error`` + ``done`` for a stream that ended without its own ``done``."""
-    if failure is not None:
-        error = failure
-    else:
-        code = reason or "cancelled"
-        error = ErrorEvent(
-            code=code,
-            message=_END_MESSAGES.get(code, "the stream was cancelled"),
-            retryable=code == "shutdown",
-            stage="cancelled",
-        )
-    # The pipeline records a generic "cancelled" error; the relay's says why.
-    answer.errors = [
-        e for e in answer.errors if not (isinstance(e, ErrorEvent) and e.code == "cancelled")
-    ]
-    answer.errors.append(error)
-    return [error, DoneEvent(answer=answer)]

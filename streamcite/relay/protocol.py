@@ -29,6 +29,8 @@ from streamcite.core.errors import StreamciteError
 __all__ = [
     "DONE_PREFIX",
     "PROTOCOL_VERSION",
+    "TOKEN_STARTS",
+    "WS_SHORT_HEADERS",
     "AskMessage",
     "AskOptions",
     "CancelMessage",
@@ -44,6 +46,7 @@ __all__ = [
     "parse_client_message",
     "relay_error_frame",
     "token_json",
+    "token_start",
     "valid_stream_id",
     "ws_text_frame",
 ]
@@ -263,6 +266,8 @@ def ws_text_frame(payload: bytes) -> bytes:
 
 
 _WS_SHORT = [_WS_LEN1(0x81, n) for n in range(126)]
+WS_SHORT_HEADERS = _WS_SHORT
+"""``ws_text_header(n)`` for ``n < 126``, by ``n`` (a list index: no call on the hot path)."""
 
 
 def ws_text_header(n: int) -> bytes:
@@ -283,13 +288,17 @@ def token_json(index: int, text: str, display: str) -> bytes:
     ``orjson.JSONEncodeError`` for the same strings (a lone surrogate)."""
     t = _dumps(text)
     d = t if display == text else _dumps(display)
-    start = (
-        _TOKEN_STARTS[index] if 0 <= index < 8 else b'{"type":"token","index":%d,"text":' % index
-    )
+    start = TOKEN_STARTS[index] if 0 <= index < 8 else token_start(index)
     return b"".join((start, t, b',"display":', d, b"}"))  # (join: faster than % here)
 
 
-_TOKEN_STARTS = [b'{"type":"token","index":%d,"text":' % i for i in range(8)]
+def token_start(index: int) -> bytes:
+    """How the wire JSON of a token of choice ``index`` starts, up to its text."""
+    return b'{"type":"token","index":%d,"text":' % index
+
+
+TOKEN_STARTS = [token_start(i) for i in range(8)]
+"""``token_start(i)`` for the first choices (a list index on the hot path)."""
 
 
 def is_done_payload(payload: bytes) -> bool:
