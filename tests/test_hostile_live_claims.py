@@ -149,6 +149,8 @@ def _hostile(blocks: int = 256, size: int = 40_000) -> list[bytes]:
 
 FACTS = ["Titanic was directed by James Cameron and released in 1997."]
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "Who made Titanic?"}]}
+GUARD = 30.0
+"""Seconds of the safety-net timeouts: far above any figure measured, never the thing tested."""
 BENIGN = ["Titanic was directed by James Cameron. ", "It stars Brad Pitt. "] * 5
 
 
@@ -189,43 +191,54 @@ async def upstream() -> AsyncIterator[str]:
 async def test_a_hostile_streams_facts_stall_neither_the_loop_nor_a_benign_stream(
     upstream: str,
 ) -> None:
-    lag = 0.0
+    """Measured in CPU time, not wall time: a loaded machine stretches every wall-clock
+    figure (the streams', the ticker's gaps), but not the work done. ``held`` is the
+    event loop thread's own CPU time between two ticks of a 5 ms ticker (work done on
+    the loop, not time the OS gave to other processes); ``h_cpu``/``b_cpu`` are the
+    process's CPU time (every thread) while each stream was open: a benign stream waiting
+    behind the hostile one's fact reading would have that work in its window."""
+    held = 0.0
     stop = asyncio.Event()
 
     async def ticker() -> None:
-        nonlocal lag
+        nonlocal held
         while not stop.is_set():
-            t = time.perf_counter()
-            await asyncio.sleep(0.005)
-            lag = max(lag, time.perf_counter() - t - 0.005)
+            t = time.thread_time()  # this thread's: the loop's
+            await asyncio.sleep(0.005)  # sampling, not synchronisation
+            held = max(held, time.thread_time() - t)
 
     async def benign() -> tuple[float, list[Any]]:
-        t = time.perf_counter()
-        after = [LocalGrounding(facts=FACTS)]
+        t = time.process_time()
+        # The claim timeout is a safety net (the default 2 s is wall time, which a loaded
+        # machine can exceed): the work the stream waited behind is measured instead.
+        after = [LocalGrounding(facts=FACTS, claim_timeout=GUARD)]
         async with stream_chat(REQUEST, base_url=upstream, after=after) as s:
             events = [e async for e in s]
-        return time.perf_counter() - t, events
+        return time.process_time() - t, events
 
     async def hostile() -> tuple[float, list[Any]]:
-        t = time.perf_counter()
-        async with stream_chat(
-            REQUEST, base_url=upstream, api="anthropic", after=[LocalGrounding()]
-        ) as s:
+        t = time.process_time()
+        grounding = LocalGrounding(claim_timeout=GUARD)
+        async with stream_chat(REQUEST, base_url=upstream, api="anthropic", after=[grounding]) as s:
             events = [e async for e in s]
-        return time.perf_counter() - t, events
+        return time.process_time() - t, events
 
-    async with asyncio.timeout(60):
+    async with asyncio.timeout(4 * GUARD):
         await benign()  # the lexicon read, the connection pool warm
         tick = asyncio.create_task(ticker())
-        (h_time, h_events), (b_time, b_events) = await asyncio.gather(hostile(), benign())
+        (h_cpu, h_events), (b_cpu, b_events) = await asyncio.gather(hostile(), benign())
         stop.set()
         await tick
     assert sum(e.type == "claim" for e in h_events) == 256
-    timeouts = [e for e in b_events if isinstance(e, ErrorEvent) and e.code == "claim_timeout"]
-    assert not timeouts
+    timeouts = [
+        e for e in [*h_events, *b_events] if isinstance(e, ErrorEvent) and "timeout" in e.code
+    ]
+    assert not timeouts, timeouts
     assert sum(e.type == "claim" for e in b_events) == len(BENIGN)
-    # Measured before: the hostile stream 7.1-7.5 s with ~3.7 s of loop stall, the
-    # benign one 2.6-3.1 s (1.0 s alone) with claim timeouts.
-    assert lag < 0.75, lag
-    assert h_time < 4.0, h_time
-    assert b_time < 2.0, b_time
+    # Measured before (wall time, quiet machine): the hostile stream 7.1-7.5 s with
+    # ~3.7 s of loop stall, the benign one 2.6-3.1 s (1.0 s alone) with claim timeouts.
+    # Now (CPU): held ~5 ms (0.18 s with the checks run on the loop), the hostile stream
+    # ~0.8 s, the benign one ~0.04 s.
+    assert held < 0.06, held
+    assert h_cpu < 4.0, h_cpu
+    assert b_cpu < 1.5, b_cpu
