@@ -6,6 +6,8 @@ runner every figure grows several-fold. CPU time counts only the work done: ``ti
 process_time()`` for the process (every thread), and :func:`loop_held` for the event
 loop thread's own work between two of its turns (time the OS gave to other processes
 is not in it). Bounds on either can sit far from both the fixed and the broken value.
+Only for work that computes: a loop blocked *waiting* (``time.sleep``, blocking I/O)
+spends no CPU and does not show in :func:`loop_held`.
 """
 
 from __future__ import annotations
