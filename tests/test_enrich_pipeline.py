@@ -23,6 +23,7 @@ from streamcite import stream_chat
 from streamcite.core.events import DoneEvent, ErrorEvent, GroundingEvent, SourcesEvent
 from streamcite.enrich.google import GoogleGrounding
 from streamcite.enrich.wikit import WikitSources
+from tests._served import served
 
 try:
     from _streams import magisterium_stream
@@ -171,16 +172,8 @@ async def backend() -> AsyncIterator[Backend]:
         "/semantics/apps/{app}/query-execution-sources/{qid}/get-quoted-sources", be.sources
     )
     app.router.add_post("/v1/" + CONFIG + ":check", be.check)
-    runner = web.AppRunner(app, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    host, port = runner.addresses[0][:2]
-    be.url = f"http://{host}:{port}"
-    try:
+    async with served(app) as be.url:
         yield be
-    finally:
-        await runner.cleanup()
 
 
 def wikit(be: Backend, **kw: Any) -> WikitSources:

@@ -25,6 +25,7 @@ from streamcite.grounding.live_claims import LocalClaimSession
 from streamcite.pipeline import stream_chat
 from tests._cpu import loop_held
 from tests._dialect_sse import sse
+from tests._served import served
 from tests._upstream import chunk
 
 WORDS = [
@@ -180,13 +181,8 @@ async def upstream() -> AsyncIterator[str]:
     app = web.Application()
     app.router.add_post("/v1/messages", messages)
     app.router.add_post("/v1/chat/completions", chat)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
-    finally:
-        await runner.cleanup()
+    async with served(app) as url:
+        yield url + "/v1"
 
 
 async def test_a_hostile_streams_facts_stall_neither_the_loop_nor_a_benign_stream(
