@@ -20,11 +20,7 @@ __all__ = ["ChunkFields"]
 
 def _count(v: Any) -> int | None:
     """A token count: an integer (never a bool), else None."""
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
-def _citation_lists(obj: dict[str, Any]) -> tuple[Any, Any]:
-    return obj.get("citations"), obj.get("search_results")
+    return v if v.__class__ is int or (isinstance(v, int) and not isinstance(v, bool)) else None
 
 
 class ChunkFields(ChunkFaults):
@@ -60,11 +56,15 @@ class ChunkFields(ChunkFaults):
     def _citations(self, obj: dict[str, Any], out: list[Event]) -> None:
         # Compared (and kept) up to one item beyond the caps: what is beyond them is
         # never used, and a 10^6-item list is neither kept alive nor compared whole.
+        c, r = obj.get("citations"), obj.get("search_results")
+        if (c, r) == self._last_citations:
+            return  # Perplexity repeats the set on every chunk (lists of another length
+            # than the kept ones compare unequal at once: never compared whole)
         b = self._builder.bounds
         cap = max(b.max_citations, b.max_search_results, b.max_citation_urls) + 1
-        raw = tuple(x[:cap] if type(x) is list else x for x in _citation_lists(obj))
+        raw = (c[:cap] if type(c) is list else c, r[:cap] if type(r) is list else r)
         if raw == self._last_citations:
-            return  # Perplexity repeats the set on every chunk
+            return
         self._last_citations = raw
         parsed = bounded_citations(obj, b)
         if parsed is None:
@@ -84,15 +84,7 @@ class ChunkFields(ChunkFaults):
     def _capped(self, citations: list[Citation], out: list[Event]) -> list[Citation]:
         """A chunk's citations held to the byte caps (each field; the set in all): what
         was cut is reported once per chunk (``citation_too_large``)."""
-        budget = CitationBudget(self._builder.bounds)
-        kept: list[Citation] = []
-        problems: list[str] = []
-        for c in citations:
-            ok, why = budget.admit(c)
-            problems.extend(why[: 3 - len(problems)])
-            if not ok:
-                break
-            kept.append(c)
+        kept, problems = CitationBudget(self._builder.bounds).admit_all(citations)
         if problems:
             self._fault(out, CITATION_TOO_LARGE, "; ".join(problems))
         return kept

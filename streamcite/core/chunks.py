@@ -54,6 +54,7 @@ _NO_TEMPLATE = DeltaTemplate()
 """A stream's delta template until its first refusal or argument fragment (never learnt
 into: ``_learn`` makes the stream's own first)."""
 _EXTRA_KEYS = ("reasoning_content", "reasoning", "refusal", "tool_calls", "annotations")
+_ROLE_CONTENT = frozenset({"role", "content"})
 
 
 def _choice_usage(choices: list[Any]) -> Any:
@@ -66,6 +67,8 @@ def _choice_usage(choices: list[Any]) -> Any:
 
 def _has_extra(delta: dict[str, Any]) -> bool:
     """A delta carrying something besides its content string (reasoning, tool calls...)."""
+    if delta.keys() <= _ROLE_CONTENT:
+        return False  # OpenRouter and Perplexity repeat the role on every chunk
     return any(delta.get(k) for k in _EXTRA_KEYS)
 
 
@@ -233,20 +236,36 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
             or ch.get("finish_reason")
             or type(idx := ch.get("index", 0)) is not int
             or idx
-            or "citations" in obj
-            or "search_results" in obj
             or "error" in obj
             or "x_groq" in obj  # Groq's first and last chunks: usage may be under it
             or "usage" in ch  # Moonshot puts it in the choice
-            or obj.get("usage")
             or (len(delta) > 1 and (not content or _has_extra(delta)))
         ):
             self._general(obj, item, out)
+            return
+        usage = obj.get("usage")
+        if usage or "citations" in obj or "search_results" in obj:
+            self._with_fields(obj, content, usage, out)
             return
         if self._tpl.on:
             self._tpl.observe(item, content)
         if content:
             self._token(0, content, out)
+
+    def _with_fields(self, obj: dict[str, Any], content: str, usage: Any, out: list[Event]) -> None:
+        """A content chunk of choice 0 that also carries chunk-level citations or usage
+        (Perplexity repeats both on every chunk): what the general way does for it, in
+        its order (the token, the citations, the usage kept for the end), without the
+        walk over every field. An ``"object": "error"`` chunk goes the general way."""
+        if obj.get("object") == "error":
+            self._interpret(obj, "delta", out)
+            return
+        if content:
+            self._token(0, content, out)
+        if "citations" in obj or "search_results" in obj:
+            self._citations(obj, out)
+        if usage:
+            self._usage(usage, out, final=False)
 
     def _rare_delta(self, obj: Any, out: list[Event]) -> int:
         """A chunk of choice 0 whose delta has no content text and nothing else the
@@ -321,7 +340,7 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
                         continue
                     if content and plain:
                         self._token(idx, content, out)
-                    if not plain or len(delta) > 1:
+                    if not plain or (len(delta) > 1 and not delta.keys() <= _ROLE_CONTENT):
                         interpret_delta(self, idx, delta, out)
             reason = ch.get("finish_reason")
             if reason:

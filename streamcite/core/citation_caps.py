@@ -21,11 +21,14 @@ keeps each span's passage, hands each new citation or span to :func:`cap_citatio
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 import orjson
 
 from streamcite.core.bounds import StreamBounds
+from streamcite.core.models import Citation, CitationSpan
 from streamcite.core.quote import quote
 
 __all__ = [
@@ -94,11 +97,43 @@ def cap_metadata(meta: Any, limit: int) -> tuple[dict[str, Any] | None, int, str
     return kept, len(orjson.dumps(kept)), why
 
 
+_TEXTS: dict[type, Callable[[Any], tuple[Any, ...]]] = {
+    Citation: attrgetter(*TEXT_FIELDS),
+    CitationSpan: lambda span: (span.cited_text,),
+}
+"""The string fields of the two classes every dialect caps, read in one call."""
+_STR_OR_NONE = frozenset({str, type(None)})
+
+
 def cap_citation(obj: Any, bounds: StreamBounds) -> tuple[int, list[str]]:
     """Clip a :class:`~streamcite.core.models.Citation` or
     :class:`~streamcite.core.models.CitationSpan` in place to the per-field caps of
     ``bounds``: (its cost in bytes, the problems found). Fields it does not have are
     skipped, so a span with or without a passage is held alike."""
+    texts = _TEXTS.get(obj.__class__)
+    if texts is not None:
+        # The common case in one pass: strings (or None) whose sum is within the cap of
+        # each (so each one is), costed joined (the UTF-8 bytes of the parts add up).
+        values = texts(obj)
+        if _STR_OR_NONE.issuperset(map(type, values)):
+            joined = "".join(filter(None, values))
+            if len(joined) <= bounds.max_citation_text_chars:
+                n = (
+                    len(joined)
+                    if joined.isascii()
+                    else len(joined.encode("utf-8", "surrogatepass"))
+                )
+                meta = obj.provider_metadata
+                if meta is None:
+                    return SPAN_BYTES + n, []
+                meta, size, why = cap_metadata(meta, bounds.max_metadata_bytes)
+                if why is None:
+                    return SPAN_BYTES + n + size, []
+    return _cap_fields(obj, bounds)
+
+
+def _cap_fields(obj: Any, bounds: StreamBounds) -> tuple[int, list[str]]:
+    """:func:`cap_citation` field by field (anything clipped, or another class)."""
     limit = bounds.max_citation_text_chars
     cost = SPAN_BYTES
     problems: list[str] = []
@@ -137,11 +172,34 @@ class CitationBudget:
         """``obj`` clipped (:func:`cap_citation`) and counted: (kept, problems). Not
         kept when it would take the total beyond ``max_citation_bytes``."""
         cost, problems = cap_citation(obj, self.bounds)
-        cap = self.bounds.max_citation_bytes
-        if self.used + cost > cap:
-            if not self.dropped:
-                problems.append(f"citations beyond {cap:,} bytes in all: the rest dropped")
-            self.dropped += 1
+        if self.used + cost > self.bounds.max_citation_bytes:
+            self._refuse(problems)
             return False, problems
         self.used += cost
         return True, problems
+
+    def admit_all(self, items: list[Any], max_problems: int = 3) -> tuple[list[Any], list[str]]:
+        """:meth:`admit` of each of ``items`` in turn up to the first refused (a chunk's
+        list of citations in one call): the ones kept, and the first ``max_problems``
+        problems."""
+        bounds, cap = self.bounds, self.bounds.max_citation_bytes
+        kept: list[Any] = []
+        problems: list[str] = []
+        for obj in items:
+            cost, why = cap_citation(obj, bounds)
+            if self.used + cost > cap:
+                self._refuse(why)
+                problems.extend(why[: max_problems - len(problems)])
+                break
+            self.used += cost
+            if why:
+                problems.extend(why[: max_problems - len(problems)])
+            kept.append(obj)
+        return kept, problems
+
+    def _refuse(self, problems: list[str]) -> None:
+        """One more refused for the total (said in ``problems`` the first time)."""
+        if not self.dropped:
+            cap = self.bounds.max_citation_bytes
+            problems.append(f"citations beyond {cap:,} bytes in all: the rest dropped")
+        self.dropped += 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from itertools import repeat
 from typing import Any
 
 from streamcite.core._fields import expect_fields
@@ -154,7 +155,7 @@ def bounded_citations(obj: dict[str, Any], bounds: StreamBounds) -> ChunkCitatio
         return [], [f"citations: expected an array, got {type(raw).__name__}"], None
     else:
         head = raw[: bounds.max_citation_urls + 1]
-        if head and all(isinstance(x, str) for x in head):
+        if head and all(map(isinstance, head, repeat(str))):
             source, build, cap, what = raw, _from_url, bounds.max_citation_urls, "citation URLs"
         else:
             source, build, cap, what = raw, parse_citation, bounds.max_citations, "citations"

@@ -117,6 +117,7 @@ a flood of one-annotation chunks would grow the events quadratically; beyond thi
 annotations are reported once (``too_many_citations``) and dropped."""
 
 
+_STR_OR_NONE = frozenset({str, type(None)})
 _ToolEntry = tuple["int | None", "str | None", "str | None", "str | None", "str | None"]
 """One tool-call delta, checked: index, id, type, name, arguments."""
 
@@ -137,9 +138,10 @@ def _tool_entry(call: Any) -> _ToolEntry | str:
         args = dump_json(args)
         if args is None:
             return "arguments nested too deeply"
-    for field, v in (("id", cid), ("type", kind), ("name", name), ("arguments", args)):
-        if v is not None and type(v) is not str:
-            return f"{field} is not a string"
+    if not _STR_OR_NONE.issuperset((type(cid), type(kind), type(name), type(args))):
+        for field, v in (("id", cid), ("type", kind), ("name", name), ("arguments", args)):
+            if v is not None and type(v) is not str:
+                return f"{field} is not a string"
     return tidx, cid, kind, name, args
 
 

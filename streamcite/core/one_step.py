@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 __all__ = ["LEARNABLE", "NOT_TAKEN", "TAKEN", "take"]
 
+_ROLE_CONTENT = frozenset({"role", "content"})
+
 NOT_TAKEN = 0
 """The chunk is not of the shape: the general way takes it."""
 TAKEN = 1
@@ -78,8 +80,8 @@ def take(ip: ChatState, obj: Any, out: list[Event]) -> int:  # noqa: C901, RUF10
             return LEARNABLE
         if _fragment(ip, delta.get("tool_calls"), out):
             return LEARNABLE
-    if delta:
-        interpret_delta(ip, 0, delta, out)
+    if delta and not (delta.keys() <= _ROLE_CONTENT and (content is None or content == "")):
+        interpret_delta(ip, 0, delta, out)  # (a role and an empty content: nothing to read)
     return TAKEN
 
 

@@ -10,6 +10,7 @@ from streamcite.core.quote import quote
 __all__ = ["support_key"]
 
 _PLAIN = frozenset({int, type(None)})
+_INT = frozenset({int})
 _MAX_INDICES = 64
 
 
@@ -26,10 +27,6 @@ def support_key(sup: dict[str, Any]) -> Any:
     seg, ids = sup.get("segment"), sup.get("groundingChunkIndices")
     if type(seg) is dict and type(ids) is list and len(ids) <= _MAX_INDICES:
         a, b, part = seg.get("startIndex"), seg.get("endIndex"), seg.get("partIndex")
-        if type(a) in _PLAIN and type(b) in _PLAIN and type(part) in _PLAIN:
-            for i in ids:  # (a loop: no generator per support)
-                if type(i) is not int:
-                    break
-            else:
-                return (a, b, part, tuple(ids))
+        if _PLAIN.issuperset((type(a), type(b), type(part))) and _INT.issuperset(map(type, ids)):
+            return (a, b, part, tuple(ids))
     return (quote(seg, 400), quote(ids, 200))

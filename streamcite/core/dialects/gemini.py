@@ -16,7 +16,7 @@ one source keep their own passages) and ``grounding_chunk_index`` in its metadat
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.dialects._gemini_grounding import GroundingState
@@ -50,18 +50,6 @@ _KNOWN = frozenset(
 _STATUS_CODES = {"RESOURCE_EXHAUSTED": 429, "UNAVAILABLE": 503, "INTERNAL": 500}
 
 
-def _plain_extras(cand: dict[str, Any]) -> bool:
-    """A plain chunk's candidate has, besides ``content`` and ``"index": 0``, only a
-    finish reason (the last chunk) and an empty ``groundingMetadata``."""
-    extra = len(cand) - 1 - ("index" in cand)
-    reason = cand.get("finishReason")
-    if reason is not None:
-        if reason.__class__ is not str:
-            return False
-        extra -= 1
-    return not extra or (extra == 1 and cand.get("groundingMetadata") == {})
-
-
 def finish_reason(raw: str) -> str:
     """Gemini's ``finishReason`` in the chat vocabulary (unknown ones: ``stop``)."""
     return _REASONS.get(raw, "stop")
@@ -70,7 +58,7 @@ def finish_reason(raw: str) -> str:
 class GeminiInterpreter(GroundingState):
     """Interprets one Gemini stream (``:streamGenerateContent?alt=sse``)."""
 
-    __slots__ = ("_no_choice", "_streamed", "_usage_raw")
+    __slots__ = ("_reads0", "_streamed", "_usage_raw")
 
     dialect = "gemini"
 
@@ -79,8 +67,8 @@ class GeminiInterpreter(GroundingState):
         self._usage_raw: Any = None
         self._streamed: dict[int, tuple[object, StreamedArgs]] = {}
         """Per choice: the call whose arguments Vertex AI is streaming (its tool key)."""
-        self._no_choice = self.builder.bounds.max_choices < 1
-        """No candidate is read (``max_choices`` 0): the general way reports each."""
+        self._reads0 = self._reads(0)
+        """Candidate 0 is read (not with ``max_choices`` 0: the general way reports it)."""
 
     def event(self, name: bytes, obj: dict[str, Any], out: list[Event]) -> None:
         err = obj.get("error")
@@ -91,7 +79,8 @@ class GeminiInterpreter(GroundingState):
             # ``data: {}`` or another shape: no empty ``meta`` for it, an error.
             self.fault(out, "bad_chunk", f"gemini chunk with no field known: {quote(obj)}")
             return
-        self.meta(obj.get("responseId"), obj.get("modelVersion"), None, out)
+        if not self.meta_seen:
+            self.meta(obj.get("responseId"), obj.get("modelVersion"), None, out)
         usage = obj.get("usageMetadata")
         if usage is not None:
             self._usage_raw = usage  # sent on every chunk: the last one is read at the end
@@ -148,31 +137,39 @@ class GeminiInterpreter(GroundingState):
         usage and ids (most chunks) — else None. The first chunk's ``meta``, a thought
         part (as ``reasoning``) and a finish (after the text) are emitted here, as
         :meth:`event` would (then "")."""
-        c = obj.get("candidates")
-        # (Supports waiting for their text: each chunk of candidate 0 makes a pass.)
-        if c.__class__ is not list or len(c) != 1 or self._pending or self._no_choice:
+        try:
+            # The plain shape, unpacked (zero-cost try when it fits): a chunk that gets
+            # through is a dict whose ``candidates`` is a list of one dict whose
+            # ``content`` is a dict whose ``parts`` is a list of one dict with a
+            # ``text`` (JSON's only values indexable by a string are objects, and the
+            # keys of an object are strings, never objects).
+            (cand,) = obj["candidates"]
+            (part,) = cand["content"]["parts"]
+            t = part["text"]
+        except (KeyError, TypeError, ValueError):
             return None
-        cand = c[0]
+        # (Supports waiting for their text: each chunk of candidate 0 makes a pass.)
+        if (
+            t.__class__ is not str
+            or (i := cand.get("index", 0)).__class__ is not int
+            or i
+            or not self._reads0
+            or self._pending
+            or "promptFeedback" in obj
+            or "error" in obj
+        ):
+            return None
         # Only "content", "index": 0, a "finishReason" and an empty "groundingMetadata"
         # (search grounding sends one on every chunk): grounding, safety ratings, a
         # finish message or anything else take the general way.
-        if cand.__class__ is not dict or (i := cand.get("index", 0)).__class__ is not int or i:
+        reason = cand.get("finishReason")
+        extra = len(cand) - 1 - ("index" in cand) - (reason is not None)
+        if (extra and (extra != 1 or cand.get("groundingMetadata") != {})) or (
+            reason is not None and reason.__class__ is not str
+        ):
             return None
-        if len(cand) > 1 + ("index" in cand) and not _plain_extras(cand):
-            return None
-        content = cand.get("content")
-        parts = content.get("parts") if content.__class__ is dict else None
-        if parts.__class__ is not list or len(parts) != 1 or "promptFeedback" in obj:
-            return None
-        part = parts[0]
-        if part.__class__ is not dict or (t := part.get("text")).__class__ is not str:
-            return None
-        if "error" in obj or (
-            len(part) != 1
-            and (
-                len(part) != 2
-                or ("thoughtSignature" not in part and part.get("thought") is not True)
-            )
+        if len(part) != 1 and (
+            len(part) != 2 or ("thoughtSignature" not in part and part.get("thought") is not True)
         ):
             return None  # (a thought signature is not read)
         if not self.meta_seen:  # the stream's first chunk: its meta first, as event() does
@@ -184,7 +181,7 @@ class GeminiInterpreter(GroundingState):
             if t:
                 self.reasoning(0, t, out)
             t = ""
-        if (reason := cand.get("finishReason")) is None:
+        if reason is None:
             return t
         if t:
             self.token(0, t, out)
@@ -202,9 +199,14 @@ class GeminiInterpreter(GroundingState):
         p, c = usage.get("promptTokenCount"), usage.get("candidatesTokenCount")
         self.usage(p, c, usage.get("totalTokenCount"), out)
 
+    def _reads(self, idx: Any) -> TypeGuard[int]:
+        """Candidate ``idx`` is read (an index within ``bounds.max_choices``): the one
+        check of the general way (:meth:`_candidate`) and the plain path (``_reads0``)."""
+        return type(idx) is int and 0 <= idx < self.builder.bounds.max_choices
+
     def _candidate(self, cand: Any, out: list[Event]) -> None:
         idx = cand.get("index", 0) if type(cand) is dict else None
-        if type(idx) is not int or not 0 <= idx < self.builder.bounds.max_choices:
+        if not self._reads(idx):
             self.fault(out, "bad_chunk", f"candidate not understood: {quote(cand)}")
             return
         content = cand.get("content")
