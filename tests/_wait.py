@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import time
 from collections.abc import Awaitable, Callable
 
-__all__ = ["wait_until"]
+__all__ = ["wait_until", "wait_until_sync"]
 
 
 async def wait_until(
@@ -35,3 +36,20 @@ async def wait_until(
         if loop.time() >= deadline:
             raise AssertionError(f"{what} not met within {timeout} s")
         await asyncio.sleep(interval)
+
+
+def wait_until_sync(
+    predicate: Callable[[], bool], timeout: float = 10.0, interval: float = 0.01
+) -> bool:
+    """:func:`wait_until` for code with no event loop: True once ``predicate()`` holds,
+    False after ``timeout`` seconds (the caller asserts, with its own message).
+
+    >>> wait_until_sync(lambda: True)
+    True
+    """
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval)
+    return True

@@ -41,6 +41,7 @@ from streamcite.bench import (
     write_results,
 )
 from streamcite.bench.csvout import CSV_COLUMNS
+from streamcite.bench.diagnose import SCHEDULE_TOLERANCE
 from streamcite.bench.report import compare_tables, summary_tables
 from streamcite.bench.tokens import WordCounter
 from streamcite.local.profiles import REASONING_TEXT
@@ -262,8 +263,12 @@ async def test_a_kept_schedule_gives_no_warning_and_closed_loop_has_no_queue(
         [LoadSpec(requests=5, concurrency=4, rate=20.0, schedule="constant")],
     )
     s = build_results([open_run], {})["runs"][0]["summary"]
-    assert s["achieved_rps"] == pytest.approx(20.0, rel=0.1)
-    assert not any("schedule" in w for w in s["warnings"])
+    # A quiet machine keeps 20 req/s; a loaded one may not, and the run then says so. The
+    # warning is checked against the run's own figures, not against the machine's load.
+    queued = (s.get("queue_ms") or {}).get("p50") or 0.0
+    kept = s["achieved_rps"] >= 20.0 * (1 - SCHEDULE_TOLERANCE) and queued <= 10.0
+    assert s["achieved_rps"] <= 20.0 * (1 + SCHEDULE_TOLERANCE), s["achieved_rps"]
+    assert kept == (not any("schedule" in w for w in s["warnings"])), (s, kept)
     [closed] = await run_sweep(
         target(backend, extra_body={"max_tokens": 2}), [QUESTION], [LoadSpec(requests=2)]
     )

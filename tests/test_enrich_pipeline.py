@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,7 @@ from streamcite import stream_chat
 from streamcite.core.events import DoneEvent, ErrorEvent, GroundingEvent, SourcesEvent
 from streamcite.enrich.google import GoogleGrounding
 from streamcite.enrich.wikit import WikitSources
+from tests._served import served
 
 try:
     from _streams import magisterium_stream
@@ -32,6 +33,8 @@ except ImportError:  # tests/ imported as a package
     from tests._streams import strip_markers as reference_strip
 
 APP = "rh-app"
+GUARD = 30.0
+"""Seconds of a safety-net timeout: far above any wait here, never what is tested."""
 ORG = "org-1"
 CHAT_ID = "chatcmpl-pipe-1"
 CONFIG = "projects/p/locations/global/groundingConfigs/default_grounding_config"
@@ -105,6 +108,8 @@ class Backend:
     url: str = ""
     sources_status: list[int] = field(default_factory=lambda: [200])
     sources_delay: float = 0.0
+    sources_gate: asyncio.Event | None = None
+    """When set: the sources reply waits for it (at most ``GUARD`` seconds)."""
     check_status: int = 200
     check_delay: float = 0.0
     log: list[tuple[str, float]] = field(default_factory=list)
@@ -131,6 +136,9 @@ class Backend:
             self.sources_status.pop(0) if len(self.sources_status) > 1 else self.sources_status[0]
         )
         await asyncio.sleep(self.sources_delay)
+        if self.sources_gate is not None:
+            async with asyncio.timeout(GUARD):
+                await self.sources_gate.wait()
         self.log.append(("sources_out", time.monotonic()))
         body = orjson.dumps(SOURCES) if status == 200 else b"{}"
         return web.Response(status=status, body=body, content_type="application/json")
@@ -164,16 +172,8 @@ async def backend() -> AsyncIterator[Backend]:
         "/semantics/apps/{app}/query-execution-sources/{qid}/get-quoted-sources", be.sources
     )
     app.router.add_post("/v1/" + CONFIG + ":check", be.check)
-    runner = web.AppRunner(app, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    host, port = runner.addresses[0][:2]
-    be.url = f"http://{host}:{port}"
-    try:
+    async with served(app) as be.url:
         yield be
-    finally:
-        await runner.cleanup()
 
 
 def wikit(be: Backend, **kw: Any) -> WikitSources:
@@ -197,6 +197,22 @@ async def run(be: Backend, after: list[Any], transport: str = "aiohttp", **kw: A
         return [ev async for ev in stream]
 
 
+class _Then:
+    """An enricher that calls ``then()`` once ``inner``'s enrich has ended."""
+
+    def __init__(self, inner: Any, then: Callable[[], None]) -> None:
+        self.inner, self.then = inner, then
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def enrich(self, ctx: Any) -> Any:
+        try:
+            return await self.inner.enrich(ctx)
+        finally:
+            self.then()
+
+
 def of(events: list[Any], cls: type) -> list[Any]:
     return [e for e in events if isinstance(e, cls)]
 
@@ -205,8 +221,11 @@ def of(events: list[Any], cls: type) -> list[Any]:
 async def test_both_run_concurrently_and_land_in_the_answer(
     backend: Backend, transport: str
 ) -> None:
-    backend.sources_delay = 0.3
-    events = await run(backend, [wikit(backend), google(backend)], transport)
+    # The sources reply only once the grounding check has ended (an event, not a delay a
+    # loaded machine could outlast): had the check waited for the sources, neither ends.
+    backend.sources_gate = asyncio.Event()
+    grounding_then = _Then(google(backend), backend.sources_gate.set)
+    events = await run(backend, [wikit(backend, deadline=GUARD), grounding_then], transport)
     assert isinstance(events[-1], DoneEvent)
     (sources,) = of(events, SourcesEvent)
     (grounding,) = of(events, GroundingEvent)

@@ -23,7 +23,9 @@ from streamcite.grounding import live, live_claims
 from streamcite.grounding.checker import LocalGrounding
 from streamcite.grounding.live_claims import LocalClaimSession
 from streamcite.pipeline import stream_chat
+from tests._cpu import loop_held
 from tests._dialect_sse import sse
+from tests._served import served
 from tests._upstream import chunk
 
 WORDS = [
@@ -149,6 +151,8 @@ def _hostile(blocks: int = 256, size: int = 40_000) -> list[bytes]:
 
 FACTS = ["Titanic was directed by James Cameron and released in 1997."]
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "Who made Titanic?"}]}
+GUARD = 30.0
+"""Seconds of the safety-net timeouts: far above any figure measured, never the thing tested."""
 BENIGN = ["Titanic was directed by James Cameron. ", "It stars Brad Pitt. "] * 5
 
 
@@ -177,55 +181,49 @@ async def upstream() -> AsyncIterator[str]:
     app = web.Application()
     app.router.add_post("/v1/messages", messages)
     app.router.add_post("/v1/chat/completions", chat)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
-    finally:
-        await runner.cleanup()
+    async with served(app) as url:
+        yield url + "/v1"
 
 
 async def test_a_hostile_streams_facts_stall_neither_the_loop_nor_a_benign_stream(
     upstream: str,
 ) -> None:
-    lag = 0.0
-    stop = asyncio.Event()
-
-    async def ticker() -> None:
-        nonlocal lag
-        while not stop.is_set():
-            t = time.perf_counter()
-            await asyncio.sleep(0.005)
-            lag = max(lag, time.perf_counter() - t - 0.005)
+    """Measured in CPU time, not wall time (tests/_cpu.py): a loaded machine stretches
+    every wall-clock figure, not the work done. ``held`` is the loop thread's own work
+    between two of its turns; ``h_cpu``/``b_cpu`` are the process's CPU time (every
+    thread) while each stream was open: a benign stream waiting behind the hostile one's
+    fact reading would have that work in its window."""
 
     async def benign() -> tuple[float, list[Any]]:
-        t = time.perf_counter()
-        after = [LocalGrounding(facts=FACTS)]
+        t = time.process_time()
+        # The claim timeout is a safety net (the default 2 s is wall time, which a loaded
+        # machine can exceed): the work the stream waited behind is measured instead.
+        after = [LocalGrounding(facts=FACTS, claim_timeout=GUARD)]
         async with stream_chat(REQUEST, base_url=upstream, after=after) as s:
             events = [e async for e in s]
-        return time.perf_counter() - t, events
+        return time.process_time() - t, events
 
     async def hostile() -> tuple[float, list[Any]]:
-        t = time.perf_counter()
-        async with stream_chat(
-            REQUEST, base_url=upstream, api="anthropic", after=[LocalGrounding()]
-        ) as s:
+        t = time.process_time()
+        grounding = LocalGrounding(claim_timeout=GUARD)
+        async with stream_chat(REQUEST, base_url=upstream, api="anthropic", after=[grounding]) as s:
             events = [e async for e in s]
-        return time.perf_counter() - t, events
+        return time.process_time() - t, events
 
-    async with asyncio.timeout(60):
+    async with asyncio.timeout(4 * GUARD):
         await benign()  # the lexicon read, the connection pool warm
-        tick = asyncio.create_task(ticker())
-        (h_time, h_events), (b_time, b_events) = await asyncio.gather(hostile(), benign())
-        stop.set()
-        await tick
+        async with loop_held() as held:
+            (h_cpu, h_events), (b_cpu, b_events) = await asyncio.gather(hostile(), benign())
     assert sum(e.type == "claim" for e in h_events) == 256
-    timeouts = [e for e in b_events if isinstance(e, ErrorEvent) and e.code == "claim_timeout"]
-    assert not timeouts
+    timeouts = [
+        e for e in [*h_events, *b_events] if isinstance(e, ErrorEvent) and "timeout" in e.code
+    ]
+    assert not timeouts, timeouts
     assert sum(e.type == "claim" for e in b_events) == len(BENIGN)
-    # Measured before: the hostile stream 7.1-7.5 s with ~3.7 s of loop stall, the
-    # benign one 2.6-3.1 s (1.0 s alone) with claim timeouts.
-    assert lag < 0.75, lag
-    assert h_time < 4.0, h_time
-    assert b_time < 2.0, b_time
+    # Measured before (wall time, quiet machine): the hostile stream 7.1-7.5 s with
+    # ~3.7 s of loop stall, the benign one 2.6-3.1 s (1.0 s alone) with claim timeouts.
+    # Now (CPU): held ~5 ms (0.18 s with the checks run on the loop), the hostile stream
+    # ~0.8 s, the benign one ~0.04 s.
+    assert held.worst < 0.06, held.worst
+    assert h_cpu < 4.0, h_cpu
+    assert b_cpu < 1.5, b_cpu

@@ -135,8 +135,8 @@ def test_quote_is_bounded_in_time_and_length_whatever_the_value() -> None:
     for _ in range(100_000):
         deep = [deep]
     wide = {"k": list(range(1_000_000)), "s": "x" * 10_000_000}
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU time: what a loaded machine does not stretch
     texts = [quote(deep), quote(wide), quote("\x1b[31m\u202e" * 1000)]
-    assert time.perf_counter() - t0 < 0.05  # repr(wide) alone takes ~0.1 s; repr(deep) raises
+    assert time.process_time() - t0 < 0.05  # repr(wide) alone takes ~0.1 s; repr(deep) raises
     assert all(len(t) <= 121 for t in texts)
     assert "\x1b" not in texts[2] and "\u202e" not in texts[2]

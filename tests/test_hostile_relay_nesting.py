@@ -155,7 +155,8 @@ async def test_nested_events_through_the_relay_keep_it_responsive_and_quiet() ->
     text = "".join(str(e.get("text", "")) for e in events if e.get("type") == "token")
     assert text == "Before. After."
     assert "error" in types  # each nested event: a typed error, the stream goes on
-    # Before: the relay answered nobody for ~33 s and wrote 32.8 MiB to stderr.
-    assert worst < 3.0, worst
+    # Before: the relay answered nobody for ~33 s and wrote 32.8 MiB to stderr. (A wall
+    # time, the relay being another process: the bound leaves a loaded machine room.)
+    assert worst < 10.0, worst
     assert len(stderr) < 64 * 1024, len(stderr)
     assert b"NESTEDVALUE" not in stderr

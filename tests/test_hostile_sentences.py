@@ -17,11 +17,11 @@ from streamcite.grounding.sentences import split_sentences
 def _feed(text: str, tok: int = 3) -> tuple[float, list[tuple[int, int, str]]]:
     s = SentenceStream()
     got = []
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU time: what a loaded machine does not stretch
     for i in range(0, len(text), tok):
         got += [(x.start, x.end, x.text) for x in s.feed(text[i : i + tok])]
     got += [(x.start, x.end, x.text) for x in s.close()]
-    return time.perf_counter() - t0, got
+    return time.process_time() - t0, got
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,7 @@ from streamcite.grounding.checker import LocalGrounding
 from streamcite.grounding.live import FactIndex
 from streamcite.grounding.live_claims import LocalClaimSession
 from streamcite.pipeline import stream_chat
+from tests._served import served
 from tests._upstream import chunk
 
 FACTS = [
@@ -160,16 +161,11 @@ async def gated() -> AsyncIterator[tuple[GatedUpstream, str]]:
     )
     app = web.Application()
     app.router.add_post("/v1/chat/completions", up.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
-        yield up, f"http://127.0.0.1:{port}/v1"
-    finally:
-        up.gate.set()
-        await runner.cleanup()
+    async with served(app) as url:
+        try:
+            yield up, url + "/v1"
+        finally:
+            up.gate.set()
 
 
 async def test_a_claim_arrives_while_the_upstream_is_silent(gated: Any) -> None:
@@ -352,23 +348,19 @@ async def test_citations_that_arrive_early_check_each_sentence_as_it_ends() -> N
     )
     app = web.Application()
     app.router.add_post("/v1/chat/completions", up.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    base = f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
     seen: list[Any] = []
-    try:
-        async with (
-            asyncio.timeout(20),
-            stream_chat(REQUEST, base_url=base, after=[LocalGrounding()]) as s,
-        ):
-            async for ev in s:
-                seen.append(ev)
-                if isinstance(ev, ClaimEvent):
-                    up.gate.set()
-    finally:
-        up.gate.set()
-        await runner.cleanup()
+    async with served(app) as url:
+        try:
+            async with (
+                asyncio.timeout(20),
+                stream_chat(REQUEST, base_url=url + "/v1", after=[LocalGrounding()]) as s,
+            ):
+                async for ev in s:
+                    seen.append(ev)
+                    if isinstance(ev, ClaimEvent):
+                        up.gate.set()
+        finally:
+            up.gate.set()
     claims = [e for e in seen if isinstance(e, ClaimEvent)]
     assert [(c.supported, c.citation_indices) for c in claims] == [(True, [0]), (False, [])]
     # the first claim came while the upstream held the rest of the answer back

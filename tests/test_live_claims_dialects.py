@@ -14,6 +14,7 @@ from aiohttp import web
 from streamcite import stream_chat
 from streamcite.core.events import ClaimEvent
 from streamcite.grounding.checker import LocalGrounding
+from tests._served import served
 
 FIXTURES = Path(__file__).parent / "fixtures" / "dialects"
 
@@ -44,29 +45,25 @@ class GatedSSE:
 async def _run(up: GatedSSE, api: str, root: str, path: str) -> tuple[list[Any], Any]:
     app = web.Application()
     app.router.add_post(root + path, up.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    base = f"http://127.0.0.1:{runner.addresses[0][1]}{root}"
     request = {
         "model": "m",
         "max_tokens": 256,
         "messages": [{"role": "user", "content": "Quelle altitude ?"}],
     }
     seen: list[Any] = []
-    try:
-        async with (
-            asyncio.timeout(20),
-            stream_chat(request, base_url=base, api=api, after=[LocalGrounding()]) as s,
-        ):
-            async for ev in s:
-                seen.append(ev)
-                if isinstance(ev, ClaimEvent):
-                    up.gate.set()
-            answer = s.answer
-    finally:
-        up.gate.set()
-        await runner.cleanup()
+    async with served(app) as url:
+        try:
+            async with (
+                asyncio.timeout(20),
+                stream_chat(request, base_url=url + root, api=api, after=[LocalGrounding()]) as s,
+            ):
+                async for ev in s:
+                    seen.append(ev)
+                    if isinstance(ev, ClaimEvent):
+                        up.gate.set()
+                answer = s.answer
+        finally:
+            up.gate.set()
     return seen, answer
 
 

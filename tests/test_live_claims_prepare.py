@@ -66,14 +66,15 @@ async def test_first_claim_with_a_fresh_lexicon_is_checked_not_timed_out(
     monkeypatch.setattr(claims_mod, "time", _Clock)
 
     async def load_takes_long() -> None:
-        # Once the lexicon is loading, 5 s pass (10x the claim timeout), then the
+        # Once the lexicon is loading, 20 s pass (10x the claim timeout), then the
         # upstream sends the rest of the answer.
         await asyncio.to_thread(loading.wait, 10)
-        _Clock.offset += 5.0
+        _Clock.offset += 20.0
         up.gate.set()
 
     seen: list[Any] = []
-    grounding = LocalGrounding(facts=FACTS, claim_timeout=0.5)
+    # 2 s: room for a check on a loaded machine once the load is over
+    grounding = LocalGrounding(facts=FACTS, claim_timeout=2.0)
     try:
         async with asyncio.timeout(20):
             task = asyncio.create_task(load_takes_long())

@@ -47,6 +47,11 @@ def payloads(raw: bytes) -> list[str]:
     ]
 
 
+QUIET = 1.0
+"""Seconds of silence that end a read which must stop short (faults of 60 s): room for
+the chunks before them to arrive on a loaded machine (0.3 s left it little room)."""
+
+
 async def read_events(
     client: httpx.AsyncClient,
     url: str,
@@ -237,14 +242,14 @@ async def test_no_done_and_bom(client: httpx.AsyncClient, url: str) -> None:
 async def test_first_token_delay_holds_back_the_content(
     client: httpx.AsyncClient, url: str
 ) -> None:
-    # A 60 s delay against a 0.3 s read timeout: the role chunk comes, the content does not.
-    _, events, error = await read_events(client, url, "first_token_delay=60", read_timeout=0.3)
+    # A 60 s delay against a 1 s read timeout: the role chunk comes, the content does not.
+    _, events, error = await read_events(client, url, "first_token_delay=60", read_timeout=QUIET)
     assert isinstance(error, httpx.ReadTimeout)
     assert len(events) == 1 and '"role":"assistant"' in events[0]
 
 
 async def test_token_delay_paces_the_content(client: httpx.AsyncClient, url: str) -> None:
-    _, events, error = await read_events(client, url, "token_delay=60", read_timeout=0.3)
+    _, events, error = await read_events(client, url, "token_delay=60", read_timeout=QUIET)
     assert isinstance(error, httpx.ReadTimeout)
     assert len(contents(events)) == 1
 
@@ -252,7 +257,7 @@ async def test_token_delay_paces_the_content(client: httpx.AsyncClient, url: str
 async def test_server_wide_pacing_and_faults(client: httpx.AsyncClient) -> None:
     async with LocalBackend(BackendConfig(first_token_delay=60, faults="bom=1")) as backend:
         url = backend.base_url + "/chat/completions"
-        _, events, error = await read_events(client, url, read_timeout=0.3)
+        _, events, error = await read_events(client, url, read_timeout=QUIET)
         assert isinstance(error, httpx.ReadTimeout) and len(events) == 1
         # The request's own spec overrides the server's, key by key.
         _, events, error = await read_events(client, url, "first_token_delay=0;bom=0")
@@ -262,7 +267,7 @@ async def test_server_wide_pacing_and_faults(client: httpx.AsyncClient) -> None:
 async def test_stall_keeps_the_connection_open(
     backend: LocalBackend, client: httpx.AsyncClient, url: str
 ) -> None:
-    _, events, error = await read_events(client, url, "stall_after=2", read_timeout=0.3)
+    _, events, error = await read_events(client, url, "stall_after=2", read_timeout=QUIET)
     assert isinstance(error, httpx.ReadTimeout)
     assert len(contents(events)) == 2
     # A stalled stream does not hold up shutdown.

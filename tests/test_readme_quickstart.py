@@ -76,9 +76,21 @@ def test_every_command_the_readme_names_exists_as_written() -> None:
 
 @pytest.fixture
 def clone(tmp_path: Path) -> Path:
-    """A folder laid out as a clone after ``make demo``."""
+    """A folder laid out as a clone after ``make demo`` (also its ``HOME``).
+
+    ``make demo``'s ``streamcite ask --demo`` checked an answer offline, which left the
+    checker's parsed lexicon in ``~/.cache/streamcite``: the quick start reads it back in
+    a fraction of a second. Parsed from scratch instead (0.5-3 s on a quiet machine), it
+    would eat into the quick start's grounding timeout (5 s), which a loaded machine can
+    then exceed: the cache is made here, with no timeout, as ``make demo`` leaves it."""
     (tmp_path / ".venv").symlink_to(Path(sys.executable).parent.parent)
     (tmp_path / "examples").symlink_to(ROOT / "examples")
+    warm = ".venv/bin/python -c 'from streamcite.grounding import lexicon; lexicon.warm((\"en\",))'"
+    done = subprocess.run(
+        fresh_shell(warm, tmp_path), cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert list((tmp_path / ".cache" / "streamcite" / "lexicon").glob("en-*.json"))
     return tmp_path
 
 

@@ -95,11 +95,13 @@ async def test_opening_a_taken_id_is_a_conflict(make_log: LogFactory) -> None:
 
 
 async def test_lease_is_renewed_while_the_owner_lives(make_log: LogFactory) -> None:
-    a = await make_log("A", lease_ms=300)
-    b = await make_log("B", lease_ms=300)
+    # A 1.5 s lease, renewed every 0.5 s: a loaded machine's loop may lag a few hundred
+    # ms (a 0.3 s lease then lapsed between two renewals: no renewal bug, only load).
+    a = await make_log("A", lease_ms=1500)
+    b = await make_log("B", lease_ms=1500)
     await a.open_stream("alive", owner="a")
-    for _ in range(6):  # 6 x 0.2 s = four lease times: only renewals keep it
-        await asyncio.sleep(0.2)
+    for _ in range(6):  # 6 x 0.5 s = two lease times: only renewals keep it
+        await asyncio.sleep(0.5)
         st = await b.status("alive")
         assert st is not None and st.owner_alive
 

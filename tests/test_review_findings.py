@@ -106,11 +106,11 @@ def test_splitting_past_the_limit_costs_nothing_on_the_loop() -> None:
     s = LocalClaimSession([GroundingFact(f) for f in FACTS])
     s.on_token("x" * MAX_LIVE_CHARS)
     piece = "Paris is in France. " * 50
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU time: what a loaded machine does not stretch
     for _ in range(8000):  # 8 MB past the limit
         assert s.on_token(piece) == []
     # ~5 ms with the cap (a length check per token); some 12 s before it.
-    assert time.perf_counter() - t0 < 2.0
+    assert time.process_time() - t0 < 2.0
 
 
 # ------------------------------------------------------------ Azure: a hostile response
@@ -136,9 +136,9 @@ def test_azure_response_with_20000_segments_is_parsed_quickly_and_bounded() -> N
     seg = {"offset": {"utf16": near_end + 5, "utf8": 10**12, "codePoint": 10**12}}
     seg |= {"text": "zz", "length": {"utf16": 1, "utf8": 1, "codePoint": 1}}
     data = {"ungroundedPercentage": 0.5, "ungroundedDetails": [seg] * 20_000}
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU time: what a loaded machine does not stretch
     result = parse_detect_response(data, req)
-    assert time.perf_counter() - t0 < 3.0  # ~0.02 s fixed
+    assert time.process_time() - t0 < 3.0  # ~0.02 s fixed
     assert len(result.claims) == MAX_SEGMENTS
     assert len(result.warnings) <= MAX_SEGMENTS + 2
     assert any("19,000 ungrounded segment(s) beyond" in w for w in result.warnings)
@@ -327,7 +327,8 @@ async def test_a_check_that_never_returns_does_not_stop_other_streams_live_claim
         timeouts = [e for e in events if isinstance(e, ErrorEvent) and e.code == "claim_timeout"]
         assert len(timeouts) == 2  # this stream's claims go out unchecked
         # Another stream, with a checker that answers: its claims are checked.
-        fine = LocalGrounding(facts=FACTS, claim_timeout=5.0)
+        # (a generous timeout: a stuck worker would hold these checks for ever)
+        fine = LocalGrounding(facts=FACTS, claim_timeout=30.0)
         async with asyncio.timeout(30):
             async with stream_chat(REQUEST, base_url=base, after=[fine]) as s:
                 events = [e async for e in s]

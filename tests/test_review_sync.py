@@ -16,24 +16,15 @@ import gc
 import inspect
 import sys
 import threading
-import time
 from types import FrameType
 from typing import Any
 
 from streamcite import stream_chat_sync
 from streamcite.pipeline.sync import SyncChatStream
+from tests._wait import wait_until_sync as _wait
 from tests.test_sync_api import REQUEST, upstream
 
 _WORD = b'data: {"choices":[{"index":0,"delta":{"content":"w "}}]}\n\n'
-
-
-def _wait(predicate: Any, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 def test_a_dropped_iterator_closes_the_upstream_request() -> None:

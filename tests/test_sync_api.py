@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from streamcite import Timeouts, stream_chat, stream_chat_sync
 from streamcite.events import event_to_json
 from streamcite.pipeline.apis import APIS
+from tests._wait import wait_until_sync
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RECORDED = sorted(
@@ -154,9 +155,7 @@ def test_closing_early_cancels_the_upstream_request() -> None:
         with stream_chat_sync(REQUEST, base_url=up.url + "/v1") as stream:
             first = next(iter(stream))
         assert first.type != "done"
-        deadline = time.monotonic() + 10
-        while up.closed_by_client == 0 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until_sync(lambda: up.closed_by_client > 0, 30.0)
         assert (up.closed_by_client, up.finished) == (1, 0)
         assert [e.code for e in stream.answer.errors] == ["cancelled"]
         assert list(stream) == []  # closed: nothing more, no new request
@@ -189,8 +188,14 @@ def test_a_slow_reader_holds_the_loop_back_not_memory() -> None:
         with stream_chat_sync(REQUEST, base_url=up.url + "/v1") as stream:
             it = iter(stream)
             next(it)
-            time.sleep(0.3)  # the loop reads ahead meanwhile, up to its bound
+            # The loop reads ahead meanwhile, up to its bound, then waits for room:
+            # waited for (not slept on); unbounded, it would read past the bound.
+            ch = stream._ch
+            stopped = wait_until_sync(
+                lambda: ch.pump_waiting or ch.ended or ch.put_count - ch.taken > 256, 30.0
+            )
             ahead = stream._put_count - stream._taken
+            assert stopped and ch.pump_waiting, ahead
             assert 0 < ahead <= 256
             answer = stream.until_done()
         assert answer.text == "w " * 2000

@@ -252,7 +252,10 @@ async def test_server_errors_are_retried(server: ScriptServer, status: int) -> N
 
 async def test_404_until_the_deadline_is_a_typed_error(server: ScriptServer) -> None:
     server.script(V2_PATH, Reply(404, b"{}"))
-    wikit = client(server, retry=RetryPolicy(deadline=0.4, request_timeout=0.3, backoff_base=0.02))
+    # Each attempt (the last included) has a second or more: a 404 on a loaded machine
+    # must not turn into a timeout. The 404s go on until the deadline.
+    policy = RetryPolicy(deadline=2.0, request_timeout=2.0, backoff_base=0.02, min_attempt=1.0)
+    wikit = client(server, retry=policy)
     with pytest.raises(SourcesNotReady) as info:
         await wikit.fetch(QID)
     err = info.value
@@ -279,7 +282,7 @@ async def test_retry_after_is_capped(server: ScriptServer) -> None:
 
 async def test_retry_after_beyond_the_deadline_stops_with_it(server: ScriptServer) -> None:
     server.script(V2_PATH, Reply(429, b"{}", {"Retry-After": "30"}), Reply(body=SEED_V2))
-    policy = RetryPolicy(deadline=1, request_timeout=1, backoff_base=0.01, retry_after_cap=60)
+    policy = RetryPolicy(deadline=5, request_timeout=5, backoff_base=0.01, retry_after_cap=60)
     with pytest.raises(UpstreamError) as info:
         await client(server, retry=policy).fetch(QID)
     assert info.value.status == 429 and info.value.retry_after == 30.0
@@ -305,8 +308,9 @@ async def test_slow_response_past_the_timeout(server: ScriptServer) -> None:
 
 
 async def test_one_slow_attempt_is_retried(server: ScriptServer) -> None:
-    server.script(V2_PATH, Reply(body=SEED_V2, delay=2.0), Reply(body=SEED_V2))
-    policy = RetryPolicy(deadline=3, request_timeout=0.2, backoff_base=0.01)
+    # The slow reply outlasts the attempt's timeout by far; the next one has a second.
+    server.script(V2_PATH, Reply(body=SEED_V2, delay=10.0), Reply(body=SEED_V2))
+    policy = RetryPolicy(deadline=10, request_timeout=1.0, backoff_base=0.01)
     assert len(await client(server, retry=policy).fetch(QID)) == 1
     assert len(server.seen) == 2
 

@@ -53,13 +53,12 @@ class AnswerBuilder:
     """Collects the parts of one answer; :meth:`snapshot` returns the answer so far."""
 
     __slots__ = (
-        "_arg_chars",
         "_arg_parts",
-        "_arg_pending",
         "_chunk_fields",
         "_claims",
         "_display",
         "_errors",
+        "_more_chars",
         "_provider_tools",
         "_reasoning_text",
         "_references",
@@ -71,6 +70,7 @@ class AnswerBuilder:
         "_sources",
         "_text",
         "_timings",
+        "arg_pending",
         "bounds",
         "citation_spans",
         "citations",
@@ -148,8 +148,9 @@ class AnswerBuilder:
         refs before ``_refs_upto`` (the snapshot updates it with the new refs only)."""
         self._refs_upto = 0
         self._arg_parts: dict[int, list[str]] | None = None
-        self._arg_pending = 0  # fragments in _arg_parts
-        self._arg_chars = 0  # characters of the joined arguments
+        self.arg_pending = 0
+        """Tool-argument fragments kept in parts since the last :meth:`compact`."""
+        self._more_chars = 0  # characters of reasoning + refusal + arguments, compacted
         self._size = 0  # characters of text + reasoning + refusal + arguments, compacted
         self._reasoning_text = ""  # reasoning and refusal up to the last compaction
         self._refusal_text: str | None = None
@@ -193,7 +194,7 @@ class AnswerBuilder:
             if parts is None:
                 parts = arg_parts[tidx] = []
             parts.append(ev.arguments)
-            self._arg_pending += 1
+            self.arg_pending += 1
 
     def has_reasoning(self) -> bool:
         """Choice 0 has some reasoning text."""
@@ -246,14 +247,11 @@ class AnswerBuilder:
         each character is copied about once: flat at any length. The part lists are
         emptied in place, because the chunk interpreter holds references to them.
         Reasoning, refusal and tool arguments are compacted the same way."""
-        if self._refs is not None:
-            self._refs.flush()
-        if self.reasoning_parts:
-            self._compact_reasoning()
-        if self.refusal_parts:
-            self._compact_refusal()
-        if self._arg_pending:
-            self._compact_arguments()
+        refs = self._refs
+        if refs is not None:
+            refs.flush()
+        if self.reasoning_parts or self.refusal_parts or self.arg_pending:
+            self._compact_more()
         parts = self.text_parts
         if parts:
             text, self._text = self._text, ""
@@ -266,21 +264,34 @@ class AnswerBuilder:
             display += "".join(dparts)
             self._display = display
             dparts.clear()
-        self._size = len(self._text) + len(self._reasoning_text) + len(self._refusal_text or "")
-        self._size += self._arg_chars
+        self._size = len(self._text) + self._more_chars
+
+    def _compact_more(self) -> None:
+        """Compact reasoning, refusal and tool arguments (rarer than text: one check for
+        the three on the common path)."""
+        if self.reasoning_parts:
+            self._compact_reasoning()
+        if self.refusal_parts:
+            self._compact_refusal()
+        if self.arg_pending:
+            self._compact_arguments()
 
     def _compact_reasoning(self) -> None:
         parts = self.reasoning_parts
         text, self._reasoning_text = self._reasoning_text, ""
-        text += "".join(parts)
+        more = "".join(parts)
+        text += more
         self._reasoning_text = text
+        self._more_chars += len(more)
         parts.clear()
 
     def _compact_refusal(self) -> None:
         parts = self.refusal_parts
         text, self._refusal_text = self._refusal_text or "", None
-        text += "".join(parts)
+        more = "".join(parts)
+        text += more
         self._refusal_text = text
+        self._more_chars += len(more)
         parts.clear()
 
     def _compact_arguments(self) -> None:
@@ -291,9 +302,9 @@ class AnswerBuilder:
             more = "".join(parts)
             args += more  # grown in place: this local holds the only reference
             tc.arguments = args
-            self._arg_chars += len(more)
+            self._more_chars += len(more)
         self._arg_parts.clear()
-        self._arg_pending = 0
+        self.arg_pending = 0
 
     def text_so_far(self) -> str:
         """Choice 0's raw text so far (compacts first when text is pending; a cold path:
@@ -313,7 +324,7 @@ class AnswerBuilder:
             len(self.text_parts)
             + len(self.reasoning_parts)
             + len(self.refusal_parts)
-            + self._arg_pending
+            + self.arg_pending
         )
 
     def snapshot(self) -> CitedAnswer:
@@ -325,7 +336,11 @@ class AnswerBuilder:
         used is a new empty one, made without a call; an answer without footnote refs or
         sources skips the dangling and uncited passes' sets."""
         citations = self.citations
-        view, dangling, uncited = self._ref_passes(citations)
+        refs = self._refs
+        if citations or self._sources or self._refs_seen or (refs is not None and len(refs)):
+            view, dangling, uncited = self._ref_passes(citations)
+        else:  # (the common short answer: no call, no sets)
+            view, dangling, uncited = None, [], []
         self.compact()
         text = self._text
         a = _new(CitedAnswer)

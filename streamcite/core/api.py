@@ -168,19 +168,22 @@ class ChatStreamParser:
         if max_event_size is None:
             max_event_size = bounds.max_event_bytes
         self._max_event_size = max_event_size
-        self.builder = AnswerBuilder(bounds)
+        b = self.builder = AnswerBuilder(bounds)
         self._interpreter: DialectInterpreter
         self._dialect: Dialect = dialect
         if dialect == "auto":
             FootnoteDetector(marker_mode)  # validate the mode now, not at the first event
-            self._interpreter = _Undecided(self, self.builder, marker_mode)
+            self._interpreter = _Undecided(self, b, marker_mode)
+            self._decoder = SSEDecoder(event_limit(max_event_size, bounds))
         elif dialect in DIALECTS:
-            self._interpreter = make_interpreter(dialect, self.builder, marker_mode)
+            self._interpreter = make_interpreter(dialect, b, marker_mode)
+            self._decoder = SSEDecoder(
+                max_event_size if dialect != "responses" else event_limit(max_event_size, bounds)
+            )  # (what _event_limit says, without the call: every stream makes a parser)
         else:
             raise ValueError(
                 f"unknown dialect {dialect!r}: expected auto or one of {', '.join(DIALECTS)}"
             )
-        self._decoder = SSEDecoder(self._event_limit(dialect))
         self.closed = False
         self._fed = 0  # bytes fed since the last size check
 
@@ -244,12 +247,21 @@ class ChatStreamParser:
                 self._interpreter.feed_raw(raw, out)
             except RecursionError:
                 out.append(self.add_error(_too_deep()))  # the stream goes on
-            self._fed += len(data)
-            if self.builder.uncompacted > COMPACT_EVERY or self._fed > SIZE_CHECK_BYTES:
+            fed = self._fed + len(data)
+            b = self.builder
+            # (AnswerBuilder.uncompacted, inline: a relay calls this once per upstream
+            # read, and the property call was a tenth of a one-event feed)
+            if (
+                len(b.text_parts) + len(b.reasoning_parts) + len(b.refusal_parts) + b.arg_pending
+                > COMPACT_EVERY
+                or fed > SIZE_CHECK_BYTES
+            ):
                 self._fed = 0
-                if (too_large := self.builder.check_size()) is not None:
+                if (too_large := b.check_size()) is not None:
                     self._interpreter.cut_for_size(too_large, out)
                     self._decoder = SSEDecoder()  # the bytes it holds dropped
+            else:
+                self._fed = fed
         return out
 
     def feed_body(self, body: bytes) -> list[Event]:

@@ -158,13 +158,23 @@ async def with_retries(
     started = loop.time()
     deadline_at = started + policy.deadline
     attempts = 0
+    floor = min(policy.min_attempt, policy.request_timeout)
+    last: StreamciteError | None = None
     retrying = _retrying(policy, loop.time, deadline_at, what, log)
     try:
         async for state in retrying:
             with state:
-                attempts += 1
                 budget = min(policy.request_timeout, deadline_at - loop.time())
-                return await _attempt_once(attempt, budget, what)
+                if last is not None and budget < floor:
+                    # The backoff slept longer than asked (a busy loop): this attempt
+                    # could only time out and hide the real error, so that one is raised.
+                    raise last
+                attempts += 1
+                try:
+                    return await _attempt_once(attempt, budget, what)
+                except StreamciteError as e:
+                    last = e
+                    raise
     except StreamciteError as e:
         if e.retryable:
             elapsed = loop.time() - started

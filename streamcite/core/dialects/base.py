@@ -451,16 +451,7 @@ class StreamState(Citing):
     def close(self, *, truncated_block: bool = False) -> list[Event]:
         out: list[Event] = []
         if self._surr is not None and self._surr.held:
-            # High halves still awaiting their low one: alone, so U+FFFD (reported).
-            for key in list(self._surr.held):
-                self._surr.held.pop(key)
-                self._lone(1, out)
-                if key[0] == "t":
-                    self.token(key[1], "\ufffd", out)
-                elif key[0] == "r":
-                    self.reasoning(key[1], "\ufffd", out)
-                elif key[0] == "x":
-                    self.refusal(key[1], "\ufffd", out)
+            self._release_surrogates(out)
         for idx, det in list(self._det.items()):
             if det.held:
                 self._flush(idx, out)
@@ -471,11 +462,24 @@ class StreamState(Citing):
             why = f"the {self.dialect} stream ended before its end event"
             if truncated_block:
                 why += ", in the middle of an event"
-            ev = ErrorEvent(code="truncated", message=why, retryable=True, stage="sse")
+            ev = ErrorEvent("truncated", why, True, "sse")  # code, message, retryable, stage
             self.builder.error(ev)
             out.append(ev)
             self.builder.complete = False
         return out
+
+    def _release_surrogates(self, out: list[Event]) -> None:
+        """High halves still awaiting their low one at the end: alone, so U+FFFD (reported)."""
+        assert self._surr is not None
+        for key in list(self._surr.held):
+            self._surr.held.pop(key)
+            self._lone(1, out)
+            if key[0] == "t":
+                self.token(key[1], "\ufffd", out)
+            elif key[0] == "r":
+                self.reasoning(key[1], "\ufffd", out)
+            elif key[0] == "x":
+                self.refusal(key[1], "\ufffd", out)
 
     def cut_for_size(self, ev: ErrorEvent, out: list[Event]) -> None:
         out.append(ev)

@@ -58,7 +58,7 @@ class Citing:
     citations_dropped: int
     citations_clipped: int
     spans_dropped: int
-    _cit_budget: CitationBudget
+    _cit_budget: CitationBudget | None
     _cit_wire: int
     _cit_last: int
     _cit_deferred: bool
@@ -68,7 +68,7 @@ class Citing:
         self._cite_keys = {}
         self._passages = {}
         self._cit_sent = (0, 0)
-        self._cit_budget = CitationBudget(self.builder.bounds)
+        self._cit_budget = None  # (made at the first citation: most streams cite nothing)
         self._cit_wire = 0
         """Bytes (as counted by the budget) of the ``citations`` events sent so far."""
         self._cit_last = 0
@@ -83,12 +83,19 @@ class Citing:
         """``obj`` held to the per-field and total byte caps (:mod:`..citation_caps`):
         clipped in place (reported once per stream, then counted); False when the total
         is reached (reported once)."""
-        ok, problems = self._cit_budget.admit(obj)
+        ok, problems = self._budget().admit(obj)
         if problems:
             if not self.citations_clipped:
                 self.fault(out, CITATION_TOO_LARGE, "; ".join(problems[:3]))
             self.citations_clipped += 1
         return ok
+
+    def _budget(self) -> CitationBudget:
+        """The byte budget of this stream's citations and spans (made at first use)."""
+        budget = self._cit_budget
+        if budget is None:
+            budget = self._cit_budget = CitationBudget(self.builder.bounds)
+        return budget
 
     def fault(self, out: list[Event], code: str, message: str, stage: str = "chunk") -> None:
         raise NotImplementedError  # StreamState's
@@ -211,7 +218,7 @@ class Citing:
         counts = (len(b.citations), len(b.citation_spans))
         if counts == self._cit_sent:
             return
-        size = self._cit_budget.used
+        size = self._budget().used
         over = self._cit_wire + size > b.bounds.max_citation_wire_bytes
         if over and not final and size < 2 * self._cit_last:
             self._cit_deferred = True
