@@ -13,11 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import streamcite.core.dialects.cohere as cohere_mod
-from streamcite.core.answer import AnswerBuilder
-from streamcite.core.dialects import make_interpreter
-from streamcite.core.dialects.base import StreamState
 from streamcite.core.events import Event
 from streamcite.core.sse import RawEvent
+from tests._fast_and_general import count_loads, read_fast, read_general
 
 ARGS = b'{"type":"tool-call-delta","index":%d,"delta":{"message":{"tool_calls":{"function":{"arguments":"'
 END = b'"}}}}}'
@@ -37,23 +35,12 @@ def _frag(body: bytes, idx: int = 0, end: bytes = END) -> RawEvent:
 
 
 def _general(raw: list[RawEvent]) -> tuple[list[Event], Any]:
-    it = make_interpreter("cohere", AnswerBuilder(), "keep")
-    assert isinstance(it, StreamState)
-    out: list[Event] = []
-    for item in raw:
-        StreamState.feed_raw(it, [item], out)
-    out += it.close()
-    return out, it.builder.snapshot()
+    """The reference: every event the general way (parsed, dispatched), one at a time."""
+    return read_general("cohere", raw)
 
 
 def _hot(raw: list[RawEvent], reads: int = 3) -> tuple[list[Event], Any]:
-    it = make_interpreter("cohere", AnswerBuilder(), "keep")
-    out: list[Event] = []
-    step = max(1, len(raw) // reads)
-    for i in range(0, len(raw), step):
-        it.feed_raw(raw[i : i + step], out)
-    out += it.close()
-    return out, it.builder.snapshot()
+    return read_fast("cohere", raw, reads)
 
 
 HOSTILE = [b"{\\n  \\\"a\\\"", b"caf\xc3\xa9", b"\\ud83d", b"raw\x01", b"bad \xff", b'un"q',
@@ -103,13 +90,7 @@ def test_any_fragments_same_events(
 
 def test_fragments_and_ends_are_not_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
     """After a call's start, its fragments and the end events go by their bytes."""
-    calls: list[bytes] = []
-
-    def counting(data: bytes) -> Any:
-        calls.append(data)
-        return orjson.loads(data)
-
-    monkeypatch.setattr(cohere_mod, "loads", counting)
+    calls = count_loads(monkeypatch, cohere_mod)
     raw = [_ev("message-start", id="m"), _start(0)]
     raw += [_frag(b'{\\"n\\": %d' % i if i == 0 else b", %d" % i) for i in range(100)]
     raw += [_frag(b"}"), _ev("tool-call-end", index=0), _ev("content-end", index=3)]

@@ -15,11 +15,9 @@ from hypothesis import strategies as st
 
 import streamcite.core.dialects.anthropic as anthropic_mod
 import streamcite.core.dialects.cohere as cohere_mod
-from streamcite.core.answer import AnswerBuilder
-from streamcite.core.dialects import make_interpreter
-from streamcite.core.dialects.base import StreamState
 from streamcite.core.events import Event
 from streamcite.core.sse import RawEvent
+from tests._fast_and_general import count_loads, read_fast, read_general
 
 ANTHROPIC_PRE = b'{"type":"content_block_delta","index":%d,"delta":{"type":"text_delta","text":"'
 COHERE_PRE = b'{"type":"content-delta","index":%d,"delta":{"message":{"content":{"text":"'
@@ -51,23 +49,11 @@ def _delta(dialect: str, body: bytes, idx: int = 0, end: bytes | None = None) ->
 
 def _general(dialect: str, raw: list[RawEvent]) -> tuple[list[Event], Any]:
     """The reference: every event the general way (parsed, dispatched), one at a time."""
-    it = make_interpreter(dialect, AnswerBuilder(), "keep")  # type: ignore[arg-type]
-    assert isinstance(it, StreamState)
-    out: list[Event] = []
-    for item in raw:
-        StreamState.feed_raw(it, [item], out)
-    out += it.close()
-    return out, it.builder.snapshot()
+    return read_general(dialect, raw)
 
 
 def _hot(dialect: str, raw: list[RawEvent], reads: int = 3) -> tuple[list[Event], Any]:
-    it = make_interpreter(dialect, AnswerBuilder(), "keep")  # type: ignore[arg-type]
-    out: list[Event] = []
-    step = max(1, len(raw) // reads)
-    for i in range(0, len(raw), step):
-        it.feed_raw(raw[i : i + step], out)
-    out += it.close()
-    return out, it.builder.snapshot()
+    return read_fast(dialect, raw, reads)
 
 
 # Bodies between the template's quotes: valid JSON string bodies and not.
@@ -170,13 +156,7 @@ def test_template_deltas_are_not_parsed(
 ) -> None:
     """No delta of a text block is parsed, not even its first: the block's start writes
     the template of its deltas (the old ways parsed every event, then the first)."""
-    calls: list[bytes] = []
-
-    def counting(data: bytes) -> Any:
-        calls.append(data)
-        return orjson.loads(data)
-
-    monkeypatch.setattr(module, "loads", counting)
+    calls = count_loads(monkeypatch, module)
     raw = _prelude(dialect) + [_delta(dialect, b"w%d" % i) for i in range(200)]
     _out, answer = _hot(dialect, raw)
     assert answer.text == "".join(f"w{i}" for i in range(200))
@@ -244,13 +224,7 @@ def test_responses_any_text_same_events(
 def test_responses_template_deltas_are_not_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
     import streamcite.core.dialects.responses as responses_mod
 
-    calls: list[bytes] = []
-
-    def counting(data: bytes) -> Any:
-        calls.append(data)
-        return orjson.loads(data)
-
-    monkeypatch.setattr(responses_mod, "loads", counting)
+    calls = count_loads(monkeypatch, responses_mod)
     raw = _resp_prelude() + [_resp_delta(b"w%d" % i, seq=b"%d" % (i + 3)) for i in range(200)]
     _out, answer = _hot("responses", raw)
     assert answer.text == "".join(f"w{i}" for i in range(200))
@@ -278,14 +252,7 @@ def test_reasoning_deltas_by_template(monkeypatch: pytest.MonkeyPatch) -> None:
     import streamcite.core.dialects.cohere as cohere_mod
     import streamcite.core.dialects.responses as responses_mod
 
-    calls: list[bytes] = []
-
-    def counting(data: bytes) -> Any:
-        calls.append(data)
-        return orjson.loads(data)
-
-    for mod in (anthropic_mod, cohere_mod, responses_mod):
-        monkeypatch.setattr(mod, "loads", counting)
+    calls = count_loads(monkeypatch, anthropic_mod, cohere_mod, responses_mod)
     head = b'{"type":"response.reasoning_summary_text.delta","sequence_number":'
     mid = b',"item_id":"rs_1","output_index":0,"summary_index":0,"delta":"'
     raw = _resp_prelude() + [

@@ -17,12 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import streamcite.core.dialects.responses as responses_mod
-from streamcite.core.answer import AnswerBuilder
-from streamcite.core.dialects import make_interpreter
-from streamcite.core.dialects.base import StreamState
 from streamcite.core.dialects.sequenced import IGNORE, REASON, TEXT, learn
 from streamcite.core.events import Event
 from streamcite.core.sse import RawEvent
+from tests._fast_and_general import count_loads, read_fast, read_general
 
 TEXT_DELTA = "response.output_text.delta"
 SUMMARY_DELTA = "response.reasoning_summary_text.delta"
@@ -32,23 +30,11 @@ WHERE = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
 
 def _general(raw: list[RawEvent]) -> tuple[list[Event], Any]:
     """The reference: every event the general way (parsed, dispatched), one at a time."""
-    it = make_interpreter("responses", AnswerBuilder(), "keep")
-    assert isinstance(it, StreamState)
-    out: list[Event] = []
-    for item in raw:
-        StreamState.feed_raw(it, [item], out)
-    out += it.close()
-    return out, it.builder.snapshot()
+    return read_general("responses", raw)
 
 
 def _hot(raw: list[RawEvent], reads: int = 3) -> tuple[list[Event], Any]:
-    it = make_interpreter("responses", AnswerBuilder(), "keep")
-    out: list[Event] = []
-    step = max(1, len(raw) // reads)
-    for i in range(0, len(raw), step):
-        it.feed_raw(raw[i : i + step], out)
-    out += it.close()
-    return out, it.builder.snapshot()
+    return read_fast("responses", raw, reads)
 
 
 def _ev(name: str, **fields: Any) -> RawEvent:
@@ -172,13 +158,7 @@ def test_template_deltas_are_not_parsed(
 ) -> None:
     """Every layout's deltas are taken by their template after the first (if this fails,
     the fast path is off: the answer is still right, only slower)."""
-    calls: list[bytes] = []
-
-    def counting(data: bytes) -> Any:
-        calls.append(data)
-        return orjson.loads(data)
-
-    monkeypatch.setattr(responses_mod, "loads", counting)
+    calls = count_loads(monkeypatch, responses_mod)
     obf = [b"Ab%d" % i if obfuscated else None for i in range(300)]
     text = [(TEXT_DELTA.encode(), _layout(TEXT_DELTA, layout, b"%d" % (i + 3), b"w%d" % i, obf[i]),
              "", None) for i in range(100)]  # fmt: skip

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import streamcite.core.dialects.anthropic as anthropic_mod
 from streamcite.core.sse import RawEvent
+from tests._fast_and_general import count_loads
 from tests.test_dialect_hotloop import _general, _hot
 
 PADS = [b"", b" ", b"   ", b" " * 64, b" " * 65, b"\t", b" \t ", b"x", b"\x0b", b"\n"]
@@ -88,13 +89,7 @@ def test_block_templates_same_events(dialect: str, steps: list[Any], reads: int)
 def test_padded_deltas_are_not_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
     """Anthropic's padded text deltas (spaces, up to many, or tabs) are read by their
     bytes like the others: only the prelude is parsed."""
-    calls: list[bytes] = []
-
-    def counting(data: bytes) -> Any:
-        calls.append(data)
-        return orjson.loads(data)
-
-    monkeypatch.setattr(anthropic_mod, "loads", counting)
+    calls = count_loads(monkeypatch, anthropic_mod)
     raw = [*_prelude("anthropic"), _start("anthropic", "text", 1)]
     pads = [b"", b" ", b" " * 10, b" " * 64, b" " * 100, b"\t", b" \t"]
     raw += [_delta("anthropic", "text", 1, b"w%d" % i, pads[i % len(pads)]) for i in range(70)]
