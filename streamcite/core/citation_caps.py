@@ -182,18 +182,13 @@ class CitationBudget:
         """:meth:`admit` of each of ``items`` in turn up to the first refused (a chunk's
         list of citations in one call): the ones kept, and the first ``max_problems``
         problems."""
-        bounds, cap = self.bounds, self.bounds.max_citation_bytes
         kept: list[Any] = []
         problems: list[str] = []
         for obj in items:
-            cost, why = cap_citation(obj, bounds)
-            if self.used + cost > cap:
-                self._refuse(why)
-                problems.extend(why[: max_problems - len(problems)])
+            ok, why = self.admit(obj)
+            problems.extend(why[: max_problems - len(problems)])
+            if not ok:
                 break
-            self.used += cost
-            if why:
-                problems.extend(why[: max_problems - len(problems)])
             kept.append(obj)
         return kept, problems
 
