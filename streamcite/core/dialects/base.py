@@ -92,27 +92,6 @@ class StreamState(Citing):
     the bounds and the offsets hold in every dialect alike.
     """
 
-    __slots__ = (
-        "_det",
-        "_det0",
-        "_disp0",
-        "_mode",
-        "_mode_keep",
-        "_ptools",
-        "_raw0",
-        "_surr",
-        "_tool_count",
-        "_tool_keys",
-        "builder",
-        "cut",
-        "done",
-        "failed",
-        "finished",
-        "meta_seen",
-        "tools_dropped",
-        "usage_pending",
-    )
-
     dialect = "?"
     """The dialect's name, in messages."""
 
