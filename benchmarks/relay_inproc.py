@@ -29,7 +29,7 @@ import orjson
 
 from streamcite.core.api import ChatStreamParser
 from streamcite.pipeline import stream_chat
-from streamcite.relay.clients import LiveFlush, _LiveFrames
+from streamcite.relay.clients import LiveFlush, WsClient, _LiveFrames
 from streamcite.relay.config import RelayConfig
 from streamcite.relay.guard import Identity
 from streamcite.relay.live import LiveTap
@@ -115,7 +115,7 @@ class _Socket:
 async def relay_round(server: Relay, n: int, reads: list[bytes]) -> tuple[float, int]:
     """CPU seconds and events logged for ``n`` streams run concurrently to ``done``."""
     producer = server.producer
-    producer._upstream = lambda msg, sid: stream_chat(  # type: ignore[method-assign]
+    producer.open_upstream = lambda msg, sid: stream_chat(
         producer.request_body(msg),
         base_url="http://127.0.0.1:9/v1",
         transport=_Transport(reads),
@@ -137,8 +137,9 @@ async def relay_round(server: Relay, n: int, reads: list[bytes]) -> tuple[float,
     streams = []
     for _ in range(n):
         stream = await producer.start(msg, who)
-        client = SimpleNamespace(closing=False, ws=SimpleNamespace(closed=False), last_send=0.0)
-        client.gate = SimpleNamespace(cap=1 << 20)
+        request = SimpleNamespace(transport=sock, protocol=None)
+        ws = SimpleNamespace(closed=False)
+        client = WsClient(ws, request, 5.0, 1 << 20, who)  # type: ignore[arg-type]
         frames = _LiveFrames(client, sock, flush)  # type: ignore[arg-type]
         assert stream.taps is not None
         stream.taps.park(LiveTap(stream.stream_id, 0, frames, loop.create_future(), None))

@@ -379,3 +379,17 @@ def require_chromium() -> str:
             pytest.fail(f"{problem}; CI=true: browser tests must run, not skip", pytrace=False)
         pytest.skip(problem)
     return CHROMIUM
+
+
+def ws_client_over(transport: Any, cap: int) -> Any:
+    """A real :class:`~streamcite.relay.clients.WsClient` whose request and WebSocket are
+    stand-ins (``transport`` takes the writes): for tests of its live frames without a
+    connection. A real one, not a namespace: the compiled build checks the type."""
+    from types import SimpleNamespace
+
+    from streamcite.relay.clients import WsClient
+    from streamcite.relay.guard import Identity
+
+    request = SimpleNamespace(transport=transport, protocol=None)
+    who = Identity(principal=None, remote="127.0.0.1")
+    return WsClient(SimpleNamespace(closed=False), request, 5.0, cap, who)  # type: ignore[arg-type]

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import gc
 from collections.abc import Iterator
-from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -20,7 +19,7 @@ from streamcite.relay import bounds
 from streamcite.relay.clients import LiveFlush, _LiveFrames
 from streamcite.relay.eventloop import GC_THRESHOLDS
 from streamcite.relay.live import LiveTap, Taps
-from tests._relay_fixtures import fake_upstream, relay
+from tests._relay_fixtures import fake_upstream, relay, ws_client_over
 from tests._upstream import WORDS, Upstream, full_stream
 from tests.conftest import ServeFn
 
@@ -138,9 +137,7 @@ async def test_live_frames_of_all_clients_go_out_at_the_end_of_the_turn() -> Non
     loop = asyncio.get_running_loop()
     for _ in range(3):
         t = _Transport()
-        client = SimpleNamespace(
-            ws=SimpleNamespace(closed=False), closing=False, gate=SimpleNamespace(cap=1 << 16)
-        )
+        client = ws_client_over(t, 1 << 16)
         frames = _LiveFrames(client, t, later)  # type: ignore[arg-type]
         taps.park(LiveTap("s1", 0, frames, loop.create_future(), None))
         clients.append(client)

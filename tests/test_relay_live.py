@@ -32,6 +32,7 @@ from tests._relay_fixtures import (
     seqs_of,
     text_of,
     ws_client,
+    ws_client_over,
 )
 
 
@@ -146,10 +147,7 @@ def _frames(data: bytes) -> list[bytes]:
 
 async def test_live_frames_keep_order_and_the_cap() -> None:
     t = _Transport()
-    client = SimpleNamespace(
-        ws=SimpleNamespace(closed=False), closing=False, gate=SimpleNamespace(cap=40), last_send=0
-    )
-    live = _LiveFrames(client, t)  # type: ignore[arg-type]
+    live = _LiveFrames(ws_client_over(t, 40), t)  # type: ignore[arg-type]
     one, two = orjson.dumps({"n": 1}), orjson.dumps({"n": 2})
     w1, w2 = ws_text_frame(one), ws_text_frame(two)  # a tap hands the encoded frame
     assert live.take(w1) and live.take(w2)

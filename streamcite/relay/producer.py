@@ -14,7 +14,7 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import aiohttp
 import orjson
@@ -36,6 +36,7 @@ from streamcite.relay.readers import ReaderHeartbeat
 from streamcite.relay.replay import rebuild_answer
 from streamcite.relay.runs import CITATIONS_RESEND, Run, final_events
 from streamcite.streamlog import StreamLog
+from streamcite.streamlog.protocol import SupersedeLog, SyncAppendLog
 
 __all__ = [
     "CITATIONS_RESEND",
@@ -58,26 +59,7 @@ OnEvent = Callable[[str, int, float], None]
 _FAULT_HEADER = "X-Streamcite-Fault"
 
 
-@runtime_checkable
-class SyncAppendLog(Protocol):
-    """A log that can append without awaiting (the in-memory one): no coroutine per event
-    on the hot path. A log without it is appended to with ``await log.append``."""
-
-    def append_nowait(self, stream_id: str, payload: bytes) -> int: ...
-
-
-@runtime_checkable
-class SupersedeLog(Protocol):
-    """A log that can replace an entry a newer one made obsolete (the in-memory one and the
-    Redis one).
-
-    A stream that re-sends a changed citations list on every chunk would otherwise fill
-    the log with sets nobody needs any more and push live tokens out of it."""
-
-    def supersede_nowait(self, stream_id: str, seq: int, payload: bytes) -> None: ...
-
-
-@dataclass(slots=True, eq=False)
+@dataclass(eq=False)
 class ProducedStream:
     """A stream whose upstream request runs in this relay process."""
 
@@ -126,6 +108,9 @@ class Producer:
         self.streams: dict[str, ProducedStream] = {}
         self.on_event: OnEvent | None = None
         """Benchmark hook for every event the pipeline yields, taken before it is logged."""
+        self.open_upstream: Callable[[AskMessage, str], ChatStream] = self._upstream
+        """Makes a stream's upstream request (``(ask, stream_id)``; a benchmark's seam: a
+        compiled producer's methods cannot be replaced on the instance)."""
         self._append_nowait = log.append_nowait if isinstance(log, SyncAppendLog) else None
         self._supersede = log.supersede_nowait if isinstance(log, SupersedeLog) else None
         log.on_cancel(self.on_cancel_request)
@@ -267,7 +252,7 @@ class Producer:
     async def _run(self, stream: ProducedStream, msg: AskMessage) -> None:
         """Run the upstream request and log every event; always ends with ``done``."""
         sid = stream.stream_id
-        upstream = self._upstream(msg, sid)
+        upstream = self.open_upstream(msg, sid)
         logger = self.logger.bind(stream_id=sid)
         logger.info("relay.stream.start", question_chars=len(msg.question))
         cfg = self.config

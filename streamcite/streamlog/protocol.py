@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
-__all__ = ["LogEntry", "StreamLog", "StreamStatus"]
+__all__ = ["LogEntry", "StreamLog", "StreamStatus", "SupersedeLog", "SyncAppendLog"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -81,3 +81,22 @@ class StreamLog(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class SyncAppendLog(Protocol):
+    """A log that can append without awaiting (the in-memory one): no coroutine per event
+    on the hot path. A log without it is appended to with ``await log.append``."""
+
+    def append_nowait(self, stream_id: str, payload: bytes) -> int: ...
+
+
+@runtime_checkable
+class SupersedeLog(Protocol):
+    """A log that can replace an entry a newer one made obsolete (the in-memory one and the
+    Redis one).
+
+    A stream that re-sends a changed citations list on every chunk would otherwise fill
+    the log with sets nobody needs any more and push live tokens out of it."""
+
+    def supersede_nowait(self, stream_id: str, seq: int, payload: bytes) -> None: ...
