@@ -237,12 +237,15 @@ class ChatStream:
                 yield [rec.error(failed.event)]
             else:
                 batches = read_batches(resp, parser, budget, rec)
-                if not claims.sessions:  # the plain hot path
-                    async for batch in batches:
-                        yield batch
-                else:  # live claims interleaved
-                    async for ev in claims.interleave(_flat(batches)):
-                        yield [ev]
+                try:
+                    if not claims.sessions:  # the plain hot path
+                        async for batch in batches:
+                            yield batch
+                    else:  # live claims interleaved
+                        async for ev in claims.interleave(_flat(batches)):
+                            yield [ev]
+                finally:
+                    await batches.aclose()  # (its read timer, when abandoned early)
                 if timings.stream_ms is None:
                     timings.stream_ms = budget.elapsed_ms()
             # Not started at a finish chunk: [DONE] without a finish_reason, a stream cut

@@ -1,0 +1,187 @@
+"""The hot path of reading a response: each read of an event stream → its events.
+
+An async iterator written as a class (not an async generator, which mypyc cannot compile),
+so the optional compiled build runs the per-read loop as C: one step per upstream read,
+its events as soon as its bytes are decoded. Until the first token, reads share one
+deadline (``first_token`` after the request was sent: keep-alive comments do not restart
+it); then each read waits up to ``idle``, within what is left of ``total``. A read that
+fails becomes one typed error event; the stream then ends with what it has.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import cast
+
+from streamcite.core.api import ChatStreamParser
+from streamcite.core.events import ErrorEvent, Event, FinishEvent, TokenEvent
+from streamcite.pipeline.deadline import ReadDeadline
+from streamcite.pipeline.recorder import Recorder
+from streamcite.pipeline.timeouts import Budget
+from streamcite.transports.base import TransportError, UpstreamResponse
+
+__all__ = ["ReadChunk", "SseReads", "chunk_reader", "read_failure", "warn_skipped"]
+
+ReadChunk = Callable[[], Awaitable[bytes]]
+
+
+def warn_skipped(parser: ChatStreamParser, rec: Recorder) -> None:
+    """One warning per provider type the dialect skipped (a newer API's), with its count."""
+    for kind, count in parser.builder.skipped_types.items():
+        rec.log.warning("stream.skipped_type", dialect=parser.dialect, type=kind, count=count)
+
+
+def read_failure(exc: Exception, budget: Budget, waiting_first: bool) -> ErrorEvent:
+    """A read that raised → its error event (timeouts, transport and unknown errors)."""
+    if isinstance(exc, TimeoutError):
+        return budget.timeout_error(waiting_first)
+    if isinstance(exc, TransportError):
+        return ErrorEvent(
+            code=exc.code, message=exc.message, retryable=exc.retryable, stage=exc.stage
+        )
+    # An unexpected client-library error: typed, not raised.
+    return ErrorEvent(
+        code="connection_lost",
+        message=f"{type(exc).__name__}: {exc}",
+        retryable=True,
+        stage="http",
+    )
+
+
+def _log_first_token(rec: Recorder, ttft_ms: float | None) -> None:
+    rec.log.info("stream.first_token", ttft_ms=round(ttft_ms or 0.0, 3))
+
+
+def chunk_reader(resp: UpstreamResponse) -> ReadChunk:
+    """``resp.read_chunk`` (one read, ``b""`` at the end) where the transport has it; else
+    the same over its ``aiter_bytes``."""
+    read = getattr(resp, "read_chunk", None)
+    if callable(read):
+        return cast(ReadChunk, read)
+    reads = resp.aiter_bytes().__aiter__()
+
+    async def read_next() -> bytes:
+        async for data in reads:
+            if data:
+                return data
+        return b""
+
+    return read_next
+
+
+class SseReads:
+    """The events of an event-stream response, one list per read (never empty), then the
+    parser's closing events; :meth:`aclose` when abandoned early (cancels the timer)."""
+
+    def __init__(
+        self, resp: UpstreamResponse, parser: ChatStreamParser, budget: Budget, rec: Recorder
+    ) -> None:
+        self._read = chunk_reader(resp)
+        self._parser = parser
+        self._feed: Callable[[bytes], list[Event]] = parser.feed
+        self._budget = budget
+        self._rec = rec
+        self._idle = budget.timeouts.idle
+        total = budget.timeouts.total
+        self._total_end = None if total is None else budget.t0 + total  # (perf_counter)
+        self._waiting_first = True
+        self._deadline = ReadDeadline()  # one timer for all the reads, not one per read
+        self._reading = True
+        self._closed = False
+        self._log_first = False
+        """The first token went out in the last batch: logged now, off the TTFT path."""
+
+    def __aiter__(self) -> SseReads:
+        return self
+
+    async def __anext__(self) -> list[Event]:
+        if self._log_first:  # logged after the consumer has the token
+            self._log_first = False
+            _log_first_token(self._rec, self._parser.builder.timings.ttft_ms)
+        if self._reading:
+            batch = await self._next_read()
+            if batch is not None:
+                return batch
+        if not self._closed:
+            self._closed = True
+            rec = self._rec
+            closing = [rec.note(ev) for ev in self._parser.close()]
+            if closing:
+                return closing
+        warn_skipped(self._parser, self._rec)
+        raise StopAsyncIteration
+
+    async def aclose(self) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
+        self._reading = False
+        self._deadline.close()
+
+    def _arm(self) -> None:
+        # Until the first token, one deadline from the request's sending: reads that
+        # bring no token (keep-alive comments, a byte at a time) do not restart it.
+        # Then each read may last ``idle``, within what is left of ``total``.
+        idle, total_end = self._idle, self._total_end
+        if self._waiting_first:
+            self._deadline.arm(self._budget.first_token_left())
+        elif total_end is None:
+            self._deadline.arm(idle)
+        else:
+            left = total_end - time.perf_counter()
+            if left < 0.0:
+                left = 0.0
+            self._deadline.arm(left if idle is None or left < idle else idle)
+
+    async def _next_read(self) -> list[Event] | None:
+        """The next read's events; None when the reads are over."""
+        deadline, parser = self._deadline, self._parser
+        try:
+            while not parser.done:  # [DONE]: don't wait for the server to close
+                self._arm()
+                try:
+                    data = await self._read()
+                except asyncio.CancelledError:
+                    deadline.disarm()
+                    if not deadline.expired():
+                        raise
+                    self._stop()
+                    failure = read_failure(TimeoutError(), self._budget, self._waiting_first)
+                    return [self._rec.error(failure)]
+                except Exception as exc:
+                    deadline.disarm()
+                    self._stop()
+                    return [self._rec.error(read_failure(exc, self._budget, self._waiting_first))]
+                deadline.disarm()
+                if not data:
+                    break
+                events = self._feed(data)
+                if events:
+                    self._note(events)
+                    return events
+        except BaseException:
+            self._stop()
+            raise
+        self._stop()
+        return None
+
+    def _note(self, events: list[Event]) -> None:
+        """The first token's time; finishes and errors recorded (the first token's log
+        line stays first)."""
+        first = False
+        for ev in events:
+            t = type(ev)
+            if t is TokenEvent:
+                if self._waiting_first:
+                    self._waiting_first = False
+                    first = True
+                    timings = self._parser.builder.timings
+                    timings.ttft_ms = (time.perf_counter() - self._budget.t0) * 1000
+            elif t is FinishEvent or t is ErrorEvent:
+                if first:
+                    first = False
+                    _log_first_token(self._rec, self._parser.builder.timings.ttft_ms)
+                self._rec.note(ev)
+        self._log_first = first
