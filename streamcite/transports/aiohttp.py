@@ -39,9 +39,27 @@ def _read_error(exc: aiohttp.ClientError) -> TransportError:
     )
 
 
-class _Response:
-    __slots__ = ("_resp", "headers", "status")
+class _Chunks:
+    """The body's chunks as they arrive (an async iterator class, not an async generator:
+    the compiled build compiles this module)."""
 
+    def __init__(self, resp: aiohttp.ClientResponse) -> None:
+        self._read = resp.content.readany
+
+    def __aiter__(self) -> _Chunks:
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            data = await self._read()
+        except aiohttp.ClientError as exc:
+            raise _read_error(exc) from exc
+        if not data:
+            raise StopAsyncIteration
+        return data
+
+
+class _Response:
     def __init__(self, resp: aiohttp.ClientResponse) -> None:
         self._resp = resp
         self.status = resp.status
@@ -62,16 +80,8 @@ class _Response:
                 retryable=False,
             )
 
-    async def aiter_bytes(self) -> AsyncIterator[bytes]:
-        read = self._resp.content.readany
-        try:
-            while True:
-                data = await read()
-                if not data:
-                    return
-                yield data
-        except aiohttp.ClientError as exc:
-            raise _read_error(exc) from exc
+    def aiter_bytes(self) -> AsyncIterator[bytes]:
+        return _Chunks(self._resp)
 
     async def read_chunk(self) -> bytes:
         """The body's next bytes as they arrive, ``b""`` at its end: one read, without the
