@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import cast
 
 from streamcite.core.api import ChatStreamParser
@@ -22,7 +22,7 @@ from streamcite.pipeline.recorder import Recorder
 from streamcite.pipeline.timeouts import Budget
 from streamcite.transports.base import TransportError, UpstreamResponse
 
-__all__ = ["ReadChunk", "SseReads", "chunk_reader", "read_failure", "warn_skipped"]
+__all__ = ["Batches", "ReadChunk", "SseReads", "chunk_reader", "read_failure", "warn_skipped"]
 
 ReadChunk = Callable[[], Awaitable[bytes]]
 
@@ -185,3 +185,41 @@ class SseReads:
                     _log_first_token(self._rec, self._parser.builder.timings.ttft_ms)
                 self._rec.note(ev)
         self._log_first = first
+
+
+class Batches:
+    """The lists of events ``gen`` yields, where a reader it yields (:class:`SseReads`) is
+    iterated in its place while ``gen`` waits at that ``yield``: one async step per
+    upstream read, not two (``gen``'s own layer is skipped on the hot path). What the
+    reader raises is thrown into ``gen`` at that ``yield``, so its handlers and cleanup run
+    as if it read the reader itself; :meth:`aclose` closes ``gen`` (which closes the
+    reader)."""
+
+    def __init__(self, gen: AsyncGenerator[list[Event] | SseReads, None]) -> None:
+        self._gen = gen
+        self._reads: SseReads | None = None
+
+    def __aiter__(self) -> Batches:
+        return self
+
+    async def __anext__(self) -> list[Event]:
+        while True:
+            reads = self._reads
+            if reads is None:
+                item = await self._gen.__anext__()
+            else:
+                try:
+                    return await reads.__anext__()
+                except StopAsyncIteration:
+                    self._reads = None
+                    item = await self._gen.__anext__()
+                except BaseException as exc:
+                    self._reads = None
+                    item = await self._gen.athrow(exc)
+            if isinstance(item, list):
+                return item
+            self._reads = item
+
+    async def aclose(self) -> None:
+        self._reads = None
+        await self._gen.aclose()

@@ -30,6 +30,7 @@ from streamcite.pipeline.enrichment import EnrichmentStage
 from streamcite.pipeline.opening import OpenFailed, make_transport, open_upstream
 from streamcite.pipeline.reading import read_batches
 from streamcite.pipeline.recorder import Recorder
+from streamcite.pipeline.sse_reads import Batches, SseReads
 from streamcite.pipeline.timeouts import Budget, Timeouts
 from streamcite.telemetry.switch import active as telemetry_active
 from streamcite.transports.base import Transport, UpstreamResponse
@@ -180,7 +181,7 @@ class ChatStream:
         as a relay where that step counts), the cold ones (enrichment, ``done``) one a
         list. Never an empty list. A stream is iterated once, either way."""
         if self._gen is None:
-            self._gen = _exhausted() if self._started else self._batches()
+            self._gen = _exhausted() if self._started else Batches(self._batches())
             self._started = True
             self._batched = True
         elif not self._batched:
@@ -213,7 +214,7 @@ class ChatStream:
     # -- the run -------------------------------------------------------------------
 
     async def _run(self) -> AsyncIterator[Event]:
-        batches = self._batches()
+        batches = Batches(self._batches())
         try:
             async for batch in batches:
                 for ev in batch:
@@ -221,7 +222,7 @@ class ChatStream:
         finally:
             await batches.aclose()  # its cleanup now, not when it is collected
 
-    async def _batches(self) -> AsyncGenerator[list[Event], None]:
+    async def _batches(self) -> AsyncGenerator[list[Event] | SseReads, None]:
         parser, rec, budget = self._parser, self._rec, self._budget
         timings = parser.builder.timings
         budget.start()
@@ -238,7 +239,9 @@ class ChatStream:
             else:
                 batches = read_batches(resp, parser, budget, rec)
                 try:
-                    if not claims.sessions:  # the plain hot path
+                    if not claims.sessions and isinstance(batches, SseReads):
+                        yield batches  # the plain hot path: iterated in place (Batches)
+                    elif not claims.sessions:
                         async for batch in batches:
                             yield batch
                     else:  # live claims interleaved
