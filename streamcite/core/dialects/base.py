@@ -134,11 +134,14 @@ class StreamState(Citing):
         for item in raw:
             if self.done:
                 return
-            if isinstance(item, bytes):
-                self.payload(b"", item, out)
-            elif item is OVERFLOW:
+            # OVERFLOW is tested first, by identity, before any isinstance: compiled by
+            # mypyc, an item narrowed to the tuple type is unboxed, and boxed anew for
+            # ``is`` (never the marker).
+            if item is OVERFLOW:
                 self.fault(out, "event_too_large", "an SSE event exceeded max_event_size", "sse")
                 self.cut = True  # something of the answer may be lost
+            elif isinstance(item, bytes):
+                self.payload(b"", item, out)
             else:
                 self.payload(item[0], item[1], out)
 

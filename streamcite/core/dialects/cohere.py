@@ -116,7 +116,7 @@ class CohereInterpreter(CohereLoop):
         """An event the hot loop did not take: a text block's ``content-delta`` parsed and
         checked inline (the template of that block's deltas then written), anything else
         the general way of :class:`StreamState`."""
-        if item.__class__ is not tuple or item is OVERFLOW:
+        if item is OVERFLOW or item.__class__ is not tuple:  # (identity first: base.py)
             StreamState.feed_raw(self, [item], out)
             return
         data = item[1]

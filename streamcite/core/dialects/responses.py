@@ -136,7 +136,7 @@ class ResponsesInterpreter(SequencedState):
         """An event the hot loop did not take: parsed and handed to its type's handler
         (with its bytes in :attr:`_data`, for a delta's template), anything else the
         general way of :class:`StreamState`."""
-        if item.__class__ is not tuple or item is OVERFLOW:
+        if item is OVERFLOW or item.__class__ is not tuple:  # (identity first: base.py)
             StreamState.feed_raw(self, [item], out)
             return
         data = item[1]
