@@ -86,6 +86,18 @@ class SSEDecoder:
     [ServerSentEvent(event='message', data='hello', id='', retry=None)]
     """
 
+    __slots__ = (
+        "_bom_done",
+        "_discarding",
+        "_last_lf",
+        "_skip_lf",
+        "_tail",
+        "last_event_id",
+        "max_event_size",
+        "retry",
+        "truncated",
+    )
+
     def __init__(self, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
         self.max_event_size = max_event_size
         self.last_event_id = ""

@@ -144,6 +144,8 @@ def _citation_key(c: dict[str, Any]) -> tuple[Any, str | None, Any] | str:
 class AnthropicInterpreter(TemplatedState):
     """Interprets one Anthropic Messages stream (``/v1/messages``, ``stream: true``)."""
 
+    __slots__ = ("_blocks", "_calls", "_input_tokens")
+
     dialect = "anthropic"
     _END = b'"}}'
     _PADS = frozenset(b"}%s}" % (b" " * n) for n in range(1, 65))

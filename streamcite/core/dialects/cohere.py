@@ -97,6 +97,8 @@ def _source(src: Any) -> tuple[Any, Citation] | None:
 class CohereInterpreter(CohereLoop):
     """Interprets one Cohere v2 chat stream (``/v2/chat``, ``stream: true``)."""
 
+    __slots__ = ("_blocks",)
+
     dialect = "cohere"
     _END = b'"}}}}'
 

@@ -58,6 +58,8 @@ class TemplatedState(StreamState):
     (:attr:`_rpre`, :attr:`_rend`: Anthropic's ``thinking_delta``, Cohere's thinking and
     tool plan)."""
 
+    __slots__ = ("_pre", "_rend", "_rpre")
+
     _END = b'"}'
     """The bytes after a text delta's text (the dialect's own)."""
     _PADS: frozenset[bytes] = frozenset()

@@ -116,6 +116,8 @@ def _str(v: Any) -> str | None:
 class ResponsesInterpreter(SequencedState):
     """Interprets one OpenAI Responses stream (``/v1/responses``, ``stream: true``)."""
 
+    __slots__ = ("_data", "_learned", "_parts", "_texts", "error_seen")
+
     dialect = "responses"
 
     def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
