@@ -58,6 +58,8 @@ class TemplatedState(StreamState):
     (:attr:`_rpre`, :attr:`_rend`: Anthropic's ``thinking_delta``, Cohere's thinking and
     tool plan)."""
 
+    __slots__ = ("_pre", "_rend", "_rpre")
+
     _END = b'"}'
     """The bytes after a text delta's text (the dialect's own)."""
     _PADS: frozenset[bytes] = frozenset()
@@ -110,8 +112,11 @@ class TemplatedState(StreamState):
             # A tuple item is a named event (OVERFLOW's data is empty: it never matches).
             # (A slice compared: a fifth cheaper than startswith/endswith, slow to parse args.)
             if item.__class__ is tuple and (data := item[1])[:plen] == pre:
-                if data[-elen:] == end:  # (data is longer than end: it starts with pre)
-                    body: bytes | None = data[plen:-elen]
+                if data[-elen:] == end:
+                    # Shorter than both: the quotes overlap (not JSON, the general way
+                    # says so). Never sliced then: compiled by mypyc, a bytes slice that
+                    # starts past its end is an error, not b"".
+                    body: bytes | None = data[plen:-elen] if length(data) >= plen + elen else None
                 else:  # padded (as padded_end allows: spaces or tabs), or not the template
                     head, _, tail = data.rpartition(b'"')  # (end has no other quote)
                     ok = len(head) >= plen and (tail in pads or padded_end(b'"' + tail, end))
@@ -164,7 +169,9 @@ class TemplatedState(StreamState):
     def _reasoned(self, data: bytes, out: list[Event]) -> bool:
         """``data`` is the reasoning template's event: its text taken (True), or not."""
         p, e = len(self._rpre), self._rend
-        if data[-len(e) :] == e:  # (data is longer than e: it starts with the prefix)
+        if len(data) < p + len(e):
+            return False  # (shorter: the quotes overlap, not JSON)
+        if data[-len(e) :] == e:
             body = data[p : -len(e)]
         else:  # padded, or not the template
             q = data.rfind(0x22)
@@ -172,8 +179,8 @@ class TemplatedState(StreamState):
                 return False
             body = data[p:q]
         t = json_string(body)
-        if t is None or len(data) < p + len(e):
-            return False  # (shorter: the quotes overlap, not JSON)
+        if t is None:
+            return False
         if t and self._surr is None:
             ev = _new(ReasoningEvent)  # built as StreamState.reasoning does, inline
             ev.type = "reasoning"
