@@ -23,6 +23,8 @@ up to their clock resolution early)."""
 class ReadDeadline:
     """``arm(seconds)`` before each read, ``disarm()`` after it; ``close()`` at the end."""
 
+    __slots__ = ("_at", "_base", "_fired", "_handle", "_loop", "_task", "_when")
+
     def __init__(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._task: asyncio.Task[object] | None = None

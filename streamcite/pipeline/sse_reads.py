@@ -75,6 +75,21 @@ class SseReads:
     """The events of an event-stream response, one list per read (never empty), then the
     parser's closing events; :meth:`aclose` when abandoned early (cancels the timer)."""
 
+    __slots__ = (
+        "_budget",
+        "_closed",
+        "_deadline",
+        "_feed",
+        "_idle",
+        "_log_first",
+        "_parser",
+        "_read",
+        "_reading",
+        "_rec",
+        "_total_end",
+        "_waiting_first",
+    )
+
     def __init__(
         self, resp: UpstreamResponse, parser: ChatStreamParser, budget: Budget, rec: Recorder
     ) -> None:
@@ -194,6 +209,8 @@ class Batches:
     reader raises is thrown into ``gen`` at that ``yield``, so its handlers and cleanup run
     as if it read the reader itself; :meth:`aclose` closes ``gen`` (which closes the
     reader)."""
+
+    __slots__ = ("_gen", "_reads")
 
     def __init__(self, gen: AsyncGenerator[list[Event] | SseReads, None]) -> None:
         self._gen = gen

@@ -57,6 +57,7 @@ class Client:
     """One client connection (a WebSocket, or one SSE response)."""
 
     kind = "?"
+    __slots__ = ("closing", "gate", "id", "last_send", "logger", "pumps", "transport", "who")
 
     def __init__(self, request: web.Request, cap: int, who: Identity) -> None:
         self.id = secrets.token_hex(4)
@@ -171,6 +172,7 @@ class Client:
 
 class WsClient(Client):
     kind = "ws"
+    __slots__ = ("closer", "live", "live_flush", "send_timeout", "ws")
 
     def __init__(
         self,
@@ -246,6 +248,8 @@ class LiveFlush:
     turn's writes together — a client process woken by the first finds the others' bytes
     ready, instead of being woken once per write."""
 
+    __slots__ = ("pending", "turns", "writes")
+
     def __init__(self) -> None:
         self.pending: list[_LiveFrames] = []
         self.turns = 0
@@ -289,6 +293,8 @@ class _LiveFrames:
     Every other write to the client flushes them first, so frames keep their order; they
     never hold more than the write-buffer cap (a frame that would pass it is refused: the
     tap lets go and its pump waits for room, as for any write)."""
+
+    __slots__ = ("cap", "client", "frames", "later", "size", "transport", "ws")
 
     def __init__(
         self, client: WsClient, transport: asyncio.WriteTransport, later: LiveFlush | None = None
@@ -342,6 +348,7 @@ class _LiveFrames:
 
 class SseClient(Client):
     kind = "sse"
+    __slots__ = ("heartbeat_interval", "request", "resp")
 
     def __init__(
         self,
@@ -387,6 +394,7 @@ class AiSdkClient(Client):
     ends the handler and so closes the upstream request and frees the quota slot."""
 
     kind = "aisdk"
+    __slots__ = ("resp",)
 
     def __init__(self, request: web.Request, resp: web.StreamResponse, cap: int, who: Identity):
         super().__init__(request, cap, who)

@@ -46,6 +46,8 @@ class LiveWriter(Protocol):
 class LiveTap:
     """One parked pump: delivers ``sid``'s new events to one client as they are logged."""
 
+    __slots__ = ("counted", "delivered", "done", "on_sent", "sid", "waiter", "write")
+
     def __init__(
         self,
         sid: str,
@@ -92,6 +94,8 @@ class LiveTap:
 
 class Taps:
     """The taps of one stream, fed by its producer on every append."""
+
+    __slots__ = ("closed", "frames_built", "head", "last_seq", "taps")
 
     def __init__(self, sid: str) -> None:
         self.taps: list[LiveTap] = []

@@ -36,6 +36,18 @@ ENTRY_OVERHEAD = 8
 
 
 class _Stream:
+    __slots__ = (
+        "base",
+        "buf",
+        "ends",
+        "expiry",
+        "finished",
+        "finished_at",
+        "origin",
+        "owner",
+        "waiters",
+    )
+
     def __init__(self, owner: str) -> None:
         self.owner = owner
         self.buf = bytearray()

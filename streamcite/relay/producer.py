@@ -59,7 +59,7 @@ OnEvent = Callable[[str, int, float], None]
 _FAULT_HEADER = "X-Streamcite-Fault"
 
 
-@dataclass(eq=False)
+@dataclass(slots=True, eq=False)
 class ProducedStream:
     """A stream whose upstream request runs in this relay process."""
 

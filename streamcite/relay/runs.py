@@ -27,6 +27,17 @@ _END_MESSAGES = {
 class Run:
     """What one producer run has seen so far (read after it ended, however it ended)."""
 
+    __slots__ = (
+        "citations_seq",
+        "cited",
+        "done",
+        "failure",
+        "held",
+        "log_failed",
+        "reraise",
+        "time_to",
+    )
+
     def __init__(self, time_to: dict[str, Any]) -> None:
         self.done: DoneEvent | None = None
         self.failure: ErrorEvent | None = None

@@ -51,6 +51,8 @@ _POLL = 0.01
 class SendGate:
     """One client's pending sends and write-buffer cap."""
 
+    __slots__ = ("_n", "_pending", "cap", "protocol", "transport")
+
     def __init__(self, transport: object, protocol: BaseProtocol | None, cap: int) -> None:
         self.transport = write_transport(transport)
         self.protocol = protocol

@@ -43,6 +43,8 @@ class _Chunks:
     """The body's chunks as they arrive (an async iterator class, not an async generator:
     the compiled build compiles this module)."""
 
+    __slots__ = ("_read",)
+
     def __init__(self, resp: aiohttp.ClientResponse) -> None:
         self._read = resp.content.readany
 
@@ -60,6 +62,8 @@ class _Chunks:
 
 
 class _Response:
+    __slots__ = ("_resp", "headers", "status")
+
     def __init__(self, resp: aiohttp.ClientResponse) -> None:
         self._resp = resp
         self.status = resp.status
