@@ -11,7 +11,9 @@ a forwarder does not do. The chunk parser alone (``ChatStreamParser.feed`` on th
 bytes) is timed in the same run, for the share that is the core's.
 
 Run: ``python benchmarks/relay_inproc.py [--loop uvloop] [--streams 300] [--tokens 100]
-[--per-read 1] [--rounds 5] [--profile out.pstat]``
+[--per-read 1] [--rounds 5] [--profile out.pstat]``. Its instructions per event under
+cachegrind (the source and the compiled build side by side, unmoved by the machine's
+load): ``benchmarks/relay_instructions.py``.
 """
 
 from __future__ import annotations
