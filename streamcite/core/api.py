@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from streamcite.core._aiter import aiter_parsed
 from streamcite.core._fields import expect_fields
 from streamcite.core.answer import COMPACT_EVERY, AnswerBuilder
 from streamcite.core.bounds import DEFAULT_BOUNDS, StreamBounds
@@ -62,8 +63,6 @@ class _Undecided:
     leading ones are held, the first other event decides, and the
     held ones go first to the interpreter it chose. A stream of nothing but errors is
     read as a chat stream."""
-
-    __slots__ = ("_held", "_mode", "_parser", "builder")
 
     def __init__(self, parser: ChatStreamParser, builder: AnswerBuilder, mode: MarkerMode):
         self._parser = parser
@@ -146,16 +145,6 @@ class ChatStreamParser:
     >>> [(e.type, e.text) for e in ev]
     [('token', 'Bonjour')]
     """
-
-    __slots__ = (
-        "_decoder",
-        "_dialect",
-        "_fed",
-        "_interpreter",
-        "_max_event_size",
-        "builder",
-        "closed",
-    )
 
     def __init__(
         self,
@@ -346,18 +335,11 @@ def iter_events(
     yield parser.done_event()
 
 
-async def aiter_events(
+def aiter_events(
     chunks: AsyncIterable[bytes], *, marker_mode: MarkerMode = "keep", dialect: Dialect = "auto"
 ) -> AsyncIterator[Event]:
     """Async twin of :func:`iter_events`, for byte streams read from a socket."""
-    parser = ChatStreamParser(marker_mode, dialect=dialect)
-    for_events = parser.feed
-    async for chunk in chunks:
-        for ev in for_events(chunk):
-            yield ev
-    for ev in parser.close():
-        yield ev
-    yield parser.done_event()
+    return aiter_parsed(lambda: ChatStreamParser(marker_mode, dialect=dialect), chunks)
 
 
 def answer_from_response(

@@ -1,8 +1,8 @@
-"""The chat interpreter's state: the slots of
+"""The chat interpreter's state: the attributes of
 :class:`~streamcite.core.chunks.ChunkInterpreter` and of the base classes its cold
 paths live in (:mod:`~streamcite.core.chunk_faults`, :mod:`~streamcite.core.chunk_fields`,
 :mod:`~streamcite.core.chunk_surrogates`). Declared once, here, so that every part
-writes only slots it declares; set by ``ChunkInterpreter.__init__`` (whose comments say
+writes only attributes it declares; set by ``ChunkInterpreter.__init__`` (whose comments say
 what each one holds). Sans-I/O.
 """
 
@@ -23,33 +23,9 @@ __all__ = ["ChunkState"]
 
 
 class ChunkState:
-    """The slots of the chat interpreter (no behaviour)."""
-
-    __slots__ = (
-        "_builder",
-        "_detectors",
-        "_disp0",
-        "_dtpl",
-        "_finished",
-        "_last_citations",
-        "_meta_seen",
-        "_mode",
-        "_mode_keep",
-        "_raw0",
-        "_refs",
-        "_surr",
-        "_surr_held",
-        "_tools",
-        "_tpl",
-        "_tpl_off",
-        "_usage_pending",
-        "annotations_dropped",
-        "citations_dropped",
-        "cut",
-        "done",
-        "foreign_seen",
-        "spans_checked",
-    )
+    """The attributes of the chat interpreter (no behaviour). Its parts are one chain
+    of base classes (state, faults, fields, surrogates, the interpreter): mypyc, which
+    compiles them in the optional build, takes single inheritance only."""
 
     _builder: AnswerBuilder
     _detectors: dict[int, FootnoteDetector]
