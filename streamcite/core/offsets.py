@@ -39,8 +39,6 @@ class OffsetMap:
     map decides from how much it is used.
     """
 
-    __slots__ = ("_astral", "_byte_starts", "_calls", "_u16_starts", "_utf8", "byte_length", "text")
-
     def __init__(self, text: str, *, tables: bool | None = None):
         self.text = text
         self._byte_starts: list[int] | None = None
@@ -126,7 +124,7 @@ class OffsetMap:
 
 
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")  # characters that are 2 UTF-16 units
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = re.compile(f"[{chr(0xD800)}-{chr(0xDFFF)}]")  # (chr: mypyc refuses them in literals)
 _UTF8 = repeat("utf-8")
 _SURROGATEPASS = repeat("surrogatepass")
 
