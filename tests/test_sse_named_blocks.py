@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamcite.core.sse import COMPILED, OVERFLOW, SSEDecoder
+from streamcite.core.sse import OVERFLOW, SSEDecoder
 
 NAME = st.sampled_from([b"content_block_delta", b"", b"x y", b"event: z", b"data: w", b"\xc3\xa9"])
 VALUE = st.sampled_from([b'{"a":1}', b"", b"data: x", b"event: y", b" lead", b"[DONE]", b":"])
@@ -102,24 +102,3 @@ def test_a_named_stream_is_read_by_the_named_path(monkeypatch: Any) -> None:
     assert len(items) == 61 and items[-1] == b"[DONE]"
     assert items[0] == (b"content-delta", block[27:-2], "", None)
     assert len(taken) >= len(reads) and all(taken)  # (the last read: both)
-
-
-@settings(max_examples=400, deadline=None)
-@given(
-    first=NAMED,
-    blocks=st.lists(BLOCK, max_size=12),
-    seps=st.lists(st.sampled_from([b"\n\n"] * 6 + [b"\n", b"\n\n\n"]), min_size=12),
-    tail=st.sampled_from([b"", b"", b"\n", b"\n\n", b"\nid: 1"]),
-)
-def test_the_compiled_builds_loop_cuts_as_the_splits(
-    first: bytes, blocks: list[bytes], seps: list[bytes], tail: bytes
-) -> None:
-    """The compiled build cuts named blocks with a loop (``SSEDecoder._named_loop``), the
-    interpreted module with splits: the same events, or None (not that shape), for any
-    region starting ``event: ``."""
-    region = first + b"".join(s + b for s, b in zip(seps, blocks, strict=False)) + tail
-    d = SSEDecoder()
-    d.last_event_id, d.retry = "7", 10
-    if COMPILED:  # (_named is the loop itself: nothing to compare it with)
-        return
-    assert d._named_loop(region) == d._named(region)

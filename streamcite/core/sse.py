@@ -38,19 +38,18 @@ __all__ = ["DEFAULT_MAX_EVENT_SIZE", "OVERFLOW", "RawEvent", "SSEDecoder", "Serv
 
 RawEvent: TypeAlias = "bytes | tuple[bytes, bytes, str, int | None]"
 
-OVERFLOW: tuple[bytes, bytes, str, int | None] = (b"\x00overflow", b"", "", None)
-"""In :meth:`SSEDecoder.feed_raw` output: an event was dropped here for its size.
-Recognise it by identity (``item is OVERFLOW``), never by its event type: a real
-event may be named ``"\x00overflow"`` (the standard allows NUL in event types)."""
 """What :meth:`SSEDecoder.feed_raw` returns per event: the ``data`` bytes of a plain
 ``message`` event, or ``(event type, data, last event id, retry)`` for any other."""
 
+OVERFLOW: RawEvent = (b"\x00overflow", b"", "", None)
+"""In :meth:`SSEDecoder.feed_raw` output: an event was dropped here for its size.
+Recognise it by identity (``item is OVERFLOW``), never by its event type: a real
+event may be named ``"\x00overflow"`` (the standard allows NUL in event types).
+Typed as any raw event, not as its tuple: mypyc keeps a global of a fixed tuple type
+unboxed and makes a new tuple at each read, which no identity test would recognise."""
+
 DEFAULT_MAX_EVENT_SIZE = 16 * 1024 * 1024
 
-COMPILED = not __file__.endswith(".py")
-"""This module runs compiled by mypyc (the optional build): a few reads of many events
-are then cut by a loop (:meth:`SSEDecoder._named_loop`), cheaper there than the C-level
-splits the interpreted module uses. Both give the same events (tests/test_sse_named_blocks.py)."""
 _BOM = b"\xef\xbb\xbf"
 _MAX_RETRY_DIGITS = 4000
 _MAX_RETRY = 10**_MAX_RETRY_DIGITS - 1
@@ -259,35 +258,12 @@ class SSEDecoder:
         block at its first ``\\ndata: ``; the blocks are of that shape exactly when
         every cut found its ``data:`` line and no name or data holds a LF (a comment, an
         ``id:``, a second ``data:`` line or a blank line more would)."""
-        if COMPILED:
-            return self._named_loop(region)
         blocks = region.split(b"\n\nevent: ")
         blocks[0] = blocks[0][7:]  # (the region, so the first block, starts "event: ")
         names, seps, datas = zip(*map(bytes.partition, blocks, repeat(b"\ndata: ")), strict=True)
         if b"" in seps or 10 in b"".join(names) or 10 in b"".join(datas):
             return None
         return list(zip(names, datas, repeat(self.last_event_id), repeat(self.retry)))
-
-    def _named_loop(self, region: bytes) -> list[RawEvent] | None:
-        """:meth:`_named` one block at a time, for the compiled build (:data:`COMPILED`),
-        where a loop is C and each ``find`` a call, while the splits, partitions and joins
-        copy every byte twice more. Each block is ``event: `` NAME, the first LF, ``data: ``
-        DATA up to the next LF, which ends the region or is followed by ``\\nevent: ``."""
-        out: list[RawEvent] = []
-        lid, retry = self.last_event_id, self.retry
-        at = 0  # (the region, so the first block, starts "event: ")
-        while True:
-            lf = region.find(b"\n", at + 7)
-            if lf < 0 or not region.startswith(b"data: ", lf + 1):
-                return None
-            end = region.find(b"\n", lf + 7)
-            if end < 0:
-                out.append((region[at + 7 : lf], region[lf + 7 :], lid, retry))
-                return out
-            if not region.startswith(b"\nevent: ", end + 1):
-                return None
-            out.append((region[at + 7 : lf], region[lf + 7 : end], lid, retry))
-            at = end + 2
 
     def _named_then_data(self, region: bytes) -> list[RawEvent] | None:
         """:meth:`_named` for a region whose last block is one ``data: `` line (Cohere
