@@ -94,7 +94,9 @@ class CohereLoop(TemplatedState):
                 pass
             elif (data := item[1])[:plen] == pre:
                 # A text delta: the commonest event, so the shortest way (slices: hotloop.py).
-                if data[-elen:] == end:  # (data is longer than end: it starts with pre)
+                if data[-elen:] == end and length(data) >= plen + elen:
+                    # (Shorter, the quotes overlap: not JSON, read the general way. Never a
+                    # slice that ends before it starts: mypyc's bytes slice fails on one.)
                     body = data[plen:-elen]
                     if 0x22 in body or 0x5C in body:  # ints: ten times faster than bytes
                         t = string_body(body)  # escapes (None: not a JSON string body)
@@ -121,14 +123,14 @@ class CohereLoop(TemplatedState):
                         offset = det.offset
                         fast = keep and not det.held and plain
                         continue
-                    if t is not None and length(data) >= plen + elen:
-                        continue  # an empty text (shorter: the quotes overlap, not JSON)
+                    if t is not None:
+                        continue  # an empty text
             elif data in ends:
                 continue  # ignored, whatever the state
             elif plain and ((reason := data[:rplen] == rpre) or data[:aplen] == apre):
                 # A reasoning delta or an argument fragment (lone surrogates: the general way).
                 p, e = (rplen, rend) if reason else (aplen, ARGS_END)
-                if data[-length(e) :] == e:  # (data is longer than e: it starts with a prefix)
+                if data[-length(e) :] == e and length(data) >= p + length(e):
                     t = json_string(data[p : length(data) - length(e)])
                     if t:
                         if reason:
@@ -141,7 +143,7 @@ class CohereLoop(TemplatedState):
                         else:
                             self._fragment(t, out)
                         continue
-                    if t is not None and length(data) >= p + length(e):
+                    if t is not None:
                         continue  # an empty delta: nothing
             det.offset = offset
             self._general(item, out)

@@ -49,7 +49,7 @@ def padded_end(tail: bytes, end: bytes) -> bool:
     return (
         tail[-1:] == b"}"
         and tail.startswith(end[:-1])
-        and not tail[len(end) - 1 : -1].strip(b" \t")
+        and not tail[len(end) - 1 :][:-1].strip(b" \t")  # (see _reasoned: never [k:-1])
     )
 
 
@@ -111,8 +111,10 @@ class TemplatedState(StreamState):
             # A tuple item is a named event (OVERFLOW's data is empty: it never matches).
             # (A slice compared: a fifth cheaper than startswith/endswith, slow to parse args.)
             if item.__class__ is tuple and (data := item[1])[:plen] == pre:
-                if data[-elen:] == end:  # (data is longer than end: it starts with pre)
-                    body: bytes | None = data[plen:-elen]
+                if data[-elen:] == end:
+                    # (Shorter than both, pre and end overlap: not JSON. Never a slice that
+                    # ends before it starts: mypyc's bytes slice fails on one.)
+                    body: bytes | None = data[plen:-elen] if length(data) >= plen + elen else None
                 else:  # padded (as padded_end allows: spaces or tabs), or not the template
                     head, _, tail = data.rpartition(b'"')  # (end has no other quote)
                     ok = len(head) >= plen and (tail in pads or padded_end(b'"' + tail, end))
@@ -165,7 +167,9 @@ class TemplatedState(StreamState):
     def _reasoned(self, data: bytes, out: list[Event]) -> bool:
         """``data`` is the reasoning template's event: its text taken (True), or not."""
         p, e = len(self._rpre), self._rend
-        if data[-len(e) :] == e:  # (data is longer than e: it starts with the prefix)
+        if len(data) < p + len(e):
+            return False  # the quotes overlap: not JSON (and no slice that ends before it starts)
+        if data[-len(e) :] == e:
             body = data[p : -len(e)]
         else:  # padded, or not the template
             q = data.rfind(0x22)
@@ -173,8 +177,8 @@ class TemplatedState(StreamState):
                 return False
             body = data[p:q]
         t = json_string(body)
-        if t is None or len(data) < p + len(e):
-            return False  # (shorter: the quotes overlap, not JSON)
+        if t is None:
+            return False
         if t and self._surr is None:
             ev = _new(ReasoningEvent)  # built as StreamState.reasoning does, inline
             ev.type = "reasoning"
