@@ -49,11 +49,17 @@ def _delta(dialect: str, body: bytes, idx: int = 0, end: bytes | None = None) ->
 
 def _general(dialect: str, raw: list[RawEvent]) -> tuple[list[Event], Any]:
     """The reference: every event the general way (parsed, dispatched), one at a time."""
-    return read_general(dialect, raw)
+    return read_general(dialect, _whole(raw))
 
 
 def _hot(dialect: str, raw: list[RawEvent], reads: int = 3) -> tuple[list[Event], Any]:
-    return read_fast(dialect, raw, reads)
+    return read_fast(dialect, _whole(raw), reads)
+
+
+def _whole(raw: list[Any]) -> list[RawEvent]:
+    """Named events written ``(name, data)`` here, as the decoder gives them: ``(name,
+    data, last event id, retry)`` (the compiled build checks the type)."""
+    return [(*item, "", None) if type(item) is tuple and len(item) == 2 else item for item in raw]
 
 
 # Bodies between the template's quotes: valid JSON string bodies and not.
