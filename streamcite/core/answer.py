@@ -50,10 +50,39 @@ stream costs beyond its text; 512 made it 55 KiB, 4.9 bytes/char, on a 2k-chunk 
 
 
 class AnswerBuilder(LazyParts):
-    """Collects the parts of one answer; :meth:`snapshot` returns the answer so far.
+    """Collects the parts of one answer; :meth:`snapshot` returns the answer so far."""
 
-    No ``__slots__``: mypyc (the optional compiled build) gives the class a fixed
-    layout of its own and refuses them."""
+    __slots__ = (
+        "_arg_parts",
+        "_display",
+        "_more_chars",
+        "_reasoning_text",
+        "_refs_seen",
+        "_refs_upto",
+        "_refusal_text",
+        "_size",
+        "_text",
+        "arg_pending",
+        "bounds",
+        "citation_spans",
+        "citations",
+        "complete",
+        "display_is_text",
+        "display_parts",
+        "enrichment_skipped",
+        "errors_dropped",
+        "finish_reason",
+        "grounding",
+        "id",
+        "model",
+        "reasoning_parts",
+        "refusal_parts",
+        "skipped_types",
+        "text_parts",
+        "too_large",
+        "tool_calls",
+        "usage",
+    )
 
     def __init__(self, bounds: StreamBounds = DEFAULT_BOUNDS) -> None:
         self.bounds = bounds

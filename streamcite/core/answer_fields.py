@@ -28,7 +28,19 @@ class LazyParts:
     empty) and make nothing. Plain properties, not a descriptor class: mypyc compiles
     them to native attribute reads."""
 
-    # Set by AnswerBuilder.__init__ (None: not made yet).
+    # Slots (an answer builder has more attributes than CPython keeps without a dict
+    # lookup), set by AnswerBuilder.__init__ (None: not made yet).
+    __slots__ = (
+        "_chunk_fields",
+        "_claims",
+        "_errors",
+        "_provider_tools",
+        "_references",
+        "_refs",
+        "_sources",
+        "_timings",
+    )
+
     _refs: RefStore | None
     _sources: list[QuotedSource] | None
     _errors: list[ErrorEvent] | None

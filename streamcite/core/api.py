@@ -64,6 +64,8 @@ class _Undecided:
     held ones go first to the interpreter it chose. A stream of nothing but errors is
     read as a chat stream."""
 
+    __slots__ = ("_held", "_mode", "_parser", "builder")
+
     def __init__(self, parser: ChatStreamParser, builder: AnswerBuilder, mode: MarkerMode):
         self._parser = parser
         self.builder = builder
@@ -145,6 +147,16 @@ class ChatStreamParser:
     >>> [(e.type, e.text) for e in ev]
     [('token', 'Bonjour')]
     """
+
+    __slots__ = (
+        "_decoder",
+        "_dialect",
+        "_fed",
+        "_interpreter",
+        "_max_event_size",
+        "builder",
+        "closed",
+    )
 
     def __init__(
         self,

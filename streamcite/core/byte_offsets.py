@@ -34,6 +34,8 @@ class ByteOffsets:
     (3, 2, 4)
     """
 
+    __slots__ = ("_chars", "_mark_bytes", "_mark_chars", "byte", "byte_length", "char", "text")
+
     def __init__(self) -> None:
         self.text = ""
         """The text during a pass (:meth:`grow` sets it, :meth:`release` drops it)."""

@@ -23,6 +23,8 @@ _JSONDecodeError = orjson.JSONDecodeError
 class ChunkFaults(ChunkState):
     """The chat interpreter's error reporting (see :class:`ChunkInterpreter`'s attributes)."""
 
+    __slots__ = ()
+
     @property
     def finished(self) -> bool:
         """Choice 0 has its ``finish_reason``."""

@@ -26,6 +26,8 @@ def _count(v: Any) -> int | None:
 class ChunkFields(ChunkFaults):
     """Meta, citations and usage of the chat interpreter (see :class:`ChunkInterpreter`)."""
 
+    __slots__ = ()
+
     def _keep_fields(self, obj: dict[str, Any]) -> None:
         fields = self._builder.chunk_fields
         if not fields:  # the first chunk's: every field is the first value, in order

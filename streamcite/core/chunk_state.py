@@ -27,6 +27,32 @@ class ChunkState:
     of base classes (state, faults, fields, surrogates, the interpreter): mypyc, which
     compiles them in the optional build, takes single inheritance only."""
 
+    __slots__ = (
+        "_builder",
+        "_detectors",
+        "_disp0",
+        "_dtpl",
+        "_finished",
+        "_last_citations",
+        "_meta_seen",
+        "_mode",
+        "_mode_keep",
+        "_raw0",
+        "_refs",
+        "_surr",
+        "_surr_held",
+        "_tools",
+        "_tpl",
+        "_tpl_off",
+        "_usage_pending",
+        "annotations_dropped",
+        "citations_dropped",
+        "cut",
+        "done",
+        "foreign_seen",
+        "spans_checked",
+    )
+
     _builder: AnswerBuilder
     _detectors: dict[int, FootnoteDetector]
     _disp0: list[str]

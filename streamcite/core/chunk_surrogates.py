@@ -17,6 +17,8 @@ __all__ = ["SurrogateHandling"]
 class SurrogateHandling(ChunkFields):
     """The chat interpreter's lone-surrogate handling (see :class:`ChunkInterpreter`)."""
 
+    __slots__ = ()
+
     def _interpret(self, obj: dict[str, Any], key: str, out: list[Event]) -> None:
         raise NotImplementedError  # (the interpreter's: ChunkInterpreter._interpret)
 

@@ -80,6 +80,8 @@ class ChunkInterpreter(SurrogateHandling):
     :class:`~streamcite.core.chunk_faults.ChunkFaults` (errors and faults).
     """
 
+    __slots__ = ()
+
     def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
         self._builder = builder if builder is not None else AnswerBuilder()
         self._mode = marker_mode

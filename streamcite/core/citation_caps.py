@@ -159,6 +159,8 @@ class CitationBudget:
     """The bytes of one answer's citations and spans so far, against
     ``bounds.max_citation_bytes``."""
 
+    __slots__ = ("bounds", "dropped", "used")
+
     def __init__(self, bounds: StreamBounds) -> None:
         self.bounds = bounds
         self.used = 0

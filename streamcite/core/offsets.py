@@ -39,6 +39,8 @@ class OffsetMap:
     map decides from how much it is used.
     """
 
+    __slots__ = ("_astral", "_byte_starts", "_calls", "_u16_starts", "_utf8", "byte_length", "text")
+
     def __init__(self, text: str, *, tables: bool | None = None):
         self.text = text
         self._byte_starts: list[int] | None = None

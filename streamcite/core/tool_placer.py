@@ -22,6 +22,8 @@ class ToolPlacer:
     has one already (a second call, not a fragment).
     """
 
+    __slots__ = ("by_id", "last", "limit", "named", "next")
+
     def __init__(self, limit: int = MAX_TOOL_CALLS) -> None:
         self.limit = limit
         """Calls of the choice (``bounds.max_tool_calls``)."""

@@ -72,6 +72,8 @@ def parse_json_path(path: str) -> list[str | int] | None:
 class StreamedArgs:
     """The arguments of one streamed call, built from its partial arguments."""
 
+    __slots__ = ("_continuing", "_root", "chars", "error")
+
     def __init__(self) -> None:
         self._root: dict[str, Any] = {}
         self._continuing: str | None = None

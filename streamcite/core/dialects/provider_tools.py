@@ -231,6 +231,8 @@ class ProviderTools:
     id); its call and its result share a ``tool_index``. Beyond ``bounds.max_tool_calls``
     tools one ``bad_tool_call`` error is reported and the rest are dropped."""
 
+    __slots__ = ("_builder", "_fault", "_tools", "open", "over")
+
     def __init__(self, builder: AnswerBuilder, fault: Callable[[list[Event], str, str], None]):
         self._builder = builder
         self._fault = fault
