@@ -87,6 +87,7 @@ class CohereLoop(TemplatedState):
         end, ends = self._END, _ENDS
         make, length = _new, len  # locals: no global lookups per event
         plen, elen, rplen, aplen = length(pre), length(end), length(rpre), length(apre)
+        shortest = plen + elen  # a text delta's length without its text
         t: str | None
         for item in raw:
             # A tuple item is a named event (OVERFLOW's data is empty: it never matches).
@@ -97,7 +98,7 @@ class CohereLoop(TemplatedState):
                 if data[-elen:] == end:
                     # (Shorter than both, the quotes overlap: b"", as Python slices it; never a
                     # slice that ends before it starts: mypyc's bytes slice fails on one.)
-                    body = data[plen:-elen] if length(data) >= plen + elen else b""
+                    body = data[plen:-elen] if length(data) >= shortest else b""
                     if 0x22 in body or 0x5C in body:  # ints: ten times faster than bytes
                         t = string_body(body)  # escapes (None: not a JSON string body)
                     else:
@@ -123,16 +124,16 @@ class CohereLoop(TemplatedState):
                         offset = det.offset
                         fast = keep and not det.held and plain
                         continue
-                    if t is not None and length(data) >= plen + elen:
+                    if t is not None and length(data) >= shortest:
                         continue  # an empty text (shorter: the quotes overlap, not JSON)
             elif data in ends:
                 continue  # ignored, whatever the state
             elif plain and ((reason := data[:rplen] == rpre) or data[:aplen] == apre):
                 # A reasoning delta or an argument fragment (lone surrogates: the general way).
                 p, e = (rplen, rend) if reason else (aplen, ARGS_END)
-                if data[-length(e) :] == e:  # (shorter than both: b"", as above)
-                    short = length(data) < p + length(e)
-                    t = json_string(b"" if short else data[p : length(data) - length(e)])
+                if data[-length(e) :] == e:
+                    n = length(data) - length(e)  # (n < p: the quotes overlap, b"" as above)
+                    t = json_string(data[p:n] if n >= p else b"")
                     if t:
                         if reason:
                             rev = make(ReasoningEvent)  # built as StreamState.reasoning does
@@ -144,7 +145,7 @@ class CohereLoop(TemplatedState):
                         else:
                             self._fragment(t, out)
                         continue
-                    if t is not None and length(data) >= p + length(e):
+                    if t is not None and n >= p:
                         continue  # an empty delta: nothing
             det.offset = offset
             self._general(item, out)
