@@ -87,7 +87,6 @@ class CohereLoop(TemplatedState):
         end, ends = self._END, _ENDS
         make, length = _new, len  # locals: no global lookups per event
         plen, elen, rplen, aplen = length(pre), length(end), length(rpre), length(apre)
-        shortest = plen + elen  # a text delta's length without its text
         t: str | None
         for item in raw:
             # A tuple item is a named event (OVERFLOW's data is empty: it never matches).
@@ -98,7 +97,7 @@ class CohereLoop(TemplatedState):
                 if data[-elen:] == end:
                     # (Shorter than both, the quotes overlap: b"", as Python slices it; never a
                     # slice that ends before it starts: mypyc's bytes slice fails on one.)
-                    body = data[plen:-elen] if length(data) >= shortest else b""
+                    body = data[plen:-elen] if length(data) >= plen + elen else b""
                     if 0x22 in body or 0x5C in body:  # ints: ten times faster than bytes
                         t = string_body(body)  # escapes (None: not a JSON string body)
                     else:
@@ -124,7 +123,7 @@ class CohereLoop(TemplatedState):
                         offset = det.offset
                         fast = keep and not det.held and plain
                         continue
-                    if t is not None and length(data) >= shortest:
+                    if t is not None and length(data) >= plen + elen:
                         continue  # an empty text (shorter: the quotes overlap, not JSON)
             elif data in ends:
                 continue  # ignored, whatever the state
