@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo serve test test-fast bench bench-all lint fmt setup system-deps clean
+.PHONY: demo serve test test-fast bench bench-all compiled lint fmt setup system-deps clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -50,6 +50,11 @@ test: $(STAMP) system-deps
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m 'not browser and not redis'
 
+# The hot core compiled by mypyc, into build/compiled (run with PYTHONPATH=build/compiled);
+# rebuilt only when a source changed. `STREAMCITE_COMPILE=1 pip install .` makes a compiled wheel.
+compiled: $(STAMP)
+	$(BIN)/python scripts/build_compiled.py
+
 # The quick ones (a few minutes). bench-all adds the long-running ones.
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_parse.py
@@ -72,4 +77,4 @@ fmt: $(STAMP)
 	$(BIN)/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build

@@ -188,8 +188,10 @@ def main() -> None:
                     fn(parts)
         return
     import streamcite
+    from streamcite.core.build import core_build
 
-    print(f"recordings: {root}; streamcite from {Path(streamcite.__file__).parent}; python "
+    print(f"recordings: {root}; streamcite from {Path(streamcite.__file__).parent} "
+          f"(core: {core_build()}); python "
           f"{sys.version.split()[0]}; {args.rounds} rounds × {args.repeat}; CPU time, min of rounds")  # fmt: skip
     print(f"{'dialect':<10} {'files':>5} {'events':>6}  {'floor µs/ev':>11}  {'ours µs/ev':>10}"
           f"  {'×floor':>6}  {'auto ×':>6}  {'floor µs/st':>11}  {'ours µs/st':>10}"

@@ -24,6 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_recordings
 
+from streamcite.core.build import core_build  # the children run the same build
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -60,7 +62,7 @@ def main() -> None:
     root = Path(args.recordings) if args.recordings else bench_recordings.recordings_dir()
     recs = bench_recordings.load(root)
     print(f"recordings: {root}; instructions per pass = (I refs at {args.repeat + 2} − at 2) "
-          f"÷ {args.repeat}")  # fmt: skip
+          f"÷ {args.repeat}; core: {core_build()}")  # fmt: skip
     print(f"{'dialect':<10} {'files':>5} {'events':>6}  {'floor/event':>11}  {'ours/event':>10}"
           f"  {'×floor':>6}  {'ours/stream':>11}")  # fmt: skip
     for d in args.dialects:

@@ -17,6 +17,8 @@ from typing import Any, NoReturn
 
 import click
 
+from streamcite.core.build import core_build
+
 _COMMANDS: dict[str, tuple[str, str]] = {
     "ask": ("streamcite.apps.ask", "Ask a question; render the cited answer live."),
     "parse": ("streamcite.apps.parse", "Recorded chat SSE stream → events as JSON Lines."),
@@ -83,8 +85,12 @@ def _closed_pipe() -> NoReturn:
     os._exit(128 + 13)  # pragma: no cover - no SIGPIPE (Windows)
 
 
+# The version line says which build of the core runs (compiled or pure Python).
+_VERSION = f"%(prog)s %(version)s (core: {core_build()})"
+
+
 @click.group(cls=_LazyGroup)
-@click.version_option(package_name="streamcite")
+@click.version_option(package_name="streamcite", message=_VERSION)
 def main() -> None:
     """streamcite: citation-aware streaming of LLM answers."""
 

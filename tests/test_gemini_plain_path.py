@@ -13,6 +13,7 @@ from typing import Any
 from unittest import mock
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -161,6 +162,7 @@ def _general_calls(body: bytes) -> tuple[int, list[Any]]:
     return calls, events
 
 
+@pytest.mark.source_only
 def test_the_plain_path_is_on() -> None:
     body = _grounded_thinking_stream()
     calls, events = _general_calls(body)

@@ -182,10 +182,10 @@ class ChunkInterpreter(SurrogateHandling):
             item = delta_run(self, items, out) if self._dtpl.prefix else next(items, None)
             if item is None:
                 return
-            if isinstance(item, bytes):
-                self.feed(item, b"", out)
-            elif item is OVERFLOW:
+            if item is OVERFLOW:  # first: see StreamState.feed_raw
                 self._overflow(out)
+            elif isinstance(item, bytes):
+                self.feed(item, b"", out)
             else:
                 self.feed(item[1], item[0], out)
             if self.done:

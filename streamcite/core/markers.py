@@ -161,6 +161,8 @@ def _scan(s: str, p: int, nums: list[int]) -> int:
 class FootnoteDetector:
     """Footnote markers of one choice's text, detected incrementally."""
 
+    __slots__ = ("_render", "_strip", "held", "held_refs", "held_start", "keep", "offset")
+
     def __init__(self, mode: MarkerMode = "keep") -> None:
         self._render: Callable[[int], str] | None = None
         if mode == "keep":  # (every stream makes one: the usual mode decided at once)

@@ -38,15 +38,14 @@ __all__ = ["DEFAULT_MAX_EVENT_SIZE", "OVERFLOW", "RawEvent", "SSEDecoder", "Serv
 
 RawEvent: TypeAlias = "bytes | tuple[bytes, bytes, str, int | None]"
 
-"""What :meth:`SSEDecoder.feed_raw` returns per event: the ``data`` bytes of a plain
-``message`` event, or ``(event type, data, last event id, retry)`` for any other."""
-
 OVERFLOW: RawEvent = (b"\x00overflow", b"", "", None)
 """In :meth:`SSEDecoder.feed_raw` output: an event was dropped here for its size.
 Recognise it by identity (``item is OVERFLOW``), never by its event type: a real
 event may be named ``"\x00overflow"`` (the standard allows NUL in event types).
-Typed as any raw event, not as its tuple: mypyc keeps a global of a fixed tuple type
-unboxed and makes a new tuple at each read, which no identity test would recognise."""
+(Typed as the union, not as its tuple: compiled by mypyc, a fixed-shape tuple is kept
+unboxed and boxed anew at each use, which would break the identity.)"""
+"""What :meth:`SSEDecoder.feed_raw` returns per event: the ``data`` bytes of a plain
+``message`` event, or ``(event type, data, last event id, retry)`` for any other."""
 
 DEFAULT_MAX_EVENT_SIZE = 16 * 1024 * 1024
 
@@ -86,6 +85,18 @@ class SSEDecoder:
     >>> d.feed(b"lo\\n\\n")
     [ServerSentEvent(event='message', data='hello', id='', retry=None)]
     """
+
+    __slots__ = (
+        "_bom_done",
+        "_discarding",
+        "_last_lf",
+        "_skip_lf",
+        "_tail",
+        "last_event_id",
+        "max_event_size",
+        "retry",
+        "truncated",
+    )
 
     def __init__(self, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
         self.max_event_size = max_event_size

@@ -98,6 +98,8 @@ def json_string(body: bytes) -> str | None:
 class ContentTemplate:
     """The envelope of a stream's content-only chunks, learned and proven."""
 
+    __slots__ = ("hits", "misses", "on", "plen", "prefix", "proven", "slen", "suffix")
+
     def __init__(self) -> None:
         self.prefix = b""
         self.suffix = b""
@@ -164,6 +166,8 @@ class DeltaTemplate:
     parse to the same object but for that field (``refusal``, or the ``arguments`` of
     its one call). A stream whose envelope varies chunk to chunk stops learning after
     a few tries."""
+
+    __slots__ = ("hits", "learns", "on", "plen", "prefix", "slen", "suffix", "tidx")
 
     def __init__(self) -> None:
         self.prefix = b""

@@ -66,6 +66,8 @@ class CohereLoop(TemplatedState):
     """:class:`~.hotloop.TemplatedState` with Cohere's argument fragments and ignored
     ends taken in the loop too, and its reasoning deltas inline."""
 
+    __slots__ = ("_apre", "_atool")
+
     def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
         super().__init__(builder, marker_mode)
         self._apre = NO_TEMPLATE

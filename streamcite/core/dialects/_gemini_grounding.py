@@ -66,6 +66,17 @@ def _source(chunk: Any) -> tuple[Any, Citation] | None:
 class GroundingState(StreamState):
     """The grounding part of a Gemini stream's state (the interpreter subclasses it)."""
 
+    __slots__ = (
+        "_bytes",
+        "_docs",
+        "_pending",
+        "_quotes",
+        "_seen_supports",
+        "_sources_seen",
+        "_wait_docs",
+        "_wait_end",
+    )
+
     def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
         super().__init__(builder, marker_mode)
         self._docs: list[int | None] = []

@@ -147,6 +147,8 @@ def _citation_key(c: dict[str, Any]) -> tuple[Any, str | None, Any] | str:
 class AnthropicInterpreter(TemplatedState):
     """Interprets one Anthropic Messages stream (``/v1/messages``, ``stream: true``)."""
 
+    __slots__ = ("_blocks", "_calls", "_input_tokens")
+
     dialect = "anthropic"
     _END = b'"}}'
     _PADS = _TEXT_PADS
@@ -171,7 +173,7 @@ class AnthropicInterpreter(TemplatedState):
         of any block is a token), any other event to its type's handler. A delta whose
         ``index`` is not an integer (``0.0``, ``true``) or whose fields are not of their
         type goes to :meth:`_block_delta`, which refuses it."""
-        if item.__class__ is not tuple or item is OVERFLOW:
+        if item is OVERFLOW or item.__class__ is not tuple:  # (identity first: base.py)
             StreamState.feed_raw(self, [item], out)
             return
         data = item[1]

@@ -92,6 +92,27 @@ class StreamState(Citing):
     the bounds and the offsets hold in every dialect alike.
     """
 
+    __slots__ = (
+        "_det",
+        "_det0",
+        "_disp0",
+        "_mode",
+        "_mode_keep",
+        "_ptools",
+        "_raw0",
+        "_surr",
+        "_tool_count",
+        "_tool_keys",
+        "builder",
+        "cut",
+        "done",
+        "failed",
+        "finished",
+        "meta_seen",
+        "tools_dropped",
+        "usage_pending",
+    )
+
     dialect = "?"
     """The dialect's name, in messages."""
 
@@ -134,11 +155,11 @@ class StreamState(Citing):
         for item in raw:
             if self.done:
                 return
-            if isinstance(item, bytes):
-                self.payload(b"", item, out)
-            elif item is OVERFLOW:
+            if item is OVERFLOW:  # first: narrowed to a tuple, mypyc boxes a new one for ``is``
                 self.fault(out, "event_too_large", "an SSE event exceeded max_event_size", "sse")
                 self.cut = True  # something of the answer may be lost
+            elif isinstance(item, bytes):
+                self.payload(b"", item, out)
             else:
                 self.payload(item[0], item[1], out)
 

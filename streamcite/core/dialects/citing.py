@@ -33,6 +33,21 @@ class Citing:
     """Citations and spans of choice 0, for :class:`StreamState` (which holds the
     ``builder`` and choice 0's footnote detector ``_det0``, and sets these slots up)."""
 
+    __slots__ = (
+        "_astral",
+        "_astral_upto",
+        "_cit_budget",
+        "_cit_deferred",
+        "_cit_last",
+        "_cit_sent",
+        "_cit_wire",
+        "_cite_keys",
+        "_passages",
+        "citations_clipped",
+        "citations_dropped",
+        "spans_dropped",
+    )
+
     builder: AnswerBuilder
     _cite_keys: dict[Any, int]
     _cit_sent: tuple[int, int]

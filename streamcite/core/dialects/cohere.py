@@ -97,6 +97,8 @@ def _source(src: Any) -> tuple[Any, Citation] | None:
 class CohereInterpreter(CohereLoop):
     """Interprets one Cohere v2 chat stream (``/v2/chat``, ``stream: true``)."""
 
+    __slots__ = ("_blocks",)
+
     dialect = "cohere"
     _END = b'"}}}}'
 
@@ -116,7 +118,7 @@ class CohereInterpreter(CohereLoop):
         """An event the hot loop did not take: a text block's ``content-delta`` parsed and
         checked inline (the template of that block's deltas then written), anything else
         the general way of :class:`StreamState`."""
-        if item.__class__ is not tuple or item is OVERFLOW:
+        if item is OVERFLOW or item.__class__ is not tuple:  # (identity first: base.py)
             StreamState.feed_raw(self, [item], out)
             return
         data = item[1]

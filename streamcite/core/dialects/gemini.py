@@ -58,6 +58,8 @@ def finish_reason(raw: str) -> str:
 class GeminiInterpreter(GroundingState):
     """Interprets one Gemini stream (``:streamGenerateContent?alt=sse``)."""
 
+    __slots__ = ("_reads0", "_streamed", "_usage_raw")
+
     dialect = "gemini"
 
     def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):

@@ -49,7 +49,7 @@ def padded_end(tail: bytes, end: bytes) -> bool:
     return (
         tail[-1:] == b"}"
         and tail.startswith(end[:-1])
-        and not tail[len(end) - 1 :][:-1].strip(b" \t")  # (see _reasoned: never [k:-1])
+        and not tail[len(end) - 1 :][:-1].strip(b" \t")  # (never [k:-1]: see feed_raw)
     )
 
 
@@ -58,6 +58,8 @@ class TemplatedState(StreamState):
     and its reasoning deltas likewise when the dialect wrote their template
     (:attr:`_rpre`, :attr:`_rend`: Anthropic's ``thinking_delta``, Cohere's thinking and
     tool plan)."""
+
+    __slots__ = ("_pre", "_rend", "_rpre")
 
     _END = b'"}'
     """The bytes after a text delta's text (the dialect's own)."""
@@ -112,8 +114,9 @@ class TemplatedState(StreamState):
             # (A slice compared: a fifth cheaper than startswith/endswith, slow to parse args.)
             if item.__class__ is tuple and (data := item[1])[:plen] == pre:
                 if data[-elen:] == end:
-                    # (Shorter than both, pre and end overlap: not JSON. Never a slice that
-                    # ends before it starts: mypyc's bytes slice fails on one.)
+                    # Shorter than both: the quotes overlap (not JSON, the general way
+                    # says so). Never sliced then: compiled by mypyc, a bytes slice that
+                    # starts past its end is an error, not b"".
                     body: bytes | None = data[plen:-elen] if length(data) >= plen + elen else None
                 else:  # padded (as padded_end allows: spaces or tabs), or not the template
                     head, _, tail = data.rpartition(b'"')  # (end has no other quote)
@@ -168,7 +171,7 @@ class TemplatedState(StreamState):
         """``data`` is the reasoning template's event: its text taken (True), or not."""
         p, e = len(self._rpre), self._rend
         if len(data) < p + len(e):
-            return False  # the quotes overlap: not JSON (and no slice that ends before it starts)
+            return False  # (shorter: the quotes overlap, not JSON)
         if data[-len(e) :] == e:
             body = data[p : -len(e)]
         else:  # padded, or not the template

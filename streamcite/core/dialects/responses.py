@@ -116,6 +116,8 @@ def _str(v: Any) -> str | None:
 class ResponsesInterpreter(SequencedState):
     """Interprets one OpenAI Responses stream (``/v1/responses``, ``stream: true``)."""
 
+    __slots__ = ("_data", "_learned", "_parts", "_texts", "error_seen")
+
     dialect = "responses"
 
     def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
@@ -136,7 +138,7 @@ class ResponsesInterpreter(SequencedState):
         """An event the hot loop did not take: parsed and handed to its type's handler
         (with its bytes in :attr:`_data`, for a delta's template), anything else the
         general way of :class:`StreamState`."""
-        if item.__class__ is not tuple or item is OVERFLOW:
+        if item is OVERFLOW or item.__class__ is not tuple:  # (identity first: base.py)
             StreamState.feed_raw(self, [item], out)
             return
         data = item[1]

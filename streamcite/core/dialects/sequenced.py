@@ -150,6 +150,8 @@ class SequencedState(TemplatedState):
     """A dialect whose deltas carry a sequence number (OpenAI Responses), taken by their
     :data:`Template` in :meth:`feed_raw` (the dialect writes :attr:`_tpls`)."""
 
+    __slots__ = ("_tpls",)
+
     def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
         super().__init__(builder, marker_mode)
         self._tpls: dict[bytes, Template] = {}

@@ -1,0 +1,56 @@
+"""The build backend: setuptools', plus mypyc when a compiled wheel is asked for.
+
+``STREAMCITE_COMPILE=1 pip install .`` (or ``pip wheel .``) builds a wheel whose hot core
+is compiled by mypyc (the modules ``[tool.streamcite.compiled]`` in ``pyproject.toml``
+lists); without it the wheel is pure Python. Only the wheel needs mypy at build time,
+so it is asked for only then. An editable install is never compiled: an extension
+module beside its source wins the import, and an edit to the source would not count.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from typing import Any
+
+from setuptools import build_meta as _meta
+from setuptools.build_meta import *  # noqa: F403  (the rest of the backend, unchanged)
+
+# mypyc ships with mypy; the version the project is typed with.
+MYPYC = "mypy>=1.11"
+
+
+def _typing_requires() -> list[str]:
+    """What mypyc must see to type the compiled modules as the tests build them: the
+    runtime dependencies, and the extras ``[tool.streamcite.compiled]`` names."""
+    with open("pyproject.toml", "rb") as f:
+        meta = tomllib.load(f)
+    project, extras = meta["project"], meta["tool"]["streamcite"]["compiled"]["extras"]
+    return [
+        *project["dependencies"],
+        *(r for e in extras for r in project["optional-dependencies"][e]),
+    ]
+
+
+def _compiling() -> bool:
+    return os.environ.get("STREAMCITE_COMPILE") == "1"
+
+
+def get_requires_for_build_wheel(config_settings: dict[str, Any] | None = None) -> list[str]:
+    if not _compiling():
+        return _meta.get_requires_for_build_wheel(config_settings)
+    # setuptools runs setup.py to list its own needs; mypyc is not there yet.
+    os.environ["STREAMCITE_LISTING_REQUIRES"] = "1"
+    try:
+        return [*_meta.get_requires_for_build_wheel(config_settings), MYPYC, *_typing_requires()]
+    finally:
+        del os.environ["STREAMCITE_LISTING_REQUIRES"]
+
+
+def build_editable(
+    wheel_directory: str,
+    config_settings: dict[str, Any] | None = None,
+    metadata_directory: str | None = None,
+) -> str:
+    os.environ.pop("STREAMCITE_COMPILE", None)
+    return _meta.build_editable(wheel_directory, config_settings, metadata_directory)
