@@ -96,9 +96,7 @@ class CohereLoop(TemplatedState):
                 pass
             elif (data := item[1])[:plen] == pre:
                 # A text delta: the commonest event, so the shortest way (slices: hotloop.py).
-                if data[-elen:] == end:
-                    # (Shorter than both, the quotes overlap: b"", as Python slices it; never a
-                    # slice that ends before it starts: mypyc's bytes slice fails on one.)
+                if data[-elen:] == end:  # (quotes overlap: b"", never a crossed slice: mypyc)
                     body = data[plen:-elen] if length(data) >= plen + elen else b""
                     if 0x22 in body or 0x5C in body:  # ints: ten times faster than bytes
                         t = string_body(body)  # escapes (None: not a JSON string body)
@@ -132,9 +130,8 @@ class CohereLoop(TemplatedState):
             elif plain and ((reason := data[:rplen] == rpre) or data[:aplen] == apre):
                 # A reasoning delta or an argument fragment (lone surrogates: the general way).
                 p, e = (rplen, rend) if reason else (aplen, ARGS_END)
-                if data[-length(e) :] == e:
-                    n = length(data) - length(e)  # (n < p: the quotes overlap, b"" as above)
-                    t = json_string(data[p:n] if n >= p else b"")
+                if data[-length(e) :] == e:  # (n < p: the quotes overlap, b"" as above)
+                    t = json_string(data[p:n] if (n := length(data) - length(e)) >= p else b"")
                     if t:
                         if reason:
                             rev = make(ReasoningEvent)  # built as StreamState.reasoning does
