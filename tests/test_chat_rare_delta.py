@@ -126,6 +126,7 @@ def _run(body: bytes, one_step: bool, read: int, bounds: StreamBounds) -> tuple[
     return [e.to_dict() for e in events], p.done_event().answer.to_dict()
 
 
+@pytest.mark.source_only  # (subclasses the interpreter: not possible compiled)
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(st.one_of(_start, _near), min_size=1, max_size=14),
@@ -140,6 +141,7 @@ def test_one_step_and_general_way_agree(
     assert _run(body, True, read, bounds) == _run(body, False, read, bounds)
 
 
+@pytest.mark.source_only  # (subclasses the interpreter: not possible compiled)
 def test_the_one_step_path_is_taken() -> None:
     """The shapes of a tool-call and of a refusal stream go the one-step way (a test of
     the test above: it compares two different paths)."""

@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -133,6 +134,7 @@ def _run(stream: bytes, cuts: list[int], general: bool) -> tuple[Any, Any]:
     return [e.to_dict() for e in events], p.done_event().answer.to_dict()
 
 
+@pytest.mark.source_only  # (subclasses the interpreter: not possible compiled)
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(_steps, min_size=1, max_size=24),

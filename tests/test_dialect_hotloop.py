@@ -49,11 +49,17 @@ def _delta(dialect: str, body: bytes, idx: int = 0, end: bytes | None = None) ->
 
 def _general(dialect: str, raw: list[RawEvent]) -> tuple[list[Event], Any]:
     """The reference: every event the general way (parsed, dispatched), one at a time."""
-    return read_general(dialect, raw)
+    return read_general(dialect, _whole(raw))
 
 
 def _hot(dialect: str, raw: list[RawEvent], reads: int = 3) -> tuple[list[Event], Any]:
-    return read_fast(dialect, raw, reads)
+    return read_fast(dialect, _whole(raw), reads)
+
+
+def _whole(raw: list[Any]) -> list[RawEvent]:
+    """Named events written ``(name, data)`` here, as the decoder gives them: ``(name,
+    data, last event id, retry)`` (the compiled build checks the type)."""
+    return [(*item, "", None) if type(item) is tuple and len(item) == 2 else item for item in raw]
 
 
 # Bodies between the template's quotes: valid JSON string bodies and not.
@@ -304,3 +310,30 @@ def test_responses_deeply_nested_field_no_template() -> None:
     out, answer = _hot("responses", raw)
     assert answer.text == "abcd"
     assert (out, answer) == _general("responses", raw)
+
+
+def test_reasoning_whose_quotes_overlap_reads_as_the_general_way() -> None:
+    """A reasoning delta (or a tool plan) of the template's envelope whose closing quote is
+    its opening one is not JSON: read the general way, in the pure and the compiled build
+    (there a slice that ends before it starts once raised ``SystemError``)."""
+    think = b'{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"'
+    anth = [
+        (b"content_block_start", b'{"type":"content_block_start","index":0,'
+         b'"content_block":{"type":"thinking","thinking":""}}'),
+        *[(b"content_block_delta", think + b't%d"}}' % i) for i in range(3)],
+        (b"content_block_delta", think + b"}}"),
+        (b"content_block_delta", think + b'ok"}}'),
+    ]  # fmt: skip
+    assert _hot("anthropic", anth, reads=1) == _general("anthropic", anth)
+    plan = b'{"type":"tool-plan-delta","delta":{"message":{"tool_plan":"'
+    thought = b'{"type":"content-delta","index":0,"delta":{"message":{"content":{"thinking":"'
+    coh = [
+        *[(b"tool-plan-delta", plan + b'p%d"}}}' % i) for i in range(3)],
+        (b"tool-plan-delta", plan + b"}}}"),
+        (b"content-start", b'{"type":"content-start","index":0,"delta":{"message":'
+         b'{"content":{"type":"thinking","thinking":""}}}}'),
+        *[(b"content-delta", thought + b'k%d"}}}}' % i) for i in range(3)],
+        (b"content-delta", thought + b"}}}}"),
+        (b"content-delta", thought + b'ok"}}}}'),
+    ]  # fmt: skip
+    assert _hot("cohere", coh, reads=1) == _general("cohere", coh)

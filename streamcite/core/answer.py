@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamcite.core.answer_fields import LazyField, timings_copy
+from streamcite.core.answer_fields import LazyParts, timings_copy
 from streamcite.core.answer_fold import FOLD, MAX_CLAIMS
 from streamcite.core.bounds import (
     ANSWER_TOO_LARGE,
@@ -49,27 +49,19 @@ holds them, their join and the text's growth at once (the fixed part of the memo
 stream costs beyond its text; 512 made it 55 KiB, 4.9 bytes/char, on a 2k-chunk answer)."""
 
 
-class AnswerBuilder:
+class AnswerBuilder(LazyParts):
     """Collects the parts of one answer; :meth:`snapshot` returns the answer so far."""
 
     __slots__ = (
         "_arg_parts",
-        "_chunk_fields",
-        "_claims",
         "_display",
-        "_errors",
         "_more_chars",
-        "_provider_tools",
         "_reasoning_text",
-        "_references",
-        "_refs",
         "_refs_seen",
         "_refs_upto",
         "_refusal_text",
         "_size",
-        "_sources",
         "_text",
-        "_timings",
         "arg_pending",
         "bounds",
         "citation_spans",
@@ -90,25 +82,6 @@ class AnswerBuilder:
         "too_large",
         "tool_calls",
         "usage",
-    )
-
-    refs = LazyField[RefStore](
-        RefStore,
-        "Every choice's citation refs, compactly (the answer's ``citation_refs``).",
-    )
-    sources = LazyField[list[QuotedSource]](list, "The quoted sources.")
-    errors = LazyField[list[ErrorEvent]](list, "Errors kept (see :meth:`error`).")
-    timings = LazyField[Timings](Timings, "Stage timings (the answer's ``timings``).")
-    chunk_fields = LazyField[dict[str, Any]](
-        dict,
-        """Top-level fields (``choices`` excepted) of the first chunk and of the finish
-        chunk, first value kept: where providers put ids such as a Wikit query id.""",
-    )
-    references = LazyField[list[Any]](list, "Mistral reference parts.")
-    claims = LazyField[list[ClaimEvent]](list, "Claims kept (at most MAX_CLAIMS).")
-    provider_tools = LazyField[list[ProviderToolEvent]](
-        list,
-        "The provider-run tools' events (the dialect holds them to the tool-call cap).",
     )
 
     def __init__(self, bounds: StreamBounds = DEFAULT_BOUNDS) -> None:
@@ -134,7 +107,7 @@ class AnswerBuilder:
         self.citation_spans: list[CitationSpan] = []
         self.skipped_types: dict[str, int] = {}
         """Unknown provider types skipped (:attr:`CitedAnswer.skipped_types`)."""
-        # Made at first use (None until then): the public ones through their LazyField.
+        # Made at first use (None until then): the public ones through LazyParts.
         self._refs: RefStore | None = None
         self._sources: list[QuotedSource] | None = None
         self._errors: list[ErrorEvent] | None = None

@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from streamcite.core._aiter import aiter_parsed
 from streamcite.core._fields import expect_fields
 from streamcite.core.answer import COMPACT_EVERY, AnswerBuilder
 from streamcite.core.bounds import DEFAULT_BOUNDS, StreamBounds
@@ -346,18 +347,11 @@ def iter_events(
     yield parser.done_event()
 
 
-async def aiter_events(
+def aiter_events(
     chunks: AsyncIterable[bytes], *, marker_mode: MarkerMode = "keep", dialect: Dialect = "auto"
 ) -> AsyncIterator[Event]:
     """Async twin of :func:`iter_events`, for byte streams read from a socket."""
-    parser = ChatStreamParser(marker_mode, dialect=dialect)
-    for_events = parser.feed
-    async for chunk in chunks:
-        for ev in for_events(chunk):
-            yield ev
-    for ev in parser.close():
-        yield ev
-    yield parser.done_event()
+    return aiter_parsed(lambda: ChatStreamParser(marker_mode, dialect=dialect), chunks)
 
 
 def answer_from_response(

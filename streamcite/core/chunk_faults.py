@@ -1,11 +1,11 @@
 """What goes wrong in a chat stream's chunk: faults, provider errors, a chunk of another
 API, an event too large, an answer cut for its size. Part of
-:class:`~streamcite.core.chunks.ChunkInterpreter` (its base class, cold paths only). Sans-I/O.
+:class:`~streamcite.core.chunks.ChunkInterpreter` (a base class of it, cold paths only). Sans-I/O.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
@@ -25,10 +25,10 @@ class ChunkFaults(ChunkState):
 
     __slots__ = ()
 
-    if TYPE_CHECKING:
-
-        @property
-        def finished(self) -> bool: ...
+    @property
+    def finished(self) -> bool:
+        """Choice 0 has its ``finish_reason``."""
+        return 0 in self._finished
 
     def _overflow(self, out: list[Event]) -> None:
         """The decoder dropped an event for its size (its :data:`OVERFLOW` marker)."""

@@ -1,8 +1,8 @@
-"""The chat interpreter's state: the slots of
+"""The chat interpreter's state: the attributes of
 :class:`~streamcite.core.chunks.ChunkInterpreter` and of the base classes its cold
 paths live in (:mod:`~streamcite.core.chunk_faults`, :mod:`~streamcite.core.chunk_fields`,
 :mod:`~streamcite.core.chunk_surrogates`). Declared once, here, so that every part
-writes only slots it declares; set by ``ChunkInterpreter.__init__`` (whose comments say
+writes only attributes it declares; set by ``ChunkInterpreter.__init__`` (whose comments say
 what each one holds). Sans-I/O.
 """
 
@@ -23,7 +23,9 @@ __all__ = ["ChunkState"]
 
 
 class ChunkState:
-    """The slots of the chat interpreter (no behaviour)."""
+    """The attributes of the chat interpreter (no behaviour). Its parts are one chain
+    of base classes (state, faults, fields, surrogates, the interpreter): mypyc, which
+    compiles them in the optional build, takes single inheritance only."""
 
     __slots__ = (
         "_builder",

@@ -5,25 +5,25 @@ Part of :class:`~streamcite.core.chunks.ChunkInterpreter` (cold paths only). San
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from streamcite.core.chunk_faults import ChunkFaults
+from streamcite.core.chunk_fields import ChunkFields
 from streamcite.core.events import Event
 from streamcite.core.surrogates import SurrogateJoiner, scrub_surrogates
 
 __all__ = ["SurrogateHandling"]
 
 
-class SurrogateHandling(ChunkFaults):
+class SurrogateHandling(ChunkFields):
     """The chat interpreter's lone-surrogate handling (see :class:`ChunkInterpreter`)."""
 
     __slots__ = ()
 
-    if TYPE_CHECKING:
+    def _interpret(self, obj: dict[str, Any], key: str, out: list[Event]) -> None:
+        raise NotImplementedError  # (the interpreter's: ChunkInterpreter._interpret)
 
-        def _interpret(self, obj: dict[str, Any], key: str, out: list[Event]) -> None: ...
-
-        def _token(self, idx: int, content: str, out: list[Event]) -> None: ...
+    def _token(self, idx: int, content: str, out: list[Event]) -> None:
+        raise NotImplementedError  # (the interpreter's: ChunkInterpreter._token)
 
     def _lenient(self, obj: dict[str, Any], out: list[Event]) -> None:
         """A chunk orjson refused for its lone surrogate escapes (cold). Each choice's

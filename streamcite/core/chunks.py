@@ -14,7 +14,6 @@ import orjson
 
 from streamcite.core.answer import AnswerBuilder
 from streamcite.core.bounds import MAX_CHOICES
-from streamcite.core.chunk_fields import ChunkFields
 from streamcite.core.chunk_surrogates import SurrogateHandling
 from streamcite.core.delta_fastpath import delta_run
 from streamcite.core.deltas import (
@@ -72,7 +71,7 @@ def _has_extra(delta: dict[str, Any]) -> bool:
     return any(delta.get(k) for k in _EXTRA_KEYS)
 
 
-class ChunkInterpreter(ChunkFields, SurrogateHandling):
+class ChunkInterpreter(SurrogateHandling):
     """Interprets the data payloads of one chat stream and folds them into an answer.
 
     The hot path is here; the cold paths are its base classes, one concept each:
@@ -126,11 +125,6 @@ class ChunkInterpreter(ChunkFields, SurrogateHandling):
     @property
     def builder(self) -> AnswerBuilder:
         return self._builder
-
-    @property
-    def finished(self) -> bool:
-        """Choice 0 has its ``finish_reason``."""
-        return 0 in self._finished
 
     # -- hot path ------------------------------------------------------------------
 

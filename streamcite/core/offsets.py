@@ -126,7 +126,7 @@ class OffsetMap:
 
 
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")  # characters that are 2 UTF-16 units
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = re.compile(f"[{chr(0xD800)}-{chr(0xDFFF)}]")  # (chr: mypyc refuses them in literals)
 _UTF8 = repeat("utf-8")
 _SURROGATEPASS = repeat("surrogatepass")
 

@@ -315,7 +315,9 @@ class SSEDecoder:
             # CRLF and lone CR are line ends too: normalise them to LF once, here.
             if chunk[-1:] == b"\r":
                 self._skip_lf = True  # its LF, if any, starts the next read
-            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            chunk = chunk.replace(b"\r\n", b"\n")
+            if 13 in chunk:  # (a lone CR: rare; the search is a tenth of a replace)
+                chunk = chunk.replace(b"\r", b"\n")
         if self._discarding:
             chunk = self._discard(chunk)
         return chunk

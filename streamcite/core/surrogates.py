@@ -32,7 +32,10 @@ __all__ = ["SurrogateJoiner", "fix_surrogates", "loads_lone_surrogates", "scrub_
 
 _ESCAPED = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 """A JSON escape of a UTF-16 surrogate (high ``d800-dbff`` or low ``dc00-dfff``)."""
-_SURROGATE = re.compile("[\ud800-\udfff]")
+# Surrogates written with chr(): mypyc (the optional compiled build) refuses them in
+# string literals.
+_HIGH_FIRST, _HIGH_LAST = chr(0xD800), chr(0xDBFF)
+_SURROGATE = re.compile(f"[{_HIGH_FIRST}-{chr(0xDFFF)}]")
 
 
 def _reject_constant(name: str) -> Any:
@@ -80,7 +83,7 @@ class SurrogateJoiner:
         Returns the text and the number of lone surrogates replaced."""
         held = self.held.pop(key, "")
         text = held + text
-        if text and "\ud800" <= text[-1] <= "\udbff":
+        if text and _HIGH_FIRST <= text[-1] <= _HIGH_LAST:
             self.held[key] = text[-1]
             text = text[:-1]
         if _SURROGATE.search(text) is None:

@@ -96,8 +96,8 @@ class CohereLoop(TemplatedState):
                 pass
             elif (data := item[1])[:plen] == pre:
                 # A text delta: the commonest event, so the shortest way (slices: hotloop.py).
-                if data[-elen:] == end and length(data) >= plen + elen:  # (overlap: hotloop.py)
-                    body = data[plen:-elen]
+                if data[-elen:] == end:  # (quotes overlap: b"", never a crossed slice: mypyc)
+                    body = data[plen:-elen] if length(data) >= plen + elen else b""
                     if 0x22 in body or 0x5C in body:  # ints: ten times faster than bytes
                         t = string_body(body)  # escapes (None: not a JSON string body)
                     else:
@@ -123,15 +123,15 @@ class CohereLoop(TemplatedState):
                         offset = det.offset
                         fast = keep and not det.held and plain
                         continue
-                    if t is not None:
-                        continue  # an empty text
+                    if t is not None and length(data) >= plen + elen:
+                        continue  # an empty text (shorter: the quotes overlap, not JSON)
             elif data in ends:
                 continue  # ignored, whatever the state
             elif plain and ((reason := data[:rplen] == rpre) or data[:aplen] == apre):
                 # A reasoning delta or an argument fragment (lone surrogates: the general way).
                 p, e = (rplen, rend) if reason else (aplen, ARGS_END)
-                if data[-length(e) :] == e and length(data) >= p + length(e):  # (hotloop.py)
-                    t = json_string(data[p : length(data) - length(e)])
+                if data[-length(e) :] == e:  # (n < p: the quotes overlap, b"" as above)
+                    t = json_string(data[p:n] if (n := length(data) - length(e)) >= p else b"")
                     if t:
                         if reason:
                             rev = make(ReasoningEvent)  # built as StreamState.reasoning does
@@ -143,7 +143,7 @@ class CohereLoop(TemplatedState):
                         else:
                             self._fragment(t, out)
                         continue
-                    if t is not None:
+                    if t is not None and n >= p:
                         continue  # an empty delta: nothing
             det.offset = offset
             self._general(item, out)

@@ -61,6 +61,9 @@ _STATUS = {
     "overloaded_error": 529,
 }
 _IGNORED = frozenset({"ping"})
+_TEXT_PADS = frozenset(b"}%s}" % (b" " * n) for n in range(1, 65))
+"""The paddings of a text delta's end Anthropic sends (``TemplatedState._PADS``). Made
+once here: mypyc makes a class attribute's value anew for each instance."""
 _SERVER_TOOL_BLOCKS = frozenset(
     {
         "server_tool_use",
@@ -148,7 +151,7 @@ class AnthropicInterpreter(TemplatedState):
 
     dialect = "anthropic"
     _END = b'"}}'
-    _PADS = frozenset(b"}%s}" % (b" " * n) for n in range(1, 65))
+    _PADS = _TEXT_PADS
 
     def __init__(self, builder: AnswerBuilder | None = None, marker_mode: MarkerMode = "keep"):
         super().__init__(builder, marker_mode)

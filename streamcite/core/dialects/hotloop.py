@@ -34,6 +34,7 @@ __all__ = ["NO_TEMPLATE", "TemplatedState", "padded_end"]
 expect_fields(TokenEvent, ["type", "index", "text", "display"], "dialects/hotloop.py")
 expect_fields(ReasoningEvent, ["type", "index", "text"], "dialects/hotloop.py")
 _new = object.__new__
+_NO_PADS: frozenset[bytes] = frozenset()  # (a constant: see anthropic._TEXT_PADS)
 NO_TEMPLATE = b"\xff"
 """:attr:`TemplatedState._pre` before a text delta was parsed: no JSON starts so."""
 
@@ -48,7 +49,7 @@ def padded_end(tail: bytes, end: bytes) -> bool:
     return (
         tail[-1:] == b"}"
         and tail.startswith(end[:-1])
-        and not tail[len(end) - 1 : -1].strip(b" \t")
+        and not tail[len(end) - 1 :][:-1].strip(b" \t")  # (never [k:-1]: see feed_raw)
     )
 
 
@@ -62,7 +63,7 @@ class TemplatedState(StreamState):
 
     _END = b'"}'
     """The bytes after a text delta's text (the dialect's own)."""
-    _PADS: frozenset[bytes] = frozenset()
+    _PADS: frozenset[bytes] = _NO_PADS
     """The commonest paddings of :attr:`_END` (the bytes after its quote) a dialect sends:
     known without a call (any other is checked by :func:`padded_end`)."""
 

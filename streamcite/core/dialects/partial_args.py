@@ -91,8 +91,11 @@ class StreamedArgs:
             return
         for arg in partial_args:
             self._add_one(arg)
-            if self.error is not None:
-                return
+            if self._failed():  # (a call, not the attribute: mypy, so mypyc, would keep
+                return  # it narrowed to None from the check above)
+
+    def _failed(self) -> bool:
+        return self.error is not None
 
     def _add_one(self, arg: Any) -> None:
         path = arg.get("jsonPath") if type(arg) is dict else None
