@@ -11,21 +11,14 @@ except on CI, where they fail.
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
 
 from tests import _compiled_cases
-
-ROOT = Path(__file__).resolve().parent.parent
-TREE = ROOT / "build" / "compiled"
+from tests._compiled_build import ROOT, build, builder, pytest_compiled, run
 
 # The core's tests that also run against the compiled build: every test file of the
 # decoder, the dialects, the chunk and delta readers, citations, footnotes and the
@@ -37,48 +30,19 @@ CORE_TESTS = re.compile(
 )
 
 
-def _load_builder():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location(
-        "build_compiled", ROOT / "scripts" / "build_compiled.py"
-    )
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-builder = _load_builder()
 # The first run builds (a minute or more on a busy machine); the child test run is long.
 pytestmark = pytest.mark.timeout(1500)
 
 
 @pytest.fixture(scope="module")
 def tree() -> Path:
-    missing = [
-        what
-        for what, ok in (("mypyc", importlib.util.find_spec("mypyc")), ("cc", shutil.which("cc")))
-        if not ok
-    ]
-    if missing:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the compiled build needs {', '.join(missing)}")
-        pytest.skip(f"the compiled build needs {', '.join(missing)}")
-    return builder.build(TREE)
-
-
-def _run(tree: Path, *argv: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    # The child starts in the build's folder: ``python -c``/``-m`` put the working
-    # directory first on the path, and the checkout's sources must not win there.
-    env = dict(os.environ, PYTHONPATH=f"{tree}{os.pathsep}{ROOT}")
-    return subprocess.run(
-        [sys.executable, *argv], cwd=tree, env=env, capture_output=True, text=True, timeout=timeout
-    )
+    return build()
 
 
 def test_every_listed_module_is_the_compiled_one(tree: Path) -> None:
     modules = [m.removesuffix(".py").replace("/", ".") for m in builder.compiled_modules()]
     code = "import importlib, sys\nfor m in sys.argv[1:]:\n    print(importlib.import_module(m).__file__)"
-    res = _run(tree, "-c", code, *modules)
+    res = run(tree, "-c", code, *modules)
     assert res.returncode == 0, res.stderr[-3000:]
     files = res.stdout.split()
     assert len(files) == len(modules)
@@ -89,7 +53,7 @@ def test_every_listed_module_is_the_compiled_one(tree: Path) -> None:
 
 def test_same_events_as_the_source(tree: Path, tmp_path: Path) -> None:
     out = tmp_path / "compiled.json"
-    res = _run(tree, "-m", "tests._compiled_cases", str(out))
+    res = run(tree, "-m", "tests._compiled_cases", str(out))
     assert res.returncode == 0, res.stderr[-3000:]
     compiled = orjson.loads(out.read_bytes())
     pure = _compiled_cases.run()
@@ -100,24 +64,8 @@ def test_same_events_as_the_source(tree: Path, tmp_path: Path) -> None:
 
 
 def test_core_tests_pass_compiled(tree: Path) -> None:
-    # --import-mode=append: pytest must not put the checkout ahead of the build.
     tests = sorted(
         str(p) for p in (ROOT / "tests").glob("test_*.py") if CORE_TESTS.fullmatch(p.name)
     )
     assert len(tests) >= 40
-    res = _run(
-        tree,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "--import-mode=append",
-        "-p",
-        "tests._compiled_plugin",
-        "-x",
-        *tests,
-        timeout=900,
-    )
-    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
-    assert " passed" in res.stdout
+    pytest_compiled(tree, tests, "-x")

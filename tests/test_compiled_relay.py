@@ -11,14 +11,11 @@ are the browser and Redis tests (run on the source).
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.test_compiled_core import ROOT, TREE, _run, builder
+from tests._compiled_build import ROOT, build, builder, pytest_compiled, run
 
 pytestmark = pytest.mark.timeout(1500)
 
@@ -41,18 +38,7 @@ def test_the_relays_hot_path_is_in_the_compiled_list() -> None:
 
 @pytest.fixture(scope="module")
 def tree() -> Path:
-    """The compiled build (as ``test_compiled_core`` makes it, or a skip without mypyc or
-    a C compiler; on CI a failure)."""
-    missing = [
-        what
-        for what, ok in (("mypyc", importlib.util.find_spec("mypyc")), ("cc", shutil.which("cc")))
-        if not ok
-    ]
-    if missing:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the compiled build needs {', '.join(missing)}")
-        pytest.skip(f"the compiled build needs {', '.join(missing)}")
-    return Path(builder.build(TREE))
+    return build()
 
 
 def test_relay_tests_pass_compiled(tree: Path) -> None:
@@ -60,22 +46,6 @@ def test_relay_tests_pass_compiled(tree: Path) -> None:
     tests += [str(ROOT / "tests" / n) for n in ("test_pipeline.py", "test_read_deadline.py")]
     assert len(tests) >= 15
     probe = "import streamcite.relay.producer as m; assert m.__file__.endswith('.so'), m.__file__"
-    res = _run(tree, "-c", probe)
+    res = run(tree, "-c", probe)
     assert res.returncode == 0, res.stderr[-3000:]
-    res = _run(
-        tree,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "--import-mode=append",
-        "-p",
-        "tests._compiled_plugin",
-        "-m",
-        "not browser and not redis",
-        *tests,
-        timeout=900,
-    )
-    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
-    assert " passed" in res.stdout
+    pytest_compiled(tree, tests, "-m", "not browser and not redis")
