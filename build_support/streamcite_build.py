@@ -10,26 +10,15 @@ module beside its source wins the import, and an edit to the source would not co
 from __future__ import annotations
 
 import os
-import tomllib
+from pathlib import Path
 from typing import Any
 
 from setuptools import build_meta as _meta
 from setuptools.build_meta import *  # noqa: F403  (the rest of the backend, unchanged)
+from streamcite_compiled import typing_requires  # (build_support/ is the backend's path)
 
 # mypyc ships with mypy; the version the project is typed with.
 MYPYC = "mypy>=1.11"
-
-
-def _typing_requires() -> list[str]:
-    """What mypyc must see to type the compiled modules as the tests build them: the
-    runtime dependencies, and the extras ``[tool.streamcite.compiled]`` names."""
-    with open("pyproject.toml", "rb") as f:
-        meta = tomllib.load(f)
-    project, extras = meta["project"], meta["tool"]["streamcite"]["compiled"]["extras"]
-    return [
-        *project["dependencies"],
-        *(r for e in extras for r in project["optional-dependencies"][e]),
-    ]
 
 
 def _compiling() -> bool:
@@ -42,7 +31,11 @@ def get_requires_for_build_wheel(config_settings: dict[str, Any] | None = None) 
     # setuptools runs setup.py to list its own needs; mypyc is not there yet.
     os.environ["STREAMCITE_LISTING_REQUIRES"] = "1"
     try:
-        return [*_meta.get_requires_for_build_wheel(config_settings), MYPYC, *_typing_requires()]
+        return [
+            *_meta.get_requires_for_build_wheel(config_settings),
+            MYPYC,
+            *typing_requires(Path()),
+        ]
     finally:
         del os.environ["STREAMCITE_LISTING_REQUIRES"]
 

@@ -23,23 +23,25 @@ import os
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "build" / "compiled"
 
+sys.path.insert(0, str(ROOT / "build_support"))
+import streamcite_compiled as _compiled  # noqa: E402  (the project's one reading of the module list)
+
 
 def compiled_modules(root: Path = ROOT) -> list[str]:
     """The module paths (``streamcite/core/sse.py``, ...) mypyc compiles."""
-    with (root / "pyproject.toml").open("rb") as f:
-        table = tomllib.load(f)["tool"]["streamcite"]["compiled"]
-    return list(table["modules"])
+    return _compiled.compiled_modules(root)
 
 
 def source_hash(root: Path, modules: list[str]) -> str:
-    """A hash of every source file and of the module list: what the build depends on."""
+    """A hash of every source file, of the module list and of the build's options: what
+    the build depends on."""
     h = hashlib.sha256("\n".join(modules).encode())
+    h.update((root / "build_support" / "streamcite_compiled.py").read_bytes())
     for path in sorted((root / "streamcite").rglob("*.py")):
         h.update(str(path.relative_to(root)).encode())
         h.update(path.read_bytes())
@@ -52,13 +54,12 @@ def source_hash(root: Path, modules: list[str]) -> str:
 _SETUP = """
 import sys
 from setuptools import setup
-from mypyc.build import mypycify
+sys.path.insert(0, sys.argv[1])
+from streamcite_compiled import mypyc_extensions
 setup(
     name="streamcite-compiled",
     packages=[],
-    ext_modules=mypycify(
-        sys.argv[1:], opt_level="3", debug_level="0", group_name="streamcite_core"
-    ),
+    ext_modules=mypyc_extensions(sys.argv[2:]),
     script_args=["build_ext", "--inplace"],
 )
 """
@@ -80,7 +81,7 @@ def build(out: Path = DEFAULT_OUT, *, quiet: bool = True) -> Path:
     )
     env = dict(os.environ, PYTHONPATH="")
     res = subprocess.run(
-        [sys.executable, "-c", _SETUP, *modules],
+        [sys.executable, "-c", _SETUP, str(ROOT / "build_support"), *modules],
         cwd=out,
         env=env,
         capture_output=quiet,
