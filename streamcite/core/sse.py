@@ -37,6 +37,8 @@ from streamcite.core.errors import EventTooLarge
 __all__ = ["DEFAULT_MAX_EVENT_SIZE", "OVERFLOW", "RawEvent", "SSEDecoder", "ServerSentEvent"]
 
 RawEvent: TypeAlias = "bytes | tuple[bytes, bytes, str, int | None]"
+"""What :meth:`SSEDecoder.feed_raw` returns per event: the ``data`` bytes of a plain
+``message`` event, or ``(event type, data, last event id, retry)`` for any other."""
 
 OVERFLOW: RawEvent = (b"\x00overflow", b"", "", None)
 """In :meth:`SSEDecoder.feed_raw` output: an event was dropped here for its size.
@@ -44,8 +46,6 @@ Recognise it by identity (``item is OVERFLOW``), never by its event type: a real
 event may be named ``"\x00overflow"`` (the standard allows NUL in event types).
 (Typed as the union, not as its tuple: compiled by mypyc, a fixed-shape tuple is kept
 unboxed and boxed anew at each use, which would break the identity.)"""
-"""What :meth:`SSEDecoder.feed_raw` returns per event: the ``data`` bytes of a plain
-``message`` event, or ``(event type, data, last event id, retry)`` for any other."""
 
 DEFAULT_MAX_EVENT_SIZE = 16 * 1024 * 1024
 

@@ -96,7 +96,7 @@ class CohereLoop(TemplatedState):
                 pass
             elif (data := item[1])[:plen] == pre:
                 # A text delta: the commonest event, so the shortest way (slices: hotloop.py).
-                if data[-elen:] == end:  # (quotes overlap: b"", never a crossed slice: mypyc)
+                if data[-elen:] == end:  # (quotes that overlap give b"": hotloop.py)
                     body = data[plen:-elen] if length(data) >= plen + elen else b""
                     if 0x22 in body or 0x5C in body:  # ints: ten times faster than bytes
                         t = string_body(body)  # escapes (None: not a JSON string body)

@@ -114,10 +114,10 @@ class TemplatedState(StreamState):
             # (A slice compared: a fifth cheaper than startswith/endswith, slow to parse args.)
             if item.__class__ is tuple and (data := item[1])[:plen] == pre:
                 if data[-elen:] == end:
-                    # Shorter than both: the quotes overlap (not JSON, the general way
-                    # says so). Never sliced then: compiled by mypyc, a bytes slice that
-                    # starts past its end is an error, not b"".
-                    body: bytes | None = data[plen:-elen] if length(data) >= plen + elen else None
+                    # Quotes that overlap (shorter than both: not JSON) give b"", as CPython
+                    # slices it; spelt out, since mypyc's slice that starts past its end is
+                    # an error. The length check below then hands the event on.
+                    body: bytes | None = data[plen:-elen] if length(data) >= plen + elen else b""
                 else:  # padded (as padded_end allows: spaces or tabs), or not the template
                     head, _, tail = data.rpartition(b'"')  # (end has no other quote)
                     ok = len(head) >= plen and (tail in pads or padded_end(b'"' + tail, end))
