@@ -33,6 +33,11 @@ _TAIL_NUMBERS = {marker[1:]: number for marker, number in TAIL_MARKERS.items()}
 """``"3]"`` → 3: what follows the last ``[`` of a token that ends in ``[1]``…``[199]``."""
 
 _new = object.__new__
+# The loop is written for both builds: direct calls (``len``, ``out.append``), which the
+# compiled build makes C calls (local aliases of bound methods it would call by name);
+# the interpreter's attributes read through its own class (``ChunkState``), not the
+# ``ChatState`` protocol (read by name compiled); an item known to be ``bytes`` before
+# it is sliced (a C slice compiled, not a slice object).
 # Byte membership is tested with ints (0x22 for '"', 0x5C for a backslash): with a
 # bytes operand, ``b'"' in s`` first tries int() of it, raising and catching a
 # TypeError, which is ten times slower.
@@ -78,35 +83,26 @@ def _template_run(  # noqa: C901, RUF100  (the per-chunk loop, inlined: every ca
     ip: ChatState, st: ChunkState, items: Iterator[RawEvent], out: list[Event]
 ) -> RawEvent | None:
     """Emit the tokens of ``items`` that fit the template; the first that does not.
-
-    Written for both builds: calls are direct (``len``, ``out.append``), which the
-    compiled build turns into C calls, not local aliases of bound methods, which it
-    would have to call generically; and the item is known to be ``bytes`` before it
-    is sliced (a C slice compiled, not a slice object). ``st`` is ``ip`` as its own
-    class, whose attributes the compiled build reads directly."""
-    det = st._detectors[0]
+    ``st`` is ``ip`` as its own class (see the note on both builds above)."""
+    det, raw0, tpl = st._detectors[0], st._raw0, st._tpl
     offset, held, hnum, hat, hrefs = _load(det)
-    raw0 = st._raw0
-    tpl = st._tpl
     pre, suf, plen, slen = tpl.prefix, tpl.suffix, tpl.plen, tpl.slen
     ends = plen + slen
     stop: RawEvent | None = None
     for item in items:
-        # A tuple item (an SSE event with fields) never fits.
-        if not isinstance(item, bytes):
-            stop = item
-            break
-        m = len(item)
-        if m < ends or item[:plen] != pre or item[m - slen :] != suf:
+        if (  # (an SSE event with fields, a tuple, never fits)
+            not isinstance(item, bytes)
+            or (m := len(item)) < ends
+            or (item[:plen] != pre or item[m - slen :] != suf)
+        ):
             stop = item
             break
         sl = item[plen : m - slen]
         if 0x22 in sl or 0x5C in sl:  # a quote or a backslash (ints: see above)
-            body = string_body(sl)  # escapes (or not a string body: None)
-            if body is None:
+            content = string_body(sl)  # escapes (or not a string body: None)
+            if content is None:
                 stop = item
                 break
-            content = body
         else:
             try:
                 content = sl.decode()
