@@ -272,6 +272,7 @@ async def test_close_leaves_no_task_behind(redis_server: RedisServer, redis_pref
     from streamcite.relay.redis import RedisLogSettings, RedisStreamLog
 
     before = asyncio.all_tasks()
+
     def settings(name: str) -> RedisLogSettings:
         return RedisLogSettings(
             redis_server.url, instance_id=name, prefix=redis_prefix, close_flush=60.0
