@@ -3,6 +3,7 @@ value instead of a dozen constructor arguments, and the key layout they imply.""
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 import socket
@@ -70,7 +71,8 @@ class RedisLogSettings:
     """Seconds for one command's reply (a blocking read adds its block time)."""
     close_flush: float = 2.0
     """Seconds :meth:`~streamcite.relay.redis.RedisStreamLog.aclose` waits for queued writes
-    to reach Redis before it stops (what is still queued then is lost with the process)."""
+    to reach Redis before it stops; what is still queued then is dropped, and counted in a
+    ``redislog_close_dropped`` warning."""
     local_delivery: LocalDelivery = "after_write"
     """When this instance's own readers see an entry. ``"after_write"`` (the default): once
     Redis has stored it — no client ever holds an event the shared log lacks, so a resume
@@ -91,8 +93,8 @@ class RedisLogSettings:
             raise ValueError("write_batch >= 1, max_connections >= 1")
         if self.connect_timeout <= 0 or self.command_timeout <= 0:
             raise ValueError("connect_timeout > 0, command_timeout > 0")
-        if self.close_flush < 0:
-            raise ValueError("close_flush >= 0")
+        if not (0 <= self.close_flush < math.inf):  # (a NaN fails it too)
+            raise ValueError("close_flush is a finite number of seconds >= 0")
         if not self.instance_id or not self.prefix:
             raise ValueError("instance_id and prefix must not be empty")
 

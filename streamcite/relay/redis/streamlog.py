@@ -145,7 +145,8 @@ class RedisStreamLog:
         ]
 
     async def aclose(self, *, release_leases: bool = True) -> None:
-        """Flush queued writes (up to ``settings.close_flush``, 2 s), release this instance's leases (so readers elsewhere
+        """Flush queued writes (up to ``settings.close_flush``, 2 s; what is left is dropped
+        and counted in a warning), release this instance's leases (so readers elsewhere
         see ``owner_alive=False`` at once instead of after the lease time), stop the tasks and
         close the connections. ``release_leases=False`` leaves the leases to lapse, as a crash
         would (tests use it)."""
@@ -159,7 +160,16 @@ class RedisStreamLog:
             if release_leases:
                 await self._lease.release_all()
             await self._stop_tasks()
-        self._writer.clear()
+        writer = self._writer
+        if writer.pending or writer.superseded or writer.cut_in_flight:
+            # Never silently: the shared log lacks these (those cut mid-write, maybe).
+            self._log.warning(
+                "redislog_close_dropped",
+                entries=len(writer.pending),
+                replacements=len(writer.superseded),
+                cut_in_flight=writer.cut_in_flight,
+            )
+        writer.clear()
         for o in self._owned.values():
             o.waiters.wake()
         self._follow.wake_all()

@@ -66,6 +66,9 @@ class BatchedWriter:
         """Queued entries (by ``id``) replaced before they were sent, a later entry of their
         stream queued after them: only their replacement is kept (see ``APPEND``)."""
         self.in_flight = 0
+        self.cut_in_flight = 0
+        """Entries of a write cancelled mid-way (the log closing): Redis may or may not
+        have stored them."""
         self.progress = Waiters()
         """Woken after every write round trip (backpressure, finish, close wait on it)."""
         self._event = asyncio.Event()
@@ -178,6 +181,7 @@ class BatchedWriter:
                 try:
                     await self._write(batch, written, [*markers, *replaced], replaced)
                 except asyncio.CancelledError:
+                    self.cut_in_flight += self.in_flight  # counted by the log's close
                     raise
                 except Exception as exc:  # a bug or an unexpected server reply: fail the batch
                     self._log.error("redislog_write_failed", error=repr(exc))
