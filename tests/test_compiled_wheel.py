@@ -1,8 +1,9 @@
 """The compiled wheel: ``STREAMCITE_COMPILE=1 pip wheel .`` is what a user installs.
 
-The wheel is built from a copy of what the source distribution holds (``MANIFEST.in``:
-the package, the build backend, ``setup.py``), installed alone into a folder, and run
-from there in a child process: every listed module is an extension module of the
+The project's build backend makes the source distribution from a copy of the tracked
+files (what ``MANIFEST.in`` puts in it is what the wheel is built from), pip builds the
+wheel from that archive, installs it alone into a folder, and a child process runs it
+from there: every listed module is an extension module of the
 wheel, the CLI says which core runs, and every recording and seeded mutation gives
 the same events as the source does here. ``tests/test_compiled_core.py`` checks the
 checkout's own compiled copy; this checks the packaging around the same modules.
@@ -29,11 +30,6 @@ from tests._compiled_build import ROOT, builder, require_tools, run
 
 pytestmark = pytest.mark.timeout(1500)
 
-# What a source distribution carries that the build reads (MANIFEST.in adds
-# build_support/ to setuptools' defaults).
-SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICENSE")
-FOLDERS = ("build_support", "streamcite")
-
 
 def _pip(*argv: str, env: dict[str, str] | None = None) -> None:
     res = subprocess.run(
@@ -46,19 +42,37 @@ def _pip(*argv: str, env: dict[str, str] | None = None) -> None:
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
 
 
+def _sdist(into: Path, tmp: Path) -> Path:
+    """The source distribution, made by the project's build backend from a copy of the
+    tracked files (the backend writes its egg-info where it runs: not in the checkout)."""
+    tracked = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True, timeout=60
+    ).stdout.decode()
+    tree = tmp / "tree"
+    for name in filter(None, tracked.split("\0")):
+        if (ROOT / name).is_file():  # (a file deleted in the work tree is not copied)
+            (tree / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, tree / name)
+    code = "import sys, streamcite_build as b; print(b.build_sdist(sys.argv[1]))"
+    res = subprocess.run(
+        [sys.executable, "-c", code, str(into)],
+        cwd=tree,
+        env=dict(os.environ, PYTHONPATH=str(tree / "build_support")),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    return into / res.stdout.split()[-1]
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     require_tools()
-    src = tmp_path_factory.mktemp("src")
-    for name in SOURCES:
-        shutil.copy2(ROOT / name, src / name)
-    for name in FOLDERS:
-        shutil.copytree(
-            ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.so")
-        )
+    sdist = _sdist(tmp_path_factory.mktemp("sdist"), tmp_path_factory.mktemp("copy"))
     out = tmp_path_factory.mktemp("wheels")
     env = dict(os.environ, STREAMCITE_COMPILE="1")
-    _pip("wheel", "--no-deps", "--no-build-isolation", "-w", str(out), str(src), env=env)
+    _pip("wheel", "--no-deps", "--no-build-isolation", "-w", str(out), str(sdist), env=env)
     (whl,) = out.glob("streamcite-*.whl")
     return whl
 
@@ -75,8 +89,13 @@ def test_the_wheel_is_a_platform_wheel_with_its_types(wheel: Path) -> None:
     assert not wheel.name.endswith("-none-any.whl"), wheel.name
     names = zipfile.ZipFile(wheel).namelist()
     assert "streamcite/py.typed" in names
-    # The sources ship beside their extension modules: the reference, and the tracebacks.
-    assert "streamcite/core/fastpath.py" in names
+    # The sources ship beside their extension modules (the reference, and the
+    # tracebacks): every tracked file of the package is in the wheel.
+    tracked = subprocess.run(
+        ["git", "ls-files", "streamcite"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    missing = [f for f in tracked if (ROOT / f).is_file() and f not in names]
+    assert len(tracked) > 100 and missing == []
 
 
 def test_every_listed_module_is_the_wheels_extension(site: Path) -> None:
