@@ -105,11 +105,29 @@ _TEXTS: dict[type, Callable[[Any], tuple[Any, ...]]] = {
 _STR_OR_NONE = frozenset({str, type(None)})
 
 
+def _utf8_len(text: str) -> int:
+    """The UTF-8 bytes of ``text`` (lone surrogates: three each, as ``surrogatepass``)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
 def cap_citation(obj: Any, bounds: StreamBounds) -> tuple[int, list[str]]:
     """Clip a :class:`~streamcite.core.models.Citation` or
     :class:`~streamcite.core.models.CitationSpan` in place to the per-field caps of
     ``bounds``: (its cost in bytes, the problems found). Fields it does not have are
     skipped, so a span with or without a passage is held alike."""
+    if obj.__class__ is CitationSpan:
+        # A span has one string (its passage): costed without the general pass's
+        # reading of the fields, filter and join (a Gemini support makes one per source).
+        text = obj.cited_text
+        if text is None or (text.__class__ is str and len(text) <= bounds.max_citation_text_chars):
+            n = 0 if text is None else _utf8_len(text)
+            meta = obj.provider_metadata
+            if meta is None:
+                return SPAN_BYTES + n, []
+            meta, size, why = cap_metadata(meta, bounds.max_metadata_bytes)
+            if why is None:
+                return SPAN_BYTES + n + size, []
+        return _cap_fields(obj, bounds)
     texts = _TEXTS.get(obj.__class__)
     if texts is not None:
         # The common case in one pass: strings (or None) whose sum is within the cap of
@@ -118,11 +136,7 @@ def cap_citation(obj: Any, bounds: StreamBounds) -> tuple[int, list[str]]:
         if _STR_OR_NONE.issuperset(map(type, values)):
             joined = "".join(filter(None, values))
             if len(joined) <= bounds.max_citation_text_chars:
-                n = (
-                    len(joined)
-                    if joined.isascii()
-                    else len(joined.encode("utf-8", "surrogatepass"))
-                )
+                n = _utf8_len(joined)
                 meta = obj.provider_metadata
                 if meta is None:
                     return SPAN_BYTES + n, []
