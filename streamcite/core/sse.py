@@ -16,11 +16,12 @@ Implements the HTML standard's "event stream interpretation" exactly:
 Performance: a read that ends at a block boundary with nothing pending (a relay feeds
 one upstream read at a time, often one event) skips the general set-up (BOM, CR, tail,
 discard checks: one test each) and, when it is one event of the usual shape, is cut with
-two slices. A read whose blocks are all one ``data:`` line (chat, Gemini) or all
-``event:`` + one ``data:`` line (Anthropic, Responses, Cohere) is cut into events by a
-few C-level splits and partitions, with no Python work per event and no pass that steps
-one byte at a time; any other read is split into lines on bytes (``bytes.split`` in C,
-after turning CRLF and CR into LF). Field values are decoded once, and
+two slices. A read whose blocks are all one ``data:`` line (chat, Gemini) is cut into
+events by one C-level split, with no Python work per event; one whose blocks are all
+``event:`` + one ``data:`` line (Anthropic, Responses, Cohere) by one split and a
+``partition`` per block; neither makes a pass that steps one byte at a time. Any other
+read is split into lines on bytes (``bytes.split`` in C, after turning CRLF and CR into
+LF). Field values are decoded once, and
 :meth:`SSEDecoder.feed_raw` hands ``data`` as bytes so JSON can be parsed by orjson
 without a ``str`` round-trip. Only the newly arrived bytes are scanned for line ends, so one huge
 event arriving in small reads costs linear time; ``max_event_size`` bounds memory.
