@@ -41,10 +41,16 @@ def _quiet() -> None:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))
 
 
-def _cpu_seconds(pid: int) -> float:
+def _cpu_split(pid: int) -> tuple[float, float]:
+    """The process's CPU seconds so far: in user space, in the kernel (its syscalls)."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
+def _cpu_seconds(pid: int) -> float:
+    return sum(_cpu_split(pid))
 
 
 def _run_on(coro: Any, loop_kind: str, profile: str = "") -> None:
@@ -284,13 +290,16 @@ def run_phase(
         if upstream_conn is not None:
             upstream_conn.send(("window", start, end))
         time.sleep(warm)
-        cpu0 = _cpu_seconds(proc.pid or 0)
+        split0 = _cpu_split(proc.pid or 0)
+        cpu0 = sum(split0)
         spy = _py_spy(proc.pid or 0, duration) if os.environ.get("STREAMCITE_BENCH_PYSPY") else None
         pids = {"measured": proc.pid or 0, "clients": clients.pid or 0, "upstream": upstream_pid}
         sched0 = {k: schedstat(pid) for k, pid in pids.items() if pid}
         others0 = _cpu_seconds(clients.pid or 0) + _cpu_seconds(upstream_pid or os.getpid())
         time.sleep(max(0.0, end - time.perf_counter()))
-        cpu = _cpu_seconds(proc.pid or 0) - cpu0
+        split1 = _cpu_split(proc.pid or 0)
+        cpu = sum(split1) - cpu0
+        user, kernel = split1[0] - split0[0], split1[1] - split0[1]
         others = (
             _cpu_seconds(clients.pid or 0) + _cpu_seconds(upstream_pid or os.getpid()) - others0
         )
@@ -327,6 +336,10 @@ def run_phase(
         "other_core_pct": round(100 * others / duration, 1),
         "cpu_us_per_event": round(1e6 * cpu / max(1, events), 2),
         "cpu_us_per_token": round(1e6 * cpu / max(1, len(latencies)), 2),
+        # The kernel's share is the sockets' syscalls (on loopback a write also runs the
+        # receiving side's TCP): what no Python above the loop can make cheaper.
+        "user_us_per_token": round(1e6 * user / max(1, len(latencies)), 2),
+        "kernel_us_per_token": round(1e6 * kernel / max(1, len(latencies)), 2),
         "p50_ms": round(_pct(lat, 0.5), 3),
         "p99_ms": round(_pct(lat, 0.99), 3),
         "max_ms": round(lat[-1], 3) if lat else None,
@@ -441,6 +454,16 @@ def scale_main(args: Any) -> None:
                 f"| {m.get('clients_cpu_pct')} % / {m.get('clients_runq_wait_pct')} % "
                 f"| {m.get('upstream_loop_lag_p99_ms')} ms | {m.get('clients_loop_lag_p99_ms')} ms |"
             )
+    print("\nWhere the measured process's CPU per delivered token goes: user space (Python, "
+          "the loop, aiohttp) and the kernel (socket syscalls)")  # fmt: skip
+    print("\n| loop | streams | relay user / kernel µs | floor user / kernel µs |")
+    print("|---|---:|---:|---:|")
+    for r in results:
+        rl, fl = r["relay"], r["floor"]
+        print(
+            f"| {r['loop']} | {r['streams']} | {rl['user_us_per_token']} / "
+            f"{rl['kernel_us_per_token']} | {fl['user_us_per_token']} / {fl['kernel_us_per_token']} |"
+        )
     print(f"\nstreams/core: streams of {rate:.0f} tokens/s one core carries at the relay's CPU "
           "per delivered token (measured at that N)")  # fmt: skip
     if args.json is not None:

@@ -35,8 +35,8 @@ def _load_builder() -> ModuleType:
 builder = _load_builder()
 
 
-def build() -> Path:
-    """The compiled copy, built if a source changed (or a skip/failure without the tools)."""
+def require_tools() -> None:
+    """Skip (fail on CI) without mypyc and a C compiler."""
     missing = [
         what
         for what, ok in (("mypyc", importlib.util.find_spec("mypyc")), ("cc", shutil.which("cc")))
@@ -46,6 +46,11 @@ def build() -> Path:
         if os.environ.get("CI") == "true":
             pytest.fail(f"the compiled build needs {', '.join(missing)}")
         pytest.skip(f"the compiled build needs {', '.join(missing)}")
+
+
+def build() -> Path:
+    """The compiled copy, built if a source changed (or a skip/failure without the tools)."""
+    require_tools()
     return Path(builder.build(TREE))
 
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from itertools import chain
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from streamcite.core._fields import expect_fields
+from streamcite.core.chunk_state import ChunkState
 from streamcite.core.delta_fastpath import delta_run
 from streamcite.core.events import CitationRefEvent, Event, TokenEvent
 from streamcite.core.markers import TAIL_MARKERS, FootnoteDetector
@@ -32,6 +33,11 @@ _TAIL_NUMBERS = {marker[1:]: number for marker, number in TAIL_MARKERS.items()}
 """``"3]"`` → 3: what follows the last ``[`` of a token that ends in ``[1]``…``[199]``."""
 
 _new = object.__new__
+# The loop is written for both builds: direct calls (``len``, ``out.append``), which the
+# compiled build makes C calls (local aliases of bound methods it would call by name);
+# the interpreter's attributes read through its own class (``ChunkState``), not the
+# ``ChatState`` protocol (read by name compiled); an item known to be ``bytes`` before
+# it is sliced (a C slice compiled, not a slice object).
 # Byte membership is tested with ints (0x22 for '"', 0x5C for a backslash): with a
 # bytes operand, ``b'"' in s`` first tries int() of it, raising and catching a
 # TypeError, which is ten times slower.
@@ -54,40 +60,44 @@ def feed_keep_mode(ip: ChatState, raw: list[RawEvent], out: list[Event]) -> None
     :func:`~streamcite.core.delta_fastpath.delta_run`; each chunk neither takes goes
     to the general path, and the run resumes after it.
     """
-    tpl = ip._tpl
+    # The interpreter as its own class (it is one: ChatState's only implementation), so
+    # that the compiled build reads its attributes directly, not by name.
+    st = cast("ChunkState", ip)
+    tpl = st._tpl
     items = iter(raw)
     while True:
-        item = _template_run(ip, items, out) if tpl.proven and tpl.on else next(items, None)
-        if item is not None and ip._dtpl.prefix:
+        item = _template_run(ip, st, items, out) if tpl.proven and tpl.on else next(items, None)
+        if item is not None and st._dtpl.prefix:
             item = delta_run(ip, chain((item,), items), out)
         if item is None:
             break
         ip._chunk(item, out)
-        if ip.done:
+        if st.done:
             break  # [DONE]: nothing after it in this read counts
-    if len(ip._refs.pending_numbers) > MAX_PENDING:
-        ip._refs.flush()  # bounded even without a parser compacting the builder
+    refs = st._refs
+    if len(refs.pending_numbers) > MAX_PENDING:
+        refs.flush()  # bounded even without a parser compacting the builder
 
 
 def _template_run(  # noqa: C901, RUF100  (the per-chunk loop, inlined: every call costs)
-    ip: ChatState, items: Iterator[RawEvent], out: list[Event]
+    ip: ChatState, st: ChunkState, items: Iterator[RawEvent], out: list[Event]
 ) -> RawEvent | None:
-    """Emit the tokens of ``items`` that fit the template; the first that does not."""
-    det = ip._detectors[0]
+    """Emit the tokens of ``items`` that fit the template; the first that does not.
+    ``st`` is ``ip`` as its own class (see the note on both builds above)."""
+    det, raw0, tpl = st._detectors[0], st._raw0, st._tpl
     offset, held, hnum, hat, hrefs = _load(det)
-    append, text_append = out.append, ip._raw0.append
-    keep_number, keep_offset = ip._refs.pending_numbers.append, ip._refs.pending_offsets.append
-    token, ref_type, new, tails, length = TokenEvent, CitationRefEvent, _new, _TAIL_NUMBERS, len
-    tpl = ip._tpl
     pre, suf, plen, slen = tpl.prefix, tpl.suffix, tpl.plen, tpl.slen
     ends = plen + slen
     stop: RawEvent | None = None
     for item in items:
-        # A tuple item (an SSE event with fields) is 4 long: never ``>= ends``.
-        if not ((m := length(item)) >= ends and item[:plen] == pre and item[m - slen :] == suf):
+        if (  # (an SSE event with fields, a tuple, never fits)
+            not isinstance(item, bytes)
+            or (m := len(item)) < ends
+            or (item[:plen] != pre or item[m - slen :] != suf)
+        ):
             stop = item
             break
-        sl: bytes = item[plen : m - slen]  # type: ignore[assignment]
+        sl = item[plen : m - slen]
         if 0x22 in sl or 0x5C in sl:  # a quote or a backslash (ints: see above)
             content = string_body(sl)  # escapes (or not a string body: None)
             if content is None:
@@ -104,13 +114,13 @@ def _template_run(  # noqa: C901, RUF100  (the per-chunk loop, inlined: every ca
                 break
         if not content:
             continue
-        ev = new(token)  # field by field: a tuple assignment costs more
+        ev = _new(TokenEvent)  # field by field: a tuple assignment costs more
         ev.type = "token"
         ev.index = 0
         ev.text = content
         ev.display = content
-        append(ev)
-        text_append(content)
+        out.append(ev)
+        raw0.append(content)
         # Keep mode's usual marker steps, inlined on locals (anything else: the detector).
         # hnum/hat: a complete "[n]" held at offset hat, awaiting its next character.
         if held:
@@ -120,28 +130,29 @@ def _template_run(  # noqa: C901, RUF100  (the per-chunk loop, inlined: every ca
                 )
                 continue
             # The held "[n]" is confirmed by a next character that is not "(".
-            ref = new(ref_type)  # as chunks.py's _add_refs, inlined
+            ref = _new(CitationRefEvent)  # as chunks.py's _add_refs, inlined
             ref.type = "citation_ref"
             ref.index = 0
             ref.number = hnum
             ref.document_index = hnum - 1
             ref.offset = hat
-            append(ref)
-            keep_number(hnum)  # as RefStore.add keeps it (choice 0, numbers 1-199)
-            keep_offset(hat)
+            out.append(ref)
+            refs = st._refs  # as RefStore.add keeps it (choice 0, numbers 1-199)
+            refs.pending_numbers.append(hnum)
+            refs.pending_offsets.append(hat)
             held, hnum = "", 0
             if "[" not in content:
-                offset += length(content)
+                offset += len(content)
                 continue
         elif "[" not in content:
-            offset += length(content)
+            offset += len(content)
             continue
         # "… [3]": one complete marker ends the token and is its only "[": hold it
         # (``held`` is then "3]"; _sync gives the detector the marker's own text).
         head, _, rest = content.rpartition("[")
-        if (number := tails.get(rest)) is not None and "[" not in head:
-            held, hnum, hat = rest, number, offset + length(head)
-            offset += length(content)
+        if (number := _TAIL_NUMBERS.get(rest)) is not None and "[" not in head:
+            held, hnum, hat = rest, number, offset + len(head)
+            offset += len(content)
             continue
         offset, held, hnum, hat, hrefs = _detect(
             ip, det, content, offset, held, hnum, hat, hrefs, out

@@ -68,6 +68,9 @@ class RedisLogSettings:
     """Seconds to open a connection."""
     command_timeout: float = 5.0
     """Seconds for one command's reply (a blocking read adds its block time)."""
+    close_flush: float = 2.0
+    """Seconds :meth:`~streamcite.relay.redis.RedisStreamLog.aclose` waits for queued writes
+    to reach Redis before it stops (what is still queued then is lost with the process)."""
     local_delivery: LocalDelivery = "after_write"
     """When this instance's own readers see an entry. ``"after_write"`` (the default): once
     Redis has stored it — no client ever holds an event the shared log lacks, so a resume
@@ -88,6 +91,8 @@ class RedisLogSettings:
             raise ValueError("write_batch >= 1, max_connections >= 1")
         if self.connect_timeout <= 0 or self.command_timeout <= 0:
             raise ValueError("connect_timeout > 0, command_timeout > 0")
+        if self.close_flush < 0:
+            raise ValueError("close_flush >= 0")
         if not self.instance_id or not self.prefix:
             raise ValueError("instance_id and prefix must not be empty")
 

@@ -145,7 +145,7 @@ class RedisStreamLog:
         ]
 
     async def aclose(self, *, release_leases: bool = True) -> None:
-        """Flush queued writes (up to 2 s), release this instance's leases (so readers elsewhere
+        """Flush queued writes (up to ``settings.close_flush``, 2 s), release this instance's leases (so readers elsewhere
         see ``owner_alive=False`` at once instead of after the lease time), stop the tasks and
         close the connections. ``release_leases=False`` leaves the leases to lapse, as a crash
         would (tests use it)."""
@@ -153,7 +153,7 @@ class RedisStreamLog:
             return
         self._closed = True
         if self._started:
-            deadline = time.monotonic() + 2.0
+            deadline = time.monotonic() + self.settings.close_flush
             while self._writer.busy and time.monotonic() < deadline:
                 await self._writer.progress.wait(deadline - time.monotonic(), self._wheel)
             if release_leases:
