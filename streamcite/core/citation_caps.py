@@ -102,11 +102,6 @@ _TEXTS: dict[type, Callable[[Any], tuple[Any, ...]]] = {Citation: attrgetter(*TE
 _STR_OR_NONE = frozenset({str, type(None)})
 
 
-def _utf8_len(text: str) -> int:
-    """The UTF-8 bytes of ``text`` (lone surrogates: three each, as ``surrogatepass``)."""
-    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-
-
 def cap_citation(obj: Any, bounds: StreamBounds) -> tuple[int, list[str]]:
     """Clip a :class:`~streamcite.core.models.Citation` or
     :class:`~streamcite.core.models.CitationSpan` in place to the per-field caps of
@@ -122,7 +117,11 @@ def cap_citation(obj: Any, bounds: StreamBounds) -> tuple[int, list[str]]:
         if _STR_OR_NONE.issuperset(map(type, values)):
             joined = "".join(filter(None, values))
             if len(joined) <= bounds.max_citation_text_chars:
-                n = _utf8_len(joined)
+                n = (
+                    len(joined)
+                    if joined.isascii()
+                    else len(joined.encode("utf-8", "surrogatepass"))
+                )
                 meta = obj.provider_metadata
                 if meta is None:
                     return SPAN_BYTES + n, []
@@ -139,14 +138,18 @@ def _cap_span(span: Any, bounds: StreamBounds) -> tuple[int, list[str]]:
     typed ``Any``: its fields may hold anything (compiled, a field read as its declared
     type would raise on a wrong one instead of handing it to the field-by-field way)."""
     text = span.cited_text
-    if text is None or (text.__class__ is str and len(text) <= bounds.max_citation_text_chars):
-        n = 0 if text is None else _utf8_len(text)
-        meta = span.provider_metadata
-        if meta is None:
-            return SPAN_BYTES + n, []
-        meta, size, why = cap_metadata(meta, bounds.max_metadata_bytes)
-        if why is None:
-            return SPAN_BYTES + n + size, []
+    if text is None:
+        n = 0
+    elif text.__class__ is str and len(text) <= bounds.max_citation_text_chars:
+        n = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+    else:
+        return _cap_fields(span, bounds)
+    meta = span.provider_metadata
+    if meta is None:
+        return SPAN_BYTES + n, []
+    meta, size, why = cap_metadata(meta, bounds.max_metadata_bytes)
+    if why is None:
+        return SPAN_BYTES + n + size, []
     return _cap_fields(span, bounds)
 
 
