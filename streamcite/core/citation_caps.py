@@ -97,11 +97,8 @@ def cap_metadata(meta: Any, limit: int) -> tuple[dict[str, Any] | None, int, str
     return kept, len(orjson.dumps(kept)), why
 
 
-_TEXTS: dict[type, Callable[[Any], tuple[Any, ...]]] = {
-    Citation: attrgetter(*TEXT_FIELDS),
-    CitationSpan: lambda span: (span.cited_text,),
-}
-"""The string fields of the two classes every dialect caps, read in one call."""
+_TEXTS: dict[type, Callable[[Any], tuple[Any, ...]]] = {Citation: attrgetter(*TEXT_FIELDS)}
+"""The string fields of a citation, read in one call (a span has one: :func:`_cap_span`)."""
 _STR_OR_NONE = frozenset({str, type(None)})
 
 
@@ -110,6 +107,8 @@ def cap_citation(obj: Any, bounds: StreamBounds) -> tuple[int, list[str]]:
     :class:`~streamcite.core.models.CitationSpan` in place to the per-field caps of
     ``bounds``: (its cost in bytes, the problems found). Fields it does not have are
     skipped, so a span with or without a passage is held alike."""
+    if obj.__class__ is CitationSpan:
+        return _cap_span(obj, bounds)
     texts = _TEXTS.get(obj.__class__)
     if texts is not None:
         # The common case in one pass: strings (or None) whose sum is within the cap of
@@ -130,6 +129,28 @@ def cap_citation(obj: Any, bounds: StreamBounds) -> tuple[int, list[str]]:
                 if why is None:
                     return SPAN_BYTES + n + size, []
     return _cap_fields(obj, bounds)
+
+
+def _cap_span(span: Any, bounds: StreamBounds) -> tuple[int, list[str]]:
+    """:func:`cap_citation` of a :class:`~streamcite.core.models.CitationSpan`: its one
+    string (its passage) costed without the general pass's reading of a citation's
+    fields, filter and join (a Gemini support makes one span per source). ``span`` is
+    typed ``Any``: its fields may hold anything (compiled, a field read as its declared
+    type would raise on a wrong one instead of handing it to the field-by-field way)."""
+    text = span.cited_text
+    if text is None:
+        n = 0
+    elif text.__class__ is str and len(text) <= bounds.max_citation_text_chars:
+        n = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+    else:
+        return _cap_fields(span, bounds)
+    meta = span.provider_metadata
+    if meta is None:
+        return SPAN_BYTES + n, []
+    meta, size, why = cap_metadata(meta, bounds.max_metadata_bytes)
+    if why is None:
+        return SPAN_BYTES + n + size, []
+    return _cap_fields(span, bounds)
 
 
 def _cap_fields(obj: Any, bounds: StreamBounds) -> tuple[int, list[str]]:

@@ -9,8 +9,6 @@ from streamcite.core.quote import quote
 
 __all__ = ["support_key"]
 
-_PLAIN = frozenset({int, type(None)})
-_INT = frozenset({int})
 _MAX_INDICES = 64
 
 
@@ -27,6 +25,20 @@ def support_key(sup: dict[str, Any]) -> Any:
     seg, ids = sup.get("segment"), sup.get("groundingChunkIndices")
     if type(seg) is dict and type(ids) is list and len(ids) <= _MAX_INDICES:
         a, b, part = seg.get("startIndex"), seg.get("endIndex"), seg.get("partIndex")
-        if _PLAIN.issuperset((type(a), type(b), type(part))) and _INT.issuperset(map(type, ids)):
+        if (
+            (a is None or a.__class__ is int)
+            and (b is None or b.__class__ is int)
+            and (part is None or part.__class__ is int)
+            and _ints(ids)
+        ):
             return (a, b, part, tuple(ids))
     return (quote(seg, 400), quote(ids, 200))
+
+
+def _ints(ids: list[Any]) -> bool:
+    """Every item of ``ids`` is an ``int`` (not a ``bool``: a key by value must not
+    take ``True`` for ``1``)."""
+    for i in ids:  # noqa: SIM110 (a loop: no generator per support)
+        if i.__class__ is not int:
+            return False
+    return True
