@@ -109,3 +109,26 @@ def test_template_is_used_and_switches_off_for_varying_envelopes() -> None:
         q.feed(b"data: " + _payload("w", "c", 0, {"obfuscation": "x" * (i % 7)}) + b"\n\n")
     assert not q._interpreter._tpl.on
     assert q.answer.text == "w" * 50
+
+
+def test_a_bytearray_or_memoryview_read_gives_the_events_of_bytes() -> None:
+    """Reads as a socket's ``recv_into`` gives them: the same events as ``bytes`` (the
+    template loop takes only ``bytes`` items; a bytearray read once made the chat reader
+    fail on its first chunk)."""
+    body = (
+        b"".join(
+            b'data: {"choices":[{"index":0,"delta":{"content":"%s"}}]}\n\n' % w
+            for w in (b"Paris", b" is [1]", b" the", b" capital.")
+        )
+        + b"data: [DONE]\n\n"
+    )
+
+    def events(kind: Any) -> list[Any]:
+        p = ChatStreamParser(dialect="chat")
+        got = [e for k in range(0, len(body), 37) for e in p.feed(kind(body[k : k + 37]))]
+        return [orjson.dumps(e) for e in got + p.close()]
+
+    want = events(bytes)
+    assert len(want) == 5  # four tokens and the ref
+    assert events(bytearray) == want
+    assert events(memoryview) == want

@@ -242,6 +242,8 @@ class ChatStreamParser:
         out: list[Event] = []
         if self._interpreter.done:
             return out
+        if type(data) is not bytes:  # a bytearray or memoryview read: the events are cut
+            data = bytes(data)  # from it, and every reader of them takes bytes
         raw = self._decoder.feed_raw(data)
         if raw:
             try:

@@ -9,7 +9,10 @@ import graph has no circle (``tests/test_core_imports_acyclic.py``), as the dial
 :class:`~streamcite.core.dialects.base.StreamState` keeps theirs. Like httpcore's
 ``_backends/base.py``, it declares every attribute and method those functions touch,
 and nothing else; it exists only for the type checker (never ``isinstance``-checked,
-no cost at run time). Sans-I/O.
+no cost at run time). The keep-mode loop of :mod:`~streamcite.core.fastpath` also reads
+the interpreter as its base class :class:`~streamcite.core.chunk_state.ChunkState`,
+whose attributes the compiled build reads directly (a protocol's are read by name).
+Sans-I/O.
 """
 
 from __future__ import annotations

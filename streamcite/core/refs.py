@@ -97,7 +97,7 @@ class RefStore:
 
     def flush(self) -> None:
         """Move the pending refs into the arrays (the lists are emptied in place: the
-        hot loop holds their ``append``)."""
+        hot loop may hold them)."""
         nums = self.pending_numbers
         if nums:
             n = len(nums)
