@@ -232,8 +232,9 @@ class ChatStreamParser:
     def answer(self) -> CitedAnswer:
         return self.builder.snapshot()
 
-    def feed(self, data: bytes) -> list[Event]:
-        """Events completed by ``data`` (any split of the stream).
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Event]:
+        """Events completed by ``data`` (any split of the stream; a ``bytearray`` or
+        ``memoryview`` read is copied to ``bytes`` first).
 
         The answer's size is checked at each compaction (every :data:`COMPACT_EVERY`
         parts) and after each :data:`SIZE_CHECK_BYTES` fed: beyond
@@ -242,15 +243,15 @@ class ChatStreamParser:
         out: list[Event] = []
         if self._interpreter.done:
             return out
-        if type(data) is not bytes:  # a bytearray or memoryview read: the events are cut
-            data = bytes(data)  # from it, and every reader of them takes bytes
-        raw = self._decoder.feed_raw(data)
+        # The events are cut from the read, and every reader of them takes bytes.
+        chunk = data if type(data) is bytes else bytes(data)
+        raw = self._decoder.feed_raw(chunk)
         if raw:
             try:
                 self._interpreter.feed_raw(raw, out)
             except RecursionError:
                 out.append(self.add_error(_too_deep()))  # the stream goes on
-            fed = self._fed + len(data)
+            fed = self._fed + len(chunk)
             b = self.builder
             # (AnswerBuilder.uncompacted, inline: a relay calls this once per upstream
             # read, and the property call was a tenth of a one-event feed)
