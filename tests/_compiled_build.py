@@ -15,7 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
+import orjson
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,3 +86,23 @@ def pytest_compiled(tree: Path, tests: list[str], *options: str) -> None:
     )
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     assert " passed" in res.stdout
+
+
+def listed_module_files(tree: Path) -> tuple[list[str], list[str]]:
+    """The modules the compiled build lists, and the file each one imports from in a child
+    process with ``tree`` first on the path."""
+    modules = [m.removesuffix(".py").replace("/", ".") for m in builder.compiled_modules()]
+    code = "import importlib, sys\nfor m in sys.argv[1:]:\n    print(importlib.import_module(m).__file__)"
+    res = run(tree, "-c", code, *modules)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return modules, res.stdout.split()
+
+
+def cases_there_and_here(tree: Path, out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``tests/_compiled_cases.py``'s events run with ``tree`` first on the path (written
+    to ``out``), and the same cases run here, on the source."""
+    from tests import _compiled_cases
+
+    res = run(tree, "-m", "tests._compiled_cases", str(out))
+    assert res.returncode == 0, res.stderr[-3000:]
+    return orjson.loads(out.read_bytes()), _compiled_cases.run()

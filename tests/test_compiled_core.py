@@ -14,11 +14,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import orjson
 import pytest
 
-from tests import _compiled_cases
-from tests._compiled_build import ROOT, build, builder, pytest_compiled, run
+from tests._compiled_build import (
+    ROOT,
+    build,
+    cases_there_and_here,
+    listed_module_files,
+    pytest_compiled,
+)
 
 # The core's tests that also run against the compiled build: every test file of the
 # decoder, the dialects, the chunk and delta readers, citations, footnotes and the
@@ -40,11 +44,7 @@ def tree() -> Path:
 
 
 def test_every_listed_module_is_the_compiled_one(tree: Path) -> None:
-    modules = [m.removesuffix(".py").replace("/", ".") for m in builder.compiled_modules()]
-    code = "import importlib, sys\nfor m in sys.argv[1:]:\n    print(importlib.import_module(m).__file__)"
-    res = run(tree, "-c", code, *modules)
-    assert res.returncode == 0, res.stderr[-3000:]
-    files = res.stdout.split()
+    modules, files = listed_module_files(tree)
     assert len(files) == len(modules)
     not_compiled = [f for f in files if not f.endswith(".so")]
     assert not_compiled == []
@@ -52,11 +52,7 @@ def test_every_listed_module_is_the_compiled_one(tree: Path) -> None:
 
 
 def test_same_events_as_the_source(tree: Path, tmp_path: Path) -> None:
-    out = tmp_path / "compiled.json"
-    res = run(tree, "-m", "tests._compiled_cases", str(out))
-    assert res.returncode == 0, res.stderr[-3000:]
-    compiled = orjson.loads(out.read_bytes())
-    pure = _compiled_cases.run()
+    compiled, pure = cases_there_and_here(tree, tmp_path / "compiled.json")
     assert len(pure) >= 400
     assert compiled.keys() == pure.keys()
     differ = [k for k in pure if compiled[k] != pure[k]]

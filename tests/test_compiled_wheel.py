@@ -22,11 +22,15 @@ import sys
 import zipfile
 from pathlib import Path
 
-import orjson
 import pytest
 
-from tests import _compiled_cases
-from tests._compiled_build import ROOT, builder, require_tools, run
+from tests._compiled_build import (
+    ROOT,
+    cases_there_and_here,
+    listed_module_files,
+    require_tools,
+    run,
+)
 
 pytestmark = pytest.mark.timeout(1500)
 
@@ -99,11 +103,7 @@ def test_the_wheel_is_a_platform_wheel_with_its_types(wheel: Path) -> None:
 
 
 def test_every_listed_module_is_the_wheels_extension(site: Path) -> None:
-    modules = [m.removesuffix(".py").replace("/", ".") for m in builder.compiled_modules()]
-    code = "import importlib, sys\nfor m in sys.argv[1:]:\n    print(importlib.import_module(m).__file__)"
-    res = run(site, "-c", code, *modules)
-    assert res.returncode == 0, res.stderr[-3000:]
-    files = res.stdout.split()
+    modules, files = listed_module_files(site)
     assert len(files) == len(modules)
     assert [f for f in files if not (f.endswith(".so") and f.startswith(str(site)))] == []
 
@@ -115,11 +115,7 @@ def test_the_cli_says_the_core_is_compiled(site: Path) -> None:
 
 
 def test_same_events_as_the_source(site: Path, tmp_path: Path) -> None:
-    out = tmp_path / "wheel.json"
-    res = run(site, "-m", "tests._compiled_cases", str(out))
-    assert res.returncode == 0, res.stderr[-3000:]
-    compiled = orjson.loads(out.read_bytes())
-    pure = _compiled_cases.run()
+    compiled, pure = cases_there_and_here(site, tmp_path / "wheel.json")
     assert len(pure) >= 400
     assert compiled.keys() == pure.keys()
     differ = [k for k in pure if compiled[k] != pure[k]]

@@ -122,12 +122,7 @@ def cap_citation(obj: Any, bounds: StreamBounds) -> tuple[int, list[str]]:
                     if joined.isascii()
                     else len(joined.encode("utf-8", "surrogatepass"))
                 )
-                meta = obj.provider_metadata
-                if meta is None:
-                    return SPAN_BYTES + n, []
-                meta, size, why = cap_metadata(meta, bounds.max_metadata_bytes)
-                if why is None:
-                    return SPAN_BYTES + n + size, []
+                return _with_metadata(obj, n, bounds)
     return _cap_fields(obj, bounds)
 
 
@@ -144,13 +139,19 @@ def _cap_span(span: Any, bounds: StreamBounds) -> tuple[int, list[str]]:
         n = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
     else:
         return _cap_fields(span, bounds)
-    meta = span.provider_metadata
+    return _with_metadata(span, n, bounds)
+
+
+def _with_metadata(obj: Any, n: int, bounds: StreamBounds) -> tuple[int, list[str]]:
+    """The cost of ``obj`` whose strings, ``n`` UTF-8 bytes, are within their caps: with
+    its metadata's if that is within its cap too, else field by field (which clips it)."""
+    meta = obj.provider_metadata
     if meta is None:
         return SPAN_BYTES + n, []
-    meta, size, why = cap_metadata(meta, bounds.max_metadata_bytes)
+    _, size, why = cap_metadata(meta, bounds.max_metadata_bytes)
     if why is None:
         return SPAN_BYTES + n + size, []
-    return _cap_fields(span, bounds)
+    return _cap_fields(obj, bounds)
 
 
 def _cap_fields(obj: Any, bounds: StreamBounds) -> tuple[int, list[str]]:

@@ -19,6 +19,8 @@ from bisect import bisect_right
 from itertools import accumulate, repeat
 from operator import add, rshift
 
+from streamcite.core.surrogates import SURROGATE
+
 __all__ = ["OffsetMap", "byte_to_char", "char_to_byte", "char_to_utf16"]
 
 # Conversions answered by re-coding before the tables pay for themselves.
@@ -55,7 +57,7 @@ class OffsetMap:
         self.byte_length = len(self._utf8)
         self._astral = _ASTRAL.search(text) is not None
         self._calls = -1 if tables is False else 0
-        if tables or _SURROGATE.search(text):
+        if tables or SURROGATE.search(text):
             # Re-coding cannot decode a prefix holding a lone surrogate: tables only.
             self._build_tables()
 
@@ -126,7 +128,6 @@ class OffsetMap:
 
 
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")  # characters that are 2 UTF-16 units
-_SURROGATE = re.compile(f"[{chr(0xD800)}-{chr(0xDFFF)}]")  # (chr: mypyc refuses them in literals)
 _UTF8 = repeat("utf-8")
 _SURROGATEPASS = repeat("surrogatepass")
 

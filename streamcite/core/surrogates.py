@@ -32,10 +32,11 @@ __all__ = ["SurrogateJoiner", "fix_surrogates", "loads_lone_surrogates", "scrub_
 
 _ESCAPED = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 """A JSON escape of a UTF-16 surrogate (high ``d800-dbff`` or low ``dc00-dfff``)."""
-# Surrogates written with chr(): mypyc (the optional compiled build) refuses them in
-# string literals.
-_HIGH_FIRST, _HIGH_LAST = chr(0xD800), chr(0xDBFF)
-_SURROGATE = re.compile(f"[{_HIGH_FIRST}-{chr(0xDFFF)}]")
+# The UTF-16 surrogate halves, for the core's modules that test for them. Written with
+# chr(): mypyc (the optional compiled build) refuses them in string literals.
+HIGH_FIRST, HIGH_LAST, LOW_FIRST, LOW_LAST = chr(0xD800), chr(0xDBFF), chr(0xDC00), chr(0xDFFF)
+SURROGATE = re.compile(f"[{HIGH_FIRST}-{LOW_LAST}]")
+"""Any surrogate half (a lone one in a ``str``: JSON's ``\\udXXX`` escapes make them)."""
 
 
 def _reject_constant(name: str) -> Any:
@@ -58,7 +59,7 @@ def loads_lone_surrogates(payload: bytes) -> Any | None:
 def fix_surrogates(text: str) -> tuple[str, int]:
     """``text`` with its surrogate pairs joined into their characters and each lone
     surrogate replaced by U+FFFD; and the number of lone ones."""
-    if _SURROGATE.search(text) is None:
+    if SURROGATE.search(text) is None:
         return text, 0
     fixed = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return fixed, _lone_count(text, fixed)
@@ -83,10 +84,10 @@ class SurrogateJoiner:
         Returns the text and the number of lone surrogates replaced."""
         held = self.held.pop(key, "")
         text = held + text
-        if text and _HIGH_FIRST <= text[-1] <= _HIGH_LAST:
+        if text and HIGH_FIRST <= text[-1] <= HIGH_LAST:
             self.held[key] = text[-1]
             text = text[:-1]
-        if _SURROGATE.search(text) is None:
+        if SURROGATE.search(text) is None:
             return text, 0
         fixed = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
         return fixed, _lone_count(text, fixed)
@@ -103,7 +104,7 @@ def scrub_surrogates(obj: Any) -> tuple[Any, int]:
 
     def fix(s: str) -> str:
         nonlocal lone
-        if _SURROGATE.search(s) is None:
+        if SURROGATE.search(s) is None:
             return s
         fixed = s.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
         lone += _lone_count(s, fixed)
@@ -117,7 +118,7 @@ def scrub_surrogates(obj: Any) -> tuple[Any, int]:
         if isinstance(node, dict):
             for k in list(node):
                 v = node[k]
-                if isinstance(k, str) and _SURROGATE.search(k) is not None:
+                if isinstance(k, str) and SURROGATE.search(k) is not None:
                     del node[k]
                     k = fix(k)
                     node[k] = v

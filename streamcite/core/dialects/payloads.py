@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamcite.core.surrogates import fix_surrogates
+from streamcite.core.surrogates import HIGH_FIRST, HIGH_LAST, LOW_FIRST, LOW_LAST, fix_surrogates
 
 __all__ = ["astral", "fix_strings", "status_retryable"]
 
@@ -41,10 +41,6 @@ def status_retryable(code: str, status: int | None) -> bool:
     return code in _RETRYABLE or (status is not None and (status == 429 or status >= 500))
 
 
-# Surrogate halves (chr: mypyc, the optional compiled build, refuses them in literals).
-_HIGH_FIRST, _HIGH_LAST, _LOW_FIRST, _LOW_LAST = chr(0xD800), chr(0xDBFF), chr(0xDC00), chr(0xDFFF)
-
-
 def astral(s: str) -> int:
     """Characters of ``s`` beyond the BMP (each two UTF-16 units)."""
     return 0 if s.isascii() else (len(s.encode("utf-16-le", "surrogatepass")) >> 1) - len(s)
@@ -65,10 +61,8 @@ def fix_strings(obj: dict[str, Any]) -> int:
                 stack.append(v)
             elif isinstance(v, str):
                 if k in _TEXT_KEYS and isinstance(node, dict):
-                    head = v[:1] if v[:1] and _LOW_FIRST <= v[0] <= _LOW_LAST else ""
-                    tail = (
-                        v[-1:] if len(v) > len(head) and _HIGH_FIRST <= v[-1] <= _HIGH_LAST else ""
-                    )
+                    head = v[:1] if v[:1] and LOW_FIRST <= v[0] <= LOW_LAST else ""
+                    tail = v[-1:] if len(v) > len(head) and HIGH_FIRST <= v[-1] <= HIGH_LAST else ""
                     inner, n = fix_surrogates(v[len(head) : len(v) - len(tail)])
                     node[k] = head + inner + tail
                 else:
