@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamcite.core.answer_fields import LazyParts, timings_copy
+from streamcite.core.answer_fields import LazyParts
 from streamcite.core.answer_fold import FOLD, MAX_CLAIMS
 from streamcite.core.bounds import (
     ANSWER_TOO_LARGE,
@@ -32,13 +32,11 @@ from streamcite.core.models import (
     Timings,
     ToolCall,
     Usage,
-    refs_slot,
+    answer_of,
+    timings_of,
 )
 from streamcite.core.refs import CitationRefs, RefStore
 from streamcite.core.sources import QuotedSource
-
-_new = object.__new__
-_REFS_SLOT = refs_slot()
 
 __all__ = ["COMPACT_EVERY", "MAX_CLAIMS", "MAX_ERRORS", "AnswerBuilder", "StreamBounds"]
 
@@ -304,10 +302,11 @@ class AnswerBuilder(LazyParts):
         """The answer as known now (compacts the text and shares it with the answer: the
         next compaction copies it once; cheap enough to call per UI frame).
 
-        Built field by field (no ``__init__``: 22 keyword arguments and a property store
-        were most of a short stream's ``done``), from the slots: a field the stream never
-        used is a new empty one, made without a call; an answer without footnote refs or
-        sources skips the dangling and uncited passes' sets."""
+        Built without ``__init__`` (its keyword arguments, default factories and property
+        store were most of a short stream's ``done``) by :func:`answer_of`, positionally,
+        from the slots: a field the stream never used is a new empty one, made without a
+        call; an answer without footnote refs or sources skips the dangling and uncited
+        passes' sets."""
         citations = self.citations
         refs = self._refs
         if citations or self._sources or self._refs_seen or (refs is not None and len(refs)):
@@ -316,34 +315,34 @@ class AnswerBuilder(LazyParts):
             view, dangling, uncited = None, [], []
         self.compact()
         text = self._text
-        a = _new(CitedAnswer)
-        a.text = text
-        a.display_text = text if self.display_is_text else self._display
-        a.finish_reason = self.finish_reason
-        a.id = self.id
-        a.model = self.model
-        a.citations = [*citations] if citations else []
-        _REFS_SLOT.__set__(a, [] if view is None else view)  # a list on first read
-        a.dangling_refs = dangling
-        a.uncited_documents = uncited
-        a.sources = [*self._sources] if self._sources else []
-        a.grounding = self.grounding
-        a.usage = self.usage
-        a.errors = [*self._errors] if self._errors else []
-        a.timings = timings_copy(self._timings)
-        a.complete = self.complete
-        a.reasoning_text = self._reasoning_text
         tcs = self.tool_calls
-        a.tool_calls = [copy_tool_call(tcs[k]) for k in sorted(tcs)] if tcs else []
-        a.refusal = self._refusal_text
-        a.references = [*self._references] if self._references else []
-        a.citation_spans = [*self.citation_spans] if self.citation_spans else []
-        a.errors_dropped = self.errors_dropped
-        a.enrichment_skipped = self.enrichment_skipped
-        a.claims = [*self._claims] if self._claims else []
-        a.skipped_types = {**self.skipped_types} if self.skipped_types else {}
-        a.provider_tools = [*self._provider_tools] if self._provider_tools else []
-        return a
+        return answer_of(
+            text,
+            text if self.display_is_text else self._display,
+            self.finish_reason,
+            self.id,
+            self.model,
+            [*citations] if citations else [],
+            [] if view is None else view,  # a list on first read
+            dangling,
+            uncited,
+            [*self._sources] if self._sources else [],
+            self.grounding,
+            self.usage,
+            [*self._errors] if self._errors else [],
+            timings_of(self._timings),
+            self.complete,
+            self._reasoning_text,
+            [copy_tool_call(tcs[k]) for k in sorted(tcs)] if tcs else [],
+            self._refusal_text,
+            [*self._references] if self._references else [],
+            [*self.citation_spans] if self.citation_spans else [],
+            self.errors_dropped,
+            self.enrichment_skipped,
+            [*self._claims] if self._claims else [],
+            {**self.skipped_types} if self.skipped_types else {},
+            [*self._provider_tools] if self._provider_tools else [],
+        )
 
     def _ref_passes(
         self, citations: list[Citation] | None

@@ -1,5 +1,5 @@
-"""How :class:`~streamcite.core.answer.AnswerBuilder` keeps what a stream may never use,
-and the timings copy of its snapshot. Sans-I/O.
+"""How :class:`~streamcite.core.answer.AnswerBuilder` keeps what a stream may never use.
+Sans-I/O.
 
 A short real answer (a few dozen events) paid about as much for its builder and its
 ``done`` snapshot as for its text: every list, dict and the citation-ref store made for
@@ -10,15 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamcite.core._fields import expect_fields
 from streamcite.core.events import ClaimEvent, ErrorEvent, ProviderToolEvent
 from streamcite.core.models import Timings
 from streamcite.core.refs import RefStore
 from streamcite.core.sources import QuotedSource
 
-__all__ = ["LazyParts", "timings_copy"]
-
-_new = object.__new__
+__all__ = ["LazyParts"]
 
 
 class LazyParts:
@@ -138,32 +135,3 @@ class LazyParts:
     @provider_tools.setter
     def provider_tools(self, value: list[ProviderToolEvent]) -> None:
         self._provider_tools = value
-
-
-def timings_copy(t: Timings | None) -> Timings:
-    """A copy of ``t`` (None: new timings), made without ``__init__`` (its seven keyword
-    defaults cost as much as a fifth of a snapshot)."""
-    c = _new(Timings)
-    if t is None:
-        c.ttft_ms = c.stream_ms = c.citations_ms = c.sources_ms = None
-        c.grounding_ms = c.total_ms = c.first_claim_ms = None
-    else:
-        c.ttft_ms, c.stream_ms, c.citations_ms = t.ttft_ms, t.stream_ms, t.citations_ms
-        c.sources_ms, c.grounding_ms, c.total_ms = t.sources_ms, t.grounding_ms, t.total_ms
-        c.first_claim_ms = t.first_claim_ms
-    return c
-
-
-expect_fields(
-    Timings,
-    [
-        "ttft_ms",
-        "stream_ms",
-        "citations_ms",
-        "sources_ms",
-        "grounding_ms",
-        "total_ms",
-        "first_claim_ms",
-    ],
-    "answer_fields.py (timings_copy)",
-)

@@ -24,8 +24,10 @@ __all__ = [
     "Timings",
     "ToolCall",
     "Usage",
+    "answer_of",
     "refs_slot",
     "set_lazy_citation_refs",
+    "timings_of",
 ]
 
 
@@ -293,3 +295,101 @@ def refs_slot() -> Any:
 def set_lazy_citation_refs(answer: CitedAnswer, refs: LazyList) -> None:
     """Store ``refs`` as ``answer.citation_refs``, made into a list on first read."""
     _REFS_SLOT.__set__(answer, refs)
+
+
+# -- building an answer without __init__ (every stream's ``done``) -------------------
+# These stay interpreted on purpose (this module is not compiled): in the interpreter
+# each store below is one specialised slot store, where compiled code storing into an
+# interpreted class goes through the generic setattr (24 of them were most of a compiled
+# ``done``). Keyword arguments and ``__init__``'s default factories cost more still.
+
+_new = object.__new__
+
+
+def answer_of(  # one positional argument per field, in field order
+    text: str,
+    display_text: str,
+    finish_reason: str | None,
+    id: str | None,
+    model: str | None,
+    citations: list[Citation],
+    citation_refs: list[CitationRef] | LazyList,
+    dangling_refs: list[int],
+    uncited_documents: list[int],
+    sources: list[QuotedSource],
+    grounding: GroundingResult | None,
+    usage: Usage | None,
+    errors: list[Any],
+    timings: Timings,
+    complete: bool,
+    reasoning_text: str,
+    tool_calls: list[ToolCall],
+    refusal: str | None,
+    references: list[Any],
+    citation_spans: list[CitationSpan],
+    errors_dropped: int,
+    enrichment_skipped: str | None,
+    claims: list[Any],
+    skipped_types: dict[str, int],
+    provider_tools: list[Any],
+) -> CitedAnswer:
+    """A :class:`CitedAnswer` of these fields, stored as given (a :class:`LazyList`
+    ``citation_refs`` becomes a list on first read)."""
+    a = _new(CitedAnswer)
+    a.text = text
+    a.display_text = display_text
+    a.finish_reason = finish_reason
+    a.id = id
+    a.model = model
+    a.citations = citations
+    _REFS_SLOT.__set__(a, citation_refs)
+    a.dangling_refs = dangling_refs
+    a.uncited_documents = uncited_documents
+    a.sources = sources
+    a.grounding = grounding
+    a.usage = usage
+    a.errors = errors
+    a.timings = timings
+    a.complete = complete
+    a.reasoning_text = reasoning_text
+    a.tool_calls = tool_calls
+    a.refusal = refusal
+    a.references = references
+    a.citation_spans = citation_spans
+    a.errors_dropped = errors_dropped
+    a.enrichment_skipped = enrichment_skipped
+    a.claims = claims
+    a.skipped_types = skipped_types
+    a.provider_tools = provider_tools
+    return a
+
+
+def timings_of(t: Timings | None) -> Timings:
+    """A copy of ``t`` (None: new timings, all ``None``), made without ``__init__``."""
+    c = _new(Timings)
+    if t is None:
+        c.ttft_ms = c.stream_ms = c.citations_ms = c.sources_ms = None
+        c.grounding_ms = c.total_ms = c.first_claim_ms = None
+    else:
+        c.ttft_ms, c.stream_ms, c.citations_ms = t.ttft_ms, t.stream_ms, t.citations_ms
+        c.sources_ms, c.grounding_ms, c.total_ms = t.sources_ms, t.grounding_ms, t.total_ms
+        c.first_claim_ms = t.first_claim_ms
+    return c
+
+
+def _check_fields() -> None:
+    """Hold the hand-built constructors above to the classes' fields (import time)."""
+    from dataclasses import fields
+    from inspect import signature
+
+    for cls, built in ((CitedAnswer, answer_of),):
+        names = [f.name for f in fields(cls)]
+        if list(signature(built).parameters) != names:
+            raise ImportError(f"models.py: {built.__name__} must take {cls.__name__}'s fields")
+    t = [f.name for f in fields(Timings)]
+    if t != ["ttft_ms", "stream_ms", "citations_ms", "sources_ms", "grounding_ms",
+             "total_ms", "first_claim_ms"]:  # fmt: skip
+        raise ImportError("models.py: timings_of must copy Timings' fields")
+
+
+_check_fields()

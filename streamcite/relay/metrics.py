@@ -56,9 +56,18 @@ class _Counts(Counter[str]):
 
     def __init__(self, metric: Any, *, initial: tuple[str, ...] = ()) -> None:
         self._metric = metric
+        self._children: dict[str, Any] = {}
+        """Label value → its child metric (``labels()`` takes a lock and builds a tuple:
+        every stream's end counted one); bounded as the label values are."""
         super().__init__()
         for key in initial:
-            metric.labels(key)  # exposed at 0 from the start
+            self._child(key)  # exposed at 0 from the start
+
+    def _child(self, key: str) -> Any:
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = self._metric.labels(key)
+        return child
 
     def __setitem__(self, key: str, value: int) -> None:
         delta = value - self[key]
@@ -67,7 +76,7 @@ class _Counts(Counter[str]):
             value = self[key] + delta
         super().__setitem__(key, value)
         if delta:
-            self._metric.labels(key).inc(delta)
+            self._child(key).inc(delta)
 
 
 class _Scalar:
