@@ -333,6 +333,16 @@ class ChatStreamParser:
         return ev
 
 
+def parser_for(
+    dialect: Dialect, marker_mode: MarkerMode = "keep", bounds: StreamBounds = DEFAULT_BOUNDS
+) -> ChatStreamParser:
+    """``ChatStreamParser(marker_mode, bounds=bounds, dialect=dialect)`` with positional
+    arguments: what the pipeline makes for every stream (in the compiled build a call
+    with keyword arguments is parsed by name, a quarter of a parser's creation; this
+    one's call to the class is a direct one)."""
+    return ChatStreamParser(marker_mode, None, bounds, dialect=dialect)
+
+
 def iter_events(
     chunks: Iterable[bytes], *, marker_mode: MarkerMode = "keep", dialect: Dialect = "auto"
 ) -> Iterator[Event]:

@@ -32,6 +32,7 @@ Pure functions: no I/O here.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -130,6 +131,11 @@ def api_base(base_url: str, api: str) -> str:
     return api_root(root, api)
 
 
+_api_base_of = functools.lru_cache(maxsize=64)(api_base)
+""":func:`api_base`, kept per base URL and API: every stream of a relay asks it again
+(two URL splits), and the answer is a string."""
+
+
 def api_root(server_root: str, api: str) -> str:
     """The API root of ``api`` on a server (its SDK's base URL), e.g. the embedded backend.
 
@@ -176,7 +182,7 @@ def prepare_request(
     (b'{"contents":[]}', ['Content-Type', 'x-goog-api-key'])
     """
     api = check_api(api)
-    root = api_base(base_url, api)
+    root = _api_base_of(base_url, api) if type(base_url) is str else api_base(base_url, api)
     model = request.get("model")
     out: dict[str, str] = {"Content-Type": "application/json"}
     if api == "anthropic":

@@ -10,13 +10,14 @@ the stage modules: :mod:`~streamcite.pipeline.opening` (request, status, retries
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
-from streamcite.core.api import ChatStreamParser
+from streamcite.core.api import parser_for
 from streamcite.core.bounds import DEFAULT_BOUNDS, StreamBounds
 from streamcite.core.enricher import Enricher
 from streamcite.core.events import ErrorEvent, Event, GroundingEvent, TokenEvent
@@ -108,22 +109,16 @@ class ChatStream:
         self.retries = retries
         self.response_headers: Mapping[str, str] = {}
         self._transport = make_transport(transport, session)
-        self._parser = ChatStreamParser(marker_mode, dialect=self.api, bounds=bounds)
+        self._parser = parser_for(self.api, marker_mode, bounds)
         self._headers = prepared.headers
         self._body = prepared.body
-        secrets = header_secrets(self._headers.items())
-        parts = urlsplit(self.url)
-        host = f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
+        redactor, host = _redaction(tuple(self._headers.items()), self.url)
         self._host = host  # never the userinfo of the URL
-        if parts.password:
-            secrets.append(parts.password)
         self._log = _log.bind(
             stream_id=self.stream_id, upstream=host, model=prepared.model, api=self.api
         )
         self._budget = Budget(timeouts)
-        self._rec = Recorder(
-            self._parser, self._budget, self._log, Redactor(secrets), self._start_enrichers
-        )
+        self._rec = Recorder(self._parser, self._budget, self._log, redactor, self._start_enrichers)
         self._enrichment = EnrichmentStage(
             after,
             name=self.stream_id,
@@ -335,6 +330,22 @@ class ChatStream:
         if resp is not None:
             await resp.aclose()
         await self._transport.aclose()
+
+
+@functools.lru_cache(maxsize=32)
+def _redaction(headers: tuple[tuple[str, str], ...], url: str) -> tuple[Redactor, str]:
+    """The redactor of a request's secrets (its credential headers' values, the URL's
+    password) and its host as logged (never the URL's userinfo).
+
+    Kept per headers and URL: every stream of a relay (or of an application's client)
+    sends the same, and a redactor compiles a pattern of each secret's prefixes. A
+    redactor holds nothing but its patterns: shared, it is the same for every stream."""
+    secrets = header_secrets(headers)
+    parts = urlsplit(url)
+    if parts.password:
+        secrets.append(parts.password)
+    host = f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
+    return Redactor(secrets), host
 
 
 stream_chat = ChatStream

@@ -16,6 +16,23 @@ _SSE_HEADERS = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
 """Sent on every request, as httpx-sse (the httpx transport) does."""
 
 
+_TIMEOUTS: dict[float | None, aiohttp.ClientTimeout] = {}
+"""The request timeouts by connect limit (one or two values in practice: the streams'
+``Timeouts.connect``, or less of a nearly spent ``total``); at most 16 kept."""
+
+
+def _client_timeout(connect: float | None) -> aiohttp.ClientTimeout:
+    """The (frozen, so shared) ``ClientTimeout`` of a request whose connect limit is
+    ``connect``: made once, not per stream."""
+    timeout = _TIMEOUTS.get(connect)
+    if timeout is None:
+        if len(_TIMEOUTS) >= 16:
+            _TIMEOUTS.clear()
+        timeout = aiohttp.ClientTimeout(total=None, connect=connect, sock_read=None)
+        _TIMEOUTS[connect] = timeout
+    return timeout
+
+
 def mime_essence(header: str) -> str:
     """The MIME type of a Content-Type header value, as Fetch extracts it: of the
     comma-separated values, the last valid ``type/subtype`` (``*/*`` skipped),
@@ -119,7 +136,7 @@ class AiohttpTransport:
     ) -> _Response:
         if self._session is None:
             self._session = aiohttp.ClientSession(auto_decompress=True)
-        timeout = aiohttp.ClientTimeout(total=None, connect=connect_timeout, sock_read=None)
+        timeout = _client_timeout(connect_timeout)
         try:
             resp = await self._session.post(
                 url,
