@@ -21,7 +21,6 @@ from streamcite.core.models import (
     ToolCall,
     Usage,
     answer_of,
-    timings_of,
 )
 from streamcite.core.refs import RefStore
 from streamcite.core.sources import QuotedSource, SourceChunk, SourceDocument
@@ -89,9 +88,12 @@ def test_answer_of_keeps_lazy_refs_lazy_until_read() -> None:
     assert built.citation_refs is built.citation_refs
 
 
-def test_timings_of_copies_every_field_and_none_is_new_timings() -> None:
+def test_answer_of_copies_the_timings_and_none_is_new_timings() -> None:
+    values = _values()
     t = Timings(*(float(i) for i in range(len(dataclasses.fields(Timings)))))
-    c = timings_of(t)
+    values["timings"] = t
+    c = answer_of(*values.values()).timings  # type: ignore[arg-type]
     assert c == t and c is not t and repr(c) == repr(t)
-    assert timings_of(None) == Timings()
-    assert timings_of(None) is not timings_of(None)
+    values["timings"] = None
+    a, b = answer_of(*values.values()), answer_of(*values.values())  # type: ignore[arg-type]
+    assert a.timings == Timings() and a.timings is not b.timings

@@ -33,7 +33,6 @@ from streamcite.core.models import (
     ToolCall,
     Usage,
     answer_of,
-    timings_of,
 )
 from streamcite.core.refs import CitationRefs, RefStore
 from streamcite.core.sources import QuotedSource
@@ -330,7 +329,7 @@ class AnswerBuilder(LazyParts):
             self.grounding,
             self.usage,
             [*self._errors] if self._errors else [],
-            timings_of(self._timings),
+            self._timings,  # (copied)
             self.complete,
             self._reasoning_text,
             [copy_tool_call(tcs[k]) for k in sorted(tcs)] if tcs else [],
