@@ -222,6 +222,9 @@ def relay_main(
             max_connections=n + 16,
             shutdown_grace=0.0,
             heartbeat_interval=30.0,
+            # STREAMCITE_BENCH_UPSTREAM=aiohttp: the relay's upstream requests on aiohttp
+            # (default: push when httptools is installed, as the relay chooses)
+            upstream_transport=os.environ.get("STREAMCITE_BENCH_UPSTREAM", "auto"),
             **({"tune_gc": True} if gc_mode == "tuned" else {}),  # as `streamcite relay` runs
         )
         log: Any = None
