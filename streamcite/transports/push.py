@@ -67,6 +67,12 @@ def _lost(message: str) -> TransportError:
     return TransportError(message, code="connection_lost", stage="http")
 
 
+def _head_too_large() -> TransportError:
+    return TransportError(
+        "response head too large", code="protocol_error", stage="http", retryable=False
+    )
+
+
 class _Connection(asyncio.Protocol):
     """One HTTP/1.1 connection: the response of one request at a time."""
 
@@ -77,6 +83,7 @@ class _Connection(asyncio.Protocol):
         self.closed = False
         self.reused = False
         self.idle_since = 0.0
+        self.paused = False
         self._begin()
 
     def _begin(self) -> None:
@@ -85,6 +92,8 @@ class _Connection(asyncio.Protocol):
         self.status = 0
         self.headers: CIMultiDict[str] = CIMultiDict()
         self.head_bytes = 0
+        self.before_head = 0
+        """Bytes fed before the final head was complete (1xx answers included)."""
         self.head: asyncio.Future[None] = self.loop.create_future()
         self.interim = False
         self.got_bytes = False
@@ -97,7 +106,6 @@ class _Connection(asyncio.Protocol):
         self.to_close = False
         """The body ends when the connection closes (no length, not chunked)."""
         self.failure: TransportError | None = None
-        self.paused = False
 
     # -- asyncio.Protocol --------------------------------------------------------------
 
@@ -106,8 +114,17 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.got_bytes = True
+        if self.complete:  # no request waits for these bytes: the connection is not kept
+            self._retire()
+            return
         try:
             self.parser.feed_data(data)
+            if not self.head.done():
+                # httptools gathers a header whole before ``on_header``: bound the bytes
+                # of an unfinished head (and of 1xx answers) here, not after the fact
+                self.before_head += len(data)
+                if self.before_head > MAX_HEAD_BYTES:
+                    self._fail(_head_too_large())
         except httptools.HttpParserCallbackError as exc:
             cause = exc.__context__
             failure = cause if isinstance(cause, TransportError) else _lost(f"{exc}")
@@ -146,12 +163,15 @@ class _Connection(asyncio.Protocol):
 
     # -- httptools callbacks -----------------------------------------------------------
 
+    def on_message_begin(self) -> None:
+        if self.complete:  # a second response in the read that ended the first one:
+            self._retire()  # not this request's (parsing stops here: nothing is buffered)
+            raise _lost("a response nobody asked for")
+
     def on_header(self, name: bytes, value: bytes) -> None:
         self.head_bytes += len(name) + len(value) + 4
         if self.head_bytes > MAX_HEAD_BYTES or len(self.headers) >= MAX_HEADERS:
-            raise TransportError(
-                "response head too large", code="protocol_error", stage="http", retryable=False
-            )
+            raise _head_too_large()
         self.headers.add(name.decode("latin-1"), value.decode("latin-1"))
 
     def on_headers_complete(self) -> None:
@@ -216,6 +236,11 @@ class _Connection(asyncio.Protocol):
         elif self.sink is not None:
             self.sink.end(failure)
         self._wake()
+        self.close()
+
+    def _retire(self) -> None:
+        """The server spoke out of turn: not reused (its response, if any, ended)."""
+        self.keep_alive = False
         self.close()
 
     def _wake(self) -> None:
@@ -292,6 +317,7 @@ class ConnectionPool:
         if len(idle) >= self.max_idle:
             conn.close()
             return
+        conn.resume_reading()  # (paused by a sink: a closing server must be seen while idle)
         conn.idle_since = conn.loop.time()
         idle.append(conn)
 
@@ -384,6 +410,8 @@ class PushResponse(PushBody):
         conn = self._conn
         conn.sink = None
         if not (conn.complete or conn.closed or conn.failure is not None):
+            if conn.buffered <= _DRAIN_BYTES:
+                conn.resume_reading()  # (a sink paused it: the rest cannot come otherwise)
             # The answer ended ([DONE]) before its body did: the body's last bytes (the
             # chunked terminator) are on their way; a moment's wait keeps the connection
             try:
@@ -423,7 +451,8 @@ def _request_head(url: str, headers: Mapping[str, str], body_len: int) -> tuple[
     parts = urlsplit(url)
     scheme = parts.scheme
     if scheme not in ("http", "https") or not parts.hostname:
-        raise TransportError(f"not an http(s) URL: {quote(url, 120)}", code="connect_failed")
+        shown = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+        raise TransportError(f"not an http(s) URL: {quote(shown, 120)}", code="connect_failed")
     port = parts.port or (443 if scheme == "https" else 80)
     host = parts.hostname
     host_header = f"[{host}]" if ":" in host else host

@@ -1,0 +1,376 @@
+"""A hostile review of the push transport: what a server may do to it, and what the relay's
+push mode must keep as the pull mode (aiohttp) does.
+
+Real loopback servers only (raw asyncio servers on 127.0.0.1 port 0 for the shapes a
+well-behaved server does not send, the relay's own fake upstream otherwise); every wait is
+bounded, and servers report what they saw through events, never through sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+
+pytest.importorskip("httptools")
+
+from streamcite.core.events import FinishEvent, TokenEvent
+from streamcite.pipeline import stream_chat
+from streamcite.pipeline.timeouts import Timeouts
+from streamcite.transports.base import TransportError
+from streamcite.transports.push import MAX_HEAD_BYTES, ConnectionPool, PushTransport
+from tests._relay_fixtures import chunk_frame, relay, ws_client
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+@contextlib.asynccontextmanager
+async def raw_upstream(handle: Handler) -> AsyncIterator[str]:
+    async def guarded(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        try:
+            await handle(r, w)
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            pass
+        finally:
+            w.close()
+
+    server = await asyncio.start_server(guarded, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.close()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(server.wait_closed(), 5)
+
+
+async def _request(r: asyncio.StreamReader) -> bytes:
+    head = await r.readuntil(b"\r\n\r\n")
+    length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+    await r.readexactly(length)
+    return head
+
+
+_SSE_HEAD = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+)
+
+
+def _chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+_BODY = {"model": "m", "messages": [{"role": "user", "content": "q"}]}
+
+
+async def _answer(url: str, transport: Any, **kw: Any) -> Any:
+    async with stream_chat(_BODY, base_url=url, transport=transport, retries=0, **kw) as s:
+        return await s.until_done()
+
+
+# -- the pool: what a connection may be in when it is kept ----------------------------------
+
+
+async def test_a_stream_closed_at_its_finish_pools_no_paused_connection() -> None:
+    """The finish chunk is handed to the task with reading paused; a consumer that stops
+    there (a relay stream cancelled, a caller that breaks at the finish) closes the
+    response with the body complete: the connection went to the pool still paused, and
+    ``_begin`` forgot the pause, so the next request on it was never read (it hung until
+    its first-token timeout)."""
+
+    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        while True:
+            await _request(r)
+            w.write(_SSE_HEAD + _chunk(chunk_frame("tok")))
+            await w.drain()
+            tail = chunk_frame(None, "stop") + b"data: [DONE]\n\n"
+            w.write(_chunk(tail) + _chunk(b""))  # finish, [DONE], terminator: one read
+            await w.drain()
+
+    pool = ConnectionPool()
+    try:
+        async with raw_upstream(handle) as url, asyncio.timeout(15):
+            stream = stream_chat(_BODY, base_url=url, transport=pool.transport(), retries=0)
+            batches: Any = stream.batches()
+            batches.take_tokens(lambda evs: True)
+            async for batch in batches:
+                if any(type(e) is FinishEvent for e in batch):
+                    break  # the finish went to the task: stop there
+            await stream.aclose()
+            timeouts = Timeouts(first_token=3.0)
+            answer = await _answer(url, pool.transport(), timeouts=timeouts)
+    finally:
+        pool.close()
+    assert answer.text == "tok" and not answer.errors, answer.errors
+    assert pool.opened == 1  # the kept connection served the second request
+
+
+async def test_unsolicited_bytes_on_an_idle_connection_retire_it() -> None:
+    """A server that writes to a connection no request is waiting on (here a second
+    response right after the first): the connection is not kept for the next request."""
+    served = 0
+
+    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        nonlocal served
+        while True:
+            await _request(r)
+            served += 1
+            text = f"answer{served}"
+            body = chunk_frame(text) + chunk_frame(None, "stop") + b"data: [DONE]\n\n"
+            smuggled = chunk_frame("SMUGGLED") + b"data: [DONE]\n\n"
+            w.write(
+                _SSE_HEAD
+                + _chunk(body)
+                + _chunk(b"")
+                + b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                + b"Content-Length: %d\r\n\r\n" % len(smuggled)
+                + smuggled
+            )
+            await w.drain()
+
+    pool = ConnectionPool()
+    try:
+        async with raw_upstream(handle) as url, asyncio.timeout(15):
+            first = await _answer(url, pool.transport())
+            second = await _answer(url, pool.transport())
+    finally:
+        pool.close()
+    assert (first.text, second.text) == ("answer1", "answer2")
+    assert pool.opened == 2, "a connection that spoke out of turn was kept"
+
+
+# -- hostile heads: bounded memory, typed errors --------------------------------------------
+
+
+async def _endless(url_handle: Handler, transport: Any) -> tuple[list[str], int]:
+    async with raw_upstream(url_handle) as url, asyncio.timeout(20):
+        answer = await _answer(url, transport, timeouts=Timeouts(first_token=4.0))
+    return [e.code for e in answer.errors], 0
+
+
+@pytest.mark.parametrize("shape", ["header", "interim"])
+async def test_an_endless_head_is_refused_before_it_is_buffered(shape: str) -> None:
+    """A header value that never ends (httptools gathers a header before its callback: the
+    per-header bound came after the whole value was in memory), or 1xx answers without
+    end: refused once the bytes before the final head pass ``MAX_HEAD_BYTES``, as
+    aiohttp refuses a long line, not at the first-token timeout."""
+    sent = 0
+    cap = 64 * MAX_HEAD_BYTES  # what the server would send if never stopped
+
+    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        nonlocal sent
+        await _request(r)
+        if shape == "header":
+            w.write(b"HTTP/1.1 200 OK\r\nX-Endless: ")
+            piece = b"a" * 8192
+        else:
+            piece = b"HTTP/1.1 100 Continue\r\n\r\n" * 256
+        while sent < cap:
+            w.write(piece)
+            sent += len(piece)
+            await w.drain()
+        await r.read()  # until the client closes
+
+    codes, _ = await _endless(handle, PushTransport())
+    assert codes == ["protocol_error"], codes
+    assert sent < cap
+
+
+# -- secrets ----------------------------------------------------------------------------------
+
+
+async def test_a_refused_url_does_not_show_its_password() -> None:
+    transport = PushTransport()
+    for url in ("ftp://user:s3cr3t-pw@127.0.0.1/v1", "http://user:s3cr3t-pw@/v1"):
+        with pytest.raises(TransportError) as info:
+            await transport.open(url, {}, b"{}", 1.0)
+        assert "s3cr3t-pw" not in str(info.value)
+        assert "s3cr3t-pw" not in repr(info.value)
+    await transport.aclose()
+
+
+# -- the stream's end: cancelled mid-stream ---------------------------------------------------
+
+
+async def test_a_stream_cancelled_mid_body_closes_its_connection_and_pushes_no_more() -> None:
+    """Cancelled while the server still streams: the connection is closed (the server sees
+    it go), not pooled, and the sink gets nothing after the cancel."""
+    streaming = asyncio.Event()
+    server_saw_close = asyncio.Event()
+
+    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        await _request(r)
+        w.write(_SSE_HEAD)
+        try:
+            for i in range(100_000):
+                w.write(_chunk(chunk_frame(f" t{i}")))
+                await w.drain()
+                if i == 20:
+                    streaming.set()
+                await asyncio.sleep(0)
+        except ConnectionError:
+            server_saw_close.set()
+            raise
+
+    pool = ConnectionPool()
+    taken: list[int] = []
+    after_cancel: list[int] = []
+    cancelled = False
+
+    def sink(evs: list[TokenEvent]) -> bool:
+        (after_cancel if cancelled else taken).append(len(evs))
+        return True
+
+    try:
+        async with raw_upstream(handle) as url, asyncio.timeout(15):
+            stream = stream_chat(_BODY, base_url=url, transport=pool.transport(), retries=0)
+
+            async def consume() -> None:
+                batches: Any = stream.batches()
+                batches.take_tokens(sink)
+                async for _ in batches:
+                    pass
+
+            task = asyncio.create_task(consume())
+            await streaming.wait()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            cancelled = True  # the task has seen it: the stream's reading is over
+            await stream.aclose()
+            await server_saw_close.wait()
+    finally:
+        pool.close()
+    assert taken and not after_cancel
+    assert not any(pool._idle.values())
+
+
+# -- deadlines: push mode fires them as pull mode does ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("timeouts", "shape", "expected"),
+    [
+        # keep-alive comments only: reads without a token do not restart the deadline
+        (Timeouts(first_token=0.4), "comments", "first_token_timeout"),
+        (Timeouts(idle=0.4, first_token=5.0), "two_then_silence", "idle_timeout"),
+        # keep-alive comments after a token: each read restarts the idle deadline
+        (Timeouts(idle=5.0, total=0.8, first_token=5.0), "one_then_comments", "total_timeout"),
+        (Timeouts(total=0.6, first_token=5.0, idle=5.0), "tokens", "total_timeout"),
+    ],
+    ids=["first_token", "idle", "total_after_comments", "total_mid_tokens"],
+)
+async def test_deadlines_fire_in_push_mode_as_with_aiohttp(
+    timeouts: Timeouts, shape: str, expected: str
+) -> None:
+    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        await _request(r)
+        w.write(_SSE_HEAD)
+        for i in range(10_000):
+            if shape == "tokens" or (i < 2 and shape == "two_then_silence"):
+                w.write(_chunk(chunk_frame(f" t{i}")))
+            elif i == 0 and shape == "one_then_comments":
+                w.write(_chunk(chunk_frame(" t0")))
+            elif shape != "two_then_silence":
+                w.write(_chunk(b": keep-alive\n\n"))  # bytes, but no token
+            await w.drain()
+            await asyncio.sleep(0.02)
+
+    answers = {}
+    async with raw_upstream(handle) as url:
+        for transport in ("push", "aiohttp"):
+            async with (
+                asyncio.timeout(15),
+                relay(url, upstream_transport=transport, timeouts=timeouts) as server,
+                ws_client(server) as client,
+            ):
+                sid = await client.ask("q")
+                answers[transport] = (await client.until_done(sid))["answer"]
+    codes = {t: [e["code"] for e in a["errors"]] for t, a in answers.items()}
+    assert codes["push"] == codes["aiohttp"], codes
+    assert codes["push"][0] == expected
+    if shape != "tokens":  # (how many tokens fit in the total budget varies)
+        assert answers["push"]["text"] == answers["aiohttp"]["text"]
+
+
+# -- a second response in the read that ends the first ----------------------------------------
+
+
+async def test_a_smuggled_second_response_is_not_read_as_the_first_ones_body() -> None:
+    """A JSON answer (read by pulls) followed, in the same write, by a response nobody asked
+    for: the answer is the first body only, as aiohttp reads it (the second one's bytes
+    were buffered after the first's and read as the same body)."""
+    answer = (
+        b'{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,'
+        b'"message":{"role":"assistant","content":"plain"},"finish_reason":"stop"}]}'
+    )
+    extra = b'{"smuggled": true}'
+
+    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        await _request(r)
+        w.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            + b"Content-Length: %d\r\n\r\n" % len(answer)
+            + answer
+            + b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(extra)
+            + extra
+        )
+        await w.drain()
+        await r.read()
+
+    answers = {}
+    async with raw_upstream(handle) as url, asyncio.timeout(15):
+        for name, transport in (("push", PushTransport()), ("aiohttp", "aiohttp")):
+            answers[name] = await _answer(url, transport)
+            if isinstance(transport, PushTransport):
+                await transport.aclose()
+    assert answers["push"].text == answers["aiohttp"].text == "plain"
+    assert [e.code for e in answers["push"].errors] == []
+
+
+# -- the stale-connection retry: when a request is sent twice ---------------------------------
+
+
+@pytest.mark.parametrize("answered", [False, True])
+async def test_a_request_is_sent_again_only_when_no_byte_of_its_answer_came(
+    answered: bool,
+) -> None:
+    """Pins the retry's reach: a reused connection that closes after the server READ the
+    request, without a byte of answer, has it sent again on a new connection (a server
+    that crashed mid-request sees it twice — aiohttp would report ``connection_lost`` for
+    a POST); one byte of an answer and it is never sent again."""
+    requests = 0
+
+    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        nonlocal requests
+        served = 0
+        while True:
+            await _request(r)
+            requests += 1
+            served += 1
+            if served == 2:  # the second request on this connection: read, then dropped
+                if answered:
+                    w.write(b"HTTP/1.1 2")
+                    await w.drain()
+                return
+            body = chunk_frame("ok") + chunk_frame(None, "stop") + b"data: [DONE]\n\n"
+            w.write(_SSE_HEAD + _chunk(body) + _chunk(b""))
+            await w.drain()
+
+    pool = ConnectionPool()
+    try:
+        async with raw_upstream(handle) as url, asyncio.timeout(15):
+            first = await _answer(url, pool.transport())
+            second = await _answer(url, pool.transport())
+    finally:
+        pool.close()
+    assert first.text == "ok"
+    if answered:
+        assert requests == 2
+        assert [e.code for e in second.errors] == ["connection_lost"]
+    else:
+        assert requests == 3  # sent twice: see the report
+        assert second.text == "ok"
