@@ -288,7 +288,7 @@ async def test_deadlines_fire_in_push_mode_as_with_aiohttp(
                 ws_client(server) as client,
             ):
                 sid = await client.ask("q")
-                answers[transport] = (await client.until_done(sid))["answer"]
+                answers[transport] = (await client.until_done(sid, 10))["answer"]
     codes = {t: [e["code"] for e in a["errors"]] for t, a in answers.items()}
     assert codes["push"] == codes["aiohttp"], codes
     assert codes["push"][0] == expected
@@ -374,3 +374,95 @@ async def test_a_request_is_sent_again_only_when_no_byte_of_its_answer_came(
     else:
         assert requests == 3  # sent twice: see the report
         assert second.text == "ok"
+
+
+# -- the closing drain: not for a stream cancelled mid-body ----------------------------------
+
+
+async def test_a_cancelled_streams_end_does_not_wait_for_the_body_to_drain(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A client cancels while the upstream still streams (slowly): the relay logs the
+    cancel's ``error`` + ``done`` once the upstream response is closed. The closing drain
+    (meant for the terminator after [DONE]) waited ``_DRAIN_SECONDS`` first: the cancel's
+    frames came that much later than with aiohttp. The drain is made unbounded here so
+    that a wait shows as a hang (bounded by the test's own timeout)."""
+    import streamcite.transports.push as push
+
+    monkeypatch.setattr(push, "_DRAIN_SECONDS", 60.0)
+    first_sent = asyncio.Event()
+    closed = asyncio.Event()
+
+    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        await _request(r)
+        w.write(_SSE_HEAD + _chunk(chunk_frame("one")))
+        await w.drain()
+        first_sent.set()
+        await r.read()  # no more: until the relay closes the connection
+        closed.set()
+
+    answers = {}
+    async with raw_upstream(handle) as url:
+        for transport in ("push", "aiohttp"):
+            first_sent.clear()
+            closed.clear()
+            async with (
+                asyncio.timeout(10),
+                relay(url, upstream_transport=transport) as server,
+                ws_client(server) as client,
+            ):
+                sid = await client.ask("q")
+                await client.until(lambda f: f.get("type") == "token", 10)
+                await client.send({"type": "cancel", "stream_id": sid})
+                answers[transport] = (await client.until_done(sid, 10))["answer"]
+                await closed.wait()
+    codes = {t: [e["code"] for e in a["errors"]] for t, a in answers.items()}
+    assert codes["push"] == codes["aiohttp"] == ["cancelled"], codes
+    assert answers["push"]["text"] == answers["aiohttp"]["text"] == "one"
+
+
+# -- the request: what goes on the wire ------------------------------------------------------
+
+
+async def test_the_request_line_and_headers_are_sent_as_aiohttp_sends_them() -> None:
+    """A base URL with a space or non-ASCII path (a deployment name), a header value
+    outside latin-1: aiohttp sends the target percent-encoded (UTF-8) and headers in
+    UTF-8; the push transport sent raw latin-1 bytes (a space split the request line)
+    and raised a bare ``UnicodeEncodeError`` for anything past U+00FF."""
+    seen: dict[str, tuple[bytes, bytes]] = {}
+    which = ""
+
+    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        head = await _request(r)
+        line = head.split(b"\r\n")[0]
+        tag = next(h for h in head.split(b"\r\n") if h.lower().startswith(b"x-tag:"))
+        seen[which] = (line, tag.split(b":", 1)[1].strip())
+        body = chunk_frame("ok") + chunk_frame(None, "stop") + b"data: [DONE]\n\n"
+        w.write(_SSE_HEAD + _chunk(body) + _chunk(b""))
+        await w.drain()
+
+    async with raw_upstream(handle) as url, asyncio.timeout(15):
+        base = url + "/dép loy☃/x%2Fy"
+        for which, transport in (("aiohttp", "aiohttp"), ("push", PushTransport())):
+            answer = await _answer(base, transport, headers={"X-Tag": "naïve ☃"})
+            assert answer.text == "ok", (which, answer.errors)
+            if isinstance(transport, PushTransport):
+                await transport.aclose()
+    assert seen["push"] == seen["aiohttp"], seen
+
+
+def test_headers_differing_only_in_case_are_sent_once() -> None:
+    """A caller's ``content-length`` or ``accept`` beside the transport's own: one line
+    each (two Content-Length lines make servers refuse the request, or worse, pick one)."""
+    from streamcite.transports.push_request import request_head
+
+    _, head = request_head(
+        "http://u:p@127.0.0.1:9/v1",
+        {"content-length": "999", "accept": "application/json", "authorization": "Bearer k"},
+        2,
+    )
+    lines = head.decode().lower().split("\r\n")
+    names = [line.split(":", 1)[0] for line in lines[1:] if line]
+    assert len(names) == len(set(names)), names
+    assert "content-length: 2" in lines
+    assert "authorization: bearer k" in lines  # the caller's, over the URL's userinfo

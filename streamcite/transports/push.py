@@ -22,11 +22,9 @@ installed (``pip install streamcite[fast]``); ``RelayConfig.upstream_transport``
 from __future__ import annotations
 
 import asyncio
-import base64
 import ssl
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
-from urllib.parse import unquote, urlsplit
 
 import httptools
 from multidict import CIMultiDict, CIMultiDictProxy
@@ -34,6 +32,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from streamcite.core.quote import quote
 from streamcite.transports.aiohttp import mime_essence
 from streamcite.transports.base import BodySink, PushBody, TransportError, read_limited
+from streamcite.transports.push_request import Origin, request_head
 
 __all__ = [
     "BUFFER_BYTES",
@@ -49,18 +48,9 @@ MAX_HEAD_BYTES = 64 * 1024
 MAX_HEADERS = 128
 BUFFER_BYTES = 256 * 1024
 """Body bytes buffered for a pull reader before the socket's reading pauses."""
-_SSE_HEADERS = {
-    "Accept": "text/event-stream",
-    "Cache-Control": "no-store",
-    "Accept-Encoding": "identity",
-}
-_BAD_HEADER_CHARS = ("\r", "\n", "\x00")
 _DRAIN_SECONDS = 0.25
 """How long closing a response whose answer ended waits for the rest of its body."""
 _DRAIN_BYTES = 4096
-
-Origin = tuple[str, str, int]
-"""``(scheme, host, port)``."""
 
 
 def _lost(message: str) -> TransportError:
@@ -410,25 +400,33 @@ class PushResponse(PushBody):
         conn = self._conn
         conn.sink = None
         if not (conn.complete or conn.closed or conn.failure is not None):
-            if conn.buffered <= _DRAIN_BYTES:
-                conn.resume_reading()  # (a sink paused it: the rest cannot come otherwise)
-            # The answer ended ([DONE]) before its body did: the body's last bytes (the
-            # chunked terminator) are on their way; a moment's wait keeps the connection
-            try:
-                async with asyncio.timeout(_DRAIN_SECONDS):
-                    while not (conn.complete or conn.closed or conn.failure is not None):
-                        if conn.buffered > _DRAIN_BYTES:
-                            break  # more than a terminator: not worth keeping
-                        conn.waiter = waiter = conn.loop.create_future()
-                        await waiter
-            except TimeoutError:
-                pass
-            except BaseException:
-                conn.close()
-                raise
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                conn.close()  # cancelled mid-body (a stream stopped): no wait for the rest
+            else:
+                await _drain(conn)
         conn.buffer.clear()
         conn.buffered = 0
         self._pool.release(conn)
+
+
+async def _drain(conn: _Connection) -> None:
+    """The answer ended ([DONE]) before its body did: the body's last bytes (the chunked
+    terminator) are on their way; a moment's wait keeps the connection."""
+    if conn.buffered <= _DRAIN_BYTES:
+        conn.resume_reading()  # (a sink paused it: the rest cannot come otherwise)
+    try:
+        async with asyncio.timeout(_DRAIN_SECONDS):
+            while not (conn.complete or conn.closed or conn.failure is not None):
+                if conn.buffered > _DRAIN_BYTES:
+                    break  # more than a terminator: not worth keeping
+                conn.waiter = waiter = conn.loop.create_future()
+                await waiter
+    except TimeoutError:
+        pass
+    except BaseException:
+        conn.close()
+        raise
 
 
 class _Chunks:
@@ -447,32 +445,6 @@ class _Chunks:
         return data
 
 
-def _request_head(url: str, headers: Mapping[str, str], body_len: int) -> tuple[Origin, bytes]:
-    parts = urlsplit(url)
-    scheme = parts.scheme
-    if scheme not in ("http", "https") or not parts.hostname:
-        shown = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
-        raise TransportError(f"not an http(s) URL: {quote(shown, 120)}", code="connect_failed")
-    port = parts.port or (443 if scheme == "https" else 80)
-    host = parts.hostname
-    host_header = f"[{host}]" if ":" in host else host
-    if parts.port is not None:
-        host_header += f":{parts.port}"
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    fields = {"Host": host_header, "User-Agent": "streamcite"}
-    if parts.username is not None:  # as aiohttp does: userinfo → Basic auth
-        pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
-        fields["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
-    lines = [f"POST {target} HTTP/1.1"]
-    merged = {**fields, **headers, **_SSE_HEADERS, "Content-Length": str(body_len)}
-    for name, value in merged.items():
-        if any(c in name or c in value for c in _BAD_HEADER_CHARS) or ":" in name:
-            raise ValueError(f"invalid character in the request header {quote(name, 60)}")
-        lines.append(f"{name}: {value}")
-    lines.append("\r\n")
-    return (scheme, host, port), "\r\n".join(lines).encode("latin-1")
-
-
 class PushTransport:
     """POSTs on pooled HTTP/1.1 connections (the caller's :class:`ConnectionPool`, or one of
     its own closed by :meth:`aclose`)."""
@@ -486,7 +458,7 @@ class PushTransport:
     async def open(
         self, url: str, headers: Mapping[str, str], body: bytes, connect_timeout: float | None
     ) -> PushResponse:
-        origin, head = _request_head(url, headers, len(body))
+        origin, head = request_head(url, headers, len(body))
         pool = self._pool
         for attempt in (0, 1):
             conn = await pool.connect(origin, connect_timeout)
