@@ -466,3 +466,104 @@ def test_headers_differing_only_in_case_are_sent_once() -> None:
     assert len(names) == len(set(names)), names
     assert "content-length: 2" in lines
     assert "authorization: bearer k" in lines  # the caller's, over the URL's userinfo
+
+
+# -- order: reads of tokens in the callback, the rest through the task ------------------------
+
+
+def _mixed_body() -> bytes:
+    """Tokens of two choices, a role-only delta, keep-alive comments, the finish chunks and
+    a usage chunk after them: reads of tokens only and reads with anything else."""
+    frames = [b": opening comment\n\n", chunk_frame(None, role="assistant")]
+    for i in range(40):
+        frames.append(chunk_frame(f" w{i}"))
+        if i % 7 == 3:
+            frames.append(b": keep-alive\n\n")
+        if i % 11 == 5:
+            frames.append(chunk_frame(f" [{i % 3 + 1}]"))
+    frames.append(chunk_frame(None, "stop"))
+    frames.append(
+        b'data: {"id":"c","object":"chat.completion.chunk","model":"fake","choices":[],'
+        b'"usage":{"prompt_tokens":5,"completion_tokens":40,"total_tokens":45}}\n\n'
+    )
+    frames.append(b"data: [DONE]\n\n")
+    return b"".join(frames)
+
+
+@pytest.mark.parametrize("cut", [1, 7, 61, 0], ids=["bytewise", "7", "61", "whole"])
+async def test_relay_frames_are_the_same_however_the_body_is_cut(cut: int) -> None:
+    """The same body in reads of ``cut`` bytes (0: one write): the relay's frames with the
+    push transport equal aiohttp's — no token lost, doubled or moved across a non-token
+    event — and seqs run without a gap."""
+    body = _mixed_body()
+
+    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        await _request(r)
+        w.write(_SSE_HEAD)
+        pieces = [body] if not cut else [body[i : i + cut] for i in range(0, len(body), cut)]
+        for piece in pieces:
+            w.write(_chunk(piece))
+            await w.drain()
+            if cut:
+                await asyncio.sleep(0)  # (a read each, most of the time)
+        w.write(_chunk(b""))
+        await w.drain()
+
+    frames = {}
+    async with raw_upstream(handle) as url:
+        for transport in ("push", "aiohttp"):
+            async with (
+                asyncio.timeout(30),
+                relay(url, upstream_transport=transport) as server,
+                ws_client(server) as client,
+            ):
+                sid = await client.ask("q")
+                await client.until_done(sid)
+                frames[transport] = [_stable(f) for f in client.events(sid)]
+    assert frames["push"] == frames["aiohttp"]
+    seqs = [f["seq"] for f in frames["push"]]
+    assert seqs == list(range(1, len(seqs) + 1))
+    assert sum(1 for f in frames["push"] if f["type"] == "token") >= 40
+
+
+_VOLATILE = ("ttft_ms", "stream_ms", "total_ms", "citations_ms", "timings", "stream_id")
+
+
+def _stable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _stable(v) for k, v in obj.items() if k not in _VOLATILE}
+    if isinstance(obj, list):
+        return [_stable(v) for v in obj]
+    return obj
+
+
+async def test_body_after_done_is_ignored() -> None:
+    """[DONE], then more tokens and 100 KB of body: the answer is what came before [DONE]
+    (as with aiohttp), and whether the connection was kept (its body parsed to the end in
+    the closing drain) or closed (not), the next request on the pool reads its own answer."""
+    requests = 0
+
+    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        nonlocal requests
+        while True:
+            await _request(r)
+            requests += 1
+            body = chunk_frame("before") + chunk_frame(None, "stop") + b"data: [DONE]\n\n"
+            w.write(_SSE_HEAD + _chunk(body))
+            await w.drain()
+            for _ in range(25):
+                w.write(_chunk(chunk_frame("AFTER" * 800)))
+            w.write(_chunk(b""))
+            await w.drain()
+
+    pool = ConnectionPool()
+    try:
+        async with raw_upstream(handle) as url, asyncio.timeout(15):
+            pushed = [await _answer(url, pool.transport()) for _ in range(2)]
+            pulled = await _answer(url, "aiohttp")
+    finally:
+        pool.close()
+    for answer in pushed:
+        assert answer.text == pulled.text == "before"
+        assert [e.code for e in answer.errors] == [e.code for e in pulled.errors] == []
+    assert requests == 3
