@@ -567,3 +567,67 @@ async def test_body_after_done_is_ignored() -> None:
         assert answer.text == pulled.text == "before"
         assert [e.code for e in answer.errors] == [e.code for e in pulled.errors] == []
     assert requests == 3
+
+
+# -- a log that fails in the middle of a read of tokens ----------------------------------------
+
+
+async def test_a_log_failure_mid_read_ends_the_stream_as_with_aiohttp(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The log refuses the 5th append, the 2nd token of a read of three: in push mode the
+    sink has logged the 1st and keeps the failure, the read goes to the task, which raises
+    it where its own loop would have. The client's frames equal aiohttp's."""
+    from streamcite.core.errors import StreamciteError
+    from streamcite.relay.memlog import MemoryStreamLog
+
+    real = MemoryStreamLog.append_nowait
+    calls = 0
+
+    def failing_once(self: MemoryStreamLog, sid: str, payload: bytes) -> int:
+        nonlocal calls
+        calls += 1
+        if calls == 5:
+            raise StreamciteError("the log is full", code="log_full", retryable=True)
+        return real(self, sid, payload)
+
+    monkeypatch.setattr(MemoryStreamLog, "append_nowait", failing_once)
+    from streamcite.relay.pushed import PushedTokens
+
+    take = PushedTokens.take
+    refused: list[int] = []  # the reads the sink refused, at which append
+
+    def watching(self: PushedTokens, batch: Any) -> bool:
+        ok = take(self, batch)
+        if not ok:
+            refused.append(calls)
+        return ok
+
+    monkeypatch.setattr(PushedTokens, "take", watching)
+
+    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        await _request(r)
+        w.write(_SSE_HEAD)
+        for i in range(0, 12, 3):  # reads of three tokens
+            w.write(_chunk(b"".join(chunk_frame(f" t{j}") for j in range(i, i + 3))))
+            await w.drain()
+            await asyncio.sleep(0.01)
+        w.write(_chunk(chunk_frame(None, "stop") + b"data: [DONE]\n\n") + _chunk(b""))
+        await w.drain()
+
+    frames = {}
+    async with raw_upstream(handle) as url:
+        for transport in ("push", "aiohttp"):
+            calls = 0
+            async with (
+                asyncio.timeout(15),
+                relay(url, upstream_transport=transport) as server,
+                ws_client(server) as client,
+            ):
+                sid = await client.ask("q")
+                await client.until_done(sid)
+                frames[transport] = [_stable(f) for f in client.events(sid)]
+    assert refused == [5], refused  # the sink's own append failed, mid-read
+    assert frames["push"] == frames["aiohttp"]
+    errors = [f for f in frames["push"] if f["type"] == "error"]
+    assert errors and "log" in errors[0]["message"]
