@@ -631,3 +631,27 @@ async def test_a_log_failure_mid_read_ends_the_stream_as_with_aiohttp(
     assert frames["push"] == frames["aiohttp"]
     errors = [f for f in frames["push"] if f["type"] == "error"]
     assert errors and "log" in errors[0]["message"]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [b"ffffffffffffffffffff\r\n", b"zz\r\nxx\r\n", b"5\r\nabcdefgh\r\n"],
+    ids=["size_overflow", "not_hex", "longer_than_its_size"],
+)
+async def test_a_broken_chunk_after_a_token_is_a_typed_error(bad: bytes) -> None:
+    """A chunk size past 64 bits, not hex, or a chunk longer than its size: the push
+    transport reports ``protocol_error`` at once, the token before it kept, the message
+    quoted (aiohttp, for the record, waits for its idle timeout on all three)."""
+
+    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        await _request(r)
+        w.write(_SSE_HEAD + _chunk(chunk_frame("one")) + bad)
+        await w.drain()
+        await r.read()
+
+    async with raw_upstream(handle) as url, asyncio.timeout(15):
+        answer = await _answer(url, PushTransport(), timeouts=Timeouts(idle=5.0))
+    assert answer.text == "one"
+    codes = [e.code for e in answer.errors]
+    assert codes[:1] == ["protocol_error"], codes
+    assert "\r" not in answer.errors[0].message
