@@ -655,3 +655,36 @@ async def test_a_broken_chunk_after_a_token_is_a_typed_error(bad: bytes) -> None
     codes = [e.code for e in answer.errors]
     assert codes[:1] == ["protocol_error"], codes
     assert "\r" not in answer.errors[0].message
+
+
+# -- closing the pool: connections in use too --------------------------------------------------
+
+
+async def test_closing_the_pool_closes_connections_in_use() -> None:
+    """The relay closes its pool at shutdown, after giving streams 5 s to end: a stream
+    still reading kept its connection open (the pool closed only idle ones) and, closed
+    later, put it back into the closed pool, where nothing would ever close it. As an
+    aiohttp session's close does, every connection is closed; none is pooled after."""
+    streaming = asyncio.Event()
+    closed = asyncio.Event()
+
+    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        await _request(r)
+        w.write(_SSE_HEAD + _chunk(chunk_frame("one")))
+        await w.drain()
+        streaming.set()
+        await r.read()  # until the client closes
+        closed.set()
+
+    pool = ConnectionPool()
+    async with raw_upstream(handle) as url, asyncio.timeout(10):
+        resp = await pool.transport().open(url + "/chat/completions", {}, b"{}", 5.0)
+        assert await resp.read_chunk()
+        await streaming.wait()
+        pool.close()
+        await closed.wait()  # the server saw the connection go
+        with pytest.raises(TransportError):
+            while await resp.read_chunk():
+                pass
+        await resp.aclose()
+    assert not any(pool._idle.values())

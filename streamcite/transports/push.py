@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
 
@@ -257,13 +258,16 @@ class _Connection(asyncio.Protocol):
 
 class ConnectionPool:
     """Idle keep-alive connections per origin: at most ``max_idle`` each, none older than
-    ``idle_seconds`` (the server may have closed it)."""
+    ``idle_seconds`` (the server may have closed it). :meth:`close` closes every connection
+    it opened, in use or idle (as closing an aiohttp session does)."""
 
     def __init__(self, *, max_idle: int = 256, idle_seconds: float = 15.0) -> None:
         self.max_idle = max_idle
         self.idle_seconds = idle_seconds
         self._idle: dict[Origin, list[_Connection]] = {}
         self._ssl: ssl.SSLContext | None = None
+        self._open: weakref.WeakSet[_Connection] = weakref.WeakSet()
+        self._closed = False
         self.opened = 0
         """Connections opened so far (tests and metrics: reuse shows as few)."""
 
@@ -296,11 +300,12 @@ class ConnectionPool:
         except OSError as exc:
             raise TransportError(f"cannot connect: {exc}", code="connect_failed") from exc
         self.opened += 1
+        self._open.add(conn)
         return conn
 
     def release(self, conn: _Connection) -> None:
         """Keep ``conn`` for the next request to its origin, or close it."""
-        if not conn.reusable():
+        if self._closed or not conn.reusable():
             conn.close()
             return
         idle = self._idle.setdefault(conn.origin, [])
@@ -316,9 +321,9 @@ class ConnectionPool:
         return PushTransport(self)
 
     def close(self) -> None:
-        for idle in self._idle.values():
-            for conn in idle:
-                conn.close()
+        self._closed = True
+        for conn in list(self._open):
+            conn.close()  # (a response still reading sees connection_lost)
         self._idle.clear()
 
 
