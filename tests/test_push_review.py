@@ -688,3 +688,27 @@ async def test_closing_the_pool_closes_connections_in_use() -> None:
                 pass
         await resp.aclose()
     assert not any(pool._idle.values())
+
+
+async def test_an_endless_trailer_is_refused_before_it_is_buffered() -> None:
+    """After the last chunk, a trailer field that never ends (no [DONE] came, so the reader
+    waits for the body's end): httptools gathers it whole, as a header; refused once past
+    ``MAX_HEAD_BYTES`` with the token before it kept, not at the idle timeout."""
+    sent = 0
+    cap = 64 * MAX_HEAD_BYTES
+
+    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        nonlocal sent
+        await _request(r)
+        w.write(_SSE_HEAD + _chunk(chunk_frame("one")) + b"0\r\nX-Trailer: ")
+        while sent < cap:
+            w.write(b"a" * 8192)
+            sent += 8192
+            await w.drain()
+        await r.read()
+
+    async with raw_upstream(handle) as url, asyncio.timeout(20):
+        answer = await _answer(url, PushTransport(), timeouts=Timeouts(idle=4.0))
+    assert answer.text == "one"
+    assert [e.code for e in answer.errors][:1] == ["protocol_error"], answer.errors
+    assert sent < cap

@@ -60,7 +60,10 @@ def _lost(message: str) -> TransportError:
 
 def _head_too_large() -> TransportError:
     return TransportError(
-        "response head too large", code="protocol_error", stage="http", retryable=False
+        "response head (or trailers) too large",
+        code="protocol_error",
+        stage="http",
+        retryable=False,
     )
 
 
@@ -83,8 +86,9 @@ class _Connection(asyncio.Protocol):
         self.status = 0
         self.headers: CIMultiDict[str] = CIMultiDict()
         self.head_bytes = 0
-        self.before_head = 0
-        """Bytes fed before the final head was complete (1xx answers included)."""
+        self.gap = 0
+        """Bytes fed since the last body bytes, or since the request: a head, 1xx answers,
+        chunk framing, trailers (httptools gathers a header whole: the bound is here)."""
         self.head: asyncio.Future[None] = self.loop.create_future()
         self.interim = False
         self.got_bytes = False
@@ -108,14 +112,11 @@ class _Connection(asyncio.Protocol):
         if self.complete:  # no request waits for these bytes: the connection is not kept
             self._retire()
             return
+        self.gap += len(data)
         try:
             self.parser.feed_data(data)
-            if not self.head.done():
-                # httptools gathers a header whole before ``on_header``: bound the bytes
-                # of an unfinished head (and of 1xx answers) here, not after the fact
-                self.before_head += len(data)
-                if self.before_head > MAX_HEAD_BYTES:
-                    self._fail(_head_too_large())
+            if self.gap > MAX_HEAD_BYTES and not self.complete:
+                self._fail(_head_too_large())
         except httptools.HttpParserCallbackError as exc:
             cause = exc.__context__
             failure = cause if isinstance(cause, TransportError) else _lost(f"{exc}")
@@ -172,6 +173,7 @@ class _Connection(asyncio.Protocol):
             self.headers = CIMultiDict()
             self.head_bytes = 0
             return
+        self.gap = 0
         self.status = status
         self.keep_alive = self.parser.should_keep_alive()
         chunked = "chunked" in self.headers.get("Transfer-Encoding", "").lower()
@@ -182,6 +184,7 @@ class _Connection(asyncio.Protocol):
             self.head.set_result(None)
 
     def on_body(self, body: bytes) -> None:
+        self.gap = 0
         sink = self.sink
         if sink is not None:
             sink.body(body)
