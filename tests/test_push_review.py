@@ -712,3 +712,38 @@ async def test_an_endless_trailer_is_refused_before_it_is_buffered() -> None:
     assert answer.text == "one"
     assert [e.code for e in answer.errors][:1] == ["protocol_error"], answer.errors
     assert sent < cap
+
+
+@pytest.mark.parametrize("shape", ["silent", "upgrade"])
+async def test_no_answer_or_a_protocol_switch_fails_as_with_aiohttp(
+    shape: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A server that reads nothing and answers nothing: the first-token deadline covers
+    the wait for the head (the request cut, its connection closed); a 101 answer to the
+    POST is a ``protocol_error`` (httptools' upgrade exception is no HttpParserError: it
+    escaped ``data_received``, asyncio logged a fatal error and the stream said
+    ``connection_lost: ... 72``, the parser's offset)."""
+
+    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        if shape == "upgrade":
+            await _request(r)
+            w.write(
+                b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: evil\r\nConnection: Upgrade\r\n\r\n"
+            )
+            w.write(_chunk(chunk_frame("raw")))
+            await w.drain()
+        await r.read()  # until the client closes (never, for "silent", until it gives up)
+
+    answers = {}
+    async with raw_upstream(handle) as url, asyncio.timeout(15):
+        for name, transport in (("push", PushTransport()), ("aiohttp", "aiohttp")):
+            answers[name] = await _answer(url, transport, timeouts=Timeouts(first_token=0.5))
+            if isinstance(transport, PushTransport):
+                await transport.aclose()
+    codes = {k: [e.code for e in a.errors] for k, a in answers.items()}
+    assert answers["push"].text == answers["aiohttp"].text == ""
+    if shape == "silent":
+        assert codes["push"] == codes["aiohttp"], codes
+    else:
+        assert codes["push"] == ["protocol_error"], codes
+        assert "Fatal error" not in caplog.text

@@ -58,13 +58,12 @@ def _lost(message: str) -> TransportError:
     return TransportError(message, code="connection_lost", stage="http")
 
 
+def _protocol_error(message: str) -> TransportError:
+    return TransportError(message, code="protocol_error", stage="http", retryable=False)
+
+
 def _head_too_large() -> TransportError:
-    return TransportError(
-        "response head (or trailers) too large",
-        code="protocol_error",
-        stage="http",
-        retryable=False,
-    )
+    return _protocol_error("response head (or trailers) too large")
 
 
 class _Connection(asyncio.Protocol):
@@ -121,15 +120,10 @@ class _Connection(asyncio.Protocol):
             cause = exc.__context__
             failure = cause if isinstance(cause, TransportError) else _lost(f"{exc}")
             self._fail(failure)
+        except httptools.HttpParserUpgrade:  # (not an HttpParserError: a 101 to the POST)
+            self._fail(_protocol_error("the upstream switched protocols"))
         except httptools.HttpParserError as exc:
-            self._fail(
-                TransportError(
-                    f"invalid HTTP response: {quote(str(exc), 120)}",
-                    code="protocol_error",
-                    stage="http",
-                    retryable=False,
-                )
-            )
+            self._fail(_protocol_error(f"invalid HTTP response: {quote(str(exc), 120)}"))
 
     def eof_received(self) -> bool:
         return False  # close our side too: connection_lost follows
