@@ -747,3 +747,34 @@ async def test_no_answer_or_a_protocol_switch_fails_as_with_aiohttp(
     else:
         assert codes["push"] == ["protocol_error"], codes
         assert "Fatal error" not in caplog.text
+
+
+async def test_the_stale_connection_retry_is_made_on_a_new_connection() -> None:
+    """The retry promised "a new one" but took the next idle connection, as stale as the
+    first when the server dropped them all: two kept connections, each dropping its second
+    request, and the third request failed instead of being answered on a new one."""
+    both_in_use = asyncio.Event()
+    in_use = 0
+
+    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        nonlocal in_use
+        await _request(r)
+        in_use += 1
+        if in_use == 2:
+            both_in_use.set()
+        await both_in_use.wait()  # (so that the two first requests hold two connections)
+        body = chunk_frame("ok") + chunk_frame(None, "stop") + b"data: [DONE]\n\n"
+        w.write(_SSE_HEAD + _chunk(body) + _chunk(b""))
+        await w.drain()
+        await _request(r)  # the second request on this connection: read, then dropped
+
+    pool = ConnectionPool()
+    try:
+        async with raw_upstream(handle) as url, asyncio.timeout(15):
+            first = await asyncio.gather(*(_answer(url, pool.transport()) for _ in range(2)))
+            assert pool.opened == 2 and [a.text for a in first] == ["ok", "ok"]
+            third = await _answer(url, pool.transport())
+    finally:
+        pool.close()
+    assert third.text == "ok" and not third.errors, third.errors
+    assert pool.opened == 3

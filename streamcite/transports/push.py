@@ -268,9 +268,11 @@ class ConnectionPool:
         self.opened = 0
         """Connections opened so far (tests and metrics: reuse shows as few)."""
 
-    async def connect(self, origin: Origin, connect_timeout: float | None) -> _Connection:
+    async def connect(
+        self, origin: Origin, connect_timeout: float | None, *, fresh: bool = False
+    ) -> _Connection:
         loop = asyncio.get_running_loop()
-        idle = self._idle.get(origin)
+        idle = None if fresh else self._idle.get(origin)
         now = loop.time()
         while idle:
             conn = idle.pop()
@@ -463,7 +465,7 @@ class PushTransport:
         origin, head = request_head(url, headers, len(body))
         pool = self._pool
         for attempt in (0, 1):
-            conn = await pool.connect(origin, connect_timeout)
+            conn = await pool.connect(origin, connect_timeout, fresh=attempt > 0)
             try:
                 assert conn.transport is not None
                 conn.transport.write(head + body)
