@@ -340,8 +340,11 @@ async def test_a_request_is_sent_again_only_when_no_byte_of_its_answer_came(
 ) -> None:
     """Pins the retry's reach: a reused connection that closes after the server READ the
     request, without a byte of answer, has it sent again on a new connection (a server
-    that crashed mid-request sees it twice — aiohttp would report ``connection_lost`` for
-    a POST); one byte of an answer and it is never sent again."""
+    that crashed mid-request sees it twice: RFC 9112 §9.3.1 says not to, and aiohttp
+    does not for a POST; the retry is kept because a server that closes a keep-alive
+    connection right after its answer, before the client saw it go, would otherwise
+    fail every other request with ``retries=0``); one byte of an answer and it is never
+    sent again."""
     requests = 0
 
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
