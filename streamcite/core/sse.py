@@ -55,6 +55,12 @@ _MAX_RETRY = 10**_MAX_RETRY_DIGITS - 1
 """A ``retry`` longer than this many digits counts as this (milliseconds: forever)."""
 
 
+def _one_data_line(tail: bytearray) -> bool:
+    """The pending bytes are one ``data: `` line, not ended: what the CRLF data-lines
+    route may go on with (checked once, when the general way left them)."""
+    return len(tail) >= 6 and tail.startswith(b"data: ") and 10 not in tail
+
+
 def _block_size(tail: bytearray) -> int:
     """Size of the block an unterminated tail will be: its final LF is a line end
     that the blank line will consume, not a byte of the block."""
@@ -90,6 +96,7 @@ class SSEDecoder:
         "_bom_done",
         "_discarding",
         "_last_lf",
+        "_line_tail",
         "_skip_lf",
         "_tail",
         "last_event_id",
@@ -107,6 +114,9 @@ class SSEDecoder:
         self._bom_done = False
         self._discarding = False  # dropping the rest of an oversized block
         self._last_lf = False
+        self._line_tail = False
+        """The tail was left by :meth:`_data_lines`: one ``data: `` line, no line end
+        (the general way, which may leave any tail, sets it False on entry)."""
         self.truncated = False
         """Set by :meth:`close` when an unterminated block had to be discarded."""
 
@@ -134,6 +144,7 @@ class SSEDecoder:
 
     def close(self) -> list[ServerSentEvent]:
         """End of input. Per the standard, an unterminated final block is discarded."""
+        self._line_tail = False
         if not self._tail:  # (the usual end: nothing pending, nothing to discard)
             self.truncated = False
             return []
@@ -161,6 +172,10 @@ class SSEDecoder:
         its place (this method does not raise).
         """
         if self._tail or data[-2:] != b"\n\n" or self._skip_lf or self._discarding or 13 in data:
+            if not (self._skip_lf or self._discarding) and (self._line_tail or 13 in data):
+                lines = self._data_lines(data)
+                if lines is not None:
+                    return lines
             return self._feed(data, False)
         if not self._bom_done:
             if len(data) < 3 or data[:3] == _BOM:
@@ -184,7 +199,55 @@ class SSEDecoder:
 
     # -- internals -----------------------------------------------------------------
 
+    def _data_lines(self, data: bytes) -> list[RawEvent] | None:
+        """The events of a read whose blocks are each one ``data:`` line ended by CRLF
+        CRLF (Gemini sends every event so: few, large events that straddle reads), or
+        of a read that only extends such a pending line; None: another shape, left to
+        the general way (and nothing changed). The read is cut at each
+        ``\\r\\n\\r\\ndata: `` by one C-level split, and its blocks are of that shape
+        exactly when the pieces hold no CR or LF (one join, two ``memchr``): no CRLF →
+        LF ``replace``, no pass that steps one byte at a time, no Python work per
+        event, and a pending line is copied twice in all (into the tail, out as the
+        payload). It decides as the general way would: every block starts ``data: ``,
+        none is over the size limit, and the tail left is what the general way keeps."""
+        tail = self._tail
+        if not self._bom_done:
+            if tail or len(data) < 3 or data.startswith(_BOM):
+                return None
+            self._bom_done = True  # (as _normalise decides for a first read without BOM)
+        elif tail and not self._line_tail and not _one_data_line(tail):
+            return None
+        ends = data.endswith(b"\r\n\r\n")
+        parts = data.split(b"\r\n\r\ndata: ")
+        if ends:
+            parts[-1] = parts[-1][:-4]
+        joined = b"".join(parts)  # (the read itself when it is one piece: no copy)
+        if 13 in joined or 10 in joined:
+            return None
+        limit = self.max_event_size
+        if not tail:
+            if not parts[0].startswith(b"data: "):
+                return None
+            parts[0] = parts[0][6:]
+        elif len(tail) + len(parts[0]) > limit:
+            return None
+        if max(map(len, parts)) + 6 > limit:  # (each block, and the tail it leaves)
+            return None
+        rest = None if ends else parts.pop()
+        if tail and parts:  # the pending line ends in this read
+            tail += parts[0]
+            del tail[:6]  # (a bytearray drops its head in place, without a copy)
+            parts[0] = bytes(tail)
+            tail.clear()
+        if rest is not None:
+            if not tail:
+                tail += b"data: "
+            tail += rest
+            self._line_tail = True
+        return parts  # type: ignore[return-value]
+
     def _feed(self, chunk: bytes, full: bool) -> list[RawEvent]:
+        self._line_tail = False
         normalised = self._normalise(chunk)
         if not normalised:
             return []
