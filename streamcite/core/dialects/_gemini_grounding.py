@@ -158,7 +158,7 @@ class GroundingState(StreamState):
         max_sources = self.builder.bounds.max_citation_sources
         for sup in self._pending:
             seg, ids = sup.get("segment"), sup.get("groundingChunkIndices")
-            if seg.__class__ is not dict or ids.__class__ is not list:
+            if type(seg) is not dict or type(ids) is not list:  # (narrows: direct reads compiled)
                 self.fault(out, "bad_citations", f"grounding support: {quote(sup)}")
                 continue
             start, end = seg.get("startIndex", 0), seg.get("endIndex")

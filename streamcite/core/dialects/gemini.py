@@ -219,8 +219,8 @@ class GeminiInterpreter(GroundingState):
         return type(idx) is int and 0 <= idx < self.builder.bounds.max_choices
 
     def _candidate(self, cand: Any, out: list[Event]) -> None:
-        idx = cand.get("index", 0) if type(cand) is dict else None
-        if not self._reads(idx):
+        # (The type check narrows: compiled, the reads of ``cand`` below are direct.)
+        if type(cand) is not dict or not self._reads(idx := cand.get("index", 0)):
             self.fault(out, "bad_chunk", f"candidate not understood: {quote(cand)}")
             return
         content = cand.get("content")
