@@ -81,7 +81,7 @@ def test_one_event_reads_skip_the_general_reading(
     for _ in range(5):
         assert d.feed_raw(read) == first
     assert calls == []
-    d.feed_raw(b"data: x\r\n\r\n")  # CRLF data lines: their own route (tests/test_sse_crlf_lines.py)
+    d.feed_raw(b"data: x\r\n\r\n")  # CRLF data lines: their own route
     assert calls == []
     d.feed_raw(b"id: 1\r\ndata: x\r\n\r\n")  # a CR in another shape: the general reading
     assert len(calls) == 1
