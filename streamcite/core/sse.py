@@ -16,16 +16,14 @@ Implements the HTML standard's "event stream interpretation" exactly:
 Performance: a read that ends at a block boundary with nothing pending (a relay feeds
 one upstream read at a time, often one event) skips the general set-up (BOM, CR, tail,
 discard checks: one test each) and, when it is one event of the usual shape, is cut with
-two slices. A read whose blocks are all one ``data:`` line (chat, Gemini) is cut into
-events by one C-level split, with no Python work per event; one whose blocks are all
-``event:`` + one ``data:`` line (Anthropic, Responses, Cohere) by one split and a
-``partition`` per block; neither makes a pass that steps one byte at a time. Any other
-read is split into lines on bytes (``bytes.split`` in C, after turning CRLF and CR into
-LF). Field values are decoded once, and
-:meth:`SSEDecoder.feed_raw` hands ``data`` as bytes so JSON can be parsed by orjson
-without a ``str`` round-trip. Only the newly arrived bytes are scanned for line ends, so one huge
-event arriving in small reads costs linear time; ``max_event_size`` bounds memory.
-"""
+two slices. A read whose blocks are all one ``data:`` line (chat; Gemini's, CRLF-ended,
+without normalising) is cut into events by one C-level split, with no Python work per
+event; one whose blocks are all ``event:`` + one ``data:`` line (Anthropic, Responses,
+Cohere) by one split and a ``partition`` per block; none steps one byte at a time. Any
+other read is split into lines on bytes (after turning CRLF and CR into LF). Field values
+are decoded once; :meth:`SSEDecoder.feed_raw` hands ``data`` as bytes (orjson parses it
+without a ``str`` round-trip). Only newly arrived bytes are scanned for line ends, so a
+huge event in small reads costs linear time; ``max_event_size`` bounds memory."""
 
 from __future__ import annotations
 
@@ -53,12 +51,6 @@ _BOM = b"\xef\xbb\xbf"
 _MAX_RETRY_DIGITS = 4000
 _MAX_RETRY = 10**_MAX_RETRY_DIGITS - 1
 """A ``retry`` longer than this many digits counts as this (milliseconds: forever)."""
-
-
-def _one_data_line(tail: bytearray) -> bool:
-    """The pending bytes are one ``data: `` line, not ended: what the CRLF data-lines
-    route may go on with (checked once, when the general way left them)."""
-    return len(tail) >= 6 and tail.startswith(b"data: ") and 10 not in tail
 
 
 def _block_size(tail: bytearray) -> int:
@@ -114,9 +106,7 @@ class SSEDecoder:
         self._bom_done = False
         self._discarding = False  # dropping the rest of an oversized block
         self._last_lf = False
-        self._line_tail = False
-        """The tail was left by :meth:`_data_lines`: one ``data: `` line, no line end
-        (the general way, which may leave any tail, sets it False on entry)."""
+        self._line_tail = False  # the tail is _data_lines' (one data line; _feed resets)
         self.truncated = False
         """Set by :meth:`close` when an unterminated block had to be discarded."""
 
@@ -172,10 +162,12 @@ class SSEDecoder:
         its place (this method does not raise).
         """
         if self._tail or data[-2:] != b"\n\n" or self._skip_lf or self._discarding or 13 in data:
-            if not (self._skip_lf or self._discarding) and (self._line_tail or 13 in data):
-                lines = self._data_lines(data)
-                if lines is not None:
-                    return lines
+            if (
+                not (self._skip_lf or self._discarding)
+                and (self._line_tail or 13 in data)
+                and (lines := self._data_lines(data)) is not None  # (Gemini's CRLF events)
+            ):
+                return lines
             return self._feed(data, False)
         if not self._bom_done:
             if len(data) < 3 or data[:3] == _BOM:
@@ -201,22 +193,18 @@ class SSEDecoder:
 
     def _data_lines(self, data: bytes) -> list[RawEvent] | None:
         """The events of a read whose blocks are each one ``data:`` line ended by CRLF
-        CRLF (Gemini sends every event so: few, large events that straddle reads), or
-        of a read that only extends such a pending line; None: another shape, left to
-        the general way (and nothing changed). The read is cut at each
-        ``\\r\\n\\r\\ndata: `` by one C-level split, and its blocks are of that shape
-        exactly when the pieces hold no CR or LF (one join, two ``memchr``): no CRLF →
-        LF ``replace``, no pass that steps one byte at a time, no Python work per
-        event, and a pending line is copied twice in all (into the tail, out as the
-        payload). It decides as the general way would: every block starts ``data: ``,
-        none is over the size limit, and the tail left is what the general way keeps."""
+        CRLF (Gemini: few, large events that straddle reads), or that only extends such
+        a pending line; None: another shape (nothing changed), the general way's. Cut at
+        each ``\\r\\n\\r\\ndata: `` by one split, of that shape exactly when the pieces
+        hold no CR or LF (one join, two ``memchr``): no CRLF → LF copy, no per-event
+        work. It decides as the general way would (sizes, the tail it keeps)."""
         tail = self._tail
         if not self._bom_done:
             if tail or len(data) < 3 or data.startswith(_BOM):
                 return None
             self._bom_done = True  # (as _normalise decides for a first read without BOM)
-        elif tail and not self._line_tail and not _one_data_line(tail):
-            return None
+        elif tail and not self._line_tail and (10 in tail or not tail.startswith(b"data: ")):
+            return None  # (a tail the general way left, not one data line)
         ends = data.endswith(b"\r\n\r\n")
         parts = data.split(b"\r\n\r\ndata: ")
         if ends:
