@@ -37,6 +37,7 @@ from streamcite.relay.guard import Identity
 from streamcite.relay.live import LiveTap
 from streamcite.relay.protocol import AskMessage
 from streamcite.relay.server import Relay
+from streamcite.transports.base import BodySink, PushBody
 
 _WORDS = ("The", " handbook", " says", " that", " streaming", " relays", " keep", " every")
 
@@ -83,16 +84,73 @@ class _Response:
         pass
 
 
+class _PushResponse(PushBody):
+    """The same reads pushed, as the push transport does: one read a loop turn (as a
+    socket's ``data_received``), handed to the sink in that callback."""
+
+    status = 200
+    headers: Mapping[str, str] = {"Content-Type": "text/event-stream"}
+    content_type = "text/event-stream"
+
+    def __init__(self, reads: list[bytes]) -> None:
+        self._reads = iter(reads)
+        self._sink: BodySink | None = None
+        self._paused = False
+        self._due = False
+
+    def push(self, sink: BodySink | None) -> None:
+        self._sink = sink
+        if sink is not None:
+            self._schedule()
+
+    def pause_reading(self) -> None:
+        self._paused = True
+
+    def resume_reading(self) -> None:
+        self._paused = False
+        self._schedule()
+
+    def _schedule(self) -> None:
+        if not self._due:
+            self._due = True
+            asyncio.get_running_loop().call_soon(self._deliver)
+
+    def _deliver(self) -> None:
+        self._due = False
+        sink = self._sink
+        if sink is None or self._paused:
+            return
+        data = next(self._reads, b"")
+        if not data:
+            sink.end(None)
+            return
+        sink.body(data)
+        self._schedule()
+
+    async def read_chunk(self) -> bytes:  # pragma: no cover - unused (pushed)
+        return next(self._reads, b"")
+
+    async def read(self, limit: int = 1 << 20) -> bytes:  # pragma: no cover - unused
+        return b"".join(self._reads)
+
+    def aiter_bytes(self) -> AsyncIterator[bytes]:  # pragma: no cover - unused
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        self._sink = None
+
+
 class _Transport:
     name = "memory"
 
-    def __init__(self, reads: list[bytes]) -> None:
+    def __init__(self, reads: list[bytes], push: bool = False) -> None:
         self.reads = reads
+        self.push = push
 
     async def open(
         self, url: str, headers: Mapping[str, str], body: bytes, connect_timeout: float | None
-    ) -> _Response:
-        return _Response(self.reads)
+    ) -> _Response | _PushResponse:
+        return _PushResponse(self.reads) if self.push else _Response(self.reads)
 
     async def aclose(self) -> None:
         pass
@@ -114,13 +172,15 @@ class _Socket:
         return False
 
 
-async def relay_round(server: Relay, n: int, reads: list[bytes]) -> tuple[float, int]:
+async def relay_round(
+    server: Relay, n: int, reads: list[bytes], push: bool = False
+) -> tuple[float, int]:
     """CPU seconds and events logged for ``n`` streams run concurrently to ``done``."""
     producer = server.producer
     producer.open_upstream = lambda msg, sid: stream_chat(
         producer.request_body(msg),
         base_url="http://127.0.0.1:9/v1",
-        transport=_Transport(reads),
+        transport=_Transport(reads, push),
         stream_id=sid,
     )
     flush = LiveFlush()
@@ -175,7 +235,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, float]:
     events = 0
     for _ in range(args.rounds):
         gc.collect()
-        cpu, events = await relay_round(server, args.streams, reads)
+        cpu, events = await relay_round(server, args.streams, reads, args.push)
         rows.append(cpu / events * 1e6)
         if not args.no_parse:
             parse.append(parse_only(reads, args.streams) / events * 1e6)
@@ -199,6 +259,9 @@ def main() -> None:
     ap.add_argument("--per-read", type=int, default=1, help="upstream chunks per read")
     ap.add_argument("--profile", default="", help="cProfile stats to this path")
     ap.add_argument("--no-parse", action="store_true", help="skip the parser-alone pass")
+    ap.add_argument(
+        "--push", action="store_true", help="the upstream pushes its reads (push transport)"
+    )
     args = ap.parse_args()
     if args.loop == "uvloop":
         import uvloop
@@ -217,7 +280,7 @@ def main() -> None:
     else:
         res = run(main_async(args))
     print(
-        f"{args.loop}: {args.streams} streams × {args.tokens} tokens: "
+        f"{args.loop}{' push' if args.push else ''}: {args.streams} streams × {args.tokens} tokens: "
         f"{args.per_read} a read; {res['events_per_round']} events a round; relay {res['relay_us_per_event']:.2f} µs/event "
         f"(min {res['relay_min']:.2f}), of which the chunk parser alone "
         f"{res['parse_us_per_event']:.2f} (fed a stream at once: "

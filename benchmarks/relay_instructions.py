@@ -27,14 +27,16 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def irefs(path: str, loop: str, streams: int, tokens: int, rounds: int) -> tuple[int, int]:
+def irefs(
+    path: str, loop: str, streams: int, tokens: int, rounds: int, push: bool = False
+) -> tuple[int, int]:
     """Instructions valgrind counts for ``relay_inproc.py`` with ``rounds`` rounds (start-up
     included), and the events a round logs."""
     cmd = [
         "valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
         sys.executable, str(HERE / "relay_inproc.py"), "--loop", loop, "--no-parse",
         "--streams", str(streams), "--tokens", str(tokens), "--rounds", str(rounds),
-    ]  # fmt: skip
+    ] + (["--push"] if push else [])  # fmt: skip
     env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=str(Path(path).resolve()))
     res = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True, cwd="/")
     m = re.search(r"I\s+refs:\s+([\d,]+)", res.stderr)
@@ -53,6 +55,9 @@ def main() -> None:
     ap.add_argument("--streams", type=int, default=100)
     ap.add_argument("--tokens", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=2, help="rounds counted (the difference)")
+    ap.add_argument(
+        "--push", action="store_true", help="the upstream's reads pushed (push transport)"
+    )
     args = ap.parse_args()
     builds = [b.split("=", 1) for b in args.builds]
     print(f"{args.streams} streams × {args.tokens} tokens; instructions per event = "
@@ -61,8 +66,8 @@ def main() -> None:
     for loop in args.loops:
         per: list[float] = []
         for _, path in builds:
-            hi, events = irefs(path, loop, args.streams, args.tokens, args.rounds + 1)
-            lo, _ = irefs(path, loop, args.streams, args.tokens, 1)
+            hi, events = irefs(path, loop, args.streams, args.tokens, args.rounds + 1, args.push)
+            lo, _ = irefs(path, loop, args.streams, args.tokens, 1, args.push)
             per.append((hi - lo) / (events * args.rounds))
         ratios = "  ".join(f"{p / per[0]:.2f}×" for p in per[1:])
         print(f"{loop:<8} " + "  ".join(f"{p:12,.0f}" for p in per) + f"  {ratios}", flush=True)

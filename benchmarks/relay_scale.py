@@ -132,12 +132,53 @@ def floor_main(
     conn: Connection, upstream: str, loop_kind: str = "asyncio", profile: str = ""
 ) -> None:
     """aiohttp WebSocket server; each ask → one upstream POST whose SSE events are sent, as
-    read (split at the blank line, not parsed), one text frame each; then ``{"end":1}``."""
+    read (split at the blank line, not parsed), one text frame each; then ``{"end":1}``.
+    ``STREAMCITE_BENCH_FLOOR=push``: the upstream read by the push transport instead of
+    aiohttp's client (the floor of the relay's push set-up)."""
     pin(MEASURED_CORE)
     import aiohttp
     from aiohttp import WSMsgType, web
 
     body = b'{"model":"bench","stream":true,"messages":[{"role":"user","content":"q"}]}'
+
+    push_pool: Any = None
+    if os.environ.get("STREAMCITE_BENCH_FLOOR") == "push":
+        from streamcite.transports.push import ConnectionPool
+
+        push_pool = ConnectionPool()
+
+    async def forward_pushed(request: web.Request, ws: web.WebSocketResponse) -> None:
+        """The push transport's floor: each event's frame written to the client's socket
+        in the upstream connection's callback (as the relay's live taps do, without the
+        per-turn coalescing), no parse, no log."""
+        from streamcite.relay.protocol import ws_text_header
+
+        sock = request.transport
+        resp = await push_pool.transport().open(
+            upstream, {"Content-Type": "application/json"}, body, None
+        )
+        ended = asyncio.get_running_loop().create_future()
+
+        class Sink:
+            rest = b""
+
+            def body(self, data: bytes) -> None:
+                *events, self.rest = (self.rest + data).split(b"\n\n")
+                if sock is not None and not sock.is_closing():
+                    sock.write(b"".join(ws_text_header(len(e)) + e for e in events))
+
+            def end(self, failure: object) -> None:
+                if not ended.done():
+                    ended.set_result(None)
+
+        try:
+            resp.push(Sink())
+            await ended
+            await ws.send_frame(b'{"end":1}', WSMsgType.TEXT)
+        except (ConnectionResetError, RuntimeError):
+            return
+        finally:
+            await resp.aclose()
 
     async def forward(session: aiohttp.ClientSession, ws: web.WebSocketResponse) -> None:
         try:
@@ -163,7 +204,10 @@ def floor_main(
         tasks: set[asyncio.Task[None]] = set()
         async for msg in ws:
             if msg.type is WSMsgType.TEXT:
-                task = asyncio.create_task(forward(session, ws))
+                if push_pool is not None:
+                    task = asyncio.create_task(forward_pushed(request, ws))
+                else:
+                    task = asyncio.create_task(forward(session, ws))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
         for task in tasks:
@@ -222,6 +266,9 @@ def relay_main(
             max_connections=n + 16,
             shutdown_grace=0.0,
             heartbeat_interval=30.0,
+            # STREAMCITE_BENCH_UPSTREAM=aiohttp: the relay's upstream requests on aiohttp
+            # (default: push when httptools is installed, as the relay chooses)
+            upstream_transport=os.environ.get("STREAMCITE_BENCH_UPSTREAM", "auto"),
             **({"tune_gc": True} if gc_mode == "tuned" else {}),  # as `streamcite relay` runs
         )
         log: Any = None
@@ -388,7 +435,9 @@ def scale_main(args: Any) -> None:
     print(
         f"relay scale benchmark · {rate:.0f} tokens/s per stream · log={args.log} · loops "
         f"{', '.join(loops)} · measured on core {min(MEASURED_CORE)}, upstream + clients on "
-        f"core {min(OTHER_CORE)} · nice {os.environ.get('STREAMCITE_BENCH_NICE', '0')} · gc {_gc_mode()} · load "
+        f"core {min(OTHER_CORE)} · nice {os.environ.get('STREAMCITE_BENCH_NICE', '0')} · gc {_gc_mode()} · "
+        f"relay upstream {os.environ.get('STREAMCITE_BENCH_UPSTREAM', 'auto')} · floor upstream "
+        f"{os.environ.get('STREAMCITE_BENCH_FLOOR', 'aiohttp')} · load "
         f"average {os.getloadavg()[0]:.2f}",
         flush=True,
     )

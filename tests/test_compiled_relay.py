@@ -1,7 +1,7 @@
 """The relay's hot path compiled by mypyc behaves as its pure-Python source does.
 
 The relay's modules in ``[tool.streamcite.compiled]`` (the producer, the live taps, the
-clients' live frames, the memory log, the send gate, the read deadline and the
+clients' live frames, the memory log, the push sink, the send gate, the read deadline and the
 event-stream reader, the aiohttp transport) are built with the core by
 ``scripts/build_compiled.py``; here the relay's tests and the pipeline's run in a child
 process with that build first on the path. Tests that replace a function with
@@ -26,6 +26,7 @@ RELAY_MODULES = {
     "streamcite/relay/live.py",
     "streamcite/relay/memlog.py",
     "streamcite/relay/producer.py",
+    "streamcite/relay/pushed.py",
     "streamcite/relay/runs.py",
     "streamcite/relay/writer.py",
     "streamcite/transports/aiohttp.py",

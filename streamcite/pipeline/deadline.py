@@ -53,6 +53,21 @@ class ReadDeadline:
             self._when = at
             self._handle = loop.call_at(at, self._check)
 
+    def extend(self, seconds: float | None) -> None:
+        """The read in progress (armed by the task reading) may now last ``seconds`` from
+        now: called from a connection's callback, where there is no task to note."""
+        if seconds is None:
+            self._at = None
+            return
+        loop = self._loop
+        at = loop.time() + seconds
+        self._at = at
+        if self._handle is None or self._when > at + _EARLY:
+            if self._handle is not None:
+                self._handle.cancel()
+            self._when = at
+            self._handle = loop.call_at(at, self._check)
+
     def disarm(self) -> None:
         """The read ended (the timer stays, for the next read's deadline)."""
         self._at = None

@@ -101,6 +101,11 @@ class RelayConfig:
     (:func:`streamcite.relay.eventloop.tune_gc`: start-up objects frozen, young
     collections every 50,000 allocations). Process-wide, so off for a relay embedded in
     another application; ``streamcite relay`` turns it on."""
+    upstream_transport: str = "auto"
+    """How upstream requests are made: ``"push"`` (:mod:`streamcite.transports.push`:
+    each read of tokens decoded and logged where the socket delivers it, no task woken
+    per token; needs ``httptools``, the ``fast`` extra), ``"aiohttp"``, or ``"auto"``:
+    push when ``httptools`` is installed. A ``session`` given to the relay means aiohttp."""
     static_dir: Path = STATIC_DIR
     instance_id: str = field(default_factory=lambda: f"relay-{secrets.token_hex(4)}")
 
@@ -108,6 +113,8 @@ class RelayConfig:
         if not self.base_url.startswith(("http://", "https://")):
             raise ValueError("base_url must be an http:// or https:// URL")
         self.api = check_api(self.api)
+        if self.upstream_transport not in ("auto", "push", "aiohttp"):
+            raise ValueError("upstream_transport must be 'auto', 'push' or 'aiohttp'")
         for name in (
             "max_message_bytes",
             "max_question_chars",

@@ -14,7 +14,7 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import orjson
@@ -31,12 +31,16 @@ from streamcite.relay.guard import Identity, StreamBinder
 from streamcite.relay.live import Taps
 from streamcite.relay.metrics import RelayMetrics
 from streamcite.relay.protocol import TOKEN_STARTS, AskMessage, token_start
+from streamcite.relay.pushed import first_token_observer, push_tokens
 from streamcite.relay.quotas import StreamQuotas
 from streamcite.relay.readers import ReaderHeartbeat
 from streamcite.relay.replay import rebuild_answer
 from streamcite.relay.runs import CITATIONS_RESEND, Run, final_events
 from streamcite.streamlog import StreamLog
 from streamcite.streamlog.protocol import SupersedeLog, SyncAppendLog
+
+if TYPE_CHECKING:
+    from streamcite.transports.push import ConnectionPool
 
 __all__ = [
     "CITATIONS_RESEND",
@@ -111,6 +115,8 @@ class Producer:
         self.open_upstream: Callable[[AskMessage, str], ChatStream] = self._upstream
         """Makes a stream's upstream request (``(ask, stream_id)``; a benchmark's seam: a
         compiled producer's methods cannot be replaced on the instance)."""
+        self.push_pool: ConnectionPool | None = None
+        """Upstream connections of the push transport (None: aiohttp's session)."""
         self._append_nowait = log.append_nowait if isinstance(log, SyncAppendLog) else None
         self._supersede = log.supersede_nowait if isinstance(log, SupersedeLog) else None
         log.on_cancel(self.on_cancel_request)
@@ -234,12 +240,13 @@ class Producer:
             if (e.kind != "sources" or msg.options.sources)
             and (e.kind != "grounding" or msg.options.grounding)
         ]
+        pool = self.push_pool
         return stream_chat(
             self.request_body(msg),
             base_url=cfg.base_url,
             api=cfg.api,
             api_key=cfg.api_key,
-            transport="aiohttp",
+            transport="aiohttp" if pool is None else pool.transport(),
             session=self.session(),
             headers=headers,
             timeouts=cfg.timeouts,
@@ -310,7 +317,12 @@ class Producer:
         first_token = True
         clock = time.perf_counter
         dumps, starts = orjson.dumps, TOKEN_STARTS
-        async for batch in upstream.batches():  # one step per upstream read
+        batches = upstream.batches()
+        on_first = first_token_observer(self.metrics.ttft, stream.started)
+        pushed = push_tokens(stream.stream_id, batches, append_nowait, taps, on_event, on_first)
+        async for batch in batches:  # one step per upstream read
+            if pushed is not None and pushed.failure is not None:
+                raise pushed.failure  # (where this loop would have raised it)
             t = clock()  # (the events of one read arrived together)
             first = 0  # the first seq of the read's tokens not handed to the taps yet
             one = b""  # its payload
@@ -338,7 +350,7 @@ class Producer:
                         on_event(sid, seq, t)
                     if first_token:
                         first_token = False
-                        self.metrics.ttft.observe(t - stream.started)
+                        on_first(t)
                     continue
                 if first and taps is not None:  # the read's tokens so far go first
                     taps.logged_read(first, one, more)

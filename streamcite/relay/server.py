@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 from types import TracebackType
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -42,9 +43,28 @@ from streamcite.relay.websocket import WsEndpoint
 from streamcite.streamlog import StreamLog
 from streamcite.web.deadlines import ReadDeadlines
 
+if TYPE_CHECKING:
+    from streamcite.transports.push import ConnectionPool
+
 __all__ = ["STATIC_DIR", "Relay", "RelayConfig", "RelayMetrics", "RelayServer"]
 
 _logger = get_logger("streamcite.relay")
+
+
+def upstream_pool(choice: str) -> ConnectionPool | None:
+    """The push transport's connections for ``RelayConfig.upstream_transport`` (None:
+    aiohttp); ``"auto"`` is push when ``httptools`` is installed."""
+    if choice == "aiohttp":
+        return None
+    try:
+        from streamcite.transports.push import ConnectionPool
+    except ImportError:
+        if choice == "push":
+            raise RuntimeError(
+                "upstream_transport='push' needs httptools: pip install 'streamcite[fast]'"
+            ) from None
+        return None
+    return ConnectionPool()
 
 
 class Relay:
@@ -226,6 +246,7 @@ class Relay:
                 limit=self.config.max_streams_total + 16, limit_per_host=0
             )
             self._session = aiohttp.ClientSession(connector=connector)
+            self.producer.push_pool = upstream_pool(self.config.upstream_transport)
         self._arm_watchdog()
         self.readers.start()
         self.logger.info("relay.start", upstream=urlsplit(self.config.base_url).netloc)
@@ -257,6 +278,9 @@ class Relay:
         if self._owns_session and self._session is not None:
             await self._session.close()
             self._session = None
+        if self.producer.push_pool is not None:
+            self.producer.push_pool.close()
+            self.producer.push_pool = None
         if self._owns_log:
             await self.log.aclose()
         self.metrics.close()

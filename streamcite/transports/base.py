@@ -7,6 +7,7 @@ stable ``code`` so both give identical events for the same bytes.
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping
 from typing import Protocol
 from urllib.parse import urljoin, urlsplit
@@ -14,6 +15,8 @@ from urllib.parse import urljoin, urlsplit
 from streamcite.core.errors import StreamciteError
 
 __all__ = [
+    "BodySink",
+    "PushBody",
     "Transport",
     "TransportError",
     "UpstreamResponse",
@@ -117,3 +120,34 @@ class Transport(Protocol):
     async def aclose(self) -> None:
         """Close the client if the transport created it (a caller's client is left open)."""
         ...
+
+
+class BodySink(Protocol):
+    """Where a :class:`PushBody` hands its body, from the connection's callback."""
+
+    def body(self, data: bytes) -> None:
+        """The body's next bytes (never raises: a sink keeps its own failures)."""
+        ...
+
+    def end(self, failure: TransportError | None) -> None:
+        """The body ended (``None``) or the connection failed; nothing follows."""
+        ...
+
+
+class PushBody(ABC):
+    """A response that can hand its body to a :class:`BodySink` as it arrives, instead of
+    being read (:mod:`streamcite.transports.push`)."""
+
+    __slots__ = ()
+
+    @abstractmethod
+    def push(self, sink: BodySink | None) -> None:
+        """From now on, the body goes to ``sink`` (bytes already received first);
+        ``None``: to nobody (the reader stopped)."""
+
+    @abstractmethod
+    def pause_reading(self) -> None:
+        """Stop reading the socket until :meth:`resume_reading` (the sink has enough)."""
+
+    @abstractmethod
+    def resume_reading(self) -> None: ...
