@@ -71,9 +71,9 @@ def test_one_event_reads_skip_the_general_reading(
     calls: list[bytes] = []
     general = SSEDecoder._feed
 
-    def counting(self: SSEDecoder, chunk: bytes, full: bool) -> Any:
+    def counting(self: SSEDecoder, chunk: bytes, full: bool, cr: bool = True) -> Any:
         calls.append(chunk)
-        return general(self, chunk, full)
+        return general(self, chunk, full, cr)
 
     monkeypatch.setattr(SSEDecoder, "_feed", counting)
     d = SSEDecoder()

@@ -145,9 +145,9 @@ def test_a_gemini_stream_in_4k_reads_takes_the_route(monkeypatch: pytest.MonkeyP
     calls: list[bytes] = []
     general = SSEDecoder._feed
 
-    def counting(self: SSEDecoder, chunk: bytes, full: bool) -> Any:
+    def counting(self: SSEDecoder, chunk: bytes, full: bool, cr: bool = True) -> Any:
         calls.append(chunk)
-        return general(self, chunk, full)
+        return general(self, chunk, full, cr)
 
     monkeypatch.setattr(SSEDecoder, "_feed", counting)
     p = ChatStreamParser(dialect="gemini")

@@ -161,14 +161,15 @@ class SSEDecoder:
         An event over ``max_event_size`` is dropped and :data:`OVERFLOW` stands in
         its place (this method does not raise).
         """
-        if self._tail or data[-2:] != b"\n\n" or self._skip_lf or self._discarding or 13 in data:
+        cr = 13 in data  # (searched once: the general way is told, not searching again)
+        if self._tail or data[-2:] != b"\n\n" or self._skip_lf or self._discarding or cr:
             if (
                 not (self._skip_lf or self._discarding)
-                and (self._line_tail or 13 in data)
+                and (self._line_tail or cr)
                 and (lines := self._data_lines(data)) is not None  # (Gemini's CRLF events)
             ):
                 return lines
-            return self._feed(data, False)
+            return self._feed(data, False, cr)
         if not self._bom_done:
             if len(data) < 3 or data[:3] == _BOM:
                 return self._feed(data, False)
@@ -194,10 +195,9 @@ class SSEDecoder:
     def _data_lines(self, data: bytes) -> list[RawEvent] | None:
         """The events of a read whose blocks are each one ``data:`` line ended by CRLF
         CRLF (Gemini: few, large events that straddle reads), or that only extends such
-        a pending line; None: another shape (nothing changed), the general way's. Cut at
-        each ``\\r\\n\\r\\ndata: `` by one split, of that shape exactly when the pieces
-        hold no CR or LF (one join, two ``memchr``): no CRLF → LF copy, no per-event
-        work. It decides as the general way would (sizes, the tail it keeps)."""
+        a pending line; None: another shape (nothing changed). Cut at each
+        ``\\r\\n\\r\\ndata: `` by one split, of that shape when the pieces hold no CR or
+        LF (a join, two ``memchr``); decided as the general way would (sizes, tail)."""
         tail = self._tail
         if not self._bom_done:
             if tail or len(data) < 3 or data.startswith(_BOM):
@@ -234,9 +234,9 @@ class SSEDecoder:
             self._line_tail = True
         return parts  # type: ignore[return-value]
 
-    def _feed(self, chunk: bytes, full: bool) -> list[RawEvent]:
+    def _feed(self, chunk: bytes, full: bool, cr: bool = True) -> list[RawEvent]:
         self._line_tail = False
-        normalised = self._normalise(chunk)
+        normalised = self._normalise(chunk, cr)
         if not normalised:
             return []
         region, tail_overflow = self._region(normalised)
@@ -346,7 +346,7 @@ class SSEDecoder:
         named.append(last)
         return named
 
-    def _normalise(self, chunk: bytes) -> bytes:
+    def _normalise(self, chunk: bytes, cr: bool = True) -> bytes:
         """The read with the BOM, a CR's LF from the previous read, CRLF/CR line ends
         and the rest of a block being discarded taken care of (b"": nothing to do)."""
         if not chunk:
@@ -368,7 +368,7 @@ class SSEDecoder:
                 chunk = chunk[1:]
         if not chunk:
             return b""
-        if 13 in chunk:
+        if cr and 13 in chunk:  # (``cr`` False: the read was searched, it holds none)
             # CRLF and lone CR are line ends too: normalise them to LF once, here.
             if chunk[-1:] == b"\r":
                 self._skip_lf = True  # its LF, if any, starts the next read
