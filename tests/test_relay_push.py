@@ -294,3 +294,32 @@ async def test_header_injection_is_refused_before_anything_is_sent() -> None:
     with pytest.raises(TransportError):
         await transport.open("ftp://127.0.0.1/v1", {}, b"{}", 1.0)
     await transport.aclose()
+
+
+async def test_no_token_is_logged_from_the_callback_after_a_cancel() -> None:
+    """Between ``cancel()`` and the stream's task running, the socket may deliver more
+    tokens: the push sink refuses them (they go to the task, which is being cancelled),
+    so no token follows a cancel, as when the task reads them."""
+    from streamcite.core.events import TokenEvent
+
+    async with (
+        fake_upstream(tokens=[f" t{i}" for i in range(200)], delay=0.02) as up,
+        relay(up.url + "/v1", upstream_transport="push") as server,
+        ws_client(server) as client,
+    ):
+        sid = await client.ask("q")
+        await client.until(lambda o: o.get("stream_id") == sid and o.get("type") == "token")
+        producer = server.relay.producer
+        stream = producer.streams[sid]
+        assert stream.pushed is not None
+        logged = stream.taps.last_seq if stream.taps is not None else 0
+        producer.cancel(stream, "cancelled")
+        late = [TokenEvent(index=0, text=" late", display=" late")]
+        assert stream.pushed.take(late) is False  # (the old sink logged it)
+        assert stream.taps is not None and stream.taps.last_seq == logged
+        done = await client.until_done(sid)
+        events = client.events(sid)
+    assert " late" not in text_of(events)
+    assert [e["code"] for e in done["answer"]["errors"]] == ["cancelled"]
+    kinds = [e["type"] for e in events]
+    assert "token" not in kinds[kinds.index("error") :]

@@ -31,7 +31,7 @@ from streamcite.relay.guard import Identity, StreamBinder
 from streamcite.relay.live import Taps
 from streamcite.relay.metrics import RelayMetrics
 from streamcite.relay.protocol import TOKEN_STARTS, AskMessage, token_start
-from streamcite.relay.pushed import first_token_observer, push_tokens
+from streamcite.relay.pushed import PushedTokens, first_token_observer, push_tokens
 from streamcite.relay.quotas import StreamQuotas
 from streamcite.relay.readers import ReaderHeartbeat
 from streamcite.relay.replay import rebuild_answer
@@ -82,6 +82,8 @@ class ProducedStream:
     taps: Taps | None = None
     """Pumps of caught-up clients, handed each event as it is logged (a log that appends
     without awaiting only: see :mod:`streamcite.relay.live`)."""
+    pushed: PushedTokens | None = None
+    """The push sink logging its tokens in the upstream connection's callback, if any."""
 
 
 class Producer:
@@ -168,6 +170,8 @@ class Producer:
         """Cancel the upstream request; the stream ends with ``error`` (``reason``) + ``done``."""
         if stream.cancel_reason is None and stream.task is not None and not stream.task.done():
             stream.cancel_reason = reason
+            if stream.pushed is not None:
+                stream.pushed.stopped = True  # no token logged after the cancel, as pulled
             stream.task.cancel()
 
     # -- subscribers and the grace period ----------------------------------------------
@@ -319,7 +323,9 @@ class Producer:
         dumps, starts = orjson.dumps, TOKEN_STARTS
         batches = upstream.batches()
         on_first = first_token_observer(self.metrics.ttft, stream.started)
-        pushed = push_tokens(stream.stream_id, batches, append_nowait, taps, on_event, on_first)
+        pushed = stream.pushed = push_tokens(
+            stream.stream_id, batches, append_nowait, taps, on_event, on_first
+        )
         async for batch in batches:  # one step per upstream read
             if pushed is not None and pushed.failure is not None:
                 raise pushed.failure  # (where this loop would have raised it)

@@ -63,7 +63,16 @@ class PushedTokens:
     never raises: a failure (the log's) is kept in :attr:`failure` and the read refused,
     and the producer's task raises it where its own loop would have."""
 
-    __slots__ = ("append", "failure", "first_token", "on_event", "on_first", "sid", "taps")
+    __slots__ = (
+        "append",
+        "failure",
+        "first_token",
+        "on_event",
+        "on_first",
+        "sid",
+        "stopped",
+        "taps",
+    )
 
     def __init__(
         self,
@@ -81,9 +90,12 @@ class PushedTokens:
         """Called with the time of the stream's first token (its TTFT metric)."""
         self.first_token = True
         self.failure: Exception | None = None
+        self.stopped = False
+        """The stream was cancelled: reads go to its task (which is being cancelled), so
+        no token is logged after the cancel, as when the task reads them."""
 
     def take(self, batch: list[TokenEvent]) -> bool:
-        if self.failure is not None:
+        if self.failure is not None or self.stopped:
             return False
         try:
             self._log(batch)

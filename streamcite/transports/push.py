@@ -22,11 +22,10 @@ installed (``pip install streamcite[fast]``); ``RelayConfig.upstream_transport``
 from __future__ import annotations
 
 import asyncio
-import base64
 import ssl
+import weakref
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
-from urllib.parse import unquote, urlsplit
 
 import httptools
 from multidict import CIMultiDict, CIMultiDictProxy
@@ -34,6 +33,7 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from streamcite.core.quote import quote
 from streamcite.transports.aiohttp import mime_essence
 from streamcite.transports.base import BodySink, PushBody, TransportError, read_limited
+from streamcite.transports.push_request import Origin, request_head
 
 __all__ = [
     "BUFFER_BYTES",
@@ -49,22 +49,21 @@ MAX_HEAD_BYTES = 64 * 1024
 MAX_HEADERS = 128
 BUFFER_BYTES = 256 * 1024
 """Body bytes buffered for a pull reader before the socket's reading pauses."""
-_SSE_HEADERS = {
-    "Accept": "text/event-stream",
-    "Cache-Control": "no-store",
-    "Accept-Encoding": "identity",
-}
-_BAD_HEADER_CHARS = ("\r", "\n", "\x00")
 _DRAIN_SECONDS = 0.25
 """How long closing a response whose answer ended waits for the rest of its body."""
 _DRAIN_BYTES = 4096
 
-Origin = tuple[str, str, int]
-"""``(scheme, host, port)``."""
-
 
 def _lost(message: str) -> TransportError:
     return TransportError(message, code="connection_lost", stage="http")
+
+
+def _protocol_error(message: str) -> TransportError:
+    return TransportError(message, code="protocol_error", stage="http", retryable=False)
+
+
+def _head_too_large() -> TransportError:
+    return _protocol_error("response head (or trailers) too large")
 
 
 class _Connection(asyncio.Protocol):
@@ -77,6 +76,7 @@ class _Connection(asyncio.Protocol):
         self.closed = False
         self.reused = False
         self.idle_since = 0.0
+        self.paused = False
         self._begin()
 
     def _begin(self) -> None:
@@ -85,6 +85,9 @@ class _Connection(asyncio.Protocol):
         self.status = 0
         self.headers: CIMultiDict[str] = CIMultiDict()
         self.head_bytes = 0
+        self.gap = 0
+        """Bytes fed since the last body bytes, or since the request: a head, 1xx answers,
+        chunk framing, trailers (httptools gathers a header whole: the bound is here)."""
         self.head: asyncio.Future[None] = self.loop.create_future()
         self.interim = False
         self.got_bytes = False
@@ -97,7 +100,6 @@ class _Connection(asyncio.Protocol):
         self.to_close = False
         """The body ends when the connection closes (no length, not chunked)."""
         self.failure: TransportError | None = None
-        self.paused = False
 
     # -- asyncio.Protocol --------------------------------------------------------------
 
@@ -106,21 +108,22 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.got_bytes = True
+        if self.complete:  # no request waits for these bytes: the connection is not kept
+            self._retire()
+            return
+        self.gap += len(data)
         try:
             self.parser.feed_data(data)
+            if self.gap > MAX_HEAD_BYTES and not self.complete:
+                self._fail(_head_too_large())
         except httptools.HttpParserCallbackError as exc:
             cause = exc.__context__
             failure = cause if isinstance(cause, TransportError) else _lost(f"{exc}")
             self._fail(failure)
+        except httptools.HttpParserUpgrade:  # (not an HttpParserError: a 101 to the POST)
+            self._fail(_protocol_error("the upstream switched protocols"))
         except httptools.HttpParserError as exc:
-            self._fail(
-                TransportError(
-                    f"invalid HTTP response: {quote(str(exc), 120)}",
-                    code="protocol_error",
-                    stage="http",
-                    retryable=False,
-                )
-            )
+            self._fail(_protocol_error(f"invalid HTTP response: {quote(str(exc), 120)}"))
 
     def eof_received(self) -> bool:
         return False  # close our side too: connection_lost follows
@@ -146,12 +149,15 @@ class _Connection(asyncio.Protocol):
 
     # -- httptools callbacks -----------------------------------------------------------
 
+    def on_message_begin(self) -> None:
+        if self.complete:  # a second response in the read that ended the first one:
+            self._retire()  # not this request's (parsing stops here: nothing is buffered)
+            raise _lost("a response nobody asked for")
+
     def on_header(self, name: bytes, value: bytes) -> None:
         self.head_bytes += len(name) + len(value) + 4
         if self.head_bytes > MAX_HEAD_BYTES or len(self.headers) >= MAX_HEADERS:
-            raise TransportError(
-                "response head too large", code="protocol_error", stage="http", retryable=False
-            )
+            raise _head_too_large()
         self.headers.add(name.decode("latin-1"), value.decode("latin-1"))
 
     def on_headers_complete(self) -> None:
@@ -161,6 +167,7 @@ class _Connection(asyncio.Protocol):
             self.headers = CIMultiDict()
             self.head_bytes = 0
             return
+        self.gap = 0
         self.status = status
         self.keep_alive = self.parser.should_keep_alive()
         chunked = "chunked" in self.headers.get("Transfer-Encoding", "").lower()
@@ -171,6 +178,7 @@ class _Connection(asyncio.Protocol):
             self.head.set_result(None)
 
     def on_body(self, body: bytes) -> None:
+        self.gap = 0
         sink = self.sink
         if sink is not None:
             sink.body(body)
@@ -218,6 +226,11 @@ class _Connection(asyncio.Protocol):
         self._wake()
         self.close()
 
+    def _retire(self) -> None:
+        """The server spoke out of turn: not reused (its response, if any, ended)."""
+        self.keep_alive = False
+        self.close()
+
     def _wake(self) -> None:
         waiter = self.waiter
         if waiter is not None:
@@ -242,19 +255,24 @@ class _Connection(asyncio.Protocol):
 
 class ConnectionPool:
     """Idle keep-alive connections per origin: at most ``max_idle`` each, none older than
-    ``idle_seconds`` (the server may have closed it)."""
+    ``idle_seconds`` (the server may have closed it). :meth:`close` closes every connection
+    it opened, in use or idle (as closing an aiohttp session does)."""
 
     def __init__(self, *, max_idle: int = 256, idle_seconds: float = 15.0) -> None:
         self.max_idle = max_idle
         self.idle_seconds = idle_seconds
         self._idle: dict[Origin, list[_Connection]] = {}
         self._ssl: ssl.SSLContext | None = None
+        self._open: weakref.WeakSet[_Connection] = weakref.WeakSet()
+        self._closed = False
         self.opened = 0
         """Connections opened so far (tests and metrics: reuse shows as few)."""
 
-    async def connect(self, origin: Origin, connect_timeout: float | None) -> _Connection:
+    async def connect(
+        self, origin: Origin, connect_timeout: float | None, *, fresh: bool = False
+    ) -> _Connection:
         loop = asyncio.get_running_loop()
-        idle = self._idle.get(origin)
+        idle = None if fresh else self._idle.get(origin)
         now = loop.time()
         while idle:
             conn = idle.pop()
@@ -281,17 +299,19 @@ class ConnectionPool:
         except OSError as exc:
             raise TransportError(f"cannot connect: {exc}", code="connect_failed") from exc
         self.opened += 1
+        self._open.add(conn)
         return conn
 
     def release(self, conn: _Connection) -> None:
         """Keep ``conn`` for the next request to its origin, or close it."""
-        if not conn.reusable():
+        if self._closed or not conn.reusable():
             conn.close()
             return
         idle = self._idle.setdefault(conn.origin, [])
         if len(idle) >= self.max_idle:
             conn.close()
             return
+        conn.resume_reading()  # (paused by a sink: a closing server must be seen while idle)
         conn.idle_since = conn.loop.time()
         idle.append(conn)
 
@@ -300,9 +320,9 @@ class ConnectionPool:
         return PushTransport(self)
 
     def close(self) -> None:
-        for idle in self._idle.values():
-            for conn in idle:
-                conn.close()
+        self._closed = True
+        for conn in list(self._open):
+            conn.close()  # (a response still reading sees connection_lost)
         self._idle.clear()
 
 
@@ -384,23 +404,33 @@ class PushResponse(PushBody):
         conn = self._conn
         conn.sink = None
         if not (conn.complete or conn.closed or conn.failure is not None):
-            # The answer ended ([DONE]) before its body did: the body's last bytes (the
-            # chunked terminator) are on their way; a moment's wait keeps the connection
-            try:
-                async with asyncio.timeout(_DRAIN_SECONDS):
-                    while not (conn.complete or conn.closed or conn.failure is not None):
-                        if conn.buffered > _DRAIN_BYTES:
-                            break  # more than a terminator: not worth keeping
-                        conn.waiter = waiter = conn.loop.create_future()
-                        await waiter
-            except TimeoutError:
-                pass
-            except BaseException:
-                conn.close()
-                raise
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                conn.close()  # cancelled mid-body (a stream stopped): no wait for the rest
+            else:
+                await _drain(conn)
         conn.buffer.clear()
         conn.buffered = 0
         self._pool.release(conn)
+
+
+async def _drain(conn: _Connection) -> None:
+    """The answer ended ([DONE]) before its body did: the body's last bytes (the chunked
+    terminator) are on their way; a moment's wait keeps the connection."""
+    if conn.buffered <= _DRAIN_BYTES:
+        conn.resume_reading()  # (a sink paused it: the rest cannot come otherwise)
+    try:
+        async with asyncio.timeout(_DRAIN_SECONDS):
+            while not (conn.complete or conn.closed or conn.failure is not None):
+                if conn.buffered > _DRAIN_BYTES:
+                    break  # more than a terminator: not worth keeping
+                conn.waiter = waiter = conn.loop.create_future()
+                await waiter
+    except TimeoutError:
+        pass
+    except BaseException:
+        conn.close()
+        raise
 
 
 class _Chunks:
@@ -419,31 +449,6 @@ class _Chunks:
         return data
 
 
-def _request_head(url: str, headers: Mapping[str, str], body_len: int) -> tuple[Origin, bytes]:
-    parts = urlsplit(url)
-    scheme = parts.scheme
-    if scheme not in ("http", "https") or not parts.hostname:
-        raise TransportError(f"not an http(s) URL: {quote(url, 120)}", code="connect_failed")
-    port = parts.port or (443 if scheme == "https" else 80)
-    host = parts.hostname
-    host_header = f"[{host}]" if ":" in host else host
-    if parts.port is not None:
-        host_header += f":{parts.port}"
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    fields = {"Host": host_header, "User-Agent": "streamcite"}
-    if parts.username is not None:  # as aiohttp does: userinfo → Basic auth
-        pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
-        fields["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
-    lines = [f"POST {target} HTTP/1.1"]
-    merged = {**fields, **headers, **_SSE_HEADERS, "Content-Length": str(body_len)}
-    for name, value in merged.items():
-        if any(c in name or c in value for c in _BAD_HEADER_CHARS) or ":" in name:
-            raise ValueError(f"invalid character in the request header {quote(name, 60)}")
-        lines.append(f"{name}: {value}")
-    lines.append("\r\n")
-    return (scheme, host, port), "\r\n".join(lines).encode("latin-1")
-
-
 class PushTransport:
     """POSTs on pooled HTTP/1.1 connections (the caller's :class:`ConnectionPool`, or one of
     its own closed by :meth:`aclose`)."""
@@ -457,10 +462,10 @@ class PushTransport:
     async def open(
         self, url: str, headers: Mapping[str, str], body: bytes, connect_timeout: float | None
     ) -> PushResponse:
-        origin, head = _request_head(url, headers, len(body))
+        origin, head = request_head(url, headers, len(body))
         pool = self._pool
         for attempt in (0, 1):
-            conn = await pool.connect(origin, connect_timeout)
+            conn = await pool.connect(origin, connect_timeout, fresh=attempt > 0)
             try:
                 assert conn.transport is not None
                 conn.transport.write(head + body)
