@@ -71,9 +71,9 @@ def test_one_event_reads_skip_the_general_reading(
     calls: list[bytes] = []
     general = SSEDecoder._feed
 
-    def counting(self: SSEDecoder, chunk: bytes, full: bool) -> Any:
+    def counting(self: SSEDecoder, chunk: bytes, full: bool, cr: bool = True) -> Any:
         calls.append(chunk)
-        return general(self, chunk, full)
+        return general(self, chunk, full, cr)
 
     monkeypatch.setattr(SSEDecoder, "_feed", counting)
     d = SSEDecoder()
@@ -81,7 +81,9 @@ def test_one_event_reads_skip_the_general_reading(
     for _ in range(5):
         assert d.feed_raw(read) == first
     assert calls == []
-    d.feed_raw(b"data: x\r\n\r\n")  # a CR: the general reading
+    d.feed_raw(b"data: x\r\n\r\n")  # CRLF data lines: their own route
+    assert calls == []
+    d.feed_raw(b"id: 1\r\ndata: x\r\n\r\n")  # a CR in another shape: the general reading
     assert len(calls) == 1
     bom = SSEDecoder()
     assert bom.feed_raw(b"\xef\xbb\xbf" + read) == first  # the BOM: the general reading

@@ -17,9 +17,6 @@ from bisect import bisect_right
 
 __all__ = ["STEP", "ByteOffsets"]
 
-_CONT = bytes(range(0x80, 0xC0))
-"""UTF-8 continuation bytes: every other byte starts a character."""
-
 STEP = 16384
 """Characters between two checkpoints of the walk."""
 
@@ -86,7 +83,7 @@ class ByteOffsets:
     def to_chars(self, needed: list[tuple[int, bool]]) -> list[int]:
         """:meth:`to_char` of each ``(byte, end)`` of ``needed`` (ascending), in one walk:
         the text up to the last offset is encoded once and its characters counted
-        between one offset and the next (the bytes that start a character), no walk
+        between one offset and the next (each stretch decoded once), no walk
         per offset. A walk longer than :data:`STEP` goes offset by offset.
 
         >>> b = ByteOffsets()
@@ -110,17 +107,21 @@ class ByteOffsets:
             chars = [base_c + b - base_b for b, _ in needed]
             self.byte, self.char = last, base_c + last - base_b
         else:
-            at, counted = 0, 0
+            # Walked from character start to character start, each stretch decoded
+            # (UTF-8 decoding runs over ASCII a word at a time): its length is the
+            # characters it holds. An offset inside a character is at its start, or past
+            # it (``end``).
+            at, counted, size = 0, 0, len(piece)
             for b, end in needed:
-                rel = b - base_b
-                counted += len(piece[at:rel].translate(None, _CONT))
-                at = rel
-                inside = rel < len(piece) and 0x80 <= piece[rel] < 0xC0
-                chars.append(base_c + counted - (inside and not end))
-            while at < len(piece) and 0x80 <= piece[at] < 0xC0:
-                at -= 1  # back to the start of the character the last offset is in
+                rel = start = b - base_b
+                while start < size and 0x80 <= piece[start] < 0xC0:
+                    start -= 1  # back to the start of the character ``rel`` is in
+                if start > at:
+                    counted += len(piece[at:start].decode("utf-8", "surrogatepass"))
+                    at = start
+                chars.append(base_c + counted + (end and start < rel))
             self.byte = base_b + at
-            self.char = base_c + len(piece[:at].translate(None, _CONT))
+            self.char = base_c + counted
         if self.char >= self._mark_chars[-1] + STEP:
             self._mark_bytes.append(self.byte)
             self._mark_chars.append(self.char)

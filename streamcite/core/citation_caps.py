@@ -99,7 +99,6 @@ def cap_metadata(meta: Any, limit: int) -> tuple[dict[str, Any] | None, int, str
 
 _TEXTS: dict[type, Callable[[Any], tuple[Any, ...]]] = {Citation: attrgetter(*TEXT_FIELDS)}
 """The string fields of a citation, read in one call (a span has one: :func:`_cap_span`)."""
-_STR_OR_NONE = frozenset({str, type(None)})
 
 
 def cap_citation(obj: Any, bounds: StreamBounds) -> tuple[int, list[str]]:
@@ -112,17 +111,18 @@ def cap_citation(obj: Any, bounds: StreamBounds) -> tuple[int, list[str]]:
     texts = _TEXTS.get(obj.__class__)
     if texts is not None:
         # The common case in one pass: strings (or None) whose sum is within the cap of
-        # each (so each one is), costed joined (the UTF-8 bytes of the parts add up).
-        values = texts(obj)
-        if _STR_OR_NONE.issuperset(map(type, values)):
-            joined = "".join(filter(None, values))
-            if len(joined) <= bounds.max_citation_text_chars:
-                n = (
-                    len(joined)
-                    if joined.isascii()
-                    else len(joined.encode("utf-8", "surrogatepass"))
-                )
-                return _with_metadata(obj, n, bounds)
+        # each (so each one is), their UTF-8 bytes counted as they come (a loop: no
+        # ``map``, ``filter`` or join made per citation).
+        chars = n = 0
+        for v in texts(obj):
+            if v is None:
+                continue
+            if v.__class__ is not str:
+                return _cap_fields(obj, bounds)
+            chars += len(v)
+            n += len(v) if v.isascii() else len(v.encode("utf-8", "surrogatepass"))
+        if chars <= bounds.max_citation_text_chars:
+            return _with_metadata(obj, n, bounds)
     return _cap_fields(obj, bounds)
 
 

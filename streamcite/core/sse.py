@@ -16,16 +16,14 @@ Implements the HTML standard's "event stream interpretation" exactly:
 Performance: a read that ends at a block boundary with nothing pending (a relay feeds
 one upstream read at a time, often one event) skips the general set-up (BOM, CR, tail,
 discard checks: one test each) and, when it is one event of the usual shape, is cut with
-two slices. A read whose blocks are all one ``data:`` line (chat, Gemini) is cut into
-events by one C-level split, with no Python work per event; one whose blocks are all
-``event:`` + one ``data:`` line (Anthropic, Responses, Cohere) by one split and a
-``partition`` per block; neither makes a pass that steps one byte at a time. Any other
-read is split into lines on bytes (``bytes.split`` in C, after turning CRLF and CR into
-LF). Field values are decoded once, and
-:meth:`SSEDecoder.feed_raw` hands ``data`` as bytes so JSON can be parsed by orjson
-without a ``str`` round-trip. Only the newly arrived bytes are scanned for line ends, so one huge
-event arriving in small reads costs linear time; ``max_event_size`` bounds memory.
-"""
+two slices. A read whose blocks are all one ``data:`` line (chat; Gemini's, CRLF-ended,
+without normalising) is cut into events by one C-level split, with no Python work per
+event; one whose blocks are all ``event:`` + one ``data:`` line (Anthropic, Responses,
+Cohere) by one split and a ``partition`` per block; none steps one byte at a time. Any
+other read is split into lines on bytes (after turning CRLF and CR into LF). Field values
+are decoded once; :meth:`SSEDecoder.feed_raw` hands ``data`` as bytes (orjson parses it
+without a ``str`` round-trip). Only newly arrived bytes are scanned for line ends, so a
+huge event in small reads costs linear time; ``max_event_size`` bounds memory."""
 
 from __future__ import annotations
 
@@ -90,6 +88,7 @@ class SSEDecoder:
         "_bom_done",
         "_discarding",
         "_last_lf",
+        "_line_tail",
         "_skip_lf",
         "_tail",
         "last_event_id",
@@ -107,6 +106,7 @@ class SSEDecoder:
         self._bom_done = False
         self._discarding = False  # dropping the rest of an oversized block
         self._last_lf = False
+        self._line_tail = False  # the tail is _data_lines' (one data line; _feed resets)
         self.truncated = False
         """Set by :meth:`close` when an unterminated block had to be discarded."""
 
@@ -134,6 +134,7 @@ class SSEDecoder:
 
     def close(self) -> list[ServerSentEvent]:
         """End of input. Per the standard, an unterminated final block is discarded."""
+        self._line_tail = False
         if not self._tail:  # (the usual end: nothing pending, nothing to discard)
             self.truncated = False
             return []
@@ -160,8 +161,15 @@ class SSEDecoder:
         An event over ``max_event_size`` is dropped and :data:`OVERFLOW` stands in
         its place (this method does not raise).
         """
-        if self._tail or data[-2:] != b"\n\n" or self._skip_lf or self._discarding or 13 in data:
-            return self._feed(data, False)
+        cr = 13 in data  # (searched once: the general way is told, not searching again)
+        if self._tail or data[-2:] != b"\n\n" or self._skip_lf or self._discarding or cr:
+            if (
+                not (self._skip_lf or self._discarding)
+                and (self._line_tail or cr)
+                and (lines := self._data_lines(data)) is not None  # (Gemini's CRLF events)
+            ):
+                return lines
+            return self._feed(data, False, cr)
         if not self._bom_done:
             if len(data) < 3 or data[:3] == _BOM:
                 return self._feed(data, False)
@@ -184,8 +192,51 @@ class SSEDecoder:
 
     # -- internals -----------------------------------------------------------------
 
-    def _feed(self, chunk: bytes, full: bool) -> list[RawEvent]:
-        normalised = self._normalise(chunk)
+    def _data_lines(self, data: bytes) -> list[RawEvent] | None:
+        """The events of a read whose blocks are each one ``data:`` line ended by CRLF
+        CRLF (Gemini: few, large events that straddle reads), or that only extends such
+        a pending line; None: another shape (nothing changed). Cut at each
+        ``\\r\\n\\r\\ndata: `` by one split, of that shape when the pieces hold no CR or
+        LF (a join, two ``memchr``); decided as the general way would (sizes, tail)."""
+        tail = self._tail
+        if not self._bom_done:
+            if tail or len(data) < 3 or data.startswith(_BOM):
+                return None
+            self._bom_done = True  # (as _normalise decides for a first read without BOM)
+        elif tail and not self._line_tail and (10 in tail or not tail.startswith(b"data: ")):
+            return None  # (a tail the general way left, not one data line)
+        ends = data.endswith(b"\r\n\r\n")
+        parts = data.split(b"\r\n\r\ndata: ")
+        if ends:
+            parts[-1] = parts[-1][:-4]
+        joined = b"".join(parts)  # (the read itself when it is one piece: no copy)
+        if 13 in joined or 10 in joined:
+            return None
+        limit = self.max_event_size
+        if not tail:
+            if not parts[0].startswith(b"data: "):
+                return None
+            parts[0] = parts[0][6:]
+        elif len(tail) + len(parts[0]) > limit:
+            return None
+        if max(map(len, parts)) + 6 > limit:  # (each block, and the tail it leaves)
+            return None
+        rest = None if ends else parts.pop()
+        if tail and parts:  # the pending line ends in this read
+            tail += parts[0]
+            del tail[:6]  # (a bytearray drops its head in place, without a copy)
+            parts[0] = bytes(tail)
+            tail.clear()
+        if rest is not None:
+            if not tail:
+                tail += b"data: "
+            tail += rest
+            self._line_tail = True
+        return parts  # type: ignore[return-value]
+
+    def _feed(self, chunk: bytes, full: bool, cr: bool = True) -> list[RawEvent]:
+        self._line_tail = False
+        normalised = self._normalise(chunk, cr)
         if not normalised:
             return []
         region, tail_overflow = self._region(normalised)
@@ -295,7 +346,7 @@ class SSEDecoder:
         named.append(last)
         return named
 
-    def _normalise(self, chunk: bytes) -> bytes:
+    def _normalise(self, chunk: bytes, cr: bool = True) -> bytes:
         """The read with the BOM, a CR's LF from the previous read, CRLF/CR line ends
         and the rest of a block being discarded taken care of (b"": nothing to do)."""
         if not chunk:
@@ -317,7 +368,7 @@ class SSEDecoder:
                 chunk = chunk[1:]
         if not chunk:
             return b""
-        if 13 in chunk:
+        if cr and 13 in chunk:  # (``cr`` False: the read was searched, it holds none)
             # CRLF and lone CR are line ends too: normalise them to LF once, here.
             if chunk[-1:] == b"\r":
                 self._skip_lf = True  # its LF, if any, starts the next read

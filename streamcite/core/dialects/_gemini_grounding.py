@@ -49,7 +49,9 @@ def _source(chunk: Any) -> tuple[Any, Citation] | None:
                 or (text is not None and text.__class__ is not str)
             ):
                 return None
-            meta = {k: v for k, v in src.items() if k not in ("uri", "title", "text")}
+            meta = dict(src)  # (a copy less three keys: cheaper than a comprehension)
+            for k in ("uri", "title", "text"):
+                meta.pop(k, None)
             if kind != "web":
                 meta["kind"] = kind
             key = ("uri", uri) if uri else (kind, title, text)
@@ -156,7 +158,7 @@ class GroundingState(StreamState):
         max_sources = self.builder.bounds.max_citation_sources
         for sup in self._pending:
             seg, ids = sup.get("segment"), sup.get("groundingChunkIndices")
-            if seg.__class__ is not dict or ids.__class__ is not list:
+            if type(seg) is not dict or type(ids) is not list:  # (narrows: direct reads compiled)
                 self.fault(out, "bad_citations", f"grounding support: {quote(sup)}")
                 continue
             start, end = seg.get("startIndex", 0), seg.get("endIndex")
@@ -188,8 +190,15 @@ class GroundingState(StreamState):
         out: list[Event],
     ) -> None:
         """The ready supports' spans: their offsets converted in one sorted walk."""
-        needed = sorted({(s, False) for _, _, s, _ in ready} | {(e, True) for *_, e in ready})
-        chars = dict(zip(needed, m.to_chars(needed), strict=True))
+        points: set[tuple[int, bool]] = set()
+        for _, _, start, end in ready:
+            points.add((start, False))
+            points.add((end, True))
+        needed = sorted(points)
+        chars: dict[tuple[int, bool], int] = {}
+        got = m.to_chars(needed)  # (one per point)
+        for i, point in enumerate(needed):
+            chars[point] = got[i]
         added = False
         for seg, ids, start, end in ready:
             c0, c1 = chars[(start, False)], chars[(end, True)]

@@ -50,6 +50,11 @@ _KNOWN = frozenset(
 _STATUS_CODES = {"RESOURCE_EXHAUSTED": 429, "UNAVAILABLE": 503, "INTERNAL": 500}
 
 
+def _empty(value: Any) -> bool:
+    """``value == {}``, without making a dict to compare with."""
+    return isinstance(value, dict) and not value
+
+
 def finish_reason(raw: str) -> str:
     """Gemini's ``finishReason`` in the chat vocabulary (unknown ones: ``stop``)."""
     return _REASONS.get(raw, "stop")
@@ -137,17 +142,26 @@ class GeminiInterpreter(GroundingState):
         usage and ids (most chunks) — else None. The first chunk's ``meta``, a thought
         part (as ``reasoning``) and a finish (after the text) are emitted here, as
         :meth:`event` would (then "")."""
-        try:
-            # The plain shape, unpacked (zero-cost try when it fits): a chunk that gets
-            # through is a dict whose ``candidates`` is a list of one dict whose
-            # ``content`` is a dict whose ``parts`` is a list of one dict with a
-            # ``text`` (JSON's only values indexable by a string are objects, and the
-            # keys of an object are strings, never objects).
-            (cand,) = obj["candidates"]
-            (part,) = cand["content"]["parts"]
-            t = part["text"]
-        except (KeyError, TypeError, ValueError):
+        # The plain shape: ``candidates`` a list of one object whose ``content`` is an
+        # object whose ``parts`` is a list of one object with a string ``text``. Each
+        # step narrowed by its type (compiled, the dict and list reads that follow are
+        # direct; a chunk of another shape costs no exception).
+        cands = obj.get("candidates")
+        if not isinstance(cands, list) or len(cands) != 1:
             return None
+        cand = cands[0]
+        if not isinstance(cand, dict):
+            return None
+        content = cand.get("content")
+        if not isinstance(content, dict):
+            return None
+        parts = content.get("parts")
+        if not isinstance(parts, list) or len(parts) != 1:
+            return None
+        part = parts[0]
+        if not isinstance(part, dict):
+            return None
+        t = part.get("text")
         # (Supports waiting for their text: each chunk of candidate 0 makes a pass.)
         if (
             t.__class__ is not str
@@ -164,7 +178,7 @@ class GeminiInterpreter(GroundingState):
         # finish message or anything else take the general way.
         reason = cand.get("finishReason")
         extra = len(cand) - 1 - ("index" in cand) - (reason is not None)
-        if (extra and (extra != 1 or cand.get("groundingMetadata") != {})) or (
+        if (extra and (extra != 1 or not _empty(cand.get("groundingMetadata")))) or (
             reason is not None and reason.__class__ is not str
         ):
             return None
@@ -205,8 +219,8 @@ class GeminiInterpreter(GroundingState):
         return type(idx) is int and 0 <= idx < self.builder.bounds.max_choices
 
     def _candidate(self, cand: Any, out: list[Event]) -> None:
-        idx = cand.get("index", 0) if type(cand) is dict else None
-        if not self._reads(idx):
+        # (The type check narrows: compiled, the reads of ``cand`` below are direct.)
+        if type(cand) is not dict or not self._reads(idx := cand.get("index", 0)):
             self.fault(out, "bad_chunk", f"candidate not understood: {quote(cand)}")
             return
         content = cand.get("content")

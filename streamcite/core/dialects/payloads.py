@@ -4,6 +4,7 @@ the neighbouring delta), and how many UTF-16 units a text takes. Sans-I/O."""
 
 from __future__ import annotations
 
+from _codecs import utf_16_le_encode
 from typing import Any
 
 from streamcite.core.surrogates import HIGH_FIRST, HIGH_LAST, LOW_FIRST, LOW_LAST, fix_surrogates
@@ -43,7 +44,9 @@ def status_retryable(code: str, status: int | None) -> bool:
 
 def astral(s: str) -> int:
     """Characters of ``s`` beyond the BMP (each two UTF-16 units)."""
-    return 0 if s.isascii() else (len(s.encode("utf-16-le", "surrogatepass")) >> 1) - len(s)
+    # (The codec's own function: ``str.encode("utf-16-le")`` looks the codec up by name
+    # at each call, which costs more than encoding a paragraph.)
+    return 0 if s.isascii() else (len(utf_16_le_encode(s, "surrogatepass")[0]) >> 1) - len(s)
 
 
 def fix_strings(obj: dict[str, Any]) -> int:
