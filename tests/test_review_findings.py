@@ -308,6 +308,36 @@ class _Live:
         return None
 
 
+async def test_a_thread_left_to_a_stuck_check_is_given_back_when_the_check_returns(
+    serve: Any,
+) -> None:
+    """A worker thread abandoned to a stuck check counts against ``MAX_ABANDONED`` only
+    while that check runs: once it returns, the slot is free again. The count never went
+    down, so four stuck checks in a process's life (released since or not) ended fresh
+    threads for good, and every later stuck check stalled every stream's live claims (the
+    order the tests ran in decided whether the test above passed)."""
+    import threading
+
+    from streamcite.pipeline import claims as claim_stage
+    from tests._wait import wait_until
+
+    before = claim_stage._abandoned
+    release = threading.Event()
+    text = chunk("Paris is in France. ") + chunk("It is large. ")
+    base = await serve([text, chunk(None, "stop"), b"data: [DONE]\n\n"])
+    try:
+        stuck = _Live(_HangingChecker(release), claim_timeout=0.3)
+        async with asyncio.timeout(30):
+            async with stream_chat(REQUEST, base_url=base, after=[stuck]) as s:
+                events = [e async for e in s]
+        assert [e for e in events if isinstance(e, ErrorEvent) and e.code == "claim_timeout"]
+        if before < claim_stage.MAX_ABANDONED:
+            assert claim_stage._abandoned == before + 1  # its thread was left to it
+    finally:
+        release.set()
+    await wait_until(lambda: claim_stage._abandoned <= before, timeout=10)
+
+
 async def test_a_check_that_never_returns_does_not_stop_other_streams_live_claims(
     serve: Any,
 ) -> None:

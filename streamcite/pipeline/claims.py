@@ -25,6 +25,7 @@ first claim of a fresh process is checked, not timed out. Tokens never wait for 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -71,11 +72,14 @@ getting a fresh thread (each such thread is lost until its check returns)."""
 class _Worker:
     """The worker thread and when its running check started (None: idle)."""
 
-    __slots__ = ("busy_since", "executor")
+    __slots__ = ("abandoned", "busy_since", "executor")
 
     def __init__(self) -> None:
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="streamcite-claims")
         self.busy_since: float | None = None
+        self.abandoned = False
+        """Left to a stuck check: its slot of :data:`MAX_ABANDONED` is given back when
+        that check returns."""
 
     def call(self, fn: Callable[[Any], ClaimEvent], job: ClaimJob) -> ClaimEvent:
         self.busy_since = time.monotonic()
@@ -83,10 +87,23 @@ class _Worker:
             return fn(job)
         finally:
             self.busy_since = None
+            _returned(self)
 
 
 _worker: _Worker | None = None
 _abandoned = 0
+_abandoned_lock = threading.Lock()  # (the loop's thread and workers' threads count)
+
+
+def _returned(w: _Worker) -> None:
+    """A check of ``w`` returned: a thread abandoned to it is no longer lost (without
+    this, four stuck checks in a process's life, even released since, ended fresh
+    threads for good)."""
+    global _abandoned
+    with _abandoned_lock:
+        if w.abandoned:
+            w.abandoned = False
+            _abandoned -= 1
 
 
 def _current_worker() -> _Worker:
@@ -108,11 +125,13 @@ def _unstick(timeout: float) -> None:
     :data:`MAX_ABANDONED` such threads)."""
     global _worker, _abandoned
     w = _worker
-    if w is None or w.busy_since is None or _abandoned >= MAX_ABANDONED:
-        return
-    if time.monotonic() - w.busy_since < timeout:
-        return
-    _abandoned += 1
+    with _abandoned_lock:
+        if w is None or w.busy_since is None or _abandoned >= MAX_ABANDONED:
+            return
+        if time.monotonic() - w.busy_since < timeout:
+            return
+        _abandoned += 1
+        w.abandoned = True
     _worker = None
     w.executor.shutdown(wait=False)  # the queued checks still run there, after it
 
