@@ -9,8 +9,6 @@ bounded, and servers report what they saw through events, never through sleeps.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -22,45 +20,12 @@ from streamcite.pipeline import stream_chat
 from streamcite.pipeline.timeouts import Timeouts
 from streamcite.transports.base import TransportError
 from streamcite.transports.push import MAX_HEAD_BYTES, ConnectionPool, PushTransport
+from tests._raw_upstream import Handler, chunk_of, raw_upstream, read_request
 from tests._relay_fixtures import chunk_frame, relay, ws_client
-
-Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
-
-
-@contextlib.asynccontextmanager
-async def raw_upstream(handle: Handler) -> AsyncIterator[str]:
-    async def guarded(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        try:
-            await handle(r, w)
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
-            pass
-        finally:
-            w.close()
-
-    server = await asyncio.start_server(guarded, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        server.close()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(server.wait_closed(), 5)
-
-
-async def _request(r: asyncio.StreamReader) -> bytes:
-    head = await r.readuntil(b"\r\n\r\n")
-    length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
-    await r.readexactly(length)
-    return head
-
 
 _SSE_HEAD = (
     b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 )
-
-
-def _chunk(data: bytes) -> bytes:
-    return b"%x\r\n%s\r\n" % (len(data), data)
 
 
 _BODY = {"model": "m", "messages": [{"role": "user", "content": "q"}]}
@@ -83,11 +48,11 @@ async def test_a_stream_closed_at_its_finish_pools_no_paused_connection() -> Non
 
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         while True:
-            await _request(r)
-            w.write(_SSE_HEAD + _chunk(chunk_frame("tok")))
+            await read_request(r)
+            w.write(_SSE_HEAD + chunk_of(chunk_frame("tok")))
             await w.drain()
             tail = chunk_frame(None, "stop") + b"data: [DONE]\n\n"
-            w.write(_chunk(tail) + _chunk(b""))  # finish, [DONE], terminator: one read
+            w.write(chunk_of(tail) + chunk_of(b""))  # finish, [DONE], terminator: one read
             await w.drain()
 
     pool = ConnectionPool()
@@ -116,15 +81,15 @@ async def test_unsolicited_bytes_on_an_idle_connection_retire_it() -> None:
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         nonlocal served
         while True:
-            await _request(r)
+            await read_request(r)
             served += 1
             text = f"answer{served}"
             body = chunk_frame(text) + chunk_frame(None, "stop") + b"data: [DONE]\n\n"
             smuggled = chunk_frame("SMUGGLED") + b"data: [DONE]\n\n"
             w.write(
                 _SSE_HEAD
-                + _chunk(body)
-                + _chunk(b"")
+                + chunk_of(body)
+                + chunk_of(b"")
                 + b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                 + b"Content-Length: %d\r\n\r\n" % len(smuggled)
                 + smuggled
@@ -162,7 +127,7 @@ async def test_an_endless_head_is_refused_before_it_is_buffered(shape: str) -> N
 
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         nonlocal sent
-        await _request(r)
+        await read_request(r)
         if shape == "header":
             w.write(b"HTTP/1.1 200 OK\r\nX-Endless: ")
             piece = b"a" * 8192
@@ -202,11 +167,11 @@ async def test_a_stream_cancelled_mid_body_closes_its_connection_and_pushes_no_m
     server_saw_close = asyncio.Event()
 
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        await _request(r)
+        await read_request(r)
         w.write(_SSE_HEAD)
         try:
             for i in range(100_000):
-                w.write(_chunk(chunk_frame(f" t{i}")))
+                w.write(chunk_of(chunk_frame(f" t{i}")))
                 await w.drain()
                 if i == 20:
                     streaming.set()
@@ -267,15 +232,15 @@ async def test_deadlines_fire_in_push_mode_as_with_aiohttp(
     timeouts: Timeouts, shape: str, expected: str
 ) -> None:
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        await _request(r)
+        await read_request(r)
         w.write(_SSE_HEAD)
         for i in range(10_000):
             if shape == "tokens" or (i < 2 and shape == "two_then_silence"):
-                w.write(_chunk(chunk_frame(f" t{i}")))
+                w.write(chunk_of(chunk_frame(f" t{i}")))
             elif i == 0 and shape == "one_then_comments":
-                w.write(_chunk(chunk_frame(" t0")))
+                w.write(chunk_of(chunk_frame(" t0")))
             elif shape != "two_then_silence":
-                w.write(_chunk(b": keep-alive\n\n"))  # bytes, but no token
+                w.write(chunk_of(b": keep-alive\n\n"))  # bytes, but no token
             await w.drain()
             await asyncio.sleep(0.02)
 
@@ -310,7 +275,7 @@ async def test_a_smuggled_second_response_is_not_read_as_the_first_ones_body() -
     extra = b'{"smuggled": true}'
 
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        await _request(r)
+        await read_request(r)
         w.write(
             b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
             + b"Content-Length: %d\r\n\r\n" % len(answer)
@@ -351,7 +316,7 @@ async def test_a_request_is_sent_again_only_when_no_byte_of_its_answer_came(
         nonlocal requests
         served = 0
         while True:
-            await _request(r)
+            await read_request(r)
             requests += 1
             served += 1
             if served == 2:  # the second request on this connection: read, then dropped
@@ -360,7 +325,7 @@ async def test_a_request_is_sent_again_only_when_no_byte_of_its_answer_came(
                     await w.drain()
                 return
             body = chunk_frame("ok") + chunk_frame(None, "stop") + b"data: [DONE]\n\n"
-            w.write(_SSE_HEAD + _chunk(body) + _chunk(b""))
+            w.write(_SSE_HEAD + chunk_of(body) + chunk_of(b""))
             await w.drain()
 
     pool = ConnectionPool()
@@ -397,8 +362,8 @@ async def test_a_cancelled_streams_end_does_not_wait_for_the_body_to_drain(
     closed = asyncio.Event()
 
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        await _request(r)
-        w.write(_SSE_HEAD + _chunk(chunk_frame("one")))
+        await read_request(r)
+        w.write(_SSE_HEAD + chunk_of(chunk_frame("one")))
         await w.drain()
         first_sent.set()
         await r.read()  # no more: until the relay closes the connection
@@ -436,12 +401,12 @@ async def test_the_request_line_and_headers_are_sent_as_aiohttp_sends_them() -> 
     which = ""
 
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        head = await _request(r)
+        head = await read_request(r)
         line = head.split(b"\r\n")[0]
         tag = next(h for h in head.split(b"\r\n") if h.lower().startswith(b"x-tag:"))
         seen[which] = (line, tag.split(b":", 1)[1].strip())
         body = chunk_frame("ok") + chunk_frame(None, "stop") + b"data: [DONE]\n\n"
-        w.write(_SSE_HEAD + _chunk(body) + _chunk(b""))
+        w.write(_SSE_HEAD + chunk_of(body) + chunk_of(b""))
         await w.drain()
 
     async with raw_upstream(handle) as url, asyncio.timeout(15):
@@ -501,15 +466,15 @@ async def test_relay_frames_are_the_same_however_the_body_is_cut(cut: int) -> No
     body = _mixed_body()
 
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        await _request(r)
+        await read_request(r)
         w.write(_SSE_HEAD)
         pieces = [body] if not cut else [body[i : i + cut] for i in range(0, len(body), cut)]
         for piece in pieces:
-            w.write(_chunk(piece))
+            w.write(chunk_of(piece))
             await w.drain()
             if cut:
                 await asyncio.sleep(0)  # (a read each, most of the time)
-        w.write(_chunk(b""))
+        w.write(chunk_of(b""))
         await w.drain()
 
     frames = {}
@@ -549,14 +514,14 @@ async def test_body_after_done_is_ignored() -> None:
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         nonlocal requests
         while True:
-            await _request(r)
+            await read_request(r)
             requests += 1
             body = chunk_frame("before") + chunk_frame(None, "stop") + b"data: [DONE]\n\n"
-            w.write(_SSE_HEAD + _chunk(body))
+            w.write(_SSE_HEAD + chunk_of(body))
             await w.drain()
             for _ in range(25):
-                w.write(_chunk(chunk_frame("AFTER" * 800)))
-            w.write(_chunk(b""))
+                w.write(chunk_of(chunk_frame("AFTER" * 800)))
+            w.write(chunk_of(b""))
             await w.drain()
 
     pool = ConnectionPool()
@@ -609,13 +574,13 @@ async def test_a_log_failure_mid_read_ends_the_stream_as_with_aiohttp(
     monkeypatch.setattr(PushedTokens, "take", watching)
 
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        await _request(r)
+        await read_request(r)
         w.write(_SSE_HEAD)
         for i in range(0, 12, 3):  # reads of three tokens
-            w.write(_chunk(b"".join(chunk_frame(f" t{j}") for j in range(i, i + 3))))
+            w.write(chunk_of(b"".join(chunk_frame(f" t{j}") for j in range(i, i + 3))))
             await w.drain()
             await asyncio.sleep(0.01)
-        w.write(_chunk(chunk_frame(None, "stop") + b"data: [DONE]\n\n") + _chunk(b""))
+        w.write(chunk_of(chunk_frame(None, "stop") + b"data: [DONE]\n\n") + chunk_of(b""))
         await w.drain()
 
     frames = {}
@@ -647,8 +612,8 @@ async def test_a_broken_chunk_after_a_token_is_a_typed_error(bad: bytes) -> None
     quoted (aiohttp, for the record, waits for its idle timeout on all three)."""
 
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        await _request(r)
-        w.write(_SSE_HEAD + _chunk(chunk_frame("one")) + bad)
+        await read_request(r)
+        w.write(_SSE_HEAD + chunk_of(chunk_frame("one")) + bad)
         await w.drain()
         await r.read()
 
@@ -672,8 +637,8 @@ async def test_closing_the_pool_closes_connections_in_use() -> None:
     closed = asyncio.Event()
 
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        await _request(r)
-        w.write(_SSE_HEAD + _chunk(chunk_frame("one")))
+        await read_request(r)
+        w.write(_SSE_HEAD + chunk_of(chunk_frame("one")))
         await w.drain()
         streaming.set()
         await r.read()  # until the client closes
@@ -702,8 +667,8 @@ async def test_an_endless_trailer_is_refused_before_it_is_buffered() -> None:
 
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         nonlocal sent
-        await _request(r)
-        w.write(_SSE_HEAD + _chunk(chunk_frame("one")) + b"0\r\nX-Trailer: ")
+        await read_request(r)
+        w.write(_SSE_HEAD + chunk_of(chunk_frame("one")) + b"0\r\nX-Trailer: ")
         while sent < cap:
             w.write(b"a" * 8192)
             sent += 8192
@@ -729,11 +694,11 @@ async def test_no_answer_or_a_protocol_switch_fails_as_with_aiohttp(
 
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         if shape == "upgrade":
-            await _request(r)
+            await read_request(r)
             w.write(
                 b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: evil\r\nConnection: Upgrade\r\n\r\n"
             )
-            w.write(_chunk(chunk_frame("raw")))
+            w.write(chunk_of(chunk_frame("raw")))
             await w.drain()
         await r.read()  # until the client closes (never, for "silent", until it gives up)
 
@@ -761,15 +726,15 @@ async def test_the_stale_connection_retry_is_made_on_a_new_connection() -> None:
 
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         nonlocal in_use
-        await _request(r)
+        await read_request(r)
         in_use += 1
         if in_use == 2:
             both_in_use.set()
         await both_in_use.wait()  # (so that the two first requests hold two connections)
         body = chunk_frame("ok") + chunk_frame(None, "stop") + b"data: [DONE]\n\n"
-        w.write(_SSE_HEAD + _chunk(body) + _chunk(b""))
+        w.write(_SSE_HEAD + chunk_of(body) + chunk_of(b""))
         await w.drain()
-        await _request(r)  # the second request on this connection: read, then dropped
+        await read_request(r)  # the second request on this connection: read, then dropped
 
     pool = ConnectionPool()
     try:

@@ -8,8 +8,6 @@ aiohttp will not send); nothing is mocked but counting wrappers.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -21,6 +19,7 @@ from streamcite.pipeline.timeouts import Timeouts
 from streamcite.relay.pushed import PushedTokens
 from streamcite.transports.base import TransportError
 from streamcite.transports.push import MAX_HEAD_BYTES, ConnectionPool, PushTransport
+from tests._raw_upstream import chunk_of, raw_upstream, read_request
 from tests._relay_fixtures import (
     chunk_frame,
     fake_upstream,
@@ -115,42 +114,10 @@ async def test_an_upstream_error_reads_as_with_aiohttp() -> None:
 
 # -- raw upstreams: shapes a well-behaved server does not send ------------------------------
 
-Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
-
-
-@contextlib.asynccontextmanager
-async def raw_upstream(handle: Handler) -> AsyncIterator[str]:
-    async def guarded(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        try:
-            await handle(r, w)
-        except (ConnectionError, asyncio.CancelledError):
-            pass
-        finally:
-            w.close()
-
-    server = await asyncio.start_server(guarded, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        server.close()
-        await asyncio.wait_for(server.wait_closed(), 10)
-
-
-async def _request(r: asyncio.StreamReader) -> bytes:
-    head = await r.readuntil(b"\r\n\r\n")
-    length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
-    await r.readexactly(length)
-    return head
-
 
 def _sse(head: bytes = b"", *, chunked: bool = True) -> bytes:
     te = b"Transfer-Encoding: chunked\r\n" if chunked else b""
     return b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n" + te + head + b"\r\n"
-
-
-def _chunk(data: bytes) -> bytes:
-    return b"%x\r\n%s\r\n" % (len(data), data)
 
 
 async def _events(url: str, transport: Any = None, **kw: Any) -> list[Any]:
@@ -172,7 +139,7 @@ def _codes(events: list[Any]) -> list[str]:
 
 async def test_interim_responses_and_a_close_delimited_body() -> None:
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        await _request(r)
+        await read_request(r)
         w.write(b"HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n")
         w.write(_sse(b"Connection: close\r\n", chunked=False))
         for tok in ("Hello", " there"):
@@ -189,8 +156,8 @@ async def test_interim_responses_and_a_close_delimited_body() -> None:
 
 async def test_a_connection_cut_mid_body_is_connection_lost() -> None:
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        await _request(r)
-        w.write(_sse() + _chunk(chunk_frame("partial")))
+        await read_request(r)
+        w.write(_sse() + chunk_of(chunk_frame("partial")))
         await w.drain()
 
     async with raw_upstream(handle) as url:
@@ -212,8 +179,8 @@ async def test_a_connection_cut_mid_body_is_connection_lost() -> None:
 )
 async def test_hostile_heads_are_typed_errors(head: bytes, code: str) -> None:
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        await _request(r)
-        w.write(_sse(head) + _chunk(chunk_frame("x")))
+        await read_request(r)
+        w.write(_sse(head) + chunk_of(chunk_frame("x")))
         await w.drain()
         await asyncio.sleep(5)  # (closed by the client, or the test ends it)
 
@@ -224,7 +191,7 @@ async def test_hostile_heads_are_typed_errors(head: bytes, code: str) -> None:
 
 async def test_garbage_instead_of_http_is_a_typed_error() -> None:
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        await _request(r)
+        await read_request(r)
         w.write(b"\x1b[31mNOT HTTP\r\n\r\n")
         await w.drain()
 
@@ -238,8 +205,8 @@ async def test_idle_timeout_in_push_mode() -> None:
     stalled = asyncio.Event()
 
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        await _request(r)
-        w.write(_sse() + _chunk(chunk_frame("one")))
+        await read_request(r)
+        w.write(_sse() + chunk_of(chunk_frame("one")))
         await w.drain()
         stalled.set()
         await asyncio.sleep(30)
@@ -266,10 +233,10 @@ async def test_a_stale_pooled_connection_is_retried_once_on_a_new_one() -> None:
 
     async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         nonlocal served
-        await _request(r)
+        await read_request(r)
         served += 1
         body = chunk_frame("ok") + chunk_frame(None, "stop") + b"data: [DONE]\n\n"
-        w.write(_sse() + _chunk(body) + _chunk(b""))
+        w.write(_sse() + chunk_of(body) + chunk_of(b""))
         await w.drain()
         # keep-alive announced, but the server closes the idle connection at once
 

@@ -38,20 +38,10 @@ class ReadDeadline:
 
     def arm(self, seconds: float | None) -> None:
         """A read starts; it may last ``seconds`` (None: no bound)."""
-        if seconds is None:
-            self._at = None
-            return
-        loop = self._loop
-        at = loop.time() + seconds
-        self._at = at
-        # With the loop given, no get_running_loop (which asks the kernel for the pid).
-        self._task = asyncio.current_task(loop)
-        handle = self._handle
-        if handle is None or self._when > at + _EARLY:  # (a millisecond late is in time)
-            if handle is not None:
-                handle.cancel()
-            self._when = at
-            self._handle = loop.call_at(at, self._check)
+        if seconds is not None:
+            # With the loop given, no get_running_loop (which asks the kernel for the pid).
+            self._task = asyncio.current_task(self._loop)
+        self.extend(seconds)
 
     def extend(self, seconds: float | None) -> None:
         """The read in progress (armed by the task reading) may now last ``seconds`` from
@@ -62,9 +52,10 @@ class ReadDeadline:
         loop = self._loop
         at = loop.time() + seconds
         self._at = at
-        if self._handle is None or self._when > at + _EARLY:
-            if self._handle is not None:
-                self._handle.cancel()
+        handle = self._handle
+        if handle is None or self._when > at + _EARLY:  # (a millisecond late is in time)
+            if handle is not None:
+                handle.cancel()
             self._when = at
             self._handle = loop.call_at(at, self._check)
 

@@ -13,12 +13,10 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-import orjson
-
 from streamcite.core.events import TokenEvent
 from streamcite.pipeline.sse_reads import Batches
 from streamcite.relay.live import Taps
-from streamcite.relay.protocol import TOKEN_STARTS, token_start
+from streamcite.relay.protocol import token_json
 
 __all__ = ["PushedTokens", "first_token_observer", "push_tokens"]
 
@@ -106,18 +104,12 @@ class PushedTokens:
 
     def _log(self, batch: list[TokenEvent]) -> None:
         t = time.perf_counter()
-        sid, append, on_event, taps = self.sid, self.append, self.on_event, self.taps
-        dumps, starts = orjson.dumps, TOKEN_STARTS
+        sid, append, on_event = self.sid, self.append, self.on_event
         first = 0
         one = b""
         more: list[bytes] | None = None
-        for event in batch:  # (as Producer._log_events)
-            index, text, display = event.index, event.text, event.display
-            d = tj = dumps(text)
-            if display != text:
-                d = dumps(display)
-            start = starts[index] if 0 <= index < 8 else token_start(index)
-            payload = b"".join((start, tj, b',"display":', d, b"}"))
+        for event in batch:
+            payload = token_json(event.index, event.text, event.display)
             seq = append(sid, payload)
             if not first:
                 first, one = seq, payload
@@ -130,8 +122,5 @@ class PushedTokens:
             if self.first_token:
                 self.first_token = False
                 self.on_first(t)
-        if first and taps is not None:
-            if more is None:
-                taps.logged(first, one)
-            else:
-                taps.logged_run(first, more)
+        if first and self.taps is not None:
+            self.taps.logged_read(first, one, more)
